@@ -1,0 +1,59 @@
+# Thin wrappers: each target sets up what is missing, then does its job.
+#   make demo   build, run the default simulation, write frames/summary/plot to out/
+#   make test   build, run the whole pytest suite
+#   make bench  build, run the benchmarks (bench/*.py)
+# Set-up: Debian packages (when root), a .venv with pip, the package built
+# from this tree with scikit-build-core.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+DEBS   := build-essential pkg-config cmake libfftw3-dev
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm
+OUT    ?= out
+PYTEST_ARGS ?=
+
+.PHONY: all sysdeps venv build demo test bench clean
+
+all: build
+
+sysdeps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "warning: missing Debian packages:$$missing (run as root to install them)"; \
+	  fi; \
+	fi
+	@$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; \
+	  else echo "error: $(PYTHON) lacks venv/ensurepip (Debian: apt-get install python3-venv)"; exit 1; fi; }
+
+$(PY):
+	$(MAKE) sysdeps
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(PY)
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm" 2>/dev/null || \
+	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
+	@cmake_ok=$$(cmake --version 2>/dev/null | awk 'NR==1{split($$3,v,"."); print (v[1]>3 || (v[1]==3 && v[2]>=24))}'); \
+	if [ "$$cmake_ok" != 1 ]; then $(PIP) install -q "cmake>=3.24" ninja; fi
+
+build: sysdeps venv
+	$(PIP) install -q --disable-pip-version-check --no-build-isolation .
+
+demo: build
+	$(PY) -m nlsepy demo --out $(OUT)
+
+test: build
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: build
+	$(PY) bench/fd.py
+
+clean:
+	rm -rf build $(OUT) .pytest_cache

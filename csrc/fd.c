@@ -1,0 +1,251 @@
+/*
+ * fd.c -- the nlse_fd solver handle: parameter checks, buffers, dispatch to
+ * the float/double kernels, stability bound (NLSEmagic eqs. 18-19).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fd_internal.h"
+
+static const char *scheme_name(int scheme)
+{
+    return scheme == NLSE_FD_CD ? "cd" : scheme == NLSE_FD_2SHOC ? "2shoc" : "?";
+}
+
+static const char *bc_name(int bc)
+{
+    switch (bc) {
+    case NLSE_BC_DIRICHLET: return "dirichlet";
+    case NLSE_BC_MSD: return "msd";
+    case NLSE_BC_L0: return "l0";
+    case NLSE_BC_PERIODIC: return "periodic";
+    case NLSE_BC_ONE_SIDED: return "one-sided";
+    default: return "?";
+    }
+}
+
+size_t nlse_fd_min_points(int scheme, int bc)
+{
+    if (bc == NLSE_BC_ONE_SIDED)
+        return scheme == NLSE_FD_2SHOC ? 6 : 4;
+    return 3;
+}
+
+double nlse_fd_max_dt(const nlse_fd_params *p)
+{
+    double h = p->spacing[0];
+    for (int q = 1; q < p->ndim; ++q)
+        h = p->spacing[q] < h ? p->spacing[q] : h;
+    double k = h * h / (p->ndim * sqrt(2.0) * p->a);
+    return p->scheme == NLSE_FD_2SHOC ? 0.75 * k : k;
+}
+
+static int check_params(const nlse_fd_params *p)
+{
+    if (p->ndim < 1 || p->ndim > 3)
+        return nlse_fail(NLSE_ERR_VALUE, "ndim must be 1, 2 or 3, got %d", p->ndim);
+    if (p->scheme != NLSE_FD_CD && p->scheme != NLSE_FD_2SHOC)
+        return nlse_fail(NLSE_ERR_VALUE, "scheme: unknown code %d", p->scheme);
+    if (p->bc < NLSE_BC_DIRICHLET || p->bc > NLSE_BC_ONE_SIDED)
+        return nlse_fail(NLSE_ERR_VALUE, "bc: unknown code %d", p->bc);
+    if (p->bc == NLSE_BC_ONE_SIDED && p->ndim != 1)
+        return nlse_fail(NLSE_ERR_VALUE, "bc='one-sided' is only available in 1D, got ndim=%d",
+                         p->ndim);
+    if (p->dtype != NLSE_COMPLEX64 && p->dtype != NLSE_COMPLEX128)
+        return nlse_fail(NLSE_ERR_TYPE, "dtype: unknown code %d", p->dtype);
+    if (!(isfinite(p->a) && p->a > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "a must be finite and > 0, got %g", p->a);
+    if (!isfinite(p->s))
+        return nlse_fail(NLSE_ERR_VALUE, "s must be finite, got %g", p->s);
+    if (!(isfinite(p->dt) && p->dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", p->dt);
+    size_t nmin = nlse_fd_min_points(p->scheme, p->bc);
+    for (int q = 0; q < p->ndim; ++q) {
+        if (!(isfinite(p->spacing[q]) && p->spacing[q] > 0))
+            return nlse_fail(NLSE_ERR_VALUE, "spacing[%d] must be finite and > 0, got %g", q,
+                             p->spacing[q]);
+        if (p->shape[q] < nmin)
+            return nlse_fail(NLSE_ERR_VALUE,
+                             "grid too small for the stencil: axis %d has %zu points, "
+                             "scheme=%s with bc=%s needs at least %zu",
+                             q, p->shape[q], scheme_name(p->scheme), bc_name(p->bc), nmin);
+    }
+    return NLSE_OK;
+}
+
+static void make_geom(const nlse_fd_params *p, fd_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    g->ndim = p->ndim;
+    g->m = p->ndim - 1;
+    g->npts = 1;
+    g->nlines = 1;
+    g->dv = 1;
+    for (int q = 0; q < p->ndim; ++q) {
+        g->n[q] = (ptrdiff_t)p->shape[q];
+        g->npts *= g->n[q];
+        g->ih2[q] = 1.0 / (p->spacing[q] * p->spacing[q]);
+        g->dv *= p->spacing[q];
+        if (q < g->m)
+            g->nlines *= g->n[q];
+    }
+    g->len = g->n[g->m];
+    g->periodic = (p->bc == NLSE_BC_PERIODIC);
+    g->scheme = p->scheme;
+    g->bc = p->bc;
+    g->a = p->a;
+    g->s = p->s;
+    g->dt = p->dt;
+    /* 2SHOC cross weights (h_i^2 + h_j^2) / (12 h_i^2 h_j^2), see fd_kernels.inc */
+    if (g->m == 1) {
+        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
+    } else if (g->m == 2) {
+        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
+        g->cpair[1] = (g->ih2[0] + g->ih2[2]) / 12;
+        g->cpair[2] = (g->ih2[1] + g->ih2[2]) / 12;
+    }
+}
+
+int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
+{
+    int st;
+    nlse_fd *s;
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_create: NULL argument");
+    *out = NULL;
+    if ((st = check_params(p)) != NLSE_OK)
+        return st;
+    s = (nlse_fd *)calloc(1, sizeof *s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory allocating the solver");
+    s->p = *p;
+    make_geom(p, &s->g);
+    s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
+    size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
+    s->psi = calloc(1, bytes);
+    s->acc = calloc(1, bytes);
+    s->ta = calloc(1, bytes);
+    s->tb = calloc(1, bytes);
+    if (p->scheme == NLSE_FD_2SHOC)
+        s->D = calloc(1, bytes);
+    if (!s->psi || !s->acc || !s->ta || !s->tb || (p->scheme == NLSE_FD_2SHOC && !s->D)) {
+        nlse_fd_destroy(s);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory: the solver needs %zu bytes",
+                         bytes * (p->scheme == NLSE_FD_2SHOC ? 5 : 4));
+    }
+    *out = s;
+    return NLSE_OK;
+}
+
+void nlse_fd_destroy(nlse_fd *s)
+{
+    if (!s)
+        return;
+    free(s->psi);
+    free(s->acc);
+    free(s->ta);
+    free(s->tb);
+    free(s->D);
+    free(s->V);
+    free(s);
+}
+
+static int all_finite(const nlse_fd *s, const void *x, int real_only)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_all_finite_f(s, x, real_only)
+                                        : nlse_fd_all_finite_d(s, x, real_only);
+}
+
+int nlse_fd_set_state(nlse_fd *s, const void *psi)
+{
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_state: NULL argument");
+    if (!all_finite(s, psi, 0))
+        return nlse_fail(NLSE_ERR_VALUE, "psi contains non-finite values (NaN or Inf)");
+    memcpy(s->psi, psi, (size_t)s->g.npts * 2 * s->real_size);
+    return NLSE_OK;
+}
+
+int nlse_fd_get_state(const nlse_fd *s, void *psi)
+{
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_state: NULL argument");
+    memcpy(psi, s->psi, (size_t)s->g.npts * 2 * s->real_size);
+    return NLSE_OK;
+}
+
+int nlse_fd_set_potential(nlse_fd *s, const void *V)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_potential: NULL solver");
+    if (!V) {
+        free(s->V);
+        s->V = NULL;
+        return NLSE_OK;
+    }
+    if (!all_finite(s, V, 1))
+        return nlse_fail(NLSE_ERR_VALUE, "V contains non-finite values (NaN or Inf)");
+    size_t bytes = (size_t)s->g.npts * s->real_size;
+    if (!s->V && !(s->V = malloc(bytes)))
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory for V (%zu bytes)", bytes);
+    memcpy(s->V, V, bytes);
+    return NLSE_OK;
+}
+
+int nlse_fd_set_dt(nlse_fd *s, double dt)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_dt: NULL solver");
+    if (!(isfinite(dt) && dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    s->p.dt = dt;
+    s->g.dt = dt;
+    return NLSE_OK;
+}
+
+int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
+{
+    long tmp;
+    if (!done)
+        done = &tmp;
+    *done = 0;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_step: NULL solver");
+    if (nsteps < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nsteps must be >= 0, got %ld", nsteps);
+    return s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
+                                        : nlse_fd_advance_d(s, nsteps, done);
+}
+
+int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)
+{
+    double n, e;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe: NULL solver");
+    /* uses the 2SHOC work buffer D as scratch; the state is not modified */
+    if (s->p.dtype == NLSE_COMPLEX64)
+        nlse_fd_measure_f(s, &n, &e);
+    else
+        nlse_fd_measure_d(s, &n, &e);
+    if (norm)
+        *norm = n;
+    if (energy)
+        *energy = e;
+    return NLSE_OK;
+}
+
+double nlse_fd_bytes_per_point_step(const nlse_fd *s)
+{
+    /* complex values moved per point and step: stage 1 reads Psi^n and
+     * writes acc and ta (3); stages 2-3 read x, Psi^n, acc and write acc and
+     * the next input (5 each); stage 4 reads x and acc and writes acc (3).
+     * 2SHOC adds, per stage, a D write and a D read plus a second read of
+     * the input (3 x 4).  The potential adds one real read per stage. */
+    double c = 2.0 * (double)s->real_size;
+    double b = 16 * c;
+    if (s->p.scheme == NLSE_FD_2SHOC)
+        b += 12 * c;
+    if (s->V)
+        b += 4 * (double)s->real_size;
+    return b;
+}

@@ -1,0 +1,59 @@
+/*
+ * nlsepy/common.h -- conventions shared by every nlsepy solver.
+ *
+ * Status codes returned by every entry point, the thread-local last-error
+ * message, element types, and OpenMP thread control.  Complex arrays are
+ * interleaved (re, im) pairs, the memory layout of NumPy complex64/complex128
+ * and of C99 float/double _Complex; real arrays are plain float/double.
+ * Arrays are C ordered: the last axis is contiguous.
+ */
+#ifndef NLSEPY_COMMON_H
+#define NLSEPY_COMMON_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes (0 = success). */
+enum nlse_status {
+    NLSE_OK = 0,
+    NLSE_ERR_VALUE = 1,    /* an argument has a bad value            */
+    NLSE_ERR_TYPE = 2,     /* an argument has a bad type or dtype    */
+    NLSE_ERR_NOMEM = 3,    /* host allocation failed                 */
+    NLSE_ERR_BLOWUP = 4,   /* the state became non-finite            */
+    NLSE_ERR_BACKEND = 5,  /* device missing, device memory, launch  */
+    NLSE_ERR_INTERNAL = 6  /* anything else                          */
+};
+
+/* Element precision of a solver's state and arithmetic. */
+enum nlse_dtype {
+    NLSE_COMPLEX64 = 0,  /* float re/im pairs  */
+    NLSE_COMPLEX128 = 1  /* double re/im pairs */
+};
+
+/* Message describing the last failure on the calling thread ("" if none). */
+const char *nlse_last_error(void);
+
+/* Record a failure message (printf-style) and return `code`. */
+int nlse_fail(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clear the calling thread's last error. */
+void nlse_clear_error(void);
+
+/* OpenMP threads used by the CPU kernels (1 when built without OpenMP). */
+int nlse_set_num_threads(int n);
+int nlse_get_num_threads(void);
+
+/* 1 when the CPU kernels were compiled with OpenMP. */
+int nlse_have_openmp(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_COMMON_H */

@@ -1,0 +1,96 @@
+/*
+ * nlsepy/fd.h -- the NLSE by explicit RK4 and finite differences.
+ *
+ *     i dPsi/dt + a Lap(Psi) - V Psi + s |Psi|^2 Psi = 0,
+ *     dPsi/dt = F(Psi) = i [a Lap(Psi) + (s |Psi|^2 - V) Psi]
+ *
+ * in 1, 2 or 3 dimensions (Caplan, NLSEmagic, section 3): classic RK4 in time
+ * (eq. 3), the central-difference Laplacian (CD, second order) or the two-step
+ * high-order compact scheme (2SHOC, fourth order, eqs. 4-9), and the boundary
+ * conditions of section 3.3 (Dirichlet eqs. 11-12, modulus-squared Dirichlet
+ * eqs. 14-15, Laplacian-zero eqs. 16-17, one-sided in 1D) plus periodic.
+ *
+ * The solver is an opaque handle that owns every work buffer.  All entry
+ * points return an nlse_status; nlse_last_error() says what went wrong.
+ */
+#ifndef NLSEPY_FD_H
+#define NLSEPY_FD_H
+
+#include "nlsepy/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum nlse_fd_scheme {
+    NLSE_FD_CD = 0,    /* second-order central differences        */
+    NLSE_FD_2SHOC = 1  /* two-step fourth-order compact scheme    */
+};
+
+enum nlse_fd_bc {
+    NLSE_BC_DIRICHLET = 0, /* Psi_b fixed                          */
+    NLSE_BC_MSD = 1,       /* |Psi_b|^2 fixed                      */
+    NLSE_BC_L0 = 2,        /* Lap(Psi_b) = 0                       */
+    NLSE_BC_PERIODIC = 3,  /* wrap-around in every axis            */
+    NLSE_BC_ONE_SIDED = 4  /* one-sided Laplacian, 1D only         */
+};
+
+typedef struct nlse_fd_params {
+    int ndim;            /* 1, 2 or 3                                    */
+    size_t shape[3];     /* points per axis; the last axis is contiguous */
+    double spacing[3];   /* grid spacing per axis                        */
+    double a;            /* dispersion coefficient, > 0                  */
+    double s;            /* nonlinearity coefficient                     */
+    double dt;           /* time step, > 0                               */
+    int scheme;          /* enum nlse_fd_scheme                          */
+    int bc;              /* enum nlse_fd_bc                              */
+    int dtype;           /* enum nlse_dtype                              */
+} nlse_fd_params;
+
+typedef struct nlse_fd nlse_fd;
+
+/* Smallest number of points per axis the scheme and boundary need. */
+size_t nlse_fd_min_points(int scheme, int bc);
+
+/* Linear stability bound on dt (eqs. 18-19) for these parameters. */
+double nlse_fd_max_dt(const nlse_fd_params *p);
+
+/* Validate p and allocate a solver; the state starts at zero. */
+int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out);
+void nlse_fd_destroy(nlse_fd *s);
+
+/* State: interleaved complex of the solver's dtype, C order, shape p.shape. */
+int nlse_fd_set_state(nlse_fd *s, const void *psi);
+int nlse_fd_get_state(const nlse_fd *s, void *psi);
+
+/* Static potential: real array of the solver's precision, or NULL for V = 0. */
+int nlse_fd_set_potential(nlse_fd *s, const void *V);
+
+/* Change the time step (must be finite and > 0). */
+int nlse_fd_set_dt(nlse_fd *s, double dt);
+
+/*
+ * Advance `nsteps` RK4 steps.  *done receives the number of steps completed.
+ * If a step produces a non-finite value the step is discarded, the state keeps
+ * the last finite step, *done counts the good steps and NLSE_ERR_BLOWUP is
+ * returned.
+ */
+int nlse_fd_step(nlse_fd *s, long nsteps, long *done);
+
+/*
+ * Observables of the current state (double accumulation):
+ * norm   = sum |Psi|^2 dV,
+ * energy = sum [a |grad Psi|^2 + V |Psi|^2 - (s/2) |Psi|^4] dV, the kinetic
+ *          part being -a Re<Psi, L Psi> with the scheme's Laplacian L for
+ *          periodic boundaries (the invariant of the semi-discrete system)
+ *          and the forward-difference gradient over the grid's links otherwise.
+ */
+int nlse_fd_observe(nlse_fd *s, double *norm, double *energy);
+
+/* Bytes the CPU kernels move through memory per step and point (model). */
+double nlse_fd_bytes_per_point_step(const nlse_fd *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_FD_H */

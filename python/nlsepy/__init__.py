@@ -1,0 +1,58 @@
+"""nlsepy: nonlinear Schrödinger-type equations with C99/OpenMP and CUDA kernels.
+
+Models
+------
+NLSE
+    The NLSE by explicit RK4 with CD or 2SHOC finite differences in 1D/2D/3D.
+
+Helpers
+-------
+backends()          the backends this build and machine offer
+set_num_threads(n)  OpenMP threads of the CPU kernels
+examples            initial states of the source test problems
+"""
+
+from __future__ import annotations
+
+from . import examples, runner
+from ._backend import backends
+from .errors import BackendError, BlowUpError
+from .fd import NLSE, stability_bound
+from .runner import Frames
+
+__version__ = "0.1.0"
+
+__all__ = ["NLSE", "Frames", "BlowUpError", "BackendError", "backends", "examples",
+           "set_num_threads", "get_num_threads", "stability_bound", "build_info", "runner"]
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of OpenMP threads used by the CPU kernels.
+
+    Parameters
+    ----------
+    n : int
+        Threads (>= 1).  The default follows ``OMP_NUM_THREADS``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, got {n!r}")
+    from . import _core
+    _core.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Number of OpenMP threads the CPU kernels use."""
+    from . import _core
+    return _core.get_num_threads()
+
+
+def build_info() -> dict:
+    """What this build contains (OpenMP, FFTW3, CUDA and its architectures).
+
+    Returns
+    -------
+    dict
+        Fields of the generated ``nlsepy._build_config`` module.
+    """
+    from . import _build_config as bc
+    return {k: getattr(bc, k) for k in dir(bc) if not k.startswith("_")}

@@ -1,0 +1,417 @@
+"""The NLSE by explicit RK4 and finite differences (``nl.NLSE``).
+
+Solves ``i dPsi/dt + a Lap(Psi) - V Psi + s |Psi|^2 Psi = 0`` in 1, 2 or 3
+dimensions with classic RK4 in time and the second-order central difference
+(CD) or two-step fourth-order compact (2SHOC) Laplacian (Caplan, NLSEmagic,
+sections 3.1-3.4).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from numbers import Real
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _backend, runner
+from .errors import BlowUpError
+
+__all__ = ["NLSE", "stability_bound"]
+
+_SCHEMES = {"cd": 0, "2shoc": 1}
+_BCS = {"dirichlet": 0, "msd": 1, "l0": 2, "periodic": 3, "one-sided": 4}
+_BC_ALIASES = {"one_sided": "one-sided", "1s": "one-sided", "d": "dirichlet"}
+
+#: fraction of the linear stability bound used when dt is not given
+DT_SAFETY = 0.8
+
+
+def _core():
+    from . import _core as core
+    return core
+
+
+def _check_real(name: str, value: Any, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or (positive and v <= 0):
+        cond = "finite and > 0" if positive else "finite"
+        raise ValueError(f"{name} must be {cond}, got {value!r}")
+    return v
+
+
+def _spacing(spacing: Union[float, Sequence[float]], ndim: int) -> Tuple[float, ...]:
+    if np.ndim(spacing) == 0:
+        h = (spacing,) * ndim
+    else:
+        h = tuple(np.asarray(spacing).ravel().tolist())
+        if len(h) != ndim:
+            raise ValueError(f"spacing must be a number or {ndim} numbers (one per axis), "
+                             f"got {len(h)}: {spacing!r}")
+    return tuple(_check_real(f"spacing[{q}]" if ndim > 1 else "spacing", v, positive=True)
+                 for q, v in enumerate(h))
+
+
+def _name(kind: str, value: Any, table: dict, aliases: dict = {}) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{kind} must be a string, one of {sorted(table)}, got {value!r}")
+    key = aliases.get(value.lower(), value.lower())
+    if key not in table:
+        raise ValueError(f"unknown {kind} {value!r}; choose one of {sorted(table)}")
+    return key
+
+
+def stability_bound(spacing: Union[float, Sequence[float]], ndim: int, a: float = 1.0,
+                    scheme: str = "2shoc") -> float:
+    """Linear stability bound of RK4 + CD or 2SHOC (NLSEmagic eqs. 18-19).
+
+    ``k < h^2 / (d sqrt(2) a)`` for CD and 3/4 of that for 2SHOC, with ``h``
+    the smallest spacing and ``d`` the number of dimensions.
+
+    Parameters
+    ----------
+    spacing : float or sequence of float
+        Grid spacing, one value or one per axis.
+    ndim : int
+        Number of dimensions (1, 2 or 3).
+    a : float, optional
+        Dispersion coefficient.
+    scheme : {"cd", "2shoc"}, optional
+        Spatial scheme.
+
+    Returns
+    -------
+    float
+        The largest linearly stable time step.
+
+    Examples
+    --------
+    >>> round(stability_bound(0.01, 1, 1.0, "cd"), 7)
+    7.07e-05
+    """
+    if ndim not in (1, 2, 3):
+        raise ValueError(f"ndim must be 1, 2 or 3, got {ndim!r}")
+    h = _spacing(spacing, ndim)
+    a = _check_real("a", a, positive=True)
+    return _core().fd_max_dt(ndim, a, h, _SCHEMES[_name("scheme", scheme, _SCHEMES)])
+
+
+class NLSE:
+    """Nonlinear Schrödinger equation by RK4 and finite differences.
+
+    Solves ``i dPsi/dt + a Lap(Psi) - V Psi + s |Psi|^2 Psi = 0`` on a
+    uniform grid in 1, 2 or 3 dimensions (arrays of shape ``(nx,)``,
+    ``(nx, ny)`` or ``(nx, ny, nz)``, the last axis contiguous).
+
+    Parameters
+    ----------
+    psi0 : array_like
+        Initial state, real or complex, 1-3 dimensional.
+    spacing : float or sequence of float
+        Grid spacing ``h``, one value or one per axis.
+    a : float, optional
+        Dispersion coefficient (> 0).
+    s : float, optional
+        Nonlinearity: ``s < 0`` defocusing (dark solitons), ``s > 0`` focusing.
+    V : array_like or None, optional
+        Static real potential with the shape of `psi0`.
+    scheme : {"cd", "2shoc"}, optional
+        Laplacian: second-order central differences or the fourth-order
+        two-step compact scheme.
+    bc : {"dirichlet", "msd", "l0", "periodic", "one-sided"}, optional
+        Boundary condition on every face: fixed value (eq. 11), fixed modulus
+        squared (eq. 14), zero Laplacian (eq. 16), periodic, or one-sided
+        differences (1D only).  For non-periodic conditions the first and last
+        point of every axis are boundary points.
+    dt : float, optional
+        Time step.  Default: 0.8 of the linear stability bound
+        (:func:`stability_bound`).  A larger value raises unless `force`.
+    dtype : {numpy.complex64, numpy.complex128}, optional
+        Precision of state and arithmetic.  Default: complex64 for float32 or
+        complex64 input, complex128 otherwise.
+    force : bool, optional
+        Accept a `dt` above the linear stability bound.
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where the state lives and the kernels run.
+
+    Examples
+    --------
+    >>> import nlsepy as nl
+    >>> psi0, h, p = nl.examples.dark_soliton(length=20.0, h=0.05)
+    >>> sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], scheme="2shoc", bc="msd")
+    >>> frames = sim.run(1.0, frames=4)
+    >>> len(frames)
+    5
+    """
+
+    def __init__(self, psi0: Any, spacing: Union[float, Sequence[float]], a: float = 1.0,
+                 s: float = -1.0, V: Optional[Any] = None, scheme: str = "2shoc",
+                 bc: str = "msd", dt: Optional[float] = None, dtype: Any = None,
+                 force: bool = False, backend: str = "auto") -> None:
+        arr = np.asarray(psi0)
+        if arr.dtype.kind not in "fc" or arr.dtype.itemsize > 16:
+            raise TypeError(f"psi0 must be a float or complex array (float32/64, "
+                            f"complex64/128), got dtype {arr.dtype}")
+        if arr.ndim not in (1, 2, 3):
+            raise ValueError(f"psi0 must be 1-, 2- or 3-dimensional, got ndim={arr.ndim} "
+                             f"(shape {arr.shape})")
+        if dtype is None:
+            dtype = np.complex64 if arr.dtype in (np.float32, np.complex64) else np.complex128
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, "
+                            f"got {dtype!r}") from exc
+        if dtype not in (np.complex64, np.complex128):
+            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dtype}")
+        self.scheme = _name("scheme", scheme, _SCHEMES)
+        self.bc = _name("bc", bc, _BCS, _BC_ALIASES)
+        if self.bc == "one-sided" and arr.ndim != 1:
+            raise ValueError(f"bc='one-sided' is only available in 1D, psi0 has ndim={arr.ndim}")
+        self.a = _check_real("a", a, positive=True)
+        self.s = _check_real("s", s)
+        self.spacing = _spacing(spacing, arr.ndim)
+        self.dtype = dtype
+        self._shape = tuple(arr.shape)
+        core = _core()
+        nmin = core.fd_min_points(_SCHEMES[self.scheme], _BCS[self.bc])
+        for q, n in enumerate(arr.shape):
+            if n < nmin:
+                raise ValueError(f"grid too small for the stencil: psi0 has {n} points on axis "
+                                 f"{q}, scheme={self.scheme!r} with bc={self.bc!r} needs at "
+                                 f"least {nmin}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("psi0 contains non-finite values (NaN or Inf)")
+        self.backend = _backend.resolve(backend, "NLSE")
+        self.max_dt = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
+        self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
+        self._force = bool(force)
+        self._solver = core.FD(arr.shape, self.spacing, self.a, self.s, self._dt,
+                               _SCHEMES[self.scheme], _BCS[self.bc],
+                               core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128)
+        self._solver.set_state(np.ascontiguousarray(arr, dtype=dtype))
+        self._V = None
+        self.V = V
+        self._solver_dt = self._dt
+        self._t_base = 0.0   # time at the last change of step size
+        self._k = 0          # steps since then
+        self._steps = 0      # steps since creation
+
+    # ------------------------------------------------------------------ state
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """Grid shape."""
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.spacing)
+
+    @property
+    def psi(self) -> np.ndarray:
+        """A copy of the current state."""
+        return self._solver.get_state()
+
+    @psi.setter
+    def psi(self, value: Any) -> None:
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "fc":
+            raise TypeError(f"psi must be a float or complex array, got dtype {arr.dtype}")
+        if arr.shape != self._shape:
+            raise ValueError(f"psi must have shape {self._shape}, got {arr.shape}")
+        self._solver.set_state(np.ascontiguousarray(arr, dtype=self.dtype))
+
+    @property
+    def V(self) -> Optional[np.ndarray]:
+        """The static potential (None for V = 0)."""
+        return None if self._V is None else self._V.copy()
+
+    @V.setter
+    def V(self, value: Any) -> None:
+        if value is None:
+            self._solver.set_potential(None)
+            self._V = None
+            return
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "fiu" or arr.dtype == bool:
+            raise TypeError(f"V must be a real array, got dtype {arr.dtype}")
+        if arr.shape != self._shape:
+            raise ValueError(f"V must have the shape of psi0 {self._shape}, got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("V contains non-finite values (NaN or Inf)")
+        real = np.float32 if self.dtype == np.complex64 else np.float64
+        arr = np.ascontiguousarray(arr, dtype=real)
+        self._solver.set_potential(arr)
+        self._V = arr
+
+    @property
+    def t(self) -> float:
+        """Current time."""
+        return self._t_base + self._k * self._solver_dt
+
+    @property
+    def dt(self) -> float:
+        """Time step used by :meth:`step` (and the largest used by :meth:`run`)."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._dt = self._check_dt(value, self._force)
+
+    def _check_dt(self, dt: Any, force: bool) -> float:
+        dt = _check_real("dt", dt, positive=True)
+        if dt > self.max_dt and not force:
+            raise ValueError(f"dt={dt:g} exceeds the linear stability bound {self.max_dt:g} "
+                             f"of RK4+{self.scheme.upper()} (NLSEmagic eqs. 18-19); use a "
+                             f"smaller dt or pass force=True")
+        return dt
+
+    # --------------------------------------------------------------- stepping
+    def _use_dt(self, dt: float) -> None:
+        if dt != self._solver_dt:
+            self._t_base = self.t
+            self._k = 0
+            self._solver.set_dt(dt)
+            self._solver_dt = dt
+
+    def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
+        self._use_dt(dt)
+        done, blew_up = self._solver.step(int(n))
+        self._k += done
+        self._steps += done
+        if blew_up:
+            t_bad = self.t + dt
+            raise BlowUpError(
+                f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
+                f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
+                f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
+                step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
+        if t_final is not None:
+            self._t_base, self._k = float(t_final), 0
+
+    def _plan(self, t_end: float) -> Tuple[int, float]:
+        span = t_end - self.t
+        n = max(1, math.ceil(span / self._dt - 1e-9))
+        return n, span / n
+
+    def _snapshot(self) -> np.ndarray:
+        return self.psi
+
+    def step(self, n: int = 1) -> "NLSE":
+        """Advance `n` RK4 steps of size :attr:`dt`.
+
+        Parameters
+        ----------
+        n : int, optional
+            Number of steps (>= 0).
+
+        Returns
+        -------
+        NLSE
+            ``self``, for chaining.
+
+        Raises
+        ------
+        BlowUpError
+            If the state becomes non-finite; the last finite state is kept.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be an integer >= 0, got {n!r}")
+        self._advance(int(n), self._dt)
+        return self
+
+    def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
+            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None
+            ) -> runner.Frames:
+        """Advance to `t_end` in `frames` chunks, returning snapshots.
+
+        The run takes the fewest equal steps no larger than :attr:`dt` that end
+        exactly at `t_end`; chunk boundaries fall on whole steps, so the result
+        does not depend on `frames`.
+
+        Parameters
+        ----------
+        t_end : float
+            Final time (> current time).
+        frames : int, optional
+            Number of chunks; ``frames + 1`` snapshots are returned.
+        callback : callable, optional
+            ``callback(sim)`` after each chunk; raise ``StopIteration`` to stop.
+        progress : bool, optional
+            Show a progress bar (needs tqdm).
+        checkpoint : path-like, optional
+            Write :meth:`save` to this path after each chunk.
+
+        Returns
+        -------
+        Frames
+            ``(t, psi)`` snapshots, with ``.t`` and ``.psi`` array views.
+        """
+        return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
+                          checkpoint=checkpoint)
+
+    # ------------------------------------------------------------ observables
+    def norm(self) -> float:
+        """``N = sum |Psi|^2 dV`` (the discrete L2 norm squared)."""
+        return self._solver.observe()[0]
+
+    def energy(self) -> float:
+        """``H = sum [a |grad Psi|^2 + V |Psi|^2 - (s/2) |Psi|^4] dV``.
+
+        With periodic boundaries the kinetic part is ``-a Re<Psi, L Psi>`` with
+        the scheme's own Laplacian ``L``, the quantity the semi-discrete system
+        conserves; otherwise forward differences over the grid's links.
+        """
+        return self._solver.observe()[1]
+
+    def bytes_per_step(self) -> float:
+        """Bytes the CPU kernels move through memory per step (traffic model)."""
+        return self._solver.bytes_per_point_step() * int(np.prod(self._shape))
+
+    # ------------------------------------------------------------ checkpoints
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Write a checkpoint (``.npz``), whole or not at all.
+
+        Parameters
+        ----------
+        path : path-like
+            Destination file.
+        """
+        runner.atomic_savez(
+            path, psi=self.psi, t=self.t, steps=self._steps, spacing=np.asarray(self.spacing),
+            a=self.a, s=self.s, dt=self._dt, scheme=self.scheme, bc=self.bc,
+            force=self._force, V=self._V if self._V is not None else np.zeros(0))
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike], backend: str = "auto") -> "NLSE":
+        """Restart from a checkpoint written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            Checkpoint file.
+        backend : {"auto", "cpu", "cuda"}, optional
+            Backend of the new solver.
+
+        Returns
+        -------
+        NLSE
+            A solver at the checkpoint's time and state.
+        """
+        with np.load(path, allow_pickle=False) as d:
+            V = d["V"] if d["V"].size else None
+            sim = cls(d["psi"], tuple(d["spacing"]), a=float(d["a"]), s=float(d["s"]), V=V,
+                      scheme=str(d["scheme"]), bc=str(d["bc"]), dt=float(d["dt"]),
+                      dtype=d["psi"].dtype, force=bool(d["force"]), backend=backend)
+            sim._t_base = float(d["t"])
+            sim._steps = int(d["steps"])
+        return sim
+
+    def __repr__(self) -> str:
+        return (f"NLSE(shape={self._shape}, scheme={self.scheme!r}, bc={self.bc!r}, "
+                f"a={self.a:g}, s={self.s:g}, dt={self._dt:g}, t={self.t:g}, "
+                f"dtype={self.dtype.name}, backend={self.backend!r})")
