@@ -1,0 +1,442 @@
+"""Benchmark of ``nl.NLSE``: explicit RK4 with the CD or 2SHOC Laplacian.
+
+Times ``sim.step(k)`` for ``i dPsi/dt + a Lap Psi - V Psi + s|Psi|^2 Psi = 0``
+in 1D, 2D and 3D, with both schemes, in single (complex64) and double
+(complex128) precision, periodic boundaries and no potential, for each thread
+count asked for, and compares with
+
+* the machine's copy bandwidth, measured in the same run with ``np.copyto``
+  on a 256 MiB float64 array (bytes read + bytes written; the copy runs on as
+  many Python threads as the kernel row uses, each copying one slice -- NumPy
+  releases the GIL while copying), and
+* the straightforward NumPy implementation of the same scheme,
+  :class:`nlsepy.reference.NLSEReference`, timed for the largest thread count
+  only (NumPy's element-wise operations run on one thread).
+
+Traffic model
+-------------
+The achieved bandwidth is ``sim.bytes_per_step() / (seconds per step)``, with
+the bytes taken from the solver (``FD.bytes_per_point_step()`` times the
+number of points); nothing here hard-codes them.  The model counts each array
+element the kernels read or write once per pass over the grid, assuming the
+stencil neighbours of a point come from cache, and it counts no
+write-allocate traffic (neither does the copy bandwidth).  Per RK4 step each
+grid point moves
+
+* CD: 16 complex values.  Stage 1 reads ``Psi^n`` and writes the accumulator
+  and the next stage's input (3); stages 2 and 3 read the input, ``Psi^n``
+  and the accumulator and write the accumulator and the next input (5 each);
+  stage 4 reads the input and the accumulator and writes the accumulator,
+  which becomes ``Psi^{n+1}`` (3).
+* 2SHOC: 12 more.  Per stage the intermediate array ``D`` (the CD Laplacian)
+  is written once and read once, and the stage input is read a second time
+  by the compact correction (3 per stage).
+* with a potential, one real value more per stage (not exercised here).
+
+That is 16 x 8 = 128 B (complex64) or 256 B (complex128) per point-step for
+CD and 224 B or 448 B for 2SHOC.  The fraction of copy bandwidth is
+``(bytes_per_step / time) / copy_bandwidth``: close to 1 means the step runs
+at memory speed under the model; the 2D/3D stencils' neighbour reuse is not
+always served by cache, so the true traffic can exceed the model.
+
+Usage
+-----
+::
+
+    python bench/fd.py [--quick] [--threads 1,2] [--backend cpu] [--json PATH]
+
+Default sizes: 1D ``2**20``, 2D ``1024 x 1024``, 3D ``128^3``; ``--quick``
+uses about 4x fewer points (``2**18``, ``512 x 512``, ``80^3``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+import nlsepy as nl
+from nlsepy.reference import NLSEReference
+
+#: grid per dimension, full and ``--quick``
+SIZES: Dict[bool, Dict[int, Tuple[int, ...]]] = {
+    False: {1: (2 ** 20,), 2: (1024, 1024), 3: (128, 128, 128)},
+    True: {1: (2 ** 18,), 2: (512, 512), 3: (80, 80, 80)},
+}
+SCHEMES: Tuple[str, ...] = ("cd", "2shoc")
+DTYPES: Tuple[type, ...] = (np.complex64, np.complex128)
+SPACING = 0.1
+A, S = 1.0, -1.0
+COPY_BYTES = 256 * 2 ** 20
+
+
+# --------------------------------------------------------------------- setup
+def _run(cmd: Sequence[str]) -> Optional[str]:
+    """Output of `cmd` (stripped), or None when it fails."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10,
+                             cwd=os.path.dirname(os.path.abspath(__file__)))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def cpu_model() -> str:
+    """CPU model name from ``/proc/cpuinfo`` (or :func:`platform.processor`).
+
+    Returns
+    -------
+    str
+        The first ``model name`` line's value.
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info(args: argparse.Namespace) -> Dict[str, Any]:
+    """What the figures depend on: date, commit, CPU, build, command line.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    dict
+        Header fields.
+    """
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "git_head": _run(["git", "rev-parse", "--short", "HEAD"]),
+        "git_worktree_dirty": None if dirty is None else bool(dirty),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "nlsepy": nl.__version__,
+        "nlsepy_path": os.path.dirname(nl.__file__),
+        "build_info": nl.build_info(),
+        "backend": args.backend,
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+    }
+
+
+def make_state(shape: Tuple[int, ...], dtype: type, seed: int = 0) -> np.ndarray:
+    """A smooth, random-ish, nowhere-zero periodic state of modulus about 1.
+
+    ``(1 + 0.01 * complex noise) * exp(i k.x)`` with a small wave vector that
+    fits the periodic box, so the arithmetic sees ordinary numbers.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Grid shape.
+    dtype : type
+        ``numpy.complex64`` or ``numpy.complex128``.
+    seed : int, optional
+        Seed of the noise.
+
+    Returns
+    -------
+    numpy.ndarray
+        C-contiguous array of `dtype`.
+    """
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    axes = np.meshgrid(*[np.arange(n) / n for n in shape], indexing="ij", sparse=True)
+    phase = sum(2 * np.pi * (q + 1) * x for q, x in enumerate(axes))
+    return np.ascontiguousarray((1.0 + 0.01 * noise) * np.exp(1j * phase), dtype=dtype)
+
+
+# ------------------------------------------------------------------- timing
+def copy_bandwidth(threads: int, nbytes: int = COPY_BYTES, repeats: int = 7) -> float:
+    """Copy bandwidth in bytes/s: median of ``np.copyto(dst, src)``.
+
+    Counts bytes read plus bytes written (``2 * nbytes`` per copy), no
+    write-allocate.  With ``threads > 1`` each Python thread copies one
+    contiguous slice (NumPy releases the GIL while copying).
+
+    Parameters
+    ----------
+    threads : int
+        Number of threads copying.
+    nbytes : int, optional
+        Size of the source array in bytes (float64).
+    repeats : int, optional
+        Number of timed copies.
+
+    Returns
+    -------
+    float
+        Bytes per second.
+    """
+    n = nbytes // 8
+    src = np.full(n, 1.5)
+    dst = np.empty_like(src)
+    edges = np.linspace(0, n, threads + 1).astype(int)
+    pairs = [(dst[lo:hi], src[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        def copy() -> None:
+            if threads == 1:
+                np.copyto(dst, src)
+            else:
+                list(pool.map(lambda p: np.copyto(*p), pairs))
+        copy()  # first touch of dst
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            copy()
+            times.append(time.perf_counter() - t0)
+    return 2 * n * 8 / statistics.median(times)
+
+
+def time_steps(step: Callable[[int], Any], target: float, repeats: int) -> Tuple[float, int]:
+    """Median seconds per step of ``step(k)``, with `k` chosen from a trial.
+
+    One warm-up step, one timed trial step to pick ``k`` so that a repetition
+    lasts about `target` seconds, then `repeats` timed calls of ``step(k)``.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(k)`` advances `k` steps.
+    target : float
+        Wanted seconds per repetition.
+    repeats : int
+        Number of timed repetitions.
+
+    Returns
+    -------
+    seconds : float
+        Median seconds per step.
+    k : int
+        Steps per repetition.
+    """
+    step(1)  # warm-up
+    t0 = time.perf_counter()
+    step(1)
+    trial = time.perf_counter() - t0
+    k = max(1, int(round(target / max(trial, 1e-9))))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step(k)
+        times.append((time.perf_counter() - t0) / k)
+    return statistics.median(times), k
+
+
+def time_reference(psi0: np.ndarray, sim: "nl.NLSE", repeats: int) -> Tuple[float, float]:
+    """Median seconds of ``NLSEReference.step(1)``, and its difference to nlsepy.
+
+    Parameters
+    ----------
+    psi0 : numpy.ndarray
+        Initial state (its dtype sets the reference's precision).
+    sim : nlsepy.NLSE
+        Solver of the same case (for ``dt``, spacing and coefficients).
+    repeats : int
+        Number of timed single steps.
+
+    Returns
+    -------
+    seconds : float
+        Median seconds per step.
+    rel_diff : float
+        ``max |psi_numpy - psi_nlsepy| / max |psi_numpy|`` after `repeats`
+        steps from `psi0` (a check that both did the same work).
+    """
+    ref = NLSEReference(psi0, sim.spacing, sim.a, sim.s, None, sim.scheme, sim.bc, sim.dt)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        ref.step(1)
+        times.append(time.perf_counter() - t0)
+    check = nl.NLSE(psi0, sim.spacing, a=sim.a, s=sim.s, scheme=sim.scheme, bc=sim.bc,
+                    dt=sim.dt, dtype=sim.dtype, backend=sim.backend).step(repeats)
+    diff = float(np.max(np.abs(ref.psi - check.psi)) / np.max(np.abs(ref.psi)))
+    return statistics.median(times), diff
+
+
+# -------------------------------------------------------------------- report
+COLUMNS: Tuple[Tuple[str, str, str], ...] = (
+    # (key, heading, format)
+    ("dim", "dim", "{}"),
+    ("grid", "grid", "{}"),
+    ("dtype", "dtype", "{}"),
+    ("scheme", "scheme", "{}"),
+    ("threads", "threads", "{}"),
+    ("ms_per_step", "ms/step", "{:.3f}"),
+    ("mpoint_steps_per_s", "Mpoint-steps/s", "{:.1f}"),
+    ("bytes_per_point_step", "bytes/point-step (model)", "{:.0f}"),
+    ("gbps", "GB/s achieved", "{:.2f}"),
+    ("copy_gbps", "copy GB/s", "{:.2f}"),
+    ("fraction_of_copy", "fraction of copy bw", "{:.2f}"),
+    ("numpy_ms_per_step", "NumPy ms/step", "{:.1f}"),
+    ("speedup_vs_numpy", "speed-up vs NumPy", "{:.1f}x"),
+)
+
+
+def format_table(rows: List[Dict[str, Any]]) -> str:
+    """The rows as a Markdown table (blank cells where a value is None).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Result rows keyed as in :data:`COLUMNS`.
+
+    Returns
+    -------
+    str
+        The table.
+    """
+    cells = [[("" if r[key] is None else fmt.format(r[key])) for key, _, fmt in COLUMNS]
+             for r in rows]
+    heads = [head for _, head, _ in COLUMNS]
+    widths = [max([len(h)] + [len(c[j]) for c in cells]) for j, h in enumerate(heads)]
+
+    def line(vals: Sequence[str]) -> str:
+        return "| " + " | ".join(v.rjust(w) for v, w in zip(vals, widths)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
+    return "\n".join([line(heads), sep] + [line(c) for c in cells])
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """Command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    argparse.Namespace
+        Parsed options.
+    """
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="about 4x fewer points")
+    p.add_argument("--threads", default=f"1,{os.cpu_count() or 1}",
+                   help="comma-separated thread counts (default: 1,os.cpu_count())")
+    p.add_argument("--backend", default="cpu", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--repeats", type=int, default=5, help="timed repetitions (>= 5)")
+    p.add_argument("--json", metavar="PATH", help="also write header and rows as JSON")
+    args = p.parse_args(argv)
+    try:
+        threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
+    except ValueError:
+        p.error(f"--threads must be comma-separated integers, got {args.threads!r}")
+    if not threads or threads[0] < 1:
+        p.error(f"--threads needs integers >= 1, got {args.threads!r}")
+    if args.repeats < 5:
+        p.error("--repeats must be >= 5")
+    args.thread_list = threads
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+    """Run the benchmark, print the header and the table.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Command-line arguments.
+
+    Returns
+    -------
+    list of dict
+        The result rows.
+    """
+    args = parse_args(argv)
+    t_start = time.perf_counter()
+    info = machine_info(args)
+    info["threads"] = args.thread_list
+    print("nlsepy FD (RK4 + CD/2SHOC) benchmark")
+    for key, val in info.items():
+        print(f"  {key:20s} {val}")
+    target = 0.2 if args.quick else 0.3
+    threads_max = max(args.thread_list)
+
+    copy_bw: Dict[int, float] = {}
+    for t in args.thread_list:
+        copy_bw[t] = copy_bandwidth(t)
+        print(f"copy bandwidth, np.copyto 256 MiB float64 on {t} thread(s): "
+              f"{copy_bw[t] / 1e9:.2f} GB/s (read + write)", flush=True)
+
+    rows: List[Dict[str, Any]] = []
+    for ndim, shape in SIZES[args.quick].items():
+        npts = int(np.prod(shape))
+        grid = "x".join(map(str, shape))
+        for dtype in DTYPES:
+            psi0 = make_state(shape, dtype)
+            for scheme in SCHEMES:
+                for t in args.thread_list:
+                    nl.set_num_threads(t)
+                    sim = nl.NLSE(psi0, SPACING, a=A, s=S, V=None, scheme=scheme,
+                                  bc="periodic", dtype=dtype, backend=args.backend)
+                    sec, k = time_steps(sim.step, target, args.repeats)
+                    bps = sim.bytes_per_step()
+                    row: Dict[str, Any] = {
+                        "dim": ndim, "grid": grid, "points": npts,
+                        "dtype": np.dtype(dtype).name, "scheme": scheme, "threads": t,
+                        "threads_reported": nl.get_num_threads(),
+                        "steps_per_rep": k, "repeats": args.repeats,
+                        "ms_per_step": 1e3 * sec,
+                        "mpoint_steps_per_s": npts / sec / 1e6,
+                        "bytes_per_point_step": sim._solver.bytes_per_point_step(),
+                        "bytes_per_step": bps,
+                        "gbps": bps / sec / 1e9,
+                        "copy_gbps": copy_bw[t] / 1e9,
+                        "copy_threads": t,
+                        "fraction_of_copy": bps / sec / copy_bw[t],
+                        "numpy_ms_per_step": None, "speedup_vs_numpy": None,
+                        "numpy_rel_diff": None,
+                    }
+                    if t == threads_max:
+                        nsec, diff = time_reference(psi0, sim, 3)
+                        row.update(numpy_ms_per_step=1e3 * nsec, speedup_vs_numpy=nsec / sec,
+                                   numpy_rel_diff=diff)
+                    rows.append(row)
+                    extra = ("" if row["numpy_ms_per_step"] is None else
+                             f", NumPy {row['numpy_ms_per_step']:.1f} ms/step "
+                             f"({row['speedup_vs_numpy']:.1f}x, rel. diff {diff:.1e})")
+                    print(f"{ndim}D {grid} {row['dtype']} {scheme:5s} {t} thr: "
+                          f"{row['ms_per_step']:.3f} ms/step (k={k}), {row['gbps']:.2f} GB/s"
+                          f"{extra}", flush=True)
+
+    print()
+    print(format_table(rows))
+    print()
+    print("ms/step: median over repetitions of sim.step(k)/k after one warm-up step; "
+          "GB/s: sim.bytes_per_step()/time (traffic model, no write-allocate); "
+          "copy GB/s: np.copyto of 256 MiB float64, read + write bytes, on as many Python "
+          "threads as the row's threads; NumPy: nlsepy.reference.NLSEReference.step(1), "
+          "median of 3, max thread count rows only (NumPy itself is single-threaded).")
+    print(f"total time {time.perf_counter() - t_start:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": info, "rows": rows}, f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
