@@ -78,6 +78,8 @@ DTYPES: Tuple[type, ...] = (np.complex64, np.complex128)
 SPACING = 0.1
 A, S = 1.0, -1.0
 COPY_BYTES = 256 * 2 ** 20
+#: max/min of the repetitions above which a row is listed as noisy
+NOISY = 1.3
 
 
 # --------------------------------------------------------------------- setup
@@ -208,7 +210,8 @@ def copy_bandwidth(threads: int, nbytes: int = COPY_BYTES, repeats: int = 7) -> 
     return 2 * n * 8 / statistics.median(times)
 
 
-def time_steps(step: Callable[[int], Any], target: float, repeats: int) -> Tuple[float, int]:
+def time_steps(step: Callable[[int], Any], target: float, repeats: int
+               ) -> Tuple[float, int, List[float]]:
     """Median seconds per step of ``step(k)``, with `k` chosen from a trial.
 
     One warm-up step, one timed trial step to pick ``k`` so that a repetition
@@ -229,6 +232,8 @@ def time_steps(step: Callable[[int], Any], target: float, repeats: int) -> Tuple
         Median seconds per step.
     k : int
         Steps per repetition.
+    times : list of float
+        Seconds per step of every repetition.
     """
     step(1)  # warm-up
     t0 = time.perf_counter()
@@ -240,7 +245,7 @@ def time_steps(step: Callable[[int], Any], target: float, repeats: int) -> Tuple
         t0 = time.perf_counter()
         step(k)
         times.append((time.perf_counter() - t0) / k)
-    return statistics.median(times), k
+    return statistics.median(times), k, times
 
 
 def time_reference(psi0: np.ndarray, sim: "nl.NLSE", repeats: int) -> Tuple[float, float]:
@@ -393,13 +398,15 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                     nl.set_num_threads(t)
                     sim = nl.NLSE(psi0, SPACING, a=A, s=S, V=None, scheme=scheme,
                                   bc="periodic", dtype=dtype, backend=args.backend)
-                    sec, k = time_steps(sim.step, target, args.repeats)
+                    sec, k, times = time_steps(sim.step, target, args.repeats)
                     bps = sim.bytes_per_step()
                     row: Dict[str, Any] = {
                         "dim": ndim, "grid": grid, "points": npts,
                         "dtype": np.dtype(dtype).name, "scheme": scheme, "threads": t,
                         "threads_reported": nl.get_num_threads(),
                         "steps_per_rep": k, "repeats": args.repeats,
+                        "ms_per_step_reps": [1e3 * x for x in times],
+                        "rep_spread": max(times) / min(times),
                         "ms_per_step": 1e3 * sec,
                         "mpoint_steps_per_s": npts / sec / 1e6,
                         "bytes_per_point_step": sim._solver.bytes_per_point_step(),
@@ -431,6 +438,13 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
           "copy GB/s: np.copyto of 256 MiB float64, read + write bytes, on as many Python "
           "threads as the row's threads; NumPy: nlsepy.reference.NLSEReference.step(1), "
           "median of 3, max thread count rows only (NumPy itself is single-threaded).")
+    noisy = [r for r in rows if r["rep_spread"] > NOISY]
+    if noisy:
+        print(f"repetitions differing by more than {NOISY:.1f}x (max/min), a sign of a "
+              f"disturbed machine:")
+        for r in noisy:
+            print(f"  {r['dim']}D {r['grid']} {r['dtype']} {r['scheme']} {r['threads']} thr: "
+                  + " ".join(f"{x:.2f}" for x in r["ms_per_step_reps"]) + " ms/step")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
     if args.json:
         with open(args.json, "w") as f:

@@ -48,15 +48,16 @@ def _dark_profile(r: np.ndarray, a: float, s: float, omega: float) -> np.ndarray
     return np.sqrt(abs(omega / s)) * np.tanh(np.sqrt(abs(omega) / (2 * a)) * r)
 
 
-def dark_soliton(length: float = 40.0, h: float = 0.01, a: float = 1.0, s: float = -1.0,
+def dark_soliton(length: float = 40.0, h: float = 0.1, a: float = 1.0, s: float = -1.0,
                  c: float = 0.5, omega: float = -1.0, x0: float = 0.0,
                  dtype: Any = np.complex128) -> Example:
     """Co-moving dark soliton, NLSEmagic eq. 20 (s < 0).
 
     ``Psi = sqrt|omega/s| tanh(sqrt(|omega|/2a) (x - x0 - c t))
     exp(i[(c/2a) x + (omega - c^2/4a) t])``.  The defaults are the source's
-    parameters (s = -1, a = 1, c = 0.5, omega = -1, h = 0.01) with MSD
-    boundaries.
+    parameters (s = -1, a = 1, c = 0.5, omega = -1) with MSD boundaries and
+    h = 0.1: the source's text says h = 0.01, but its quoted stability bounds
+    (0.0070711, 0.0053033) and its step k = 0.005 belong to h = 0.1.
 
     Parameters
     ----------

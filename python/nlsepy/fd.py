@@ -89,8 +89,8 @@ def stability_bound(spacing: Union[float, Sequence[float]], ndim: int, a: float 
 
     Examples
     --------
-    >>> round(stability_bound(0.01, 1, 1.0, "cd"), 7)
-    7.07e-05
+    >>> round(stability_bound(0.1, 1, 1.0, "cd"), 7)
+    0.0070711
     """
     if ndim not in (1, 2, 3):
         raise ValueError(f"ndim must be 1, 2 or 3, got {ndim!r}")

@@ -1,0 +1,63 @@
+"""Backends: what this build offers, selection by name, threads, and CPU/GPU
+parity when a GPU backend is present."""
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+
+
+def test_backends_lists_cpu():
+    b = nl.backends()
+    assert b[0] == "cpu" and set(b) <= {"cpu", "cuda"}
+
+
+def test_auto_resolves_to_an_available_backend():
+    psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
+    sim = nl.NLSE(psi0, h, backend="auto")
+    assert sim.backend in nl.backends()
+    assert nl.NLSE(psi0, h, backend="cpu").backend == "cpu"
+
+
+def test_cuda_unavailable_is_a_backend_error():
+    if "cuda" in nl.backends():
+        pytest.skip("this machine has the CUDA backend; covered by the parity tests")
+    psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
+    with pytest.raises(nl.BackendError, match="backend='cuda' is not available"):
+        nl.NLSE(psi0, h, backend="cuda")
+
+
+def test_build_info():
+    info = nl.build_info()
+    for key in ("openmp", "fftw", "cuda", "cuda_archs", "version"):
+        assert key in info
+    assert info["version"] == nl.__version__
+    if info["cuda"]:
+        assert "80" in info["cuda_archs"] and "90" in info["cuda_archs"]
+        assert "native" not in info["cuda_archs"]
+
+
+def test_threads_do_not_change_results():
+    """OpenMP splits lines between threads; results must not depend on it."""
+    psi0, h, p = nl.examples.dark_vortex(length=40.0, h=0.25)  # 161^2 > parallel threshold
+    before = nl.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2):
+            nl.set_num_threads(n)
+            assert nl.get_num_threads() == (n if nl.build_info()["openmp"] else 1)
+            sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], bc="msd")
+            sim.step(20)
+            out.append(sim.psi)
+    finally:
+        nl.set_num_threads(before)
+    assert np.array_equal(out[0], out[1])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("scheme", ["cd", "2shoc"])
+def test_cpu_cuda_agree(scheme):
+    psi0, h, p = nl.examples.dark_vortex(length=20.0, h=0.25)
+    runs = [nl.NLSE(psi0, h, a=p["a"], s=p["s"], scheme=scheme, backend=b).step(200).psi
+            for b in ("cpu", "cuda")]
+    assert np.abs(runs[0] - runs[1]).max() < 1e-12 * np.abs(runs[0]).max()
