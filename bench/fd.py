@@ -93,6 +93,14 @@ def _run(cmd: Sequence[str]) -> Optional[str]:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def _loadavg() -> Optional[Tuple[float, float, float]]:
+    """1, 5 and 15 minute load averages (None where unavailable)."""
+    try:
+        return tuple(round(x, 2) for x in os.getloadavg())  # type: ignore[return-value]
+    except OSError:
+        return None
+
+
 def cpu_model() -> str:
     """CPU model name from ``/proc/cpuinfo`` (or :func:`platform.processor`).
 
@@ -138,6 +146,7 @@ def machine_info(args: argparse.Namespace) -> Dict[str, Any]:
         "build_info": nl.build_info(),
         "backend": args.backend,
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+        "loadavg_at_start": _loadavg(),
     }
 
 
@@ -445,6 +454,10 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         for r in noisy:
             print(f"  {r['dim']}D {r['grid']} {r['dtype']} {r['scheme']} {r['threads']} thr: "
                   + " ".join(f"{x:.2f}" for x in r["ms_per_step_reps"]) + " ms/step")
+    info["loadavg_at_end"] = _loadavg()
+    print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
+          f"(1/5/15 min; a 1-minute load well above the thread count means other work shared "
+          f"the CPUs)")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
