@@ -1,110 +1,11 @@
 /*
- * fd.c -- the nlse_fd solver handle: parameter checks, buffers, dispatch to
- * the float/double kernels, stability bound (NLSEmagic eqs. 18-19).
+ * fd.c -- the CPU nlse_fd solver handle (NLSEmagic section 3): buffers, state
+ * and potential, dispatch to the float/double kernels of fd_kernels.inc.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fd_internal.h"
-
-static const char *scheme_name(int scheme)
-{
-    return scheme == NLSE_FD_CD ? "cd" : scheme == NLSE_FD_2SHOC ? "2shoc" : "?";
-}
-
-static const char *bc_name(int bc)
-{
-    switch (bc) {
-    case NLSE_BC_DIRICHLET: return "dirichlet";
-    case NLSE_BC_MSD: return "msd";
-    case NLSE_BC_L0: return "l0";
-    case NLSE_BC_PERIODIC: return "periodic";
-    case NLSE_BC_ONE_SIDED: return "one-sided";
-    default: return "?";
-    }
-}
-
-size_t nlse_fd_min_points(int scheme, int bc)
-{
-    if (bc == NLSE_BC_ONE_SIDED)
-        return scheme == NLSE_FD_2SHOC ? 6 : 4;
-    return 3;
-}
-
-double nlse_fd_max_dt(const nlse_fd_params *p)
-{
-    double h = p->spacing[0];
-    for (int q = 1; q < p->ndim; ++q)
-        h = p->spacing[q] < h ? p->spacing[q] : h;
-    double k = h * h / (p->ndim * sqrt(2.0) * p->a);
-    return p->scheme == NLSE_FD_2SHOC ? 0.75 * k : k;
-}
-
-static int check_params(const nlse_fd_params *p)
-{
-    if (p->ndim < 1 || p->ndim > 3)
-        return nlse_fail(NLSE_ERR_VALUE, "ndim must be 1, 2 or 3, got %d", p->ndim);
-    if (p->scheme != NLSE_FD_CD && p->scheme != NLSE_FD_2SHOC)
-        return nlse_fail(NLSE_ERR_VALUE, "scheme: unknown code %d", p->scheme);
-    if (p->bc < NLSE_BC_DIRICHLET || p->bc > NLSE_BC_ONE_SIDED)
-        return nlse_fail(NLSE_ERR_VALUE, "bc: unknown code %d", p->bc);
-    if (p->bc == NLSE_BC_ONE_SIDED && p->ndim != 1)
-        return nlse_fail(NLSE_ERR_VALUE, "bc='one-sided' is only available in 1D, got ndim=%d",
-                         p->ndim);
-    if (p->dtype != NLSE_COMPLEX64 && p->dtype != NLSE_COMPLEX128)
-        return nlse_fail(NLSE_ERR_TYPE, "dtype: unknown code %d", p->dtype);
-    if (!(isfinite(p->a) && p->a > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "a must be finite and > 0, got %g", p->a);
-    if (!isfinite(p->s))
-        return nlse_fail(NLSE_ERR_VALUE, "s must be finite, got %g", p->s);
-    if (!(isfinite(p->dt) && p->dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", p->dt);
-    size_t nmin = nlse_fd_min_points(p->scheme, p->bc);
-    for (int q = 0; q < p->ndim; ++q) {
-        if (!(isfinite(p->spacing[q]) && p->spacing[q] > 0))
-            return nlse_fail(NLSE_ERR_VALUE, "spacing[%d] must be finite and > 0, got %g", q,
-                             p->spacing[q]);
-        if (p->shape[q] < nmin)
-            return nlse_fail(NLSE_ERR_VALUE,
-                             "grid too small for the stencil: axis %d has %zu points, "
-                             "scheme=%s with bc=%s needs at least %zu",
-                             q, p->shape[q], scheme_name(p->scheme), bc_name(p->bc), nmin);
-    }
-    return NLSE_OK;
-}
-
-static void make_geom(const nlse_fd_params *p, fd_geom *g)
-{
-    memset(g, 0, sizeof *g);
-    g->ndim = p->ndim;
-    g->m = p->ndim - 1;
-    g->npts = 1;
-    g->nlines = 1;
-    g->dv = 1;
-    for (int q = 0; q < p->ndim; ++q) {
-        g->n[q] = (ptrdiff_t)p->shape[q];
-        g->npts *= g->n[q];
-        g->ih2[q] = 1.0 / (p->spacing[q] * p->spacing[q]);
-        g->dv *= p->spacing[q];
-        if (q < g->m)
-            g->nlines *= g->n[q];
-    }
-    g->len = g->n[g->m];
-    g->periodic = (p->bc == NLSE_BC_PERIODIC);
-    g->scheme = p->scheme;
-    g->bc = p->bc;
-    g->a = p->a;
-    g->s = p->s;
-    g->dt = p->dt;
-    /* 2SHOC cross weights (h_i^2 + h_j^2) / (12 h_i^2 h_j^2), see fd_kernels.inc */
-    if (g->m == 1) {
-        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
-    } else if (g->m == 2) {
-        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
-        g->cpair[1] = (g->ih2[0] + g->ih2[2]) / 12;
-        g->cpair[2] = (g->ih2[1] + g->ih2[2]) / 12;
-    }
-}
 
 int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
 {
@@ -113,13 +14,13 @@ int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     if (!p || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_create: NULL argument");
     *out = NULL;
-    if ((st = check_params(p)) != NLSE_OK)
+    if ((st = nlse_fd_check_params(p)) != NLSE_OK)
         return st;
     s = (nlse_fd *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of host memory allocating the solver");
     s->p = *p;
-    make_geom(p, &s->g);
+    nlse_fd_make_geom(p, &s->g);
     s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
     size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
     s->psi = calloc(1, bytes);

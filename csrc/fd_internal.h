@@ -8,6 +8,13 @@
 #include <stddef.h>
 #include "nlsepy/fd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+#endif
+
 /*
  * Geometry seen by the kernels.  The array is a set of "lines" along the
  * contiguous (last) axis: m = ndim - 1 leading axes index the lines (n[0],
@@ -27,6 +34,7 @@ typedef struct fd_geom {
     double dv;           /* volume of one cell                           */
 } fd_geom;
 
+#ifndef NLSEPY_FD_DEVICE_HANDLE /* the CUDA backend defines its own handle */
 struct nlse_fd {
     nlse_fd_params p;
     fd_geom g;
@@ -37,8 +45,13 @@ struct nlse_fd {
     void *D;             /* 2SHOC first-step Laplacian (NULL for CD)     */
     void *V;             /* static potential (NULL when V = 0)           */
 };
+#endif
 
-/* Kernels, one set per precision (csrc/fd_kernels.inc). */
+/* Shared by every backend (csrc/fd_params.c). */
+int nlse_fd_check_params(const nlse_fd_params *p);
+void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g);
+
+/* CPU kernels, one set per precision (csrc/fd_kernels.inc). */
 int nlse_fd_advance_f(nlse_fd *s, long nsteps, long *done);
 int nlse_fd_advance_d(nlse_fd *s, long nsteps, long *done);
 void nlse_fd_measure_f(nlse_fd *s, double *norm, double *energy);
@@ -46,4 +59,7 @@ void nlse_fd_measure_d(nlse_fd *s, double *norm, double *energy);
 int nlse_fd_all_finite_f(const nlse_fd *s, const void *x, int real_only);
 int nlse_fd_all_finite_d(const nlse_fd *s, const void *x, int real_only);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,108 @@
+/*
+ * fd_params.c -- what every backend of the nlse_fd solver shares: parameter
+ * checks with named errors, the grid geometry the kernels use, the smallest
+ * grid per stencil and the linear stability bound (NLSEmagic eqs. 18-19).
+ */
+#include <math.h>
+#include <string.h>
+#include "fd_internal.h"
+
+static const char *scheme_name(int scheme)
+{
+    return scheme == NLSE_FD_CD ? "cd" : scheme == NLSE_FD_2SHOC ? "2shoc" : "?";
+}
+
+static const char *bc_name(int bc)
+{
+    switch (bc) {
+    case NLSE_BC_DIRICHLET: return "dirichlet";
+    case NLSE_BC_MSD: return "msd";
+    case NLSE_BC_L0: return "l0";
+    case NLSE_BC_PERIODIC: return "periodic";
+    case NLSE_BC_ONE_SIDED: return "one-sided";
+    default: return "?";
+    }
+}
+
+size_t nlse_fd_min_points(int scheme, int bc)
+{
+    if (bc == NLSE_BC_ONE_SIDED)
+        return scheme == NLSE_FD_2SHOC ? 6 : 4;
+    return 3;
+}
+
+double nlse_fd_max_dt(const nlse_fd_params *p)
+{
+    double h = p->spacing[0];
+    for (int q = 1; q < p->ndim; ++q)
+        h = p->spacing[q] < h ? p->spacing[q] : h;
+    double k = h * h / (p->ndim * sqrt(2.0) * p->a);
+    return p->scheme == NLSE_FD_2SHOC ? 0.75 * k : k;
+}
+
+int nlse_fd_check_params(const nlse_fd_params *p)
+{
+    if (p->ndim < 1 || p->ndim > 3)
+        return nlse_fail(NLSE_ERR_VALUE, "ndim must be 1, 2 or 3, got %d", p->ndim);
+    if (p->scheme != NLSE_FD_CD && p->scheme != NLSE_FD_2SHOC)
+        return nlse_fail(NLSE_ERR_VALUE, "scheme: unknown code %d", p->scheme);
+    if (p->bc < NLSE_BC_DIRICHLET || p->bc > NLSE_BC_ONE_SIDED)
+        return nlse_fail(NLSE_ERR_VALUE, "bc: unknown code %d", p->bc);
+    if (p->bc == NLSE_BC_ONE_SIDED && p->ndim != 1)
+        return nlse_fail(NLSE_ERR_VALUE, "bc='one-sided' is only available in 1D, got ndim=%d",
+                         p->ndim);
+    if (p->dtype != NLSE_COMPLEX64 && p->dtype != NLSE_COMPLEX128)
+        return nlse_fail(NLSE_ERR_TYPE, "dtype: unknown code %d", p->dtype);
+    if (!(isfinite(p->a) && p->a > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "a must be finite and > 0, got %g", p->a);
+    if (!isfinite(p->s))
+        return nlse_fail(NLSE_ERR_VALUE, "s must be finite, got %g", p->s);
+    if (!(isfinite(p->dt) && p->dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", p->dt);
+    size_t nmin = nlse_fd_min_points(p->scheme, p->bc);
+    for (int q = 0; q < p->ndim; ++q) {
+        if (!(isfinite(p->spacing[q]) && p->spacing[q] > 0))
+            return nlse_fail(NLSE_ERR_VALUE, "spacing[%d] must be finite and > 0, got %g", q,
+                             p->spacing[q]);
+        if (p->shape[q] < nmin)
+            return nlse_fail(NLSE_ERR_VALUE,
+                             "grid too small for the stencil: axis %d has %zu points, "
+                             "scheme=%s with bc=%s needs at least %zu",
+                             q, p->shape[q], scheme_name(p->scheme), bc_name(p->bc), nmin);
+    }
+    return NLSE_OK;
+}
+
+void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    g->ndim = p->ndim;
+    g->m = p->ndim - 1;
+    g->npts = 1;
+    g->nlines = 1;
+    g->dv = 1;
+    for (int q = 0; q < p->ndim; ++q) {
+        g->n[q] = (ptrdiff_t)p->shape[q];
+        g->npts *= g->n[q];
+        g->ih2[q] = 1.0 / (p->spacing[q] * p->spacing[q]);
+        g->dv *= p->spacing[q];
+        if (q < g->m)
+            g->nlines *= g->n[q];
+    }
+    g->len = g->n[g->m];
+    g->periodic = (p->bc == NLSE_BC_PERIODIC);
+    g->scheme = p->scheme;
+    g->bc = p->bc;
+    g->a = p->a;
+    g->s = p->s;
+    g->dt = p->dt;
+    /* 2SHOC cross weights (h_i^2 + h_j^2) / (12 h_i^2 h_j^2), see fd_kernels.inc */
+    if (g->m == 1) {
+        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
+    } else if (g->m == 2) {
+        g->cpair[0] = (g->ih2[0] + g->ih2[1]) / 12;
+        g->cpair[1] = (g->ih2[0] + g->ih2[2]) / 12;
+        g->cpair[2] = (g->ih2[1] + g->ih2[2]) / 12;
+    }
+}
+
