@@ -4,7 +4,9 @@
  * (NLSE_ERR_BACKEND with the runtime's message).
  */
 #include <cuda_runtime.h>
-#include "nlsepy/common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include "nlsepy/device.h"
 
 extern "C" int nlse_cuda_check(cudaError_t err, const char *what)
 {
@@ -21,4 +23,62 @@ extern "C" int nlse_cuda_device_count(int *count)
     *count = (err == cudaSuccess) ? n : 0;
     (void)cudaGetLastError(); /* clear the sticky "no device" error */
     return NLSE_OK;
+}
+
+/* Name of the current device ("" when there is none). */
+extern "C" int nlse_cuda_device_name(char *buf, int len)
+{
+    cudaDeviceProp prop;
+    int dev = 0;
+    buf[0] = '\0';
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "no CUDA device available");
+    }
+    snprintf(buf, (size_t)len, "%s", prop.name);
+    return NLSE_OK;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Device-to-device copy bandwidth (bytes read + written per second, median of
+ * `reps` cudaMemcpyAsync of `bytes`, timed with CUDA events). */
+extern "C" int nlse_cuda_copy_bandwidth(size_t bytes, int reps, double *gbps)
+{
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float ms[64];
+    int st = NLSE_OK;
+    if (reps < 1 || reps > 64)
+        return nlse_fail(NLSE_ERR_VALUE, "reps must be in [1, 64], got %d", reps);
+    if ((st = nlse_cuda_check(cudaMalloc(&a, bytes), "cudaMalloc")) ||
+        (st = nlse_cuda_check(cudaMalloc(&b, bytes), "cudaMalloc")) ||
+        (st = nlse_cuda_check(cudaMemset(a, 1, bytes), "cudaMemset")) ||
+        (st = nlse_cuda_check(cudaEventCreate(&e0), "cudaEventCreate")) ||
+        (st = nlse_cuda_check(cudaEventCreate(&e1), "cudaEventCreate")))
+        goto done;
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); /* warm-up */
+    for (int r = 0; r < reps; ++r) {
+        cudaEventRecord(e0, 0);
+        cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+        cudaEventRecord(e1, 0);
+        if ((st = nlse_cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize")))
+            goto done;
+        cudaEventElapsedTime(&ms[r], e0, e1);
+    }
+    qsort(ms, (size_t)reps, sizeof ms[0], cmp_float);
+    *gbps = 2.0 * (double)bytes / (ms[reps / 2] * 1e-3) / 1e9;
+done:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    (void)cudaGetLastError();
+    return st;
 }

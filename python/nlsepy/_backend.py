@@ -48,6 +48,15 @@ def backends(model: str = "NLSE") -> Tuple[str, ...]:
     return ("cpu", "cuda") if model in _cuda_models() else ("cpu",)
 
 
+def module(backend: str):
+    """The extension module implementing `backend` (``_core`` or ``_cuda``)."""
+    if backend == "cuda":
+        from . import _cuda  # type: ignore[attr-defined]
+        return _cuda
+    from . import _core
+    return _core
+
+
 def resolve(backend: str, model: str) -> str:
     """Turn ``"auto" | "cpu" | "cuda"`` into the backend to use for `model`."""
     if not isinstance(backend, str) or backend.lower() not in _NAMES:

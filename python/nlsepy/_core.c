@@ -12,6 +12,21 @@
 
 #include "nlsepy/common.h"
 #include "nlsepy/fd.h"
+#ifdef NLSEPY_WITH_CUDA
+#include "nlsepy/device.h"
+#endif
+
+/* The same source builds `_core` (CPU) and, with NLSEPY_MODULE=_cuda and
+ * NLSEPY_WITH_CUDA, the CUDA extension `_cuda` over the CUDA implementation
+ * of the C API. */
+#ifndef NLSEPY_MODULE
+#define NLSEPY_MODULE _core
+#endif
+#define NLSE_STR_(x) #x
+#define NLSE_STR(x) NLSE_STR_(x)
+#define NLSE_CAT_(a, b) a##b
+#define NLSE_CAT(a, b) NLSE_CAT_(a, b)
+#define MODULE_NAME NLSE_STR(NLSEPY_MODULE)
 
 /* ------------------------------------------------------------------ */
 /* errors                                                             */
@@ -294,7 +309,7 @@ static PyMethodDef fd_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject FDType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nlsepy._core.FD",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nlsepy." MODULE_NAME ".FD",
     .tp_basicsize = sizeof(FDObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "FD(shape, spacing, a, s, dt, scheme, bc, dtype): RK4 finite-difference "
@@ -354,7 +369,48 @@ static PyObject *m_fd_min_points(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromSize_t(nlse_fd_min_points(scheme, bc));
 }
 
+#ifdef NLSEPY_WITH_CUDA
+static PyObject *m_device_count(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    int n = 0;
+    nlse_cuda_device_count(&n);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    char buf[256];
+    int st = nlse_cuda_device_name(buf, (int)sizeof buf);
+    if (st)
+        return raise_status(st);
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *m_copy_bandwidth(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    Py_ssize_t bytes;
+    int reps = 20, st;
+    double gbps = 0;
+    if (!PyArg_ParseTuple(args, "n|i", &bytes, &reps))
+        return NULL;
+    if (bytes <= 0)
+        return PyErr_Format(PyExc_ValueError, "bytes must be > 0, got %zd", bytes);
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_cuda_copy_bandwidth((size_t)bytes, reps, &gbps);
+    Py_END_ALLOW_THREADS
+    if (st)
+        return raise_status(st);
+    return PyFloat_FromDouble(gbps);
+}
+#endif
+
 static PyMethodDef module_methods[] = {
+#ifdef NLSEPY_WITH_CUDA
+    {"device_count", m_device_count, METH_NOARGS, "Number of CUDA devices."},
+    {"device_name", m_device_name, METH_NOARGS, "Name of the current CUDA device."},
+    {"copy_bandwidth", m_copy_bandwidth, METH_VARARGS,
+     "copy_bandwidth(bytes, reps=20) -> GB/s of device-to-device copies (read + write)."},
+#endif
     {"set_num_threads", m_set_num_threads, METH_O, "Set the OpenMP thread count."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "OpenMP threads in use."},
     {"have_openmp", m_have_openmp, METH_NOARGS, "True when built with OpenMP."},
@@ -364,11 +420,15 @@ static PyMethodDef module_methods[] = {
      "fd_min_points(scheme, bc): fewest points per axis."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_core",
-                                       "nlsepy CPU backend (C99 + OpenMP).", -1,
-                                       module_methods};
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, MODULE_NAME,
+#ifdef NLSEPY_WITH_CUDA
+                                       "nlsepy CUDA backend.",
+#else
+                                       "nlsepy CPU backend (C99 + OpenMP).",
+#endif
+                                       -1, module_methods};
 
-PyMODINIT_FUNC PyInit__core(void)
+PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
 {
     import_array();
     PyObject *errors = PyImport_ImportModule("nlsepy.errors");
@@ -399,5 +459,7 @@ PyMODINIT_FUNC PyInit__core(void)
     PyModule_AddIntConstant(m, "BC_ONE_SIDED", NLSE_BC_ONE_SIDED);
     PyModule_AddIntConstant(m, "COMPLEX64", NLSE_COMPLEX64);
     PyModule_AddIntConstant(m, "COMPLEX128", NLSE_COMPLEX128);
+    /* models this extension implements */
+    PyModule_AddObject(m, "MODELS", Py_BuildValue("(s)", "NLSE"));
     return m;
 }

@@ -189,7 +189,7 @@ class NLSE:
         self.max_dt = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
         self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
         self._force = bool(force)
-        self._solver = core.FD(arr.shape, self.spacing, self.a, self.s, self._dt,
+        self._solver = _backend.module(self.backend).FD(arr.shape, self.spacing, self.a, self.s, self._dt,
                                _SCHEMES[self.scheme], _BCS[self.bc],
                                core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128)
         self._solver.set_state(np.ascontiguousarray(arr, dtype=dtype))

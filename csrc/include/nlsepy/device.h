@@ -1,0 +1,28 @@
+/*
+ * nlsepy/device.h -- the CUDA device layer shared by every CUDA backend
+ * (built only with the CUDA backend, cuda/device.cu).
+ */
+#ifndef NLSEPY_DEVICE_H
+#define NLSEPY_DEVICE_H
+
+#include <stddef.h>
+#include "nlsepy/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of usable CUDA devices in *count (0 without a driver or a GPU). */
+int nlse_cuda_device_count(int *count);
+
+/* Name of the current device. */
+int nlse_cuda_device_name(char *buf, int len);
+
+/* Device-to-device copy bandwidth in GB/s, bytes read + written, median of
+ * `reps` copies of `bytes` timed with CUDA events. */
+int nlse_cuda_copy_bandwidth(size_t bytes, int reps, double *gbps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_DEVICE_H */
