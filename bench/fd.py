@@ -381,6 +381,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         The result rows.
     """
     args = parse_args(argv)
+    if args.backend == "cuda":
+        return main_cuda(args)
     t_start = time.perf_counter()
     info = machine_info(args)
     info["threads"] = args.thread_list
@@ -462,6 +464,168 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"header": info, "rows": rows}, f, indent=1)
+    return rows
+
+
+# ---------------------------------------------------------------------- CUDA
+CUDA_SIZES = {1: (1 << 24,), 2: (4096, 4096), 3: (256, 256, 256)}
+CUDA_SMALL = (64, 64, 64)
+CHUNK_STEPS = 2000
+
+
+def _cupy():
+    try:
+        import cupy
+        cupy.zeros(1)
+        return cupy
+    except Exception:  # not installed, or no usable device
+        return None
+
+
+def time_cupy_reference(cp: Any, psi0: np.ndarray, sim: "nl.NLSE", steps: int = 3
+                        ) -> Tuple[float, float]:
+    """Median seconds per step of the CuPy statement of the scheme (CUDA events),
+    and its relative difference to nlsepy after `steps` steps."""
+    ref = NLSEReference(cp.asarray(psi0), sim.spacing, sim.a, sim.s, None, sim.scheme,
+                        sim.bc, sim.dt, xp=cp)
+    ref.step(1)  # warm-up (kernel compilation)
+    ref = NLSEReference(cp.asarray(psi0), sim.spacing, sim.a, sim.s, None, sim.scheme,
+                        sim.bc, sim.dt, xp=cp)
+    times = []
+    for _ in range(steps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        ref.step(1)
+        e1.record()
+        e1.synchronize()
+        times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+    check = nl.NLSE(psi0, sim.spacing, a=sim.a, s=sim.s, scheme=sim.scheme, bc=sim.bc,
+                    dt=sim.dt, dtype=sim.dtype, backend="cuda").step(steps)
+    got = cp.asnumpy(ref.psi)
+    diff = float(np.max(np.abs(got - check.psi)) / np.max(np.abs(got)))
+    del ref
+    cp.get_default_memory_pool().free_all_blocks()
+    return statistics.median(times), diff
+
+
+def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """GPU benchmark: bandwidth fractions, CuPy ratio, chunking overhead, and
+    the NLSEmagic Table 3 problem.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options (``--quick`` shrinks the 3D case to 128^3).
+
+    Returns
+    -------
+    list of dict
+        The result rows.
+    """
+    from nlsepy import _cuda
+    t_start = time.perf_counter()
+    info = machine_info(args)
+    info["device"] = _cuda.device_name()
+    print("nlsepy FD (RK4 + CD/2SHOC) benchmark, CUDA backend")
+    for key, val in info.items():
+        print(f"  {key:20s} {val}")
+    copy = _cuda.copy_bandwidth(1 << 30, 20) * 1e9
+    print(f"device copy bandwidth (cudaMemcpy D2D 1 GiB, read + write, median of 20): "
+          f"{copy / 1e9:.0f} GB/s", flush=True)
+    cp = _cupy()
+    sizes = dict(CUDA_SIZES)
+    if args.quick:
+        sizes = {1: (1 << 22,), 2: (2048, 2048), 3: (128, 128, 128)}
+    cases = [(nd, shp) for nd, shp in sizes.items()] + [(3, CUDA_SMALL)]
+    rows: List[Dict[str, Any]] = []
+    for ndim, shape in cases:
+        npts = int(np.prod(shape))
+        grid = "x".join(map(str, shape))
+        for dtype in DTYPES:
+            psi0 = make_state(shape, dtype)
+            for scheme in SCHEMES:
+                sim = nl.NLSE(psi0, SPACING, a=A, s=S, scheme=scheme, bc="periodic",
+                              dtype=dtype, backend="cuda")
+                sec, k, times = time_steps(sim.step, 0.3, args.repeats)
+                bps = sim.bytes_per_step()
+                c = np.dtype(dtype).itemsize  # bytes per complex value
+                row: Dict[str, Any] = {
+                    "dim": ndim, "grid": grid, "points": npts,
+                    "dtype": np.dtype(dtype).name, "scheme": scheme, "threads": "gpu",
+                    "steps_per_rep": k, "ms_per_step": 1e3 * sec,
+                    "ms_per_step_reps": [1e3 * x for x in times],
+                    "rep_spread": max(times) / min(times),
+                    "mpoint_steps_per_s": npts / sec / 1e6,
+                    "bytes_per_point_step": sim._solver.bytes_per_point_step(),
+                    "bytes_per_step": bps, "gbps": bps / sec / 1e9,
+                    "copy_gbps": copy / 1e9, "fraction_of_copy": bps / sec / copy,
+                    # minimal traffic: 16 complex values per point-step for both
+                    # schemes (2SHOC's D never needs to leave the chip)
+                    "min_bytes_per_point_step": 16 * c,
+                    "fraction_minimal": 16 * c * npts / sec / copy,
+                    "numpy_ms_per_step": None, "speedup_vs_numpy": None,
+                    "numpy_rel_diff": None,
+                }
+                if cp is not None and ndim == 3 and shape != CUDA_SMALL:
+                    csec, diff = time_cupy_reference(cp, psi0, sim)
+                    row.update(numpy_ms_per_step=1e3 * csec, speedup_vs_numpy=csec / sec,
+                               numpy_rel_diff=diff)
+                rows.append(row)
+                extra = ("" if row["numpy_ms_per_step"] is None else
+                         f", CuPy {row['numpy_ms_per_step']:.2f} ms/step "
+                         f"({row['speedup_vs_numpy']:.1f}x, rel. diff {diff:.1e})")
+                print(f"{ndim}D {grid} {row['dtype']} {scheme:5s}: {row['ms_per_step']:.3f} "
+                      f"ms/step (k={k}), {row['gbps']:.0f} GB/s = "
+                      f"{row['fraction_of_copy']:.2f} of copy; minimal-traffic fraction "
+                      f"{row['fraction_minimal']:.2f}{extra}", flush=True)
+                del sim
+
+    print("\nchunking overhead (3D, CD, 2000 steps, run() with 1 vs 100 frames):")
+    chunk_rows = []
+    for dtype in DTYPES:
+        shape = sizes[3]
+        psi0 = make_state(shape, dtype)
+        out = {}
+        for frames in (1, 100):
+            sim = nl.NLSE(psi0, SPACING, a=A, s=S, scheme="cd", bc="periodic", dtype=dtype,
+                          backend="cuda")
+            sim.step(1)
+            t0 = time.perf_counter()
+            sim.run(sim.t + CHUNK_STEPS * sim.dt, frames=frames)
+            out[frames] = time.perf_counter() - t0
+            del sim
+        ratio = out[100] / out[1]
+        chunk_rows.append({"dtype": np.dtype(dtype).name, "t1": out[1], "t100": out[100],
+                           "ratio": ratio})
+        print(f"  {np.dtype(dtype).name}: 1 frame {out[1]:.3f} s, 100 frames {out[100]:.3f} s, "
+              f"ratio {ratio:.3f}", flush=True)
+
+    print("\nNLSEmagic Table 3 problem: 3D RK4+CD single precision, N = 149^3, vortex ring "
+          "(d = 5, h = 3/2), MSD, t = 50, k = 0.005 (the source: 82 s on a GTX 580):")
+    ring, h, p = nl.examples.vortex_ring(length=148 * 1.5, h=1.5, d=5.0, dtype=np.complex64)
+    sim = nl.NLSE(ring, h, a=p["a"], s=p["s"], scheme="cd", bc="msd", dt=0.005,
+                  dtype=np.complex64, backend="cuda")
+    t0 = time.perf_counter()
+    sim.run(50.0, frames=5)
+    table3 = time.perf_counter() - t0
+    print(f"  grid {ring.shape}, {int(round(50 / 0.005))} steps, 5 frames: {table3:.2f} s "
+          f"({82.0 / table3:.0f}x faster than the source's GTX 580 time)", flush=True)
+
+    print()
+    print(format_table(rows))
+    print()
+    print("ms/step: median of sim.step(k)/k (each call ends with a device synchronisation); "
+          "GB/s: sim.bytes_per_step()/time under the kernels' traffic model (16 complex values "
+          "per point-step for CD, 28 for 2SHOC whose first step D goes through memory); "
+          "minimal-traffic fraction: 16 complex values per point-step for both schemes; "
+          "copy: cudaMemcpy device-to-device, read + write; NumPy columns: the CuPy "
+          "statement of the same scheme (nlsepy.reference.NLSEReference with xp=cupy), "
+          "CUDA events, median of 3 steps.")
+    print(f"total time {time.perf_counter() - t_start:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": info, "copy_gbps": copy / 1e9, "rows": rows,
+                       "chunking": chunk_rows, "table3_seconds": table3}, f, indent=1)
     return rows
 
 

@@ -1,13 +1,14 @@
 """Straightforward NumPy implementations of nlsepy's schemes.
 
-Whole-array expressions (``np.roll`` and fancy indexing), no kernels: an
+Whole-array expressions (``roll`` and fancy indexing), no kernels: an
 independent statement of each scheme used to cross-check the C and CUDA
-backends in the tests and as the baseline of the benchmarks.
+backends in the tests and as the baseline of the benchmarks.  The classes
+take NumPy arrays, or CuPy arrays to run the same expressions on a GPU.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -33,42 +34,47 @@ class NLSEReference:
         Boundary condition.
     dt : float
         Time step.
+    xp : module, optional
+        Array namespace: ``numpy`` (default) or ``cupy``.
     """
 
     def __init__(self, psi0: np.ndarray, spacing: Sequence[float], a: float, s: float,
-                 V: Optional[np.ndarray], scheme: str, bc: str, dt: float) -> None:
-        self.psi = np.array(psi0)
+                 V: Optional[np.ndarray], scheme: str, bc: str, dt: float,
+                 xp: Any = np) -> None:
+        self.xp = xp
+        self.psi = xp.array(psi0)
         real = self.psi.real.dtype.type
         self.nd = self.psi.ndim
         self.ih2 = [real(1.0 / (h * h)) for h in spacing]
         self.h2 = [real(h * h) for h in spacing]
         self.a, self.s, self.dt = real(a), real(s), real(dt)
-        self.V = None if V is None else np.asarray(V, dtype=real)
+        self.V = None if V is None else xp.asarray(V, dtype=real)
         self.scheme, self.bc = scheme, bc
         if bc != "periodic":
-            edge = np.zeros(self.psi.shape, bool)
+            edge = xp.zeros(self.psi.shape, bool)
             for ax, n in enumerate(self.psi.shape):
                 sl = [slice(None)] * self.nd
                 sl[ax] = [0, n - 1]
                 edge[tuple(sl)] = True
             self.edge = edge
-            self.inward = np.ix_(*[np.clip(np.arange(n), 1, n - 2) for n in self.psi.shape])
+            self.inward = xp.ix_(*[xp.clip(xp.arange(n), 1, n - 2) for n in self.psi.shape])
 
     def _N(self, u: np.ndarray) -> np.ndarray:
         n = self.s * (u.real ** 2 + u.imag ** 2)
         return n if self.V is None else n - self.V
 
     def _lap2(self, u: np.ndarray) -> np.ndarray:
-        out = np.zeros_like(u)
+        roll = self.xp.roll
+        out = self.xp.zeros_like(u)
         for ax in range(self.nd):
-            out += self.ih2[ax] * (np.roll(u, 1, ax) + np.roll(u, -1, ax) - 2 * u)
+            out += self.ih2[ax] * (roll(u, 1, ax) + roll(u, -1, ax) - 2 * u)
         return out
 
     def _one_sided(self, u: np.ndarray) -> np.ndarray:
         if self.scheme == "2shoc":
-            w = np.array([45, -154, 214, -156, 61, -10]) / 12.0
+            w = self.xp.asarray([45, -154, 214, -156, 61, -10]) / 12.0
         else:
-            w = np.array([2.0, -5.0, 4.0, -1.0])
+            w = self.xp.asarray([2.0, -5.0, 4.0, -1.0])
         m = len(w)
         lo = (w * u[:m]).sum() * self.ih2[0]
         hi = (w * u[::-1][:m]).sum() * self.ih2[0]
@@ -89,17 +95,18 @@ class NLSEReference:
                 f = (D[q] / u[q]).real + (self._N(u)[q] - self._N(u)) / self.a
                 D[e] = (f * u)[e]
             elif self.bc == "one-sided":
-                w = np.array([4.0, -6.0, 4.0, -1.0])
+                w = self.xp.asarray([4.0, -6.0, 4.0, -1.0])
                 D[0] = (w * D[1:5]).sum()
                 D[-1] = (w * D[-2:-6:-1]).sum()
+        roll = self.xp.roll
         L = D.copy()
         for ax in range(self.nd):
-            L -= (np.roll(D, 1, ax) + np.roll(D, -1, ax) - 2 * D) / 12
+            L -= (roll(D, 1, ax) + roll(D, -1, ax) - 2 * D) / 12
         for i in range(self.nd):
             for j in range(i + 1, self.nd):
                 c = (self.ih2[i] + self.ih2[j]) / 12
-                diag = sum(np.roll(np.roll(u, si, i), sj, j) for si in (1, -1) for sj in (1, -1))
-                edge = np.roll(u, 1, i) + np.roll(u, -1, i) + np.roll(u, 1, j) + np.roll(u, -1, j)
+                diag = sum(roll(roll(u, si, i), sj, j) for si in (1, -1) for sj in (1, -1))
+                edge = roll(u, 1, i) + roll(u, -1, i) + roll(u, 1, j) + roll(u, -1, j)
                 L += c * (diag - 2 * edge + 4 * u)
         return L
 
