@@ -13,8 +13,11 @@
  *   stage 2: acc += dt/3 F(ta);            tb = Psi^n + dt/2 F(ta)
  *   stage 3: acc += dt/3 F(tb);            ta = Psi^n + dt   F(tb)
  *   stage 4: acc += dt/6 F(ta)             (acc is Psi^{n+1})
- * 2SHOC adds one launch per stage for its first step D (eqs. 4, 6, 8 and the
- * Laplacian forms of the boundary conditions, eqs. 12, 15, 17).  Stage 4
+ * 2SHOC needs no second launch and no D array: its two steps (eqs. 4-9)
+ * compose, away from the boundary, into sum_a (d_a^2 - d_a^4 / 12) / h_a^2
+ * (the cross terms cancel), a 13-point stencil in 3D; at points next to a
+ * non-periodic boundary the kernel evaluates the two steps themselves, D at
+ * the boundary by the Laplacian forms of eqs. 12, 15, 17.  Stage 4
  * flags the first step that produced a non-finite value in a device word;
  * later launches of the chunk return at once, so the last finite state is
  * kept without a host round-trip per step.  Runs of 16 steps are replayed
@@ -73,7 +76,7 @@ struct nlse_fd {
     fd_geom g;
     DGeom dg;
     size_t real_size;
-    void *psi, *acc, *ta, *tb, *D, *V; /* device buffers           */
+    void *psi, *acc, *ta, *tb, *V;     /* device buffers           */
     int *flags;                        /* [0] bad step, [1] graph base */
     int *host_flag;                    /* pinned                    */
     cudaStream_t stream;
@@ -125,16 +128,17 @@ __device__ __forceinline__ void lap2(const typename Vec2<R>::T *__restrict__ x, 
 {
     typedef typename Vec2<R>::T T;
     const T c = x[p], a = x[p + o.km], b = x[p + o.kp];
+    /* summed in the CPU kernels' order: contiguous axis, then axis 0, axis 1 */
     R r = C.ihk * (a.x + b.x - 2 * c.x), i = C.ihk * (a.y + b.y - 2 * c.y);
-    if (M >= 1) {
-        const T u = x[p + o.jm], v = x[p + o.jp];
-        r += C.ihj * (u.x + v.x - 2 * c.x);
-        i += C.ihj * (u.y + v.y - 2 * c.y);
-    }
     if (M >= 2) {
         const T u = x[p + o.im], v = x[p + o.ip];
         r += C.ihi * (u.x + v.x - 2 * c.x);
         i += C.ihi * (u.y + v.y - 2 * c.y);
+    }
+    if (M >= 1) {
+        const T u = x[p + o.jm], v = x[p + o.jp];
+        r += C.ihj * (u.x + v.x - 2 * c.x);
+        i += C.ihj * (u.y + v.y - 2 * c.y);
     }
     lr = r;
     li = i;
@@ -154,34 +158,6 @@ __device__ __forceinline__ void cross(const typename Vec2<R>::T *__restrict__ x,
     i += w * ((d1.y + d2.y + d3.y + d4.y) - 2 * (e1.y + e2.y + e3.y + e4.y) + 4 * c.y);
 }
 
-/* 2SHOC Laplacian (eqs. 5, 7, 9 in the per-axis form of fd_kernels.inc) */
-template <typename R, int M>
-__device__ __forceinline__ void lap4(const typename Vec2<R>::T *__restrict__ x,
-                                     const typename Vec2<R>::T *__restrict__ D, long long p,
-                                     const Nb &o, const DCoef<R> &C, R &lr, R &li)
-{
-    typedef typename Vec2<R>::T T;
-    const T d = D[p], a = D[p + o.km], b = D[p + o.kp];
-    R sr = a.x + b.x - 2 * d.x, si = a.y + b.y - 2 * d.y;
-    R xr = 0, xi = 0;
-    if (M >= 1) {
-        const T u = D[p + o.jm], v = D[p + o.jp];
-        sr += u.x + v.x - 2 * d.x;
-        si += u.y + v.y - 2 * d.y;
-        cross<R>(x, p, o.jm, o.jp, o.km, o.kp, C.cjk, xr, xi);
-    }
-    if (M >= 2) {
-        const T u = D[p + o.im], v = D[p + o.ip];
-        sr += u.x + v.x - 2 * d.x;
-        si += u.y + v.y - 2 * d.y;
-        cross<R>(x, p, o.im, o.ip, o.km, o.kp, C.cik, xr, xi);
-        cross<R>(x, p, o.im, o.ip, o.jm, o.jp, C.cij, xr, xi);
-    }
-    const R tw = (R)1 / 12;
-    lr = d.x - tw * sr + xr;
-    li = d.y - tw * si + xi;
-}
-
 template <typename R>
 __device__ __forceinline__ R nfac(const typename Vec2<R>::T &c, const R *__restrict__ V,
                                   long long p, R s)
@@ -190,44 +166,35 @@ __device__ __forceinline__ R nfac(const typename Vec2<R>::T &c, const R *__restr
     return V ? n - V[p] : n;
 }
 
-/* the scheme's Laplacian at an interior point */
-template <typename R, int M, bool SHOC>
-__device__ __forceinline__ void lap(const typename Vec2<R>::T *__restrict__ x,
-                                    const typename Vec2<R>::T *__restrict__ D, long long p,
-                                    const Nb &o, const DCoef<R> &C, R &lr, R &li)
-{
-    if (SHOC)
-        lap4<R, M>(x, D, p, o, C, lr, li);
-    else
-        lap2<R, M>(x, p, o, C, lr, li);
-}
-
-/* one-sided second derivative at an end of a 1D line (dir = +1 or -1) */
-template <typename R, bool SHOC>
+/* one-sided second derivative at an end of a 1D line (dir = +1 or -1): the
+ * 4-point second-order formula NLSEmagic uses for both schemes */
+template <typename R>
 __device__ void one_sided(const typename Vec2<R>::T *__restrict__ x, long long p, int dir,
                           const DCoef<R> &C, R &lr, R &li)
 {
-    const R w2[4] = {2, -5, 4, -1};
-    const R w4[6] = {(R)45 / 12, (R)-154 / 12, (R)214 / 12, (R)-156 / 12, (R)61 / 12,
-                     (R)-10 / 12};
+    const R w[4] = {2, -5, 4, -1};
     R r = 0, i = 0;
-    const int np = SHOC ? 6 : 4;
-    for (int q = 0; q < np; ++q) {
-        const R w = SHOC ? w4[q] : w2[q];
-        r += w * x[p + dir * q].x;
-        i += w * x[p + dir * q].y;
+    for (int q = 0; q < 4; ++q) {
+        r += w[q] * x[p + dir * q].x;
+        i += w[q] * x[p + dir * q].y;
     }
     lr = C.ihk * r;
     li = C.ihk * i;
 }
 
 template <int M>
-__device__ __forceinline__ long long inward(const DGeom &g, int i, int j, int k, Nb &oq)
+__device__ __forceinline__ long long inward(const DGeom &g, int i, int j, int k, Nb &oq,
+                                            int *iq = 0, int *jq = 0, int *kq = 0)
 {
     const int ki = clampi(k, 1, g.len - 2);
     const int ji = M >= 1 ? clampi(j, 1, g.n1 - 2) : j;
     const int ii = M >= 2 ? clampi(i, 1, g.n0 - 2) : i;
     oq = neighbours(g, ii, ji, ki);
+    if (iq) {
+        *iq = ii;
+        *jq = ji;
+        *kq = ki;
+    }
     return ((long long)ii * g.n1 + ji) * g.len + ki;
 }
 
@@ -235,61 +202,152 @@ __device__ __forceinline__ long long inward(const DGeom &g, int i, int j, int k,
 /* kernels                                                            */
 /* ------------------------------------------------------------------ */
 
-/* 2SHOC first step: D everywhere (boundaries by eqs. 12, 15, 17; one-sided:
- * quartic extrapolation of the interior D). */
+/* offsets to the points two steps away (wrapped) */
+struct Nb2 {
+    long long km, kp, jm, jp, im, ip;
+};
+
+__device__ __forceinline__ Nb2 neighbours2(const DGeom &g, int i, int j, int k)
+{
+    Nb2 o;
+    const long long sj = g.len, si = (long long)g.n1 * g.len;
+    o.km = (k >= 2) ? -2 : g.len - 2;
+    o.kp = (k + 2 < g.len) ? 2 : 2 - g.len;
+    o.jm = ((j >= 2) ? -2 : g.n1 - 2) * sj;
+    o.jp = ((j + 2 < g.n1) ? 2 : 2 - g.n1) * sj;
+    o.im = ((i >= 2) ? -2 : g.n0 - 2) * si;
+    o.ip = ((i + 2 < g.n0) ? 2 : 2 - g.n0) * si;
+    return o;
+}
+
+/* a point one step from a non-periodic edge: its 2SHOC Laplacian needs D at
+ * boundary points */
+template <int M>
+__device__ __forceinline__ bool near_edge(const DGeom &g, int i, int j, int k)
+{
+    if (g.periodic)
+        return false;
+    bool e = (k == 1 || k == g.len - 2);
+    if (M >= 1)
+        e = e || j == 1 || j == g.n1 - 2;
+    if (M >= 2)
+        e = e || i == 1 || i == g.n0 - 2;
+    return e;
+}
+
+/* 2SHOC away from boundaries: sum_a (-x_{-2} + 16 x_{-1} - 30 x_0 + 16 x_{+1}
+ * - x_{+2}) / (12 h_a^2), the composition of eqs. 4-9 (fd_kernels.inc form:
+ * D - sum_a (h_a^2/12) D_aa D + sum_{a<b} c_ab h_a^2 h_b^2 D_aa D_bb, whose
+ * mixed terms cancel) */
 template <typename R, int M>
-__global__ void __launch_bounds__(256)
-k_first(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-        typename Vec2<R>::T *__restrict__ D, const R *__restrict__ V,
-        const int *__restrict__ flags)
+__device__ __forceinline__ void wide4(const typename Vec2<R>::T *__restrict__ x, long long p,
+                                      const Nb &o, const Nb2 &o2, const DCoef<R> &C, R &lr,
+                                      R &li)
 {
     typedef typename Vec2<R>::T T;
-    if (flags[0])
-        return;
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    const int j = blockIdx.y * blockDim.y + threadIdx.y;
-    const int i = blockIdx.z;
-    if (k >= g.len || j >= g.n1)
-        return;
-    const long long p = ((long long)i * g.n1 + j) * g.len + k;
-    R dr, di;
-    if (!on_edge<M>(g, i, j, k)) {
-        const Nb o = neighbours(g, i, j, k);
-        lap2<R, M>(x, p, o, C, dr, di);
-    } else {
-        const T c = x[p];
-        dr = di = 0;
-        if (g.bc == NLSE_BC_DIRICHLET) {
-            const R n = nfac<R>(c, V, p, C.s);
-            dr = -n * c.x / C.a;
-            di = -n * c.y / C.a;
-        } else if (g.bc == NLSE_BC_MSD) {
-            Nb oq;
-            const long long q = inward<M>(g, i, j, k, oq);
-            R qr, qi;
-            lap2<R, M>(x, q, oq, C, qr, qi);
-            const T u = x[q];
-            const R m2 = u.x * u.x + u.y * u.y;
-            const R re = m2 > 0 ? (qr * u.x + qi * u.y) / m2 : (R)0;
-            const R f = re + (nfac<R>(u, V, q, C.s) - nfac<R>(c, V, p, C.s)) / C.a;
-            dr = f * c.x;
-            di = f * c.y;
-        } else if (g.bc == NLSE_BC_ONE_SIDED) {
-            const int dir = (k == 0) ? 1 : -1;
-            const R w[4] = {4, -6, 4, -1};
-            for (int q = 0; q < 4; ++q) {
-                const int kq = k + dir * (q + 1);
-                R lr, li;
-                lap2<R, M>(x, p + dir * (q + 1), neighbours(g, i, j, kq), C, lr, li);
-                dr += w[q] * lr;
-                di += w[q] * li;
-            }
-        }
+    const T c = x[p];
+    const R t = (R)1 / 12;
+    T a = x[p + o2.km], b = x[p + o.km], d = x[p + o.kp], e = x[p + o2.kp];
+    R r = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+    R i = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    if (M >= 1) {
+        a = x[p + o2.jm], b = x[p + o.jm], d = x[p + o.jp], e = x[p + o2.jp];
+        r += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
     }
-    T out;
-    out.x = dr;
-    out.y = di;
-    D[p] = out;
+    if (M >= 2) {
+        a = x[p + o2.im], b = x[p + o.im], d = x[p + o.ip], e = x[p + o2.ip];
+        r += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    }
+    lr = r;
+    li = i;
+}
+
+template <typename R>
+__device__ __forceinline__ R nfac(const typename Vec2<R>::T &c, const R *__restrict__ V,
+                                  long long p, R s);
+
+/* The 2SHOC first step D at (i, j, k): the CD Laplacian inside, the
+ * Laplacian forms of the boundary conditions on the edge (eqs. 12, 15, 17;
+ * one-sided: the one-sided difference). */
+template <typename R, int M>
+__device__ void D_at(const DGeom &g, const DCoef<R> &C, const typename Vec2<R>::T *__restrict__ x,
+                     const R *__restrict__ V, int i, int j, int k, R &dr, R &di)
+{
+    typedef typename Vec2<R>::T T;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    if (!on_edge<M>(g, i, j, k)) {
+        lap2<R, M>(x, p, neighbours(g, i, j, k), C, dr, di);
+        return;
+    }
+    const T c = x[p];
+    dr = di = 0;
+    if (g.bc == NLSE_BC_DIRICHLET) {
+        const R n = nfac<R>(c, V, p, C.s);
+        dr = -n * c.x / C.a;
+        di = -n * c.y / C.a;
+    } else if (g.bc == NLSE_BC_MSD) {
+        Nb oq;
+        const long long q = inward<M>(g, i, j, k, oq);
+        R qr, qi;
+        lap2<R, M>(x, q, oq, C, qr, qi);
+        const T u = x[q];
+        const R m2 = u.x * u.x + u.y * u.y;
+        const R re = m2 > 0 ? (qr * u.x + qi * u.y) / m2 : (R)0;
+        const R f = re + (nfac<R>(u, V, q, C.s) - nfac<R>(c, V, p, C.s)) / C.a;
+        dr = f * c.x;
+        di = f * c.y;
+    } else if (g.bc == NLSE_BC_ONE_SIDED) {
+        one_sided<R>(x, p, k == 0 ? 1 : -1, C, dr, di);
+    } /* L0: D_b = 0 */
+}
+
+/* 2SHOC next to an edge: the two steps themselves, eqs. 5, 7, 9 in the
+ * per-axis form  D - (1/12) sum_a (D_{+a} + D_{-a} - 2 D) + cross terms. */
+template <typename R, int M>
+__device__ void lap4_two_step(const DGeom &g, const DCoef<R> &C,
+                              const typename Vec2<R>::T *__restrict__ x, const R *__restrict__ V,
+                              int i, int j, int k, long long p, const Nb &o, R &lr, R &li)
+{
+    R dr, di, ar, ai, br, bi;
+    D_at<R, M>(g, C, x, V, i, j, k, dr, di);
+    D_at<R, M>(g, C, x, V, i, j, k - 1, ar, ai);
+    D_at<R, M>(g, C, x, V, i, j, k + 1, br, bi);
+    R sr = ar + br - 2 * dr, si = ai + bi - 2 * di, xr = 0, xi = 0;
+    if (M >= 1) {
+        D_at<R, M>(g, C, x, V, i, j - 1, k, ar, ai);
+        D_at<R, M>(g, C, x, V, i, j + 1, k, br, bi);
+        sr += ar + br - 2 * dr;
+        si += ai + bi - 2 * di;
+        cross<R>(x, p, o.jm, o.jp, o.km, o.kp, C.cjk, xr, xi);
+    }
+    if (M >= 2) {
+        D_at<R, M>(g, C, x, V, i - 1, j, k, ar, ai);
+        D_at<R, M>(g, C, x, V, i + 1, j, k, br, bi);
+        sr += ar + br - 2 * dr;
+        si += ai + bi - 2 * di;
+        cross<R>(x, p, o.im, o.ip, o.km, o.kp, C.cik, xr, xi);
+        cross<R>(x, p, o.im, o.ip, o.jm, o.jp, C.cij, xr, xi);
+    }
+    const R tw = (R)1 / 12;
+    lr = dr - tw * sr + xr;
+    li = di - tw * si + xi;
+}
+
+/* the scheme's Laplacian at an interior point (i, j, k) = p */
+template <typename R, int M, bool SHOC>
+__device__ __forceinline__ void lap(const DGeom &g, const DCoef<R> &C,
+                                    const typename Vec2<R>::T *__restrict__ x,
+                                    const R *__restrict__ V, int i, int j, int k, long long p,
+                                    const Nb &o, R &lr, R &li)
+{
+    if (!SHOC)
+        lap2<R, M>(x, p, o, C, lr, li);
+    else if (near_edge<M>(g, i, j, k))
+        lap4_two_step<R, M>(g, C, x, V, i, j, k, p, o, lr, li);
+    else
+        wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
 }
 
 /* One RK4 stage (see the file comment); `step` > 0 marks stage 4, whose
@@ -299,8 +357,7 @@ __global__ void __launch_bounds__(256)
 k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
         typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
-        const typename Vec2<R>::T *__restrict__ D, const R *__restrict__ V, R wa, R wo,
-        int step, int *flags)
+        const R *__restrict__ V, R wa, R wo, int step, int *flags)
 {
     typedef typename Vec2<R>::T T;
     if (flags[0])
@@ -315,7 +372,7 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     R lr, li, fr, fi;
     if (!on_edge<M>(g, i, j, k)) {
         const Nb o = neighbours(g, i, j, k);
-        lap<R, M, SHOC>(x, D, p, o, C, lr, li);
+        lap<R, M, SHOC>(g, C, x, V, i, j, k, p, o, lr, li);
         const R n = nfac<R>(c, V, p, C.s);
         fr = -(C.a * li + n * c.y);
         fi = C.a * lr + n * c.x;
@@ -324,14 +381,15 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         fr = -n * c.y;
         fi = n * c.x;
     } else if (g.bc == NLSE_BC_ONE_SIDED) {
-        one_sided<R, SHOC>(x, p, k == 0 ? 1 : -1, C, lr, li);
+        one_sided<R>(x, p, k == 0 ? 1 : -1, C, lr, li);
         const R n = nfac<R>(c, V, p, C.s);
         fr = -(C.a * li + n * c.y);
         fi = C.a * lr + n * c.x;
     } else if (g.bc == NLSE_BC_MSD) {
         Nb oq;
-        const long long q = inward<M>(g, i, j, k, oq);
-        lap<R, M, SHOC>(x, D, q, oq, C, lr, li);
+        int iq, jq, kq;
+        const long long q = inward<M>(g, i, j, k, oq, &iq, &jq, &kq);
+        lap<R, M, SHOC>(g, C, x, V, iq, jq, kq, q, oq, lr, li);
         const T u = x[q];
         const R n = nfac<R>(u, V, q, C.s);
         const R gr = -(C.a * li + n * u.y), gi = C.a * lr + n * u.x;
@@ -366,7 +424,7 @@ __global__ void k_bump(int *flags, int by) { flags[1] += by; }
 template <typename R, int M, bool SHOC>
 __global__ void __launch_bounds__(256)
 k_observe(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-          const typename Vec2<R>::T *__restrict__ D, const R *__restrict__ V, double *sums)
+          const R *__restrict__ V, double *sums)
 {
     typedef typename Vec2<R>::T T;
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -381,7 +439,7 @@ k_observe(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         v[1] = (V ? (double)V[p] * r2 : 0.0) - 0.5 * (double)C.s * r2 * r2;
         if (g.periodic) {
             R lr, li;
-            lap<R, M, SHOC>(x, D, p, neighbours(g, i, j, k), C, lr, li);
+            lap<R, M, SHOC>(g, C, x, V, i, j, k, p, neighbours(g, i, j, k), lr, li);
             v[2] = -((double)c.x * lr + (double)c.y * li);
         } else {
             const long long sj = g.len, si = (long long)g.n1 * g.len;
@@ -461,19 +519,16 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
     const R dt = (R)s->g.dt;
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
     const R wo[4] = {dt / 2, dt / 2, dt, 0};
-    T *ta = (T *)s->ta, *tb = (T *)s->tb, *D = (T *)s->D;
+    T *ta = (T *)s->ta, *tb = (T *)s->tb;
     const R *V = (const R *)s->V;
     for (int n = 0; n < nsteps; ++n) {
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
         const T *in[4] = {psi, ta, tb, ta};
         T *out[4] = {ta, tb, ta, NULL};
-        for (int q = 0; q < 4; ++q) {
-            if (SHOC)
-                k_first<R, M><<<grid, block, 0, s->stream>>>(s->dg, C, in[q], D, V, s->flags);
+        for (int q = 0; q < 4; ++q)
             k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
-                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], D, V, wa[q], wo[q],
+                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
                 q == 3 ? n + 1 : 0, s->flags);
-        }
         s->psi = acc;
         s->acc = psi;
     }
@@ -574,8 +629,8 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     }
     cudaGetDevice(&s->device);
     const size_t bytes = (size_t)g.npts * 2 * s->real_size;
-    const int nbuf = p->scheme == NLSE_FD_2SHOC ? 5 : 4;
-    void **bufs[5] = {&s->psi, &s->acc, &s->ta, &s->tb, &s->D};
+    const int nbuf = 4;
+    void **bufs[4] = {&s->psi, &s->acc, &s->ta, &s->tb};
     for (int q = 0; q < nbuf; ++q) {
         err = cudaMalloc(bufs[q], bytes);
         if (err != cudaSuccess) {
@@ -616,7 +671,6 @@ extern "C" void nlse_fd_destroy(nlse_fd *s)
     cudaFree(s->acc);
     cudaFree(s->ta);
     cudaFree(s->tb);
-    cudaFree(s->D);
     cudaFree(s->V);
     cudaFree(s->flags);
     cudaFreeHost(s->host_flag);
@@ -765,11 +819,8 @@ static void enqueue_observe(nlse_fd *s, double *sums)
     dim3 grid, block;
     launch_shape(s, &grid, &block);
     const DCoef<R> C = coef_of<R>(s->g);
-    if (SHOC && s->g.periodic)
-        k_first<R, M><<<grid, block, 0, s->stream>>>(s->dg, C, (const T *)s->psi, (T *)s->D,
-                                                     (const R *)s->V, s->flags);
     k_observe<R, M, SHOC><<<grid, block, 0, s->stream>>>(s->dg, C, (const T *)s->psi,
-                                                         (const T *)s->D, (const R *)s->V, sums);
+                                                         (const R *)s->V, sums);
 }
 
 template <typename R> static void observe_dispatch(nlse_fd *s, double *sums)
@@ -813,11 +864,12 @@ extern "C" int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)
 
 extern "C" double nlse_fd_bytes_per_point_step(const nlse_fd *s)
 {
-    /* same traffic model as the CPU kernels (csrc/fd.c) */
-    double c = 2.0 * (double)s->real_size;
-    double b = 16 * c;
-    if (s->p.scheme == NLSE_FD_2SHOC)
-        b += 12 * c;
+    /* complex values each point moves per step, for CD and 2SHOC alike (no
+     * D array): stage 1 reads Psi^n, writes acc and ta (3); stages 2-3 read
+     * x, Psi^n, acc and write acc and the next input (5 each); stage 4 reads
+     * x and acc and writes acc (3).  Stencil neighbours come from cache.  A
+     * potential adds one real read per stage. */
+    double b = 16 * 2.0 * (double)s->real_size;
     if (s->V)
         b += 4 * (double)s->real_size;
     return b;
