@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "nlsepy/common.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -58,4 +59,15 @@ int nlse_have_openmp(void)
 #else
     return 0;
 #endif
+}
+
+void nlse_parallel_memcpy(void *dst, const void *src, size_t n)
+{
+    const size_t block = (size_t)1 << 20;
+    const ptrdiff_t nb = (ptrdiff_t)((n + block - 1) / block);
+#pragma omp parallel for schedule(static) if (nb > 4)
+    for (ptrdiff_t b = 0; b < nb; ++b) {
+        size_t off = (size_t)b * block, len = (off + block < n) ? block : n - off;
+        memcpy((char *)dst + off, (const char *)src + off, len);
+    }
 }

@@ -48,6 +48,8 @@ void nlse_fd_destroy(nlse_fd *s)
     free(s->tb);
     free(s->D);
     free(s->V);
+    free(s->snap[0]);
+    free(s->snap[1]);
     free(s);
 }
 
@@ -72,6 +74,25 @@ int nlse_fd_get_state(const nlse_fd *s, void *psi)
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_state: NULL argument");
     memcpy(psi, s->psi, (size_t)s->g.npts * 2 * s->real_size);
+    return NLSE_OK;
+}
+
+int nlse_fd_snapshot(nlse_fd *s, int slot)
+{
+    if (!s || slot < 0 || slot > 1)
+        return nlse_fail(NLSE_ERR_VALUE, "snapshot slot must be 0 or 1, got %d", slot);
+    const size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
+    if (!s->snap[slot] && !(s->snap[slot] = malloc(bytes)))
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory for a snapshot (%zu bytes)", bytes);
+    nlse_parallel_memcpy(s->snap[slot], s->psi, bytes);
+    return NLSE_OK;
+}
+
+int nlse_fd_fetch(nlse_fd *s, int slot, void *psi)
+{
+    if (!s || !psi || slot < 0 || slot > 1 || !s->snap[slot])
+        return nlse_fail(NLSE_ERR_VALUE, "fetch: slot %d holds no snapshot", slot);
+    nlse_parallel_memcpy(psi, s->snap[slot], (size_t)s->g.npts * 2 * s->real_size);
     return NLSE_OK;
 }
 

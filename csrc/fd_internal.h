@@ -41,6 +41,7 @@ struct nlse_fd {
     void *ta, *tb;       /* RK4 stage inputs                             */
     void *D;             /* 2SHOC first-step Laplacian (NULL for CD)     */
     void *V;             /* static potential (NULL when V = 0)           */
+    void *snap[2];       /* snapshot slots (allocated on first use)      */
 };
 #endif
 

@@ -27,6 +27,7 @@
 #define NLSEPY_FD_DEVICE_HANDLE
 #include <cuda_runtime.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,17 @@ struct nlse_fd {
     cudaGraphExec_t graph[2];          /* GRAPH_STEPS steps, one per    */
     void *graph_psi[2];                /* assignment of Psi to a buffer */
     int device;
+    /* frames: device snapshot slots, a copy stream, pinned staging */
+    void *snap[2];
+    cudaEvent_t snap_ev[2];
+    cudaStream_t copy_stream;
+    void *stage[2];
+    cudaEvent_t stage_ev[2];
+    pthread_mutex_t stage_lock;        /* the staging buffers' user     */
 };
+
+/* pinned staging block for device-to-host copies of frames */
+#define STAGE_BYTES ((size_t)32 << 20)
 
 /* ------------------------------------------------------------------ */
 /* device helpers                                                     */
@@ -350,26 +361,17 @@ __device__ __forceinline__ void lap(const DGeom &g, const DCoef<R> &C,
         wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
 }
 
-/* One RK4 stage (see the file comment); `step` > 0 marks stage 4, whose
- * non-finite results record flags[1] + step in flags[0]. */
+/* Time derivative F at grid point (i, j, k) = p: the scheme inside, the
+ * boundary conditions on the edge (eqs. 11, 14, 16; one-sided). */
 template <typename R, int M, bool SHOC>
-__global__ void __launch_bounds__(256)
-k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-        const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
-        typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
-        const R *__restrict__ V, R wa, R wo, int step, int *flags)
+__device__ __forceinline__ void F_point(const DGeom &g, const DCoef<R> &C,
+                                        const typename Vec2<R>::T *__restrict__ x,
+                                        const R *__restrict__ V, int i, int j, int k, long long p,
+                                        R &fr, R &fi)
 {
     typedef typename Vec2<R>::T T;
-    if (flags[0])
-        return;
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    const int j = blockIdx.y * blockDim.y + threadIdx.y;
-    const int i = blockIdx.z;
-    if (k >= g.len || j >= g.n1)
-        return;
-    const long long p = ((long long)i * g.n1 + j) * g.len + k;
     const T c = x[p];
-    R lr, li, fr, fi;
+    R lr, li;
     if (!on_edge<M>(g, i, j, k)) {
         const Nb o = neighbours(g, i, j, k);
         lap<R, M, SHOC>(g, C, x, V, i, j, k, p, o, lr, li);
@@ -400,6 +402,16 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     } else { /* Dirichlet */
         fr = fi = 0;
     }
+}
+
+/* The RK4 stage update at p; stage 4 (step > 0) flags non-finite values. */
+template <typename R>
+__device__ __forceinline__ void update(const typename Vec2<R>::T *__restrict__ psin,
+                                       const typename Vec2<R>::T *base, typename Vec2<R>::T *acc,
+                                       typename Vec2<R>::T *__restrict__ out, long long p, R fr,
+                                       R fi, R wa, R wo, int step, int *flags)
+{
+    typedef typename Vec2<R>::T T;
     const T b = base[p];
     T a;
     a.x = b.x + wa * fr;
@@ -414,6 +426,115 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     }
     if (step > 0 && !(isfinite(a.x) && isfinite(a.y)))
         atomicCAS(flags, 0, flags[1] + step);
+}
+
+/* One RK4 stage (see the file comment), one thread per point; `step` > 0
+ * marks stage 4, whose non-finite results record flags[1] + step in flags[0]. */
+template <typename R, int M, bool SHOC>
+__global__ void __launch_bounds__(256)
+k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
+        const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
+        typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
+        const R *__restrict__ V, R wa, R wo, int step, int *flags)
+{
+    if (flags[0])
+        return;
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const int i = blockIdx.z;
+    if (k >= g.len || j >= g.n1)
+        return;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    R fr, fi;
+    F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi);
+    update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
+}
+
+/* 3D 2SHOC stage marching along axis 0: a 32 x 8 block owns a (k, j) tile
+ * and walks MARCH planes; each thread keeps x at i-2 .. i+2 of its column
+ * in registers and the plane's tile with a halo of 2 in shared memory, so
+ * each value of x is read from memory about once.  Points within one step
+ * of a non-periodic edge take the general path. */
+#define MARCH 32
+#define TK 32
+#define TJ 8
+
+template <typename R>
+__global__ void __launch_bounds__(TK * TJ)
+k_stage_march(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
+              const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
+              typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
+              const R *__restrict__ V, R wa, R wo, int step, int *flags)
+{
+    typedef typename Vec2<R>::T T;
+    __shared__ T tile[TJ + 4][TK + 4];
+    __shared__ int stop;
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        stop = flags[0];
+    __syncthreads();
+    if (stop)
+        return;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int k = blockIdx.x * TK + tx, j = blockIdx.y * TJ + ty;
+    const int i0 = blockIdx.z * MARCH;
+    const int i1 = min(i0 + MARCH, g.n0);
+    const bool inside = k < g.len && j < g.n1;
+    /* columns past the grid's end hold wrapped values (periodic) or are unused */
+    const int kc = g.periodic ? k % g.len : min(k, g.len - 1);
+    const int jc = g.periodic ? j % g.n1 : min(j, g.n1 - 1);
+    const long long sp = (long long)g.n1 * g.len;
+    /* wrapped (periodic) or clamped (never used then) halo coordinates */
+    const int kh = tx < 2 ? k - 2 : k + 2, jh = ty < 2 ? j - 2 : j + 2;
+    const int khw = g.periodic ? (kh + g.len) % g.len : min(max(kh, 0), g.len - 1);
+    const int jhw = g.periodic ? (jh + g.n1) % g.n1 : min(max(jh, 0), g.n1 - 1);
+    const bool halo_k = tx < 2 || tx >= TK - 2, halo_j = ty < 2 || ty >= TJ - 2;
+    auto row = [&](int i) { return (long long)((i % g.n0 + g.n0) % g.n0) * sp; };
+    const long long col = (long long)jc * g.len + kc;
+    T q0 = x[row(i0 - 2) + col], q1 = x[row(i0 - 1) + col], q2 = x[row(i0) + col];
+    T q3 = x[row(i0 + 1) + col], q4 = x[row(i0 + 2) + col];
+    const R t = (R)1 / 12;
+    for (int i = i0; i < i1; ++i) {
+        const long long base_i = (long long)i * sp;
+        tile[ty + 2][tx + 2] = q2;
+        /* halos along k (columns kh) and j (rows jh) of plane i */
+        const int kx = tx < 2 ? tx : tx + 4;
+        if (halo_k)
+            tile[ty + 2][kx] = x[base_i + (long long)jc * g.len + khw];
+        const int jy = ty < 2 ? ty : ty + 4;
+        if (halo_j)
+            tile[jy][tx + 2] = x[base_i + (long long)jhw * g.len + kc];
+        __syncthreads();
+        if (inside) {
+            const long long p = base_i + col;
+            R fr, fi;
+            if (on_edge<2>(g, i, j, k) || near_edge<2>(g, i, j, k)) {
+                F_point<R, 2, true>(g, C, x, V, i, j, k, p, fr, fi);
+            } else {
+                const T c = q2;
+                const T a = tile[ty + 2][tx], b = tile[ty + 2][tx + 1];
+                const T d = tile[ty + 2][tx + 3], e = tile[ty + 2][tx + 4];
+                R lr = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+                R li = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+                lr += C.ihi * t * (16 * (q1.x + q3.x) - (q0.x + q4.x) - 30 * c.x);
+                li += C.ihi * t * (16 * (q1.y + q3.y) - (q0.y + q4.y) - 30 * c.y);
+                const T u = tile[ty][tx + 2], v = tile[ty + 1][tx + 2];
+                const T w = tile[ty + 3][tx + 2], z = tile[ty + 4][tx + 2];
+                lr += C.ihj * t * (16 * (v.x + w.x) - (u.x + z.x) - 30 * c.x);
+                li += C.ihj * t * (16 * (v.y + w.y) - (u.y + z.y) - 30 * c.y);
+                const R n = nfac<R>(c, V, p, C.s);
+                fr = -(C.a * li + n * c.y);
+                fi = C.a * lr + n * c.x;
+            }
+            update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
+        }
+        __syncthreads();
+        q0 = q1;
+        q1 = q2;
+        q2 = q3;
+        q3 = q4;
+        if (i + 1 < i1)
+            q4 = x[row(i + 3) + col];
+    }
 }
 
 /* advance the graph's step base (one thread) */
@@ -515,6 +636,7 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
     typedef typename Vec2<R>::T T;
     dim3 grid, block;
     launch_shape(s, &grid, &block);
+    const dim3 march_grid(grid.x, grid.y, (s->dg.n0 + MARCH - 1) / MARCH);
     const DCoef<R> C = coef_of<R>(s->g);
     const R dt = (R)s->g.dt;
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
@@ -525,10 +647,16 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
         const T *in[4] = {psi, ta, tb, ta};
         T *out[4] = {ta, tb, ta, NULL};
-        for (int q = 0; q < 4; ++q)
-            k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
-                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                q == 3 ? n + 1 : 0, s->flags);
+        for (int q = 0; q < 4; ++q) {
+            if (M == 2 && SHOC)
+                k_stage_march<R><<<march_grid, block, 0, s->stream>>>(
+                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                    q == 3 ? n + 1 : 0, s->flags);
+            else
+                k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
+                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                    q == 3 ? n + 1 : 0, s->flags);
+        }
         s->psi = acc;
         s->acc = psi;
     }
@@ -612,6 +740,7 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of host memory allocating the solver");
     s->p = *p;
+    pthread_mutex_init(&s->stage_lock, NULL);
     nlse_fd_make_geom(p, &s->g);
     s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
     const fd_geom &g = s->g;
@@ -674,9 +803,22 @@ extern "C" void nlse_fd_destroy(nlse_fd *s)
     cudaFree(s->V);
     cudaFree(s->flags);
     cudaFreeHost(s->host_flag);
+    if (s->copy_stream)
+        cudaStreamSynchronize(s->copy_stream);
+    for (int q = 0; q < 2; ++q) {
+        cudaFree(s->snap[q]);
+        cudaFreeHost(s->stage[q]);
+        if (s->snap_ev[q])
+            cudaEventDestroy(s->snap_ev[q]);
+        if (s->stage_ev[q])
+            cudaEventDestroy(s->stage_ev[q]);
+    }
+    if (s->copy_stream)
+        cudaStreamDestroy(s->copy_stream);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     (void)cudaGetLastError();
+    pthread_mutex_destroy(&s->stage_lock);
     free(s);
 }
 
@@ -709,15 +851,94 @@ extern "C" int nlse_fd_set_state(nlse_fd *s, const void *psi)
     return NLSE_OK;
 }
 
-extern "C" int nlse_fd_get_state(const nlse_fd *s, void *psi)
+/* Lazily create the copy stream and the pinned staging blocks. */
+static int ensure_staging(nlse_fd *s)
 {
+    if (!s->copy_stream)
+        CK(cudaStreamCreateWithFlags(&s->copy_stream, cudaStreamNonBlocking));
+    for (int q = 0; q < 2; ++q) {
+        if (!s->stage[q])
+            CK(cudaMallocHost(&s->stage[q], STAGE_BYTES));
+        if (!s->stage_ev[q])
+            CK(cudaEventCreateWithFlags(&s->stage_ev[q], cudaEventDisableTiming));
+    }
+    return NLSE_OK;
+}
+
+/* Device-to-host copy through the two pinned blocks on `stream`: block b+1
+ * crosses the bus while block b is copied (in parallel) into `dst`. */
+static int staged_d2h(nlse_fd *s, void *dst, const void *src, size_t bytes, cudaStream_t stream)
+{
+    const size_t nb = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+    for (size_t b = 0; b <= nb; ++b) {
+        if (b < nb) {
+            const size_t off = b * STAGE_BYTES;
+            const size_t len = off + STAGE_BYTES < bytes ? STAGE_BYTES : bytes - off;
+            CK(cudaMemcpyAsync(s->stage[b % 2], (const char *)src + off, len,
+                               cudaMemcpyDeviceToHost, stream));
+            CK(cudaEventRecord(s->stage_ev[b % 2], stream));
+        }
+        if (b > 0) {
+            const size_t off = (b - 1) * STAGE_BYTES;
+            const size_t len = off + STAGE_BYTES < bytes ? STAGE_BYTES : bytes - off;
+            CK(cudaEventSynchronize(s->stage_ev[(b - 1) % 2]));
+            nlse_parallel_memcpy((char *)dst + off, s->stage[(b - 1) % 2], len);
+        }
+    }
+    return NLSE_OK;
+}
+
+static int locked_d2h(nlse_fd *s, void *dst, const void *src, cudaStream_t *stream,
+                      cudaEvent_t wait)
+{
+    int st;
+    pthread_mutex_lock(&s->stage_lock);
+    st = ensure_staging(s);
+    if (!st && wait)
+        st = nlse_cuda_check(cudaStreamWaitEvent(s->copy_stream, wait, 0), "cudaStreamWaitEvent");
+    if (!st)
+        st = staged_d2h(s, dst, src, (size_t)s->g.npts * 2 * s->real_size,
+                        stream ? *stream : s->copy_stream);
+    pthread_mutex_unlock(&s->stage_lock);
+    return st;
+}
+
+extern "C" int nlse_fd_get_state(const nlse_fd *cs, void *psi)
+{
+    nlse_fd *s = (nlse_fd *)cs; /* the staging buffers are scratch */
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_state: NULL argument");
     CKS(set_device(s));
-    CK(cudaMemcpyAsync(psi, s->psi, (size_t)s->g.npts * 2 * s->real_size,
-                       cudaMemcpyDeviceToHost, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
+    return locked_d2h(s, psi, s->psi, &s->stream, NULL);
+}
+
+extern "C" int nlse_fd_snapshot(nlse_fd *s, int slot)
+{
+    if (!s || slot < 0 || slot > 1)
+        return nlse_fail(NLSE_ERR_VALUE, "snapshot slot must be 0 or 1, got %d", slot);
+    CKS(set_device(s));
+    const size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
+    if (!s->snap[slot]) {
+        cudaError_t err = cudaMalloc(&s->snap[slot], bytes);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            s->snap[slot] = NULL;
+            return nlse_fail(NLSE_ERR_BACKEND, "out of device memory for a frame buffer "
+                                               "(%zu bytes)", bytes);
+        }
+        CK(cudaEventCreateWithFlags(&s->snap_ev[slot], cudaEventDisableTiming));
+    }
+    CK(cudaMemcpyAsync(s->snap[slot], s->psi, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaEventRecord(s->snap_ev[slot], s->stream));
     return NLSE_OK;
+}
+
+extern "C" int nlse_fd_fetch(nlse_fd *s, int slot, void *psi)
+{
+    if (!s || !psi || slot < 0 || slot > 1 || !s->snap[slot])
+        return nlse_fail(NLSE_ERR_VALUE, "fetch: slot %d holds no snapshot", slot);
+    CKS(set_device(s));
+    return locked_d2h(s, psi, s->snap[slot], NULL, s->snap_ev[slot]);
 }
 
 extern "C" int nlse_fd_set_potential(nlse_fd *s, const void *V)

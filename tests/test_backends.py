@@ -115,9 +115,14 @@ def test_cuda_chunks_bit_identical(scheme):
     ends = []
     for frames in (1, 7):
         sim = nl.NLSE(psi0, h, scheme=scheme, bc="msd", backend="cuda")
-        sim.run(sim.dt * 70, frames=frames)
+        out = sim.run(sim.dt * 70, frames=frames)
         ends.append(sim.psi)
+        assert np.array_equal(out.psi[-1], sim.psi)  # frames come back from the device
     assert np.array_equal(ends[0], ends[1])
+    # an intermediate frame equals the state of a run stopped there
+    stop = nl.NLSE(psi0, h, scheme=scheme, bc="msd", backend="cuda")
+    stop.run(out.t[3], frames=1)
+    assert np.array_equal(out.psi[3], stop.psi) or out.t[3] == 0
     split = []
     for parts in ((70,), (13, 57), (1, 16, 3, 33, 17)):
         sim = nl.NLSE(psi0, h, scheme=scheme, bc="msd", backend="cuda")
@@ -145,6 +150,33 @@ def test_cuda_blowup_in_graph_and_tail():
     # the last finite states agree to the accuracy of a growing instability
     assert np.abs(steps["cpu"][1] - steps["cuda"][1]).max() < 1e-6 * np.abs(
         steps["cpu"][1]).max()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("bc", ["periodic", "msd", "dirichlet"])
+def test_cuda_3d_2shoc_odd_sizes(bc):
+    """The 3D 2SHOC kernel walks planes in tiles of 32 x 8; grids that are
+    not multiples of the tile (and smaller than it) agree with the CPU."""
+    rng = np.random.default_rng(3)
+    for shape in ((37, 11, 45), (5, 3, 7), (70, 9, 33)):
+        axes = np.meshgrid(*[0.3 * np.arange(n) for n in shape], indexing="ij")
+        psi0 = (1 + 0.2 * np.cos(axes[0]) * np.sin(axes[1] + axes[2])) * np.exp(0.3j * axes[2])
+        runs = [nl.NLSE(psi0, 0.3, scheme="2shoc", bc=bc, backend=b).step(25).psi
+                for b in ("cpu", "cuda")]
+        assert np.abs(runs[0] - runs[1]).max() < 1e-12 * np.abs(runs[0]).max(), shape
+
+
+def test_snapshot_fetch(backend):
+    """The frame slots hold the state at the time of the snapshot."""
+    psi0, h, V = smooth_state(2)
+    sim = nl.NLSE(psi0, h, backend=backend)
+    sim.step(3)
+    before = sim.psi
+    sim._solver.snapshot(1)
+    sim.step(5)
+    assert np.array_equal(sim._solver.fetch(1), before)
+    with pytest.raises(ValueError, match="slot"):
+        sim._solver.snapshot(2)
 
 
 @pytest.mark.cuda

@@ -229,7 +229,55 @@ static PyObject *fd_get_state(FDObject *self, PyObject *Py_UNUSED(ignored))
     PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, tn);
     if (!out)
         return NULL;
-    int st = nlse_fd_get_state(self->s, PyArray_DATA((PyArrayObject *)out));
+    int st;
+    void *data = PyArray_DATA((PyArrayObject *)out);
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_fd_get_state(self->s, data);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st) {
+        Py_DECREF(out);
+        return raise_status(st);
+    }
+    return out;
+}
+
+static PyObject *fd_snapshot(FDObject *self, PyObject *arg)
+{
+    if (!fd_ready(self))
+        return NULL;
+    long slot = PyLong_AsLong(arg);
+    if (slot == -1 && PyErr_Occurred())
+        return NULL;
+    int st = nlse_fd_snapshot(self->s, (int)slot);
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* fetch(slot) -> new array; may run on another thread while step() runs. */
+static PyObject *fd_fetch(FDObject *self, PyObject *arg)
+{
+    if (!self->s) {
+        PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
+        return NULL;
+    }
+    long slot = PyLong_AsLong(arg);
+    if (slot == -1 && PyErr_Occurred())
+        return NULL;
+    npy_intp dims[3];
+    for (int q = 0; q < self->p.ndim; ++q)
+        dims[q] = (npy_intp)self->p.shape[q];
+    int tn = self->p.dtype == NLSE_COMPLEX64 ? NPY_COMPLEX64 : NPY_COMPLEX128;
+    PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, tn);
+    if (!out)
+        return NULL;
+    int st;
+    void *data = PyArray_DATA((PyArrayObject *)out);
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_fd_fetch(self->s, (int)slot, data);
+    Py_END_ALLOW_THREADS
     if (st) {
         Py_DECREF(out);
         return raise_status(st);
@@ -301,6 +349,10 @@ static PyMethodDef fd_methods[] = {
     {"set_potential", (PyCFunction)fd_set_potential, METH_O,
      "set_potential(V or None): static real potential."},
     {"set_dt", (PyCFunction)fd_set_dt, METH_O, "set_dt(dt): change the time step."},
+    {"snapshot", (PyCFunction)fd_snapshot, METH_O,
+     "snapshot(slot): copy the state into frame slot 0 or 1 (in stream order)."},
+    {"fetch", (PyCFunction)fd_fetch, METH_O,
+     "fetch(slot) -> new array holding the slot; may overlap step() on another thread."},
     {"step", (PyCFunction)fd_step, METH_O,
      "step(n) -> (done, blew_up): advance n RK4 steps."},
     {"observe", (PyCFunction)fd_observe, METH_NOARGS, "observe() -> (norm, energy)."},

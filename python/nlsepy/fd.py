@@ -199,6 +199,9 @@ class NLSE:
         self._t_base = 0.0   # time at the last change of step size
         self._k = 0          # steps since then
         self._steps = 0      # steps since creation
+        self._fetcher = None           # worker bringing GPU frames to the host
+        self._pending = [None, None]   # frames in flight, per device slot
+        self._slot = 0
 
     # ------------------------------------------------------------------ state
     @property
@@ -298,8 +301,21 @@ class NLSE:
         n = max(1, math.ceil(span / self._dt - 1e-9))
         return n, span / n
 
-    def _snapshot(self) -> np.ndarray:
-        return self.psi
+    def _snapshot(self) -> Any:
+        if self.backend != "cuda":
+            return self.psi
+        # GPU: copy the state into one of two device slots in stream order and
+        # bring it to the host on a worker thread while the next chunk runs
+        if self._fetcher is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlsepy-frames")
+        slot = self._slot
+        if self._pending[slot] is not None:
+            self._pending[slot].result()  # the slot's previous frame has landed
+        self._solver.snapshot(slot)
+        self._pending[slot] = self._fetcher.submit(self._solver.fetch, slot)
+        self._slot ^= 1
+        return self._pending[slot]
 
     def step(self, n: int = 1) -> "NLSE":
         """Advance `n` RK4 steps of size :attr:`dt`.

@@ -11,13 +11,14 @@ A model used with :func:`run` provides
 ``t``                 current time (float),
 ``_plan(t_end)``      ``(nsteps, dt)``: equal steps that land on ``t_end``,
 ``_advance(n, dt)``   take ``n`` steps of size ``dt`` (may raise BlowUpError),
-``_snapshot()``       a copy of the state for a frame,
+``_snapshot()``       a copy of the state for a frame (or a Future of one),
 ``save(path)``        write a checkpoint (only when ``checkpoint`` is given).
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -29,7 +30,9 @@ class Frames(Sequence):
     """Snapshots ``(t, state)`` of a run, in time order.
 
     Behaves as a list of ``(t, state)`` tuples; ``frames.t`` is the array of
-    times and ``frames.psi`` stacks the states along a new first axis.
+    times and ``frames.psi`` stacks the states along a new first axis.  A
+    state may arrive as a ``concurrent.futures.Future`` (a frame still on its
+    way from a device); it is waited for on first access.
     """
 
     def __init__(self) -> None:
@@ -40,10 +43,14 @@ class Frames(Sequence):
         self._t.append(float(t))
         self._s.append(state)
 
+    def _resolve(self) -> None:
+        self._s = [s.result() if isinstance(s, Future) else s for s in self._s]
+
     def __len__(self) -> int:
         return len(self._t)
 
     def __getitem__(self, i):  # type: ignore[override]
+        self._resolve()
         if isinstance(i, slice):
             out = Frames()
             for t, s in zip(self._t[i], self._s[i]):
@@ -52,6 +59,7 @@ class Frames(Sequence):
         return (self._t[i], self._s[i])
 
     def __iter__(self) -> Iterator[Tuple[float, Any]]:
+        self._resolve()
         return iter(zip(self._t, self._s))
 
     @property
@@ -62,6 +70,7 @@ class Frames(Sequence):
     @property
     def psi(self) -> np.ndarray:
         """States stacked along a new first axis, shape ``(len(frames),) + grid``."""
+        self._resolve()
         return np.stack(self._s)
 
     def __repr__(self) -> str:
@@ -146,6 +155,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     finally:
         if bar is not None:
             bar.close()
+    out._resolve()
     return out
 
 

@@ -50,6 +50,9 @@ void nlse_clear_error(void);
 int nlse_set_num_threads(int n);
 int nlse_get_num_threads(void);
 
+/* memcpy split over the OpenMP threads (large host copies, e.g. frames). */
+void nlse_parallel_memcpy(void *dst, const void *src, size_t n);
+
 /* 1 when the CPU kernels were compiled with OpenMP. */
 int nlse_have_openmp(void);
 

@@ -87,7 +87,18 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done);
  */
 int nlse_fd_observe(nlse_fd *s, double *norm, double *energy);
 
-/* Bytes the CPU kernels move through memory per step and point (model). */
+/*
+ * Frames without stalling the solver.  nlse_fd_snapshot copies the current
+ * state into snapshot slot 0 or 1 (on the device for the CUDA backend, in
+ * stream order after the steps already issued); nlse_fd_fetch copies a slot
+ * into host memory, blocking only the calling thread, and may run on another
+ * thread while nlse_fd_step runs.  A slot must not be snapshot again before
+ * its fetch has returned.
+ */
+int nlse_fd_snapshot(nlse_fd *s, int slot);
+int nlse_fd_fetch(nlse_fd *s, int slot, void *psi);
+
+/* Bytes the kernels move through memory per step and point (model). */
 double nlse_fd_bytes_per_point_step(const nlse_fd *s);
 
 #ifdef __cplusplus
