@@ -450,93 +450,6 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
 }
 
-/* 3D 2SHOC stage marching along axis 0: a 32 x 8 block owns a (k, j) tile
- * and walks MARCH planes; each thread keeps x at i-2 .. i+2 of its column
- * in registers and the plane's tile with a halo of 2 in shared memory, so
- * each value of x is read from memory about once.  Points within one step
- * of a non-periodic edge take the general path. */
-#define MARCH 32
-#define TK 32
-#define TJ 8
-
-template <typename R>
-__global__ void __launch_bounds__(TK * TJ)
-k_stage_march(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-              const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
-              typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
-              const R *__restrict__ V, R wa, R wo, int step, int *flags)
-{
-    typedef typename Vec2<R>::T T;
-    __shared__ T tile[TJ + 4][TK + 4];
-    __shared__ int stop;
-    if (threadIdx.x == 0 && threadIdx.y == 0)
-        stop = flags[0];
-    __syncthreads();
-    if (stop)
-        return;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int k = blockIdx.x * TK + tx, j = blockIdx.y * TJ + ty;
-    const int i0 = blockIdx.z * MARCH;
-    const int i1 = min(i0 + MARCH, g.n0);
-    const bool inside = k < g.len && j < g.n1;
-    /* columns past the grid's end hold wrapped values (periodic) or are unused */
-    const int kc = g.periodic ? k % g.len : min(k, g.len - 1);
-    const int jc = g.periodic ? j % g.n1 : min(j, g.n1 - 1);
-    const long long sp = (long long)g.n1 * g.len;
-    /* wrapped (periodic) or clamped (never used then) halo coordinates */
-    const int kh = tx < 2 ? k - 2 : k + 2, jh = ty < 2 ? j - 2 : j + 2;
-    const int khw = g.periodic ? (kh + g.len) % g.len : min(max(kh, 0), g.len - 1);
-    const int jhw = g.periodic ? (jh + g.n1) % g.n1 : min(max(jh, 0), g.n1 - 1);
-    const bool halo_k = tx < 2 || tx >= TK - 2, halo_j = ty < 2 || ty >= TJ - 2;
-    auto row = [&](int i) { return (long long)((i % g.n0 + g.n0) % g.n0) * sp; };
-    const long long col = (long long)jc * g.len + kc;
-    T q0 = x[row(i0 - 2) + col], q1 = x[row(i0 - 1) + col], q2 = x[row(i0) + col];
-    T q3 = x[row(i0 + 1) + col], q4 = x[row(i0 + 2) + col];
-    const R t = (R)1 / 12;
-    for (int i = i0; i < i1; ++i) {
-        const long long base_i = (long long)i * sp;
-        tile[ty + 2][tx + 2] = q2;
-        /* halos along k (columns kh) and j (rows jh) of plane i */
-        const int kx = tx < 2 ? tx : tx + 4;
-        if (halo_k)
-            tile[ty + 2][kx] = x[base_i + (long long)jc * g.len + khw];
-        const int jy = ty < 2 ? ty : ty + 4;
-        if (halo_j)
-            tile[jy][tx + 2] = x[base_i + (long long)jhw * g.len + kc];
-        __syncthreads();
-        if (inside) {
-            const long long p = base_i + col;
-            R fr, fi;
-            if (on_edge<2>(g, i, j, k) || near_edge<2>(g, i, j, k)) {
-                F_point<R, 2, true>(g, C, x, V, i, j, k, p, fr, fi);
-            } else {
-                const T c = q2;
-                const T a = tile[ty + 2][tx], b = tile[ty + 2][tx + 1];
-                const T d = tile[ty + 2][tx + 3], e = tile[ty + 2][tx + 4];
-                R lr = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-                R li = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
-                lr += C.ihi * t * (16 * (q1.x + q3.x) - (q0.x + q4.x) - 30 * c.x);
-                li += C.ihi * t * (16 * (q1.y + q3.y) - (q0.y + q4.y) - 30 * c.y);
-                const T u = tile[ty][tx + 2], v = tile[ty + 1][tx + 2];
-                const T w = tile[ty + 3][tx + 2], z = tile[ty + 4][tx + 2];
-                lr += C.ihj * t * (16 * (v.x + w.x) - (u.x + z.x) - 30 * c.x);
-                li += C.ihj * t * (16 * (v.y + w.y) - (u.y + z.y) - 30 * c.y);
-                const R n = nfac<R>(c, V, p, C.s);
-                fr = -(C.a * li + n * c.y);
-                fi = C.a * lr + n * c.x;
-            }
-            update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
-        }
-        __syncthreads();
-        q0 = q1;
-        q1 = q2;
-        q2 = q3;
-        q3 = q4;
-        if (i + 1 < i1)
-            q4 = x[row(i + 3) + col];
-    }
-}
-
 /* advance the graph's step base (one thread) */
 __global__ void k_bump(int *flags, int by) { flags[1] += by; }
 
@@ -636,7 +549,6 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
     typedef typename Vec2<R>::T T;
     dim3 grid, block;
     launch_shape(s, &grid, &block);
-    const dim3 march_grid(grid.x, grid.y, (s->dg.n0 + MARCH - 1) / MARCH);
     const DCoef<R> C = coef_of<R>(s->g);
     const R dt = (R)s->g.dt;
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
@@ -647,16 +559,10 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
         const T *in[4] = {psi, ta, tb, ta};
         T *out[4] = {ta, tb, ta, NULL};
-        for (int q = 0; q < 4; ++q) {
-            if (M == 2 && SHOC)
-                k_stage_march<R><<<march_grid, block, 0, s->stream>>>(
-                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                    q == 3 ? n + 1 : 0, s->flags);
-            else
-                k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
-                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                    q == 3 ? n + 1 : 0, s->flags);
-        }
+        for (int q = 0; q < 4; ++q)
+            k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
+                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                q == 3 ? n + 1 : 0, s->flags);
         s->psi = acc;
         s->acc = psi;
     }
