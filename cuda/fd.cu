@@ -52,6 +52,10 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
             return st_;                                                 \
     } while (0)
 
+#ifndef FD_BLOCK_Z
+#define FD_BLOCK_Z 1
+#endif
+
 /* Steps per captured graph (even, so the Psi/acc roles return to the start). */
 #define GRAPH_STEPS 16
 
@@ -441,83 +445,12 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         return;
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
-    const int i = blockIdx.z;
-    if (k >= g.len || j >= g.n1)
+    const int i = blockIdx.z * blockDim.z + threadIdx.z;
+    if (k >= g.len || j >= g.n1 || i >= g.n0)
         return;
     const long long p = ((long long)i * g.n1 + j) * g.len + k;
     R fr, fi;
     F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi);
-    update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
-}
-
-/* 3D 2SHOC stage with the (k, j) neighbours from shared memory: a 32 x 8
- * block stages its tile of plane i with a halo of 2 along k and j, so each
- * point reads x about 1.6 times from the tile plus its four neighbours along
- * axis 0 (from L2), instead of 13 scattered loads.  Points within one step
- * of a non-periodic edge take the general path. */
-#define TK 32
-#define TJ 8
-
-template <typename R>
-__global__ void __launch_bounds__(TK * TJ)
-k_stage_tile(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-             const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
-             typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
-             const R *__restrict__ V, R wa, R wo, int step, int *flags)
-{
-    typedef typename Vec2<R>::T T;
-    __shared__ T tile[TJ + 4][TK + 4];
-    __shared__ int stop;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    if (tx == 0 && ty == 0)
-        stop = flags[0];
-    const int k = blockIdx.x * TK + tx, j = blockIdx.y * TJ + ty, i = blockIdx.z;
-    /* columns past the grid's end hold wrapped values (periodic) or are unused */
-    const int kc = g.periodic ? k % g.len : min(k, g.len - 1);
-    const int jc = g.periodic ? j % g.n1 : min(j, g.n1 - 1);
-    const long long plane = (long long)i * g.n1 * g.len;
-    tile[ty + 2][tx + 2] = x[plane + (long long)jc * g.len + kc];
-    if (tx < 2 || tx >= TK - 2) {
-        const int kh = tx < 2 ? k - 2 : k + 2;
-        const int kw = g.periodic ? (kh + g.len) % g.len : min(max(kh, 0), g.len - 1);
-        tile[ty + 2][tx < 2 ? tx : tx + 4] = x[plane + (long long)jc * g.len + kw];
-    }
-    if (ty < 2 || ty >= TJ - 2) {
-        const int jh = ty < 2 ? j - 2 : j + 2;
-        const int jw = g.periodic ? (jh + g.n1) % g.n1 : min(max(jh, 0), g.n1 - 1);
-        tile[ty < 2 ? ty : ty + 4][tx + 2] = x[plane + (long long)jw * g.len + kc];
-    }
-    __syncthreads();
-    if (stop || k >= g.len || j >= g.n1)
-        return;
-    const long long p = plane + (long long)j * g.len + k;
-    R fr, fi;
-    if (on_edge<2>(g, i, j, k) || near_edge<2>(g, i, j, k)) {
-        F_point<R, 2, true>(g, C, x, V, i, j, k, p, fr, fi);
-    } else {
-        const long long sp = (long long)g.n1 * g.len;
-        const long long im = (i >= 1) ? -sp : (g.n0 - 1) * sp;
-        const long long ip = (i + 1 < g.n0) ? sp : -(g.n0 - 1) * sp;
-        const long long im2 = ((i >= 2) ? -2 : g.n0 - 2) * sp;
-        const long long ip2 = ((i + 2 < g.n0) ? 2 : 2 - g.n0) * sp;
-        const T q0 = x[p + im2], q1 = x[p + im], q3 = x[p + ip], q4 = x[p + ip2];
-        const T c = tile[ty + 2][tx + 2];
-        const T a = tile[ty + 2][tx], b = tile[ty + 2][tx + 1];
-        const T d = tile[ty + 2][tx + 3], e = tile[ty + 2][tx + 4];
-        const T u = tile[ty][tx + 2], v = tile[ty + 1][tx + 2];
-        const T w = tile[ty + 3][tx + 2], z = tile[ty + 4][tx + 2];
-        const R t = (R)1 / 12;
-        /* the order of wide4: contiguous axis, axis 0, axis 1 */
-        R lr = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-        R li = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
-        lr += C.ihi * t * (16 * (q1.x + q3.x) - (q0.x + q4.x) - 30 * c.x);
-        li += C.ihi * t * (16 * (q1.y + q3.y) - (q0.y + q4.y) - 30 * c.y);
-        lr += C.ihj * t * (16 * (v.x + w.x) - (u.x + z.x) - 30 * c.x);
-        li += C.ihj * t * (16 * (v.y + w.y) - (u.y + z.y) - 30 * c.y);
-        const R n = nfac<R>(c, V, p, C.s);
-        fr = -(C.a * li + n * c.y);
-        fi = C.a * lr + n * c.x;
-    }
     update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
 }
 
@@ -534,9 +467,9 @@ k_observe(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     typedef typename Vec2<R>::T T;
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
-    const int i = blockIdx.z;
+    const int i = blockIdx.z * blockDim.z + threadIdx.z;
     double v[3] = {0, 0, 0};
-    if (k < g.len && j < g.n1) {
+    if (k < g.len && j < g.n1 && i < g.n0) {
         const long long p = ((long long)i * g.n1 + j) * g.len + k;
         const T c = x[p];
         const double r2 = (double)c.x * c.x + (double)c.y * c.y;
@@ -606,9 +539,15 @@ static void launch_shape(const nlse_fd *s, dim3 *grid, dim3 *block)
     if (s->g.m == 0) {
         *block = dim3(256, 1, 1);
         *grid = dim3((g.len + 255) / 256, 1, 1);
-    } else {
+    } else if (s->g.m == 1) {
         *block = dim3(32, 8, 1);
-        *grid = dim3((g.len + 31) / 32, (g.n1 + 7) / 8, g.n0);
+        *grid = dim3((g.len + 31) / 32, (g.n1 + 7) / 8, 1);
+    } else {
+        /* 3D: blocks span FD_BLOCK_Z planes so that neighbours along axis 0
+         * are shared through L1 */
+        const int bz = FD_BLOCK_Z, by = 8 / FD_BLOCK_Z;
+        *block = dim3(32, by, bz);
+        *grid = dim3((g.len + 31) / 32, (g.n1 + by - 1) / by, (g.n0 + bz - 1) / bz);
     }
 }
 
@@ -630,16 +569,10 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
         const T *in[4] = {psi, ta, tb, ta};
         T *out[4] = {ta, tb, ta, NULL};
-        for (int q = 0; q < 4; ++q) {
-            if (M == 2 && SHOC)
-                k_stage_tile<R><<<grid, block, 0, s->stream>>>(
-                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                    q == 3 ? n + 1 : 0, s->flags);
-            else
-                k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
-                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                    q == 3 ? n + 1 : 0, s->flags);
-        }
+        for (int q = 0; q < 4; ++q)
+            k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
+                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                q == 3 ? n + 1 : 0, s->flags);
         s->psi = acc;
         s->acc = psi;
     }
