@@ -435,7 +435,7 @@ __device__ __forceinline__ void update(const typename Vec2<R>::T *__restrict__ p
 /* One RK4 stage (see the file comment), one thread per point; `step` > 0
  * marks stage 4, whose non-finite results record flags[1] + step in flags[0]. */
 template <typename R, int M, bool SHOC>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4) /* <= 64 registers: occupancy hides latency */
 k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
         typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
@@ -450,7 +450,21 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         return;
     const long long p = ((long long)i * g.n1 + j) * g.len + k;
     R fr, fi;
-    F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi);
+    if (on_edge<M>(g, i, j, k) || (SHOC && near_edge<M>(g, i, j, k))) {
+        F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi); /* O(N^(2/3)) points */
+    } else {
+        typedef typename Vec2<R>::T T;
+        const T c = x[p];
+        const Nb o = neighbours(g, i, j, k);
+        R lr, li;
+        if (SHOC)
+            wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
+        else
+            lap2<R, M>(x, p, o, C, lr, li);
+        const R n = nfac<R>(c, V, p, C.s);
+        fr = -(C.a * li + n * c.y);
+        fi = C.a * lr + n * c.x;
+    }
     update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
 }
 
