@@ -136,16 +136,13 @@ __device__ __forceinline__ bool on_edge(const DGeom &g, int i, int j, int k)
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-/* second-order Laplacian D (eqs. 4, 6, 8), given the centre c and its two
- * neighbours a, b along the contiguous axis */
+/* second-order Laplacian D (eqs. 4, 6, 8) */
 template <typename R, int M>
-__device__ __forceinline__ void lap2v(const typename Vec2<R>::T *__restrict__ x, long long p,
-                                      const Nb &o, const DCoef<R> &C,
-                                      const typename Vec2<R>::T &c,
-                                      const typename Vec2<R>::T &a,
-                                      const typename Vec2<R>::T &b, R &lr, R &li)
+__device__ __forceinline__ void lap2(const typename Vec2<R>::T *__restrict__ x, long long p,
+                                     const Nb &o, const DCoef<R> &C, R &lr, R &li)
 {
     typedef typename Vec2<R>::T T;
+    const T c = x[p], a = x[p + o.km], b = x[p + o.kp];
     /* summed in the CPU kernels' order: contiguous axis, then axis 0, axis 1 */
     R r = C.ihk * (a.x + b.x - 2 * c.x), i = C.ihk * (a.y + b.y - 2 * c.y);
     if (M >= 2) {
@@ -160,13 +157,6 @@ __device__ __forceinline__ void lap2v(const typename Vec2<R>::T *__restrict__ x,
     }
     lr = r;
     li = i;
-}
-
-template <typename R, int M>
-__device__ __forceinline__ void lap2(const typename Vec2<R>::T *__restrict__ x, long long p,
-                                     const Nb &o, const DCoef<R> &C, R &lr, R &li)
-{
-    lap2v<R, M>(x, p, o, C, x[p], x[p + o.km], x[p + o.kp], lr, li);
 }
 
 /* h_a^2 h_b^2 D_aa D_bb x for the axis pair with offsets (u, v) */
@@ -260,33 +250,6 @@ __device__ __forceinline__ bool near_edge(const DGeom &g, int i, int j, int k)
     return e;
 }
 
-template <typename R, int M>
-__device__ __forceinline__ void wide4v(const typename Vec2<R>::T *__restrict__ x, long long p,
-                                       const Nb &o, const Nb2 &o2, const DCoef<R> &C,
-                                       const typename Vec2<R>::T &c,
-                                       const typename Vec2<R>::T &a2,
-                                       const typename Vec2<R>::T &a1,
-                                       const typename Vec2<R>::T &b1,
-                                       const typename Vec2<R>::T &b2, R &lr, R &li)
-{
-    typedef typename Vec2<R>::T T;
-    const R t = (R)1 / 12;
-    R r = C.ihk * t * (16 * (a1.x + b1.x) - (a2.x + b2.x) - 30 * c.x);
-    R i = C.ihk * t * (16 * (a1.y + b1.y) - (a2.y + b2.y) - 30 * c.y);
-    if (M >= 2) {
-        const T a = x[p + o2.im], b = x[p + o.im], d = x[p + o.ip], e = x[p + o2.ip];
-        r += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-        i += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
-    }
-    if (M >= 1) {
-        const T a = x[p + o2.jm], b = x[p + o.jm], d = x[p + o.jp], e = x[p + o2.jp];
-        r += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-        i += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
-    }
-    lr = r;
-    li = i;
-}
-
 /* 2SHOC away from boundaries: sum_a (-x_{-2} + 16 x_{-1} - 30 x_0 + 16 x_{+1}
  * - x_{+2}) / (12 h_a^2), the composition of eqs. 4-9 (fd_kernels.inc form:
  * D - sum_a (h_a^2/12) D_aa D + sum_{a<b} c_ab h_a^2 h_b^2 D_aa D_bb, whose
@@ -296,8 +259,24 @@ __device__ __forceinline__ void wide4(const typename Vec2<R>::T *__restrict__ x,
                                       const Nb &o, const Nb2 &o2, const DCoef<R> &C, R &lr,
                                       R &li)
 {
-    wide4v<R, M>(x, p, o, o2, C, x[p], x[p + o2.km], x[p + o.km], x[p + o.kp], x[p + o2.kp],
-                 lr, li);
+    typedef typename Vec2<R>::T T;
+    const T c = x[p];
+    const R t = (R)1 / 12;
+    T a = x[p + o2.km], b = x[p + o.km], d = x[p + o.kp], e = x[p + o2.kp];
+    R r = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+    R i = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    if (M >= 2) {
+        a = x[p + o2.im], b = x[p + o.im], d = x[p + o.ip], e = x[p + o2.ip];
+        r += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    }
+    if (M >= 1) {
+        a = x[p + o2.jm], b = x[p + o.jm], d = x[p + o.jp], e = x[p + o2.jp];
+        r += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    }
+    lr = r;
+    li = i;
 }
 
 template <typename R>
@@ -462,50 +441,26 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
         typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
         const R *__restrict__ V, R wa, R wo, int step, int *flags)
 {
-    typedef typename Vec2<R>::T T;
-    const unsigned full = 0xffffffffu;
-    /* one decision per warp: the lanes below exchange values */
-    if (__shfl_sync(full, flags[0], 0))
+    if (flags[0])
         return;
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     const int i = blockIdx.z * blockDim.z + threadIdx.z;
-    const bool valid = k < g.len && j < g.n1 && i < g.n0;
-    const long long p = ((long long)min(i, g.n0 - 1) * g.n1 + min(j, g.n1 - 1)) * g.len +
-                        min(k, g.len - 1);
-    /* a warp is 32 consecutive points of a line: neighbours along it come
-     * from the other lanes; lanes at the warp's or the line's ends load them */
-    const int lane = threadIdx.x & 31;
-    const T c = x[p];
-    T a1, b1, a2, b2;
-    a1.x = __shfl_up_sync(full, c.x, 1), a1.y = __shfl_up_sync(full, c.y, 1);
-    b1.x = __shfl_down_sync(full, c.x, 1), b1.y = __shfl_down_sync(full, c.y, 1);
-    if (SHOC) {
-        a2.x = __shfl_up_sync(full, c.x, 2), a2.y = __shfl_up_sync(full, c.y, 2);
-        b2.x = __shfl_down_sync(full, c.x, 2), b2.y = __shfl_down_sync(full, c.y, 2);
-    }
-    if (!valid)
+    if (k >= g.len || j >= g.n1 || i >= g.n0)
         return;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
     R fr, fi;
     if (on_edge<M>(g, i, j, k) || (SHOC && near_edge<M>(g, i, j, k))) {
         F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi); /* O(N^(2/3)) points */
     } else {
+        typedef typename Vec2<R>::T T;
+        const T c = x[p];
         const Nb o = neighbours(g, i, j, k);
-        if (lane < 1 || k < 1)
-            a1 = x[p + o.km];
-        if (lane > 30 || k + 1 >= g.len)
-            b1 = x[p + o.kp];
         R lr, li;
-        if (SHOC) {
-            const Nb2 o2 = neighbours2(g, i, j, k);
-            if (lane < 2 || k < 2)
-                a2 = x[p + o2.km];
-            if (lane > 29 || k + 2 >= g.len)
-                b2 = x[p + o2.kp];
-            wide4v<R, M>(x, p, o, o2, C, c, a2, a1, b1, b2, lr, li);
-        } else {
-            lap2v<R, M>(x, p, o, C, c, a1, b1, lr, li);
-        }
+        if (SHOC)
+            wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
+        else
+            lap2<R, M>(x, p, o, C, lr, li);
         const R n = nfac<R>(c, V, p, C.s);
         fr = -(C.a * li + n * c.y);
         fi = C.a * lr + n * c.x;
