@@ -218,10 +218,11 @@ static PyObject *fd_set_potential(FDObject *self, PyObject *obj)
     Py_RETURN_NONE;
 }
 
-static PyObject *fd_get_state(FDObject *self, PyObject *Py_UNUSED(ignored))
+/* A new array of the solver's shape and dtype, filled by `fill(s, arg, data)`
+ * with the GIL released.  `busy` marks calls that must not overlap step(). */
+static PyObject *state_array(FDObject *self, int (*fill)(nlse_fd *, int, void *), int arg,
+                             int busy)
 {
-    if (!fd_ready(self))
-        return NULL;
     npy_intp dims[3];
     for (int q = 0; q < self->p.ndim; ++q)
         dims[q] = (npy_intp)self->p.shape[q];
@@ -231,16 +232,31 @@ static PyObject *fd_get_state(FDObject *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     int st;
     void *data = PyArray_DATA((PyArrayObject *)out);
-    self->busy = 1;
+    if (busy)
+        self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    st = nlse_fd_get_state(self->s, data);
+    st = fill(self->s, arg, data);
     Py_END_ALLOW_THREADS
-    self->busy = 0;
+    if (busy)
+        self->busy = 0;
     if (st) {
         Py_DECREF(out);
         return raise_status(st);
     }
     return out;
+}
+
+static int fill_state(nlse_fd *s, int unused, void *data)
+{
+    (void)unused;
+    return nlse_fd_get_state(s, data);
+}
+
+static PyObject *fd_get_state(FDObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!fd_ready(self))
+        return NULL;
+    return state_array(self, fill_state, 0, 1);
 }
 
 static PyObject *fd_snapshot(FDObject *self, PyObject *arg)
@@ -266,23 +282,9 @@ static PyObject *fd_fetch(FDObject *self, PyObject *arg)
     long slot = PyLong_AsLong(arg);
     if (slot == -1 && PyErr_Occurred())
         return NULL;
-    npy_intp dims[3];
-    for (int q = 0; q < self->p.ndim; ++q)
-        dims[q] = (npy_intp)self->p.shape[q];
-    int tn = self->p.dtype == NLSE_COMPLEX64 ? NPY_COMPLEX64 : NPY_COMPLEX128;
-    PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, tn);
-    if (!out)
-        return NULL;
-    int st;
-    void *data = PyArray_DATA((PyArrayObject *)out);
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_fd_fetch(self->s, (int)slot, data);
-    Py_END_ALLOW_THREADS
-    if (st) {
-        Py_DECREF(out);
-        return raise_status(st);
-    }
-    return out;
+    if (slot < 0 || slot > 1)
+        return PyErr_Format(PyExc_ValueError, "fetch: slot must be 0 or 1, got %ld", slot);
+    return state_array(self, nlse_fd_fetch, (int)slot, 0);
 }
 
 static PyObject *fd_set_dt(FDObject *self, PyObject *arg)
