@@ -474,13 +474,17 @@ static PyMethodDef module_methods[] = {
      "fd_min_points(scheme, bc): fewest points per axis."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, MODULE_NAME,
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = MODULE_NAME,
 #ifdef NLSEPY_WITH_CUDA
-                                       "nlsepy CUDA backend.",
+    .m_doc = "nlsepy CUDA backend.",
 #else
-                                       "nlsepy CPU backend (C99 + OpenMP).",
+    .m_doc = "nlsepy CPU backend (C99 + OpenMP).",
 #endif
-                                       -1, module_methods};
+    .m_size = -1,
+    .m_methods = module_methods,
+};
 
 PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
 {
