@@ -52,10 +52,6 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
             return st_;                                                 \
     } while (0)
 
-#ifndef FD_BLOCK_Z
-#define FD_BLOCK_Z 1
-#endif
-
 /* Steps per captured graph (even, so the Psi/acc roles return to the start). */
 #define GRAPH_STEPS 16
 
@@ -468,6 +464,107 @@ k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
     update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
 }
 
+/* complex64 2SHOC in 2D/3D: each thread takes two neighbouring points along
+ * the contiguous axis (k even; needs an even line length) and reads x in
+ * 16-byte pairs: 3 loads cover both points' neighbours along that axis and
+ * each other neighbour pair is one load, about half the load instructions of
+ * two k_stage threads (the single-precision kernel is bound by those). */
+template <int M>
+__device__ __forceinline__ void wide4_pair(const float4 *__restrict__ x4, long long h,
+                                           const Nb &o, const Nb2 &o2, const DCoef<float> &C,
+                                           float4 c, float4 l, float4 r, float4 &L)
+{
+    const float t = 1.0f / 12;
+    /* point 0 = (c.x, c.y): k-2 = l.xy, k-1 = l.zw, k+1 = c.zw, k+2 = r.xy
+     * point 1 = (c.z, c.w): k-2 = l.zw, k-1 = c.xy, k+1 = r.xy, k+2 = r.zw */
+    L.x = C.ihk * t * (16 * (l.z + c.z) - (l.x + r.x) - 30 * c.x);
+    L.y = C.ihk * t * (16 * (l.w + c.w) - (l.y + r.y) - 30 * c.y);
+    L.z = C.ihk * t * (16 * (c.x + r.x) - (l.z + r.z) - 30 * c.z);
+    L.w = C.ihk * t * (16 * (c.y + r.y) - (l.w + r.w) - 30 * c.w);
+    if (M >= 2) {
+        const float4 a = x4[h + o2.im / 2], b = x4[h + o.im / 2];
+        const float4 d = x4[h + o.ip / 2], e = x4[h + o2.ip / 2];
+        L.x += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        L.y += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        L.z += C.ihi * t * (16 * (b.z + d.z) - (a.z + e.z) - 30 * c.z);
+        L.w += C.ihi * t * (16 * (b.w + d.w) - (a.w + e.w) - 30 * c.w);
+    }
+    if (M >= 1) {
+        const float4 a = x4[h + o2.jm / 2], b = x4[h + o.jm / 2];
+        const float4 d = x4[h + o.jp / 2], e = x4[h + o2.jp / 2];
+        L.x += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        L.y += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        L.z += C.ihj * t * (16 * (b.z + d.z) - (a.z + e.z) - 30 * c.z);
+        L.w += C.ihj * t * (16 * (b.w + d.w) - (a.w + e.w) - 30 * c.w);
+    }
+}
+
+template <int M>
+__global__ void __launch_bounds__(256, 4)
+k_stage_pair(DGeom g, DCoef<float> C, const float2 *__restrict__ x,
+             const float2 *__restrict__ psin, const float2 *base, float2 *acc,
+             float2 *__restrict__ out, const float *__restrict__ V, float wa, float wo, int step,
+             int *flags)
+{
+    if (flags[0])
+        return;
+    const int k = 2 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const int i = blockIdx.z;
+    if (k >= g.len || j >= g.n1)
+        return;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    const bool slow = on_edge<M>(g, i, j, k) || near_edge<M>(g, i, j, k) ||
+                      on_edge<M>(g, i, j, k + 1) || near_edge<M>(g, i, j, k + 1) ||
+                      (!g.periodic && (k < 2 || k + 1 > g.len - 3));
+    if (slow) { /* O(N^(2/3)) points: one at a time */
+#pragma unroll 1
+        for (int d = 0; d < 2; ++d) {
+            float fr, fi;
+            F_point<float, M, true>(g, C, x, V, i, j, k + d, p + d, fr, fi);
+            update<float>(psin, base, acc, out, p + d, fr, fi, wa, wo, step, flags);
+        }
+        return;
+    }
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    const long long h = p / 2; /* index of the pair (p even) */
+    const Nb o = neighbours(g, i, j, k);
+    const Nb2 o2 = neighbours2(g, i, j, k);
+    const float4 c = x4[h];
+    const float4 l = x4[h + o2.km / 2];                  /* k-2, k-1 (wrapped) */
+    const float4 r = x4[h + (k + 2 < g.len ? 1 : -(long long)(g.len / 2 - 1))]; /* k+2, k+3 */
+    float4 L;
+    wide4_pair<M>(x4, h, o, o2, C, c, l, r, L);
+    float2 v = make_float2(0, 0);
+    if (V)
+        v = reinterpret_cast<const float2 *>(V)[h];
+    const float n0 = C.s * (c.x * c.x + c.y * c.y) - v.x;
+    const float n1 = C.s * (c.z * c.z + c.w * c.w) - v.y;
+    float4 f;
+    f.x = -(C.a * L.y + n0 * c.y);
+    f.y = C.a * L.x + n0 * c.x;
+    f.z = -(C.a * L.w + n1 * c.w);
+    f.w = C.a * L.z + n1 * c.z;
+    const float4 b = reinterpret_cast<const float4 *>(base)[h];
+    float4 a;
+    a.x = b.x + wa * f.x;
+    a.y = b.y + wa * f.y;
+    a.z = b.z + wa * f.z;
+    a.w = b.w + wa * f.w;
+    reinterpret_cast<float4 *>(acc)[h] = a;
+    if (out) {
+        const float4 q = reinterpret_cast<const float4 *>(psin)[h];
+        float4 w;
+        w.x = q.x + wo * f.x;
+        w.y = q.y + wo * f.y;
+        w.z = q.z + wo * f.z;
+        w.w = q.w + wo * f.w;
+        reinterpret_cast<float4 *>(out)[h] = w;
+    }
+    if (step > 0 && !(isfinite(a.x) && isfinite(a.y) && isfinite(a.z) && isfinite(a.w)))
+        atomicCAS(flags, 0, flags[1] + step);
+}
+
 /* advance the graph's step base (one thread) */
 __global__ void k_bump(int *flags, int by) { flags[1] += by; }
 
@@ -553,16 +650,25 @@ static void launch_shape(const nlse_fd *s, dim3 *grid, dim3 *block)
     if (s->g.m == 0) {
         *block = dim3(256, 1, 1);
         *grid = dim3((g.len + 255) / 256, 1, 1);
-    } else if (s->g.m == 1) {
-        *block = dim3(32, 8, 1);
-        *grid = dim3((g.len + 31) / 32, (g.n1 + 7) / 8, 1);
     } else {
-        /* 3D: blocks span FD_BLOCK_Z planes so that neighbours along axis 0
-         * are shared through L1 */
-        const int bz = FD_BLOCK_Z, by = 8 / FD_BLOCK_Z;
-        *block = dim3(32, by, bz);
-        *grid = dim3((g.len + 31) / 32, (g.n1 + by - 1) / by, (g.n0 + bz - 1) / bz);
+        *block = dim3(32, 8, 1);
+        *grid = dim3((g.len + 31) / 32, (g.n1 + 7) / 8, g.n0);
     }
+}
+
+/* the pair kernel exists for float only; the double instantiation is never
+ * called (enqueue_steps checks the precision first) */
+template <typename R, int M>
+static void launch_pair(nlse_fd *s, dim3 grid, dim3 block, const DCoef<R> &C,
+                        const typename Vec2<R>::T *in, typename Vec2<R>::T *psi,
+                        typename Vec2<R>::T *base, typename Vec2<R>::T *acc,
+                        typename Vec2<R>::T *out, const R *V, R wa, R wo, int step)
+{
+    if (sizeof(R) == sizeof(float))
+        k_stage_pair<(M >= 1 ? M : 1)><<<grid, block, 0, s->stream>>>(
+            s->dg, *(const DCoef<float> *)&C, (const float2 *)in, (const float2 *)psi,
+            (const float2 *)base, (float2 *)acc, (float2 *)out, (const float *)V, (float)wa,
+            (float)wo, step, s->flags);
 }
 
 /* Enqueue `nsteps` RK4 steps numbered 1..nsteps after flags[1]; the Psi and
@@ -573,6 +679,9 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
     typedef typename Vec2<R>::T T;
     dim3 grid, block;
     launch_shape(s, &grid, &block);
+    /* complex64 2SHOC in 2D/3D with even lines: two points per thread */
+    const bool pairs = SHOC && M >= 1 && sizeof(R) == sizeof(float) && s->dg.len % 2 == 0;
+    const dim3 pgrid((s->dg.len / 2 + 31) / 32, grid.y, grid.z);
     const DCoef<R> C = coef_of<R>(s->g);
     const R dt = (R)s->g.dt;
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
@@ -583,10 +692,15 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
         const T *in[4] = {psi, ta, tb, ta};
         T *out[4] = {ta, tb, ta, NULL};
-        for (int q = 0; q < 4; ++q)
-            k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
-                s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
-                q == 3 ? n + 1 : 0, s->flags);
+        for (int q = 0; q < 4; ++q) {
+            if (pairs)
+                launch_pair<R, M>(s, pgrid, block, C, in[q], psi, q == 0 ? psi : acc, acc,
+                                  out[q], V, wa[q], wo[q], q == 3 ? n + 1 : 0);
+            else
+                k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
+                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                    q == 3 ? n + 1 : 0, s->flags);
+        }
         s->psi = acc;
         s->acc = psi;
     }
