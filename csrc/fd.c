@@ -118,8 +118,9 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_dt: NULL solver");
-    if (!(isfinite(dt) && dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    int st = nlse_fd_check_dt(dt);
+    if (st)
+        return st;
     s->p.dt = dt;
     s->g.dt = dt;
     return NLSE_OK;
@@ -130,11 +131,9 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     long tmp;
     if (!done)
         done = &tmp;
-    *done = 0;
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_step: NULL solver");
-    if (nsteps < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "nsteps must be >= 0, got %ld", nsteps);
+    int st = nlse_fd_check_step(s, nsteps, done);
+    if (st)
+        return st;
     return s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
                                         : nlse_fd_advance_d(s, nsteps, done);
 }

@@ -39,8 +39,27 @@ double nlse_fd_max_dt(const nlse_fd_params *p)
     return p->scheme == NLSE_FD_2SHOC ? 0.75 * k : k;
 }
 
+int nlse_fd_check_dt(double dt)
+{
+    if (!(isfinite(dt) && dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    return NLSE_OK;
+}
+
+int nlse_fd_check_step(const void *s, long nsteps, long *done)
+{
+    if (done)
+        *done = 0;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_step: NULL solver");
+    if (nsteps < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nsteps must be >= 0, got %ld", nsteps);
+    return NLSE_OK;
+}
+
 int nlse_fd_check_params(const nlse_fd_params *p)
 {
+    int st;
     if (p->ndim < 1 || p->ndim > 3)
         return nlse_fail(NLSE_ERR_VALUE, "ndim must be 1, 2 or 3, got %d", p->ndim);
     if (p->scheme != NLSE_FD_CD && p->scheme != NLSE_FD_2SHOC)
@@ -56,8 +75,8 @@ int nlse_fd_check_params(const nlse_fd_params *p)
         return nlse_fail(NLSE_ERR_VALUE, "a must be finite and > 0, got %g", p->a);
     if (!isfinite(p->s))
         return nlse_fail(NLSE_ERR_VALUE, "s must be finite, got %g", p->s);
-    if (!(isfinite(p->dt) && p->dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", p->dt);
+    if ((st = nlse_fd_check_dt(p->dt)) != NLSE_OK)
+        return st;
     size_t nmin = nlse_fd_min_points(p->scheme, p->bc);
     for (int q = 0; q < p->ndim; ++q) {
         if (!(isfinite(p->spacing[q]) && p->spacing[q] > 0))

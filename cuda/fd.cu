@@ -1018,8 +1018,9 @@ extern "C" int nlse_fd_set_dt(nlse_fd *s, double dt)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_dt: NULL solver");
-    if (!(isfinite(dt) && dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    int st = nlse_fd_check_dt(dt);
+    if (st)
+        return st;
     if (dt != s->g.dt)
         drop_graph(s); /* the weights are kernel arguments */
     s->p.dt = dt;
@@ -1032,11 +1033,9 @@ extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     long tmp;
     if (!done)
         done = &tmp;
-    *done = 0;
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_step: NULL solver");
-    if (nsteps < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "nsteps must be >= 0, got %ld", nsteps);
+    int st = nlse_fd_check_step(s, nsteps, done);
+    if (st)
+        return st;
     CKS(set_device(s));
     void *start[2] = {s->psi, s->acc};
     long left = nsteps;
