@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .runner import atomic_write
+
 #: the default input of ``python -m nlsepy demo``
 DEFAULT_INPUT = """\
 # Co-moving dark soliton of NLSEmagic (Caplan, section 4, eq. 20):
@@ -59,21 +61,8 @@ def _parse_toml(text: str, source: str) -> Dict[str, Any]:
         raise ValueError(f"{source}: {exc}") from exc
 
 
-def _atomic_write(path: str, write) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _write_text(path: str, text: str) -> None:
-    def w(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    _atomic_write(path, w)
+    atomic_write(path, lambda fh: fh.write(text), binary=False)
 
 
 def _section(cfg: Dict[str, Any], name: str, source: str) -> Dict[str, Any]:
@@ -150,10 +139,8 @@ def run_input(text: str, out: str, source: str = "<input>") -> Dict[str, Any]:
     os.makedirs(out, exist_ok=True)
     coords = {k: params[k] for k in ("x", "y", "z") if k in params}
 
-    def write_npz(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, t=frames.t, psi=frames.psi, **coords)
-    _atomic_write(os.path.join(out, "frames.npz"), write_npz)
+    atomic_write(os.path.join(out, "frames.npz"),
+                 lambda fh: np.savez_compressed(fh, t=frames.t, psi=frames.psi, **coords))
     _write_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=2) + "\n")
     _write_text(os.path.join(out, "summary.txt"),
                 "".join(f"{k:>20s} : {v}\n" for k, v in summary.items()))
@@ -203,11 +190,8 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
     fig.suptitle(title)
     fig.tight_layout()
 
-    def w(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=110)
     try:
-        _atomic_write(path, w)
+        atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     finally:
         plt.close(fig)
 

@@ -159,17 +159,24 @@ def run(model: Any, t_end: float, frames: int = 10,
     return out
 
 
-def atomic_savez(path: Union[str, os.PathLike], **arrays: Any) -> None:
-    """Write an ``.npz`` file whole or not at all (temporary name, then rename)."""
+def atomic_write(path: Union[str, os.PathLike], write: Callable[[Any], Any],
+                 binary: bool = True) -> None:
+    """Write a file whole or not at all: `write(fh)` fills a temporary file
+    beside `path`, which is flushed to disk and then renamed over `path`."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+        with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def atomic_savez(path: Union[str, os.PathLike], **arrays: Any) -> None:
+    """Write an ``.npz`` file whole or not at all (see :func:`atomic_write`)."""
+    atomic_write(path, lambda fh: np.savez(fh, **arrays))
