@@ -4,6 +4,10 @@ Models
 ------
 NLSE
     The NLSE by explicit RK4 with CD or 2SHOC finite differences in 1D/2D/3D.
+DipolarGPE
+    The dipolar Gross-Pitaevskii equation by split-step Crank-Nicolson in 3D
+    and the effective 2D/1D forms (the DBEC-GP scheme); ``dbec.run`` reads
+    DBEC-GP input files.
 
 Helpers
 -------
@@ -14,15 +18,16 @@ examples            initial states of the source test problems
 
 from __future__ import annotations
 
-from . import examples, runner
+from . import dbec, examples, runner
 from ._backend import backends
+from .dipolar import DipolarGPE, Obstacle
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
 from .runner import Frames
 
 __version__ = "0.1.0"
 
-__all__ = ["NLSE", "Frames", "BlowUpError", "BackendError", "backends", "examples",
+__all__ = ["NLSE", "DipolarGPE", "Obstacle", "dbec", "Frames", "BlowUpError", "BackendError", "backends", "examples",
            "set_num_threads", "get_num_threads", "stability_bound", "build_info", "runner"]
 
 

@@ -196,6 +196,38 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
         plt.close(fig)
 
 
+def _dbec_main(args: argparse.Namespace) -> int:
+    from . import dbec
+    import numpy as np
+
+    overrides: Dict[str, Any] = {}
+    for item in args.set:
+        if "=" not in item:
+            print(f"nlsepy: error: --set needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        k, v = (x.strip() for x in item.split("=", 1))
+        key = k.upper()
+        try:
+            overrides[key] = (int(float(v)) if key in dbec._INT else
+                              float(v) if key in dbec._FLOAT else v)
+        except ValueError:
+            print(f"nlsepy: error: --set {key}: bad value {v!r}", file=sys.stderr)
+            return 2
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    try:
+        res = dbec.run(args.input, mode=args.mode, geometry=args.geometry, backend=args.backend,
+                       dtype=np.complex64 if args.single else np.complex128, out_dir=args.out,
+                       overrides=overrides, progress=args.progress)
+    except (OSError, ValueError, TypeError, ImportError) as exc:
+        print(f"nlsepy: error: {exc}", file=sys.stderr)
+        return 2
+    with open(res.files[0], encoding="utf-8") as fh:
+        sys.stdout.write(fh.read())
+    print("wrote " + ", ".join(res.files))
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``python -m nlsepy`` and the ``nlsepy`` script."""
     parser = argparse.ArgumentParser(prog="nlsepy", description=__doc__.splitlines()[0])
@@ -205,7 +237,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     demo.add_argument("--out", default="out", help="output folder (default: out)")
     demo.add_argument("--print-input", action="store_true",
                       help="print the embedded default input and exit")
+    dbec = sub.add_parser("dbec", help="run a DBEC-GP input file (imaginary or real time)")
+    dbec.add_argument("input", help="DBEC-GP input file (e.g. examples/dbec/imag3d-input)")
+    dbec.add_argument("--mode", choices=("imag", "real"), help="override the program kind")
+    dbec.add_argument("--geometry", choices=("3d", "2d-xy", "2d-xz", "1d-x", "1d-z"),
+                      help="override the geometry")
+    dbec.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    dbec.add_argument("--single", action="store_true", help="single precision (complex64)")
+    dbec.add_argument("--out", default=None,
+                      help="folder for outputs and INPUT files (default: current folder)")
+    dbec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                      help="replace a key of the input file (repeatable)")
+    dbec.add_argument("--progress", action="store_true", help="show progress bars (tqdm)")
     args = parser.parse_args(argv)
+    if args.command == "dbec":
+        return _dbec_main(args)
     if args.command == "demo":
         if args.print_input:
             sys.stdout.write(DEFAULT_INPUT)

@@ -14,6 +14,8 @@
 #include "nlsepy/fd.h"
 #ifdef NLSEPY_WITH_CUDA
 #include "nlsepy/device.h"
+#else
+#define NLSEPY_WITH_SS 1 /* the split-step solver has a CPU implementation */
 #endif
 
 /* The same source builds `_core` (CPU) and, with NLSEPY_MODULE=_cuda and
@@ -345,6 +347,10 @@ static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
     return PyFloat_FromDouble(nlse_fd_bytes_per_point_step(self->s));
 }
 
+#ifdef NLSEPY_WITH_SS
+#include "_core_ss.c"
+#endif
+
 static PyMethodDef fd_methods[] = {
     {"set_state", (PyCFunction)fd_set_state, METH_O, "set_state(psi): copy psi into the solver."},
     {"get_state", (PyCFunction)fd_get_state, METH_NOARGS, "get_state() -> new array."},
@@ -515,9 +521,25 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyModule_AddIntConstant(m, "BC_L0", NLSE_BC_L0);
     PyModule_AddIntConstant(m, "BC_PERIODIC", NLSE_BC_PERIODIC);
     PyModule_AddIntConstant(m, "BC_ONE_SIDED", NLSE_BC_ONE_SIDED);
+#ifdef NLSEPY_WITH_SS
+    if (PyType_Ready(&SSType) < 0)
+        return NULL;
+    Py_INCREF(&SSType);
+    if (PyModule_AddObject(m, "SS", (PyObject *)&SSType) < 0) {
+        Py_DECREF(&SSType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "SS_IMAG", NLSE_SS_IMAG);
+    PyModule_AddIntConstant(m, "SS_REAL", NLSE_SS_REAL);
+#endif
     PyModule_AddIntConstant(m, "COMPLEX64", NLSE_COMPLEX64);
     PyModule_AddIntConstant(m, "COMPLEX128", NLSE_COMPLEX128);
     /* models this extension implements */
+#ifdef NLSEPY_WITH_SS
+    PyModule_AddObject(m, "MODELS", Py_BuildValue("(ss)", "NLSE", "DipolarGPE"));
+#else
     PyModule_AddObject(m, "MODELS", Py_BuildValue("(s)", "NLSE"));
+#endif
     return m;
 }

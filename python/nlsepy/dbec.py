@@ -1,0 +1,469 @@
+"""DBEC-GP compatible runs: read a DBEC-GP input file, run, write its outputs.
+
+The input format (Loncar, thesis, section 3.2; the public DBEC-GP programs)
+is ``KEY = value`` lines with ``#`` comments.  A run is imaginary time
+(ground state from the trap's Gaussian, or from ``INPUT``) or real time
+(from ``INPUT``, normally the state the imaginary-time run wrote), in the
+stages NSTP (g and gdd ramp from 0), NPAS and NRUN (real time: g and gdd
+multiplied by GPAR and GDDPAR first).  Outputs: the summary (``OUTPUT``, the
+layout of source listing 3.11), the rms table (``RMSOUT``), the real-time
+dynamics (``DYNAOUT``, every OUTSTPT steps), integrated densities
+(``FINALOUT``) and the final state (``PSIOUT``, an ``.npz`` that a real-time
+input names as ``INPUT``).  Every file is written whole or not at all.
+
+The program kind comes from ``MODE`` (imag/real) and ``GEOMETRY`` (3d,
+2d-xy, 2d-xz, 1d-x, 1d-z) keys, or else from the file name as DBEC-GP names
+its inputs (``imag3d-input``, ``real2d-xy-input``, ``imag1d-z-input`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import runner
+from .dipolar import DipolarGPE, Obstacle
+
+__all__ = ["read_input", "run", "DBECResult", "BOHR_RADIUS"]
+
+#: Bohr radius in metres (CODATA 2018)
+BOHR_RADIUS = 5.29177210903e-11
+
+_INT = {"OPTION", "NATOMS", "NX", "NY", "NZ", "NSTP", "NPAS", "NRUN", "OUTSTPX", "OUTSTPY",
+        "OUTSTPZ", "OUTSTPT"}
+_FLOAT = {"G0", "GDD0", "AS", "ADD", "AHO", "GPAR", "GDDPAR", "CUTOFF", "DX", "DY", "DZ", "DT",
+          "GAMMA", "NU", "LAMBDA", "OBSTACLE_V0", "OBSTACLE_SIGMA", "OBSTACLE_VELOCITY",
+          "OBSTACLE_START", "OBSTACLE_TMOVE", "OBSTACLE_TOFF"}
+_STR = {"OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT", "INPUT", "MODE",
+        "GEOMETRY", "OBSTACLE_AXIS", "OBSTACLE_BEAM"}
+_KEYS = _INT | _FLOAT | _STR
+_GEOMS = ("3d", "2d-xy", "2d-xz", "1d-x", "1d-z")
+
+
+class InputError(ValueError):
+    """A DBEC-GP input file that cannot be used (names the key and line)."""
+
+
+def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """Parse a DBEC-GP input file.
+
+    Parameters
+    ----------
+    path : path-like
+        The input file.
+
+    Returns
+    -------
+    dict
+        Key -> value (int, float or str), with ``"_line"`` mapping each key
+        to its line number.
+
+    Raises
+    ------
+    InputError
+        A malformed line, an unknown or repeated key, or a value of the
+        wrong type (the message names the key and the line).
+    """
+    path = os.fspath(path)
+    out: Dict[str, Any] = {}
+    lines: Dict[str, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for no, raw in enumerate(fh, 1):
+            text = raw.split("#", 1)[0].strip()
+            if not text:
+                continue
+            if "=" not in text:
+                raise InputError(f"{path}:{no}: expected KEY = value, got {raw.strip()!r}")
+            key, value = (s.strip() for s in text.split("=", 1))
+            key = key.upper()
+            if key not in _KEYS:
+                raise InputError(f"{path}:{no}: unknown key {key!r}; known keys: "
+                                 f"{', '.join(sorted(_KEYS))}")
+            if key in out:
+                raise InputError(f"{path}:{no}: key {key} repeated (first on line {lines[key]})")
+            if not value:
+                raise InputError(f"{path}:{no}: key {key} has no value")
+            try:
+                if key in _INT:
+                    f = float(value)
+                    if not f.is_integer():
+                        raise ValueError
+                    v: Any = int(f)
+                elif key in _FLOAT:
+                    v = float(value.replace("d", "e").replace("D", "E"))
+                    if not math.isfinite(v):
+                        raise InputError(f"{path}:{no}: key {key} must be finite, got {value!r}")
+                else:
+                    v = value
+            except ValueError:
+                kind = "an integer" if key in _INT else "a number"
+                raise InputError(f"{path}:{no}: key {key} must be {kind}, got {value!r}") from None
+            out[key] = v
+            lines[key] = no
+    out["_line"] = lines
+    out["_path"] = path
+    return out
+
+
+def _where(cfg: Mapping[str, Any], key: str) -> str:
+    no = cfg.get("_line", {}).get(key)
+    return f"{cfg.get('_path', 'input')}:{no}" if no else cfg.get("_path", "input")
+
+
+def _need(cfg: Mapping[str, Any], key: str, why: str = "") -> Any:
+    if key not in cfg:
+        raise InputError(f"{cfg.get('_path', 'input')}: missing key {key}{why}")
+    return cfg[key]
+
+
+def _positive(cfg: Mapping[str, Any], key: str, allow_zero: bool = False) -> Any:
+    v = _need(cfg, key)
+    if v < 0 or (v == 0 and not allow_zero):
+        cond = ">= 0" if allow_zero else "> 0"
+        raise InputError(f"{_where(cfg, key)}: key {key} must be {cond}, got {v!r}")
+    return v
+
+
+def _kind(cfg: Mapping[str, Any], mode: Optional[str], geometry: Optional[str]) -> Tuple[str, str]:
+    name = os.path.basename(cfg.get("_path", "")).lower()
+    m = re.match(r"(imag|real)([123])d[-_]?(xy|xz|x|z)?", name)
+    mode = mode or cfg.get("MODE") or (m.group(1) if m else None)
+    if geometry is None and "GEOMETRY" in cfg:
+        geometry = cfg["GEOMETRY"]
+    if geometry is None and m:
+        d, sub = m.group(2), m.group(3)
+        geometry = {"3": "3d", "2": f"2d-{sub or 'xy'}", "1": f"1d-{sub or 'x'}"}[d]
+    if mode is None:
+        raise InputError(f"{cfg.get('_path')}: cannot tell imaginary from real time; add "
+                         f"MODE = imag or MODE = real (or name the file imag3d-input, ...)")
+    mode = str(mode).lower()
+    mode = {"imaginary": "imag", "imag": "imag", "real": "real"}.get(mode, mode)
+    if mode not in ("imag", "real"):
+        raise InputError(f"{_where(cfg, 'MODE')}: MODE must be imag or real, got {mode!r}")
+    geometry = (geometry or "3d").lower()
+    if geometry not in _GEOMS:
+        raise InputError(f"{_where(cfg, 'GEOMETRY')}: GEOMETRY must be one of {_GEOMS}, "
+                         f"got {geometry!r}")
+    return mode, geometry
+
+
+@dataclass
+class DBECResult:
+    """What :func:`run` did.
+
+    Attributes
+    ----------
+    mode, geometry : str
+        Program kind.
+    rows : dict
+        Stage label ("Initial", "After NSTP iter.", ...) -> observables.
+    files : list of str
+        Files written.
+    gpe : DipolarGPE
+        The solver, at the final state.
+    seconds : float
+        Wall-clock time of the run.
+    """
+
+    mode: str
+    geometry: str
+    rows: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    files: List[str] = field(default_factory=list)
+    gpe: Optional[DipolarGPE] = None
+    seconds: float = 0.0
+
+
+_AXES = {"3d": "xyz", "2d-xy": "xy", "2d-xz": "xz", "1d-x": "x", "1d-z": "z"}
+
+
+def _couplings(cfg: Mapping[str, Any]) -> Tuple[float, float]:
+    """G0 and GDD0 (DBEC-GP definitions) from the file."""
+    natoms = _positive(cfg, "NATOMS")
+    if "G0" in cfg:
+        g0 = cfg["G0"]
+    else:
+        why = " (or G0)"
+        g0 = 4 * math.pi * _need(cfg, "AS", why) * natoms * BOHR_RADIUS / _aho(cfg, "G0")
+    if "GDD0" in cfg:
+        gdd0 = cfg["GDD0"]
+    else:
+        gdd0 = 3 * _need(cfg, "ADD", " (or GDD0)") * natoms * BOHR_RADIUS / _aho(cfg, "GDD0")
+    return g0, gdd0
+
+
+def _aho(cfg: Mapping[str, Any], what: str) -> float:
+    if "AHO" not in cfg:
+        raise InputError(f"{cfg.get('_path')}: missing key AHO (needed to compute {what})")
+    return _positive(cfg, "AHO")
+
+
+def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype: Any,
+           base: str) -> Tuple[DipolarGPE, Dict[str, Any]]:
+    axes = _AXES[geometry]
+    opt = _need(cfg, "OPTION")
+    if opt not in (1, 2):
+        raise InputError(f"{_where(cfg, 'OPTION')}: OPTION must be 1 or 2, got {opt!r}")
+    shape = tuple(_positive(cfg, f"N{a.upper()}") for a in axes)
+    for a, n in zip(axes, shape):
+        if n < 4:
+            raise InputError(f"{_where(cfg, 'N' + a.upper())}: N{a.upper()} must be >= 4, got {n}")
+    spacing = tuple(_positive(cfg, f"D{a.upper()}") for a in axes)
+    dt = _positive(cfg, "DT")
+    trap = tuple(_positive(cfg, k) for k in ("GAMMA", "NU", "LAMBDA"))
+    for k in ("NSTP", "NPAS", "NRUN"):
+        if k in cfg:
+            _positive(cfg, k, allow_zero=True)
+    _need(cfg, "NPAS")
+    _need(cfg, "NRUN")
+    g0, gdd0 = _couplings(cfg)
+    cutoff = None
+    if gdd0 != 0 and geometry == "3d":
+        cutoff = _positive(cfg, "CUTOFF")
+    if gdd0 != 0:
+        for a, n in zip(axes, shape):
+            if n % 2:
+                raise InputError(f"{_where(cfg, 'N' + a.upper())}: N{a.upper()} = {n} must be "
+                                 f"even (the FFT grid of the dipolar term)")
+    for k in ("OUTSTPX", "OUTSTPY", "OUTSTPZ", "OUTSTPT"):
+        if k in cfg:
+            _positive(cfg, k)
+    obstacle = None
+    if "OBSTACLE_V0" in cfg:
+        obstacle = Obstacle(V0=opt * cfg["OBSTACLE_V0"], sigma=_positive(cfg, "OBSTACLE_SIGMA"),
+                            velocity=cfg.get("OBSTACLE_VELOCITY", 0.0),
+                            start=cfg.get("OBSTACLE_START", 0.0),
+                            t_move=cfg.get("OBSTACLE_TMOVE", math.inf),
+                            t_off=cfg.get("OBSTACLE_TOFF", 0.0),
+                            move_axis=cfg.get("OBSTACLE_AXIS", "y").lower(),
+                            beam_axis=(cfg.get("OBSTACLE_BEAM", "x").lower()
+                                       if geometry == "3d" else None))
+    psi0 = None
+    if mode == "real" or "INPUT" in cfg:
+        if "INPUT" not in cfg:
+            raise InputError(f"{cfg.get('_path')}: a real-time run needs INPUT = <file> with the "
+                             f"initial state (the PSIOUT file an imaginary-time run writes)")
+        src = os.path.join(base, cfg["INPUT"])
+        if not os.path.isfile(src):
+            raise InputError(f"{_where(cfg, 'INPUT')}: INPUT file {src!r} does not exist; run "
+                             f"the imaginary-time input first (it writes PSIOUT)")
+        with np.load(src, allow_pickle=False) as d:
+            if "psi" not in d:
+                raise InputError(f"{_where(cfg, 'INPUT')}: {src!r} holds no 'psi' array")
+            psi0 = d["psi"]
+        if psi0.shape != shape:
+            raise InputError(f"{_where(cfg, 'INPUT')}: the state in {src!r} has shape "
+                             f"{psi0.shape}, the input's grid is {shape}")
+    gpe = DipolarGPE(shape, spacing, dt, g=opt * g0, gdd=opt * gdd0, trap=trap, cutoff=cutoff,
+                     geometry=geometry, option=opt, obstacle=obstacle, psi0=psi0, dtype=dtype,
+                     dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend)
+    info = dict(option=opt, g0=g0, gdd0=gdd0, shape=shape, spacing=spacing, dt=dt, trap=trap,
+                cutoff=cutoff, axes=axes)
+    return gpe, info
+
+
+def _fmt_row(label: str, o: Mapping[str, Any]) -> str:
+    return (f"{label:<18s}{o['norm']:8.4f} {o['mu_dbec']:10.5f} {o['energy_dbec']:10.5f} "
+            f"{o['r_rms']:9.5f} {o['psi0sq']:10.5f}")
+
+
+def _summary(cfg: Mapping[str, Any], mode: str, geometry: str, info: Mapping[str, Any],
+             rows: Mapping[str, Mapping[str, Any]], seconds: float, cpu: float,
+             gpe: DipolarGPE) -> str:
+    axes = info["axes"]
+    dim = f"{len(axes)}D" + ("" if geometry == "3d" else f" ({'-'.join(axes)})")
+    title = "Imaginary" if mode == "imag" else "Real"
+    tag = f"{len(axes)}D"
+    out = [f"{title} time propagation {dim}, OPTION = {info['option']}"]
+    if "NATOMS" in cfg:
+        aho = f", Unit of length AHO = {cfg['AHO']:.8f} m" if "AHO" in cfg else ""
+        out.append(f"  Number of Atoms N = {cfg['NATOMS']}{aho}")
+    if "AS" in cfg or "ADD" in cfg:
+        parts = []
+        if "AS" in cfg:
+            parts.append(f"Scattering length a = {cfg['AS']:.2f}*a0")
+        if "ADD" in cfg:
+            parts.append(f"Dipolar ADD = {cfg['ADD']:.2f}*a0")
+        out.append("  " + ", ".join(parts))
+    fc, fd = gpe._fc, gpe._fd
+    out.append(f"  Nonlinearity G_{tag} = {info['g0'] * fc:.4f}, Strength of DDI GD_{tag} = "
+               f"{info['gdd0'] * fd:.5f}")
+    out.append(f"  Parameters of trap: GAMMA = {info['trap'][0]:.2f}, NU = {info['trap'][1]:.2f}, "
+               f"LAMBDA = {info['trap'][2]:.2f}")
+    out.append("  Space Stp: " + ", ".join(f"N{a.upper()} = {n}" for a, n in zip(axes, info["shape"])))
+    out.append("  Space Step: " + ", ".join(f"D{a.upper()} = {h:.6f}"
+                                            for a, h in zip(axes, info["spacing"])))
+    out.append(f"  Time Stp : NSTP = {cfg.get('NSTP', 0)}, NPAS = {cfg['NPAS']}, NRUN = {cfg['NRUN']}")
+    out.append(f"  Time Step: DT = {info['dt']:.6f}")
+    if info["cutoff"] is not None:
+        out.append(f"  Dipolar Cut off: R = {info['cutoff']:.3f}")
+    if mode == "real":
+        out.append(f"* Change for dynamics: GPAR = {cfg.get('GPAR', 1.0):.3f}, "
+                   f"GDPAR = {cfg.get('GDDPAR', 1.0):.3f} *")
+    rule = "  " + "-" * 66
+    out += [rule, f"{'':18s}{'Norm':>8s} {'Chem':>10s} {'Ener/N':>10s} {'<r>':>9s} "
+                  f"{'|Psi(0)|^2':>10s}", rule]
+    out += [_fmt_row(label + ":", o) for label, o in rows.items()]
+    out += [rule]
+    last = list(rows.values())[-1]
+    if mode == "real":
+        out.append(f"  Chem and Ener/N as DBEC-GP: kinetic term of |psi|; with the flow energy "
+                   f"the last row has Chem = {last['mu']:.5f}, Ener/N = {last['energy']:.5f}")
+    out += [ f"  Clock Time: {seconds:.0f} seconds", f"  CPU Time: {cpu:.0f} seconds", ""]
+    return "\n".join(out)
+
+
+def _rms_table(mode: str, info: Mapping[str, Any], rows: Mapping[str, Mapping[str, Any]]) -> str:
+    axes = info["axes"]
+    title = "Imaginary" if mode == "imag" else "Real"
+    rule = "-" * (30 + 13 * (len(axes) + 1))
+    out = [f"  {title} time propagation {len(axes)}D, OPTION = {info['option']}", rule,
+           f"{'Values of rms size:':30s}{'<r>':>13s}" + "".join(f"{'<' + a + '>':>13s}" for a in axes),
+           rule]
+    for label, o in rows.items():
+        out.append(f"{label + ':':30s}{o['r_rms']:13.5f}" + "".join(f"{v:13.5f}" for v in o["rms"]))
+    out += [rule, ""]
+    return "\n".join(out)
+
+
+def _write_text(path: str, text: str) -> None:
+    runner.atomic_write(path, lambda fh: fh.write(text), binary=False)
+
+
+def _densities(gpe: DipolarGPE, prefix: str, cfg: Mapping[str, Any]) -> List[str]:
+    """Integrated 1D (and, in 3D, 2D) densities, gnuplot layout (listing 3.10)."""
+    files = []
+    axes = gpe.axes
+    co = dict(zip(axes, gpe.coords))
+    step = {a: cfg.get(f"OUTSTP{a.upper()}", 1) for a in axes}
+    for a in axes:
+        n = gpe.density((a,))
+        sl = slice(None, None, step[a])
+        text = "".join(f"{x:.6e} {v:.6e}\n" for x, v in zip(co[a][sl], n[sl]))
+        path = f"{prefix}1d_{a}.txt"
+        _write_text(path, text)
+        files.append(path)
+    if len(axes) >= 2:
+        pairs = [(axes[i], axes[j]) for i in range(len(axes)) for j in range(i + 1, len(axes))]
+        for a, b in pairs:
+            n = gpe.density((a, b))[:: step[a], :: step[b]]
+            xa, xb = co[a][:: step[a]], co[b][:: step[b]]
+            blocks = []
+            for i, x in enumerate(xa):
+                blocks.append("".join(f"{x:.6e} {y:.6e} {v:.6e}\n" for y, v in zip(xb, n[i])))
+            path = f"{prefix}2d_{a}{b}.txt"
+            _write_text(path, "\n".join(blocks))
+            files.append(path)
+    return files
+
+
+def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Optional[str] = None,
+        backend: str = "auto", dtype: Any = np.complex128, out_dir: Optional[str] = None,
+        overrides: Optional[Mapping[str, Any]] = None, progress: bool = False) -> DBECResult:
+    """Run a DBEC-GP input file and write its outputs.
+
+    Parameters
+    ----------
+    path : path-like
+        The DBEC-GP input file.
+    mode : {"imag", "real"}, optional
+        Override the program kind (default: MODE key or the file name).
+    geometry : str, optional
+        Override the geometry (default: GEOMETRY key or the file name).
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where to run.
+    dtype : numpy dtype, optional
+        complex128 (default) or complex64.
+    out_dir : str, optional
+        Directory for outputs and for INPUT (default: the current one).
+    overrides : mapping, optional
+        Key -> value replacing the file's values (e.g. a coarser grid).
+    progress : bool, optional
+        tqdm progress bars.
+
+    Returns
+    -------
+    DBECResult
+        Rows of the summary, files written, and the solver.
+
+    Examples
+    --------
+    >>> import nlsepy as nl                                      # doctest: +SKIP
+    >>> res = nl.dbec.run("examples/dbec/imag3d-input")          # doctest: +SKIP
+    >>> res.rows["After NRUN iter."]["mu"]                       # doctest: +SKIP
+    """
+    cfg = read_input(path)
+    for k, v in (overrides or {}).items():
+        k = k.upper()
+        if k not in _KEYS:
+            raise InputError(f"override: unknown key {k!r}")
+        cfg[k] = v
+        cfg["_line"].pop(k, None)
+    mode, geometry = _kind(cfg, mode, geometry)
+    base = os.getcwd() if out_dir is None else os.fspath(out_dir)
+    t_wall, t_cpu = time.perf_counter(), time.process_time()
+    gpe, info = _build(cfg, mode, geometry, backend, dtype, base)
+    res = DBECResult(mode=mode, geometry=geometry, gpe=gpe)
+    tag = f"{mode}{len(info['axes'])}d" + ("" if geometry == "3d" else "-" + geometry[3:])
+    advance = gpe.imaginary_time if mode == "imag" else gpe.real_time
+    nstp, npas, nrun = cfg.get("NSTP", 0), cfg["NPAS"], cfg["NRUN"]
+
+    res.rows["Initial"] = gpe.observables()
+    if nstp > 0:
+        advance(nstp, ramp=True, progress=progress)
+        res.rows["After NSTP iter."] = gpe.observables()
+    advance(npas, progress=progress)
+    res.rows["After NPAS iter."] = gpe.observables()
+    dyna_lines: List[str] = []
+    if mode == "real":
+        gpe.g = gpe.g * cfg.get("GPAR", 1.0)
+        gpe.gdd = gpe.gdd * cfg.get("GDDPAR", 1.0)
+    if mode == "real" and "DYNAOUT" in cfg:
+        every = cfg.get("OUTSTPT", max(1, nrun // 100) if nrun else 1)
+        axes = info["axes"]
+        dyna_lines.append("# t  <r>  " + "  ".join(f"<{a}>" for a in axes) + "\n")
+
+        def record() -> None:
+            o = gpe.observables()
+            dyna_lines.append(f"{o['t']:.6e} {o['r_rms']:.6e} " +
+                              " ".join(f"{v:.6e}" for v in o["rms"]) + "\n")
+
+        record()
+        done = 0
+        while done < nrun:
+            n = min(every, nrun - done)
+            advance(n)
+            done += n
+            record()
+    else:
+        advance(nrun, progress=progress)
+    res.rows["After NRUN iter."] = gpe.observables()
+    res.seconds = time.perf_counter() - t_wall
+    cpu = time.process_time() - t_cpu
+
+    def out(key: str, default: Optional[str]) -> Optional[str]:
+        name = cfg.get(key, default)
+        return None if name is None else os.path.join(base, name)
+
+    summary = _summary(cfg, mode, geometry, info, res.rows, res.seconds, cpu, gpe)
+    p = out("OUTPUT", f"{tag}-out")
+    _write_text(p, summary)
+    res.files.append(p)
+    p = out("RMSOUT", f"{tag}-rms")
+    _write_text(p, _rms_table(mode, info, res.rows))
+    res.files.append(p)
+    if dyna_lines:
+        p = out("DYNAOUT", None)
+        _write_text(p, "".join(dyna_lines))
+        res.files.append(p)
+    if "FINALOUT" in cfg:
+        res.files += _densities(gpe, out("FINALOUT", None), cfg)
+    p = out("PSIOUT", f"{tag}-psi.npz")
+    gpe.save(p)
+    res.files.append(p)
+    return res
