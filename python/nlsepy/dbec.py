@@ -97,13 +97,13 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
                     v: Any = int(f)
                 elif key in _FLOAT:
                     v = float(value.replace("d", "e").replace("D", "E"))
-                    if not math.isfinite(v):
-                        raise InputError(f"{path}:{no}: key {key} must be finite, got {value!r}")
                 else:
                     v = value
             except ValueError:
                 kind = "an integer" if key in _INT else "a number"
                 raise InputError(f"{path}:{no}: key {key} must be {kind}, got {value!r}") from None
+            if key in _FLOAT and not math.isfinite(v):
+                raise InputError(f"{path}:{no}: key {key} must be finite, got {value!r}")
             out[key] = v
             lines[key] = no
     out["_line"] = lines
