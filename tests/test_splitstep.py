@@ -287,7 +287,6 @@ def reduced_vs_3d(geo, kappa, g, gdd, n_free, h_free):
 @pytest.mark.parametrize("geo,g,gdd", [
     ("2d-xy", 3.0, 3.0),
     ("2d-xz", 3.0, 1.5),
-    pytest.param("1d-x", 3.0, 3.0, marks=pytest.mark.slow),
     pytest.param("1d-z", 3.0, 1.0, marks=pytest.mark.slow),
 ])
 def test_reduced_geometries_approach_3d(geo, g, gdd):
