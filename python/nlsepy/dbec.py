@@ -290,7 +290,7 @@ def _summary(cfg: Mapping[str, Any], mode: str, geometry: str, info: Mapping[str
         if "ADD" in cfg:
             parts.append(f"Dipolar ADD = {cfg['ADD']:.2f}*a0")
         out.append("  " + ", ".join(parts))
-    fc, fd = gpe._fc, gpe._fd
+    fc, fd = gpe.reduction
     out.append(f"  Nonlinearity G_{tag} = {info['g0'] * fc:.4f}, Strength of DDI GD_{tag} = "
                f"{info['gdd0'] * fd:.5f}")
     out.append(f"  Parameters of trap: GAMMA = {info['trap'][0]:.2f}, NU = {info['trap'][1]:.2f}, "

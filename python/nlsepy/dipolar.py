@@ -304,6 +304,15 @@ class DipolarGPE:
         self._solver.set_couplings(self._g * self._fc, self._gdd * self._fd)
 
     @property
+    def reduction(self) -> Tuple[float, float]:
+        """Factors (contact, dipolar) from the 3D couplings to the solved equation's.
+
+        ``(1, 1)`` in 3D; ``sqrt(k/2pi)`` and ``(4pi/3) sqrt(k/2pi)`` in 2D,
+        ``k/2pi`` and ``2k/3`` in 1D, with k the confining frequency.
+        """
+        return self._fc, self._fd
+
+    @property
     def g_eff(self) -> float:
         """Contact coefficient of the equation solved (reduced in 2D/1D)."""
         return self._g * self._fc
