@@ -289,9 +289,9 @@ class SplitStepReference:
             Real array of the grid's shape.
         """
         kw = {"workers": self.workers} if self._fft_workers else {}
-        spec = self.fft.rfftn(dens, **kw)
+        spec = self.fft.rfftn(dens, axes=(0, 1, 2), **kw)
         spec *= self.K
-        return self.fft.irfftn(spec, s=self.shape, **kw).astype(self.real_dtype, copy=False)
+        return self.fft.irfftn(spec, s=self.shape, axes=(0, 1, 2), **kw).astype(self.real_dtype, copy=False)
 
     def _nonlinear(self) -> None:
         """Apply ``exp(-i dt H1)`` (real time) or ``exp(-dt H1)`` (imaginary time)."""
