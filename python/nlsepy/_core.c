@@ -146,6 +146,29 @@ static void fd_dealloc(FDObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* `a` has the grid's `ndim` and `shape` and is aligned and C-contiguous;
+ * returns `a` or NULL with an exception (shared by every solver type). */
+static PyArrayObject *check_grid(PyArrayObject *a, const char *name, int ndim, const size_t *shape)
+{
+    if (PyArray_NDIM(a) != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s must have %d dimensions, got %d", name, ndim,
+                     PyArray_NDIM(a));
+        return NULL;
+    }
+    for (int q = 0; q < ndim; ++q) {
+        if ((size_t)PyArray_DIM(a, q) != shape[q]) {
+            PyErr_Format(PyExc_ValueError, "%s has shape[%d] = %zd, the solver's grid has %zu",
+                         name, q, (Py_ssize_t)PyArray_DIM(a, q), shape[q]);
+            return NULL;
+        }
+    }
+    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a)) {
+        PyErr_Format(PyExc_ValueError, "%s must be C-contiguous and aligned", name);
+        return NULL;
+    }
+    return a;
+}
+
 /* Check that `obj` is an aligned C-contiguous array of the solver's shape
  * with the exact dtype; returns a borrowed array or NULL with an exception. */
 static PyArrayObject *check_array(FDObject *self, PyObject *obj, const char *name, int real)
@@ -170,23 +193,7 @@ static PyArrayObject *check_array(FDObject *self, PyObject *obj, const char *nam
         Py_DECREF(d);
         return NULL;
     }
-    if (PyArray_NDIM(a) != self->p.ndim) {
-        PyErr_Format(PyExc_ValueError, "%s must have %d dimensions, got %d", name,
-                     self->p.ndim, PyArray_NDIM(a));
-        return NULL;
-    }
-    for (int q = 0; q < self->p.ndim; ++q) {
-        if ((size_t)PyArray_DIM(a, q) != self->p.shape[q]) {
-            PyErr_Format(PyExc_ValueError, "%s has shape[%d] = %zd, the solver's grid has %zu",
-                         name, q, (Py_ssize_t)PyArray_DIM(a, q), self->p.shape[q]);
-            return NULL;
-        }
-    }
-    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a)) {
-        PyErr_Format(PyExc_ValueError, "%s must be C-contiguous and aligned", name);
-        return NULL;
-    }
-    return a;
+    return check_grid(a, name, self->p.ndim, self->p.shape);
 }
 
 static PyObject *fd_set_state(FDObject *self, PyObject *obj)

@@ -1,6 +1,6 @@
 /*
  * _core_ss.c -- binding of the split-step dipolar GPE solver (nlsepy/splitstep.h),
- * included by _core.c (it shares raise_status and parse_triple there).
+ * included by _core.c (it shares raise_status, parse_triple and check_grid there).
  */
 #include "nlsepy/splitstep.h"
 
@@ -92,22 +92,7 @@ static PyArrayObject *ss_check_array(SSObject *self, PyObject *obj, const char *
                      allow_complex ? (single ? " or complex64" : " or complex128") : "");
         return NULL;
     }
-    if (PyArray_NDIM(a) != self->ndim) {
-        PyErr_Format(PyExc_ValueError, "%s must have %d dimensions, got %d", name, self->ndim,
-                     PyArray_NDIM(a));
-        return NULL;
-    }
-    for (int q = 0; q < self->ndim; ++q)
-        if ((size_t)PyArray_DIM(a, q) != self->p.shape[q]) {
-            PyErr_Format(PyExc_ValueError, "%s has shape[%d] = %zd, the solver's grid has %zu",
-                         name, q, (Py_ssize_t)PyArray_DIM(a, q), self->p.shape[q]);
-            return NULL;
-        }
-    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a)) {
-        PyErr_Format(PyExc_ValueError, "%s must be C-contiguous and aligned", name);
-        return NULL;
-    }
-    return a;
+    return check_grid(a, name, self->ndim, self->p.shape);
 }
 
 static PyObject *ss_set_state(SSObject *self, PyObject *obj)

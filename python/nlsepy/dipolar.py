@@ -24,6 +24,9 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _backend, runner
+from ._validate import count as _count
+from ._validate import potential as _potential
+from ._validate import real as _real
 from .errors import BlowUpError
 
 __all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES"]
@@ -43,22 +46,6 @@ _MODES = {"imaginary": 0, "real": 1}
 def _core():
     from . import _core as core
     return core
-
-
-def _real(name: str, value: Any, positive: bool = False, nonneg: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or (positive and v <= 0) or (nonneg and v < 0):
-        cond = "finite and > 0" if positive else "finite and >= 0" if nonneg else "finite"
-        raise ValueError(f"{name} must be {cond}, got {value!r}")
-    return v
-
-
-def _count(name: str, value: Any, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -356,15 +343,7 @@ class DipolarGPE:
             self._solver.set_potential(None)
             self._V = None
             return
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "fiu" or arr.dtype == bool:
-            raise TypeError(f"V must be a real array, got dtype {arr.dtype}")
-        if arr.shape != self._shape:
-            raise ValueError(f"V must have shape {self._shape}, got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("V contains non-finite values (NaN or Inf)")
-        real = np.float32 if self.dtype == np.complex64 else np.float64
-        arr = np.ascontiguousarray(arr, dtype=real)
+        arr = _potential(value, self._shape, self.dtype)
         self._solver.set_potential(arr)
         self._V = arr
 
@@ -528,9 +507,7 @@ class DipolarGPE:
 
     # runner protocol (real time)
     def _plan(self, t_end: float) -> Tuple[int, float]:
-        span = t_end - self.t
-        n = max(1, math.ceil(span / self._dt - 1e-9))
-        return n, span / n
+        return runner.plan_steps(self.t, t_end, self._dt)
 
     def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
         self._run("real", n, dt)

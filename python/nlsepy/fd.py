@@ -8,14 +8,14 @@ sections 3.1-3.4).
 
 from __future__ import annotations
 
-import math
 import os
-from numbers import Real
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _backend, runner
+from ._validate import potential as _potential
+from ._validate import real as _check_real
 from .errors import BlowUpError
 
 __all__ = ["NLSE", "stability_bound"]
@@ -31,16 +31,6 @@ DT_SAFETY = 0.8
 def _core():
     from . import _core as core
     return core
-
-
-def _check_real(name: str, value: Any, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or (positive and v <= 0):
-        cond = "finite and > 0" if positive else "finite"
-        raise ValueError(f"{name} must be {cond}, got {value!r}")
-    return v
 
 
 def _spacing(spacing: Union[float, Sequence[float]], ndim: int) -> Tuple[float, ...]:
@@ -239,15 +229,7 @@ class NLSE:
             self._solver.set_potential(None)
             self._V = None
             return
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "fiu" or arr.dtype == bool:
-            raise TypeError(f"V must be a real array, got dtype {arr.dtype}")
-        if arr.shape != self._shape:
-            raise ValueError(f"V must have the shape of psi0 {self._shape}, got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("V contains non-finite values (NaN or Inf)")
-        real = np.float32 if self.dtype == np.complex64 else np.float64
-        arr = np.ascontiguousarray(arr, dtype=real)
+        arr = _potential(value, self._shape, self.dtype)
         self._solver.set_potential(arr)
         self._V = arr
 
@@ -297,9 +279,7 @@ class NLSE:
             self._t_base, self._k = float(t_final), 0
 
     def _plan(self, t_end: float) -> Tuple[int, float]:
-        span = t_end - self.t
-        n = max(1, math.ceil(span / self._dt - 1e-9))
-        return n, span / n
+        return runner.plan_steps(self.t, t_end, self._dt)
 
     def _snapshot(self) -> Any:
         if self.backend != "cuda":

@@ -17,6 +17,7 @@ A model used with :func:`run` provides
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import Future
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -87,6 +88,13 @@ def _progress_bar(enabled: bool, total: int):
     except ImportError as exc:  # optional dependency
         raise ImportError("progress=True needs tqdm: pip install 'nlsepy[progress]'") from exc
     return tqdm(total=total, unit="step")
+
+
+def plan_steps(t: float, t_end: float, dt: float) -> Tuple[int, float]:
+    """The fewest equal steps no larger than `dt` that go from `t` to `t_end`."""
+    span = t_end - t
+    n = max(1, math.ceil(span / dt - 1e-9))
+    return n, span / n
 
 
 def chunk_bounds(nsteps: int, frames: int) -> List[int]:
