@@ -52,21 +52,18 @@ uses about 4x fewer points (``2**18``, ``512 x 512``, ``80^3``).
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import nlsepy as nl
 from nlsepy.reference import NLSEReference
+
+from _common import copy_bandwidth, cupy_or_none, format_table, loadavg, machine_info
 
 #: grid per dimension, full and ``--quick``
 SIZES: Dict[bool, Dict[int, Tuple[int, ...]]] = {
@@ -77,79 +74,11 @@ SCHEMES: Tuple[str, ...] = ("cd", "2shoc")
 DTYPES: Tuple[type, ...] = (np.complex64, np.complex128)
 SPACING = 0.1
 A, S = 1.0, -1.0
-COPY_BYTES = 256 * 2 ** 20
 #: max/min of the repetitions above which a row is listed as noisy
 NOISY = 1.3
 
 
 # --------------------------------------------------------------------- setup
-def _run(cmd: Sequence[str]) -> Optional[str]:
-    """Output of `cmd` (stripped), or None when it fails."""
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10,
-                             cwd=os.path.dirname(os.path.abspath(__file__)))
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _loadavg() -> Optional[Tuple[float, float, float]]:
-    """1, 5 and 15 minute load averages (None where unavailable)."""
-    try:
-        return tuple(round(x, 2) for x in os.getloadavg())  # type: ignore[return-value]
-    except OSError:
-        return None
-
-
-def cpu_model() -> str:
-    """CPU model name from ``/proc/cpuinfo`` (or :func:`platform.processor`).
-
-    Returns
-    -------
-    str
-        The first ``model name`` line's value.
-    """
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_info(args: argparse.Namespace) -> Dict[str, Any]:
-    """What the figures depend on: date, commit, CPU, build, command line.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    dict
-        Header fields.
-    """
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
-    return {
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "git_head": _run(["git", "rev-parse", "--short", "HEAD"]),
-        "git_worktree_dirty": None if dirty is None else bool(dirty),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "nlsepy": nl.__version__,
-        "nlsepy_path": os.path.dirname(nl.__file__),
-        "build_info": nl.build_info(),
-        "backend": args.backend,
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-        "loadavg_at_start": _loadavg(),
-    }
-
-
 def make_state(shape: Tuple[int, ...], dtype: type, seed: int = 0) -> np.ndarray:
     """A smooth, random-ish, nowhere-zero periodic state of modulus about 1.
 
@@ -178,47 +107,6 @@ def make_state(shape: Tuple[int, ...], dtype: type, seed: int = 0) -> np.ndarray
 
 
 # ------------------------------------------------------------------- timing
-def copy_bandwidth(threads: int, nbytes: int = COPY_BYTES, repeats: int = 7) -> float:
-    """Copy bandwidth in bytes/s: median of ``np.copyto(dst, src)``.
-
-    Counts bytes read plus bytes written (``2 * nbytes`` per copy), no
-    write-allocate.  With ``threads > 1`` each Python thread copies one
-    contiguous slice (NumPy releases the GIL while copying).
-
-    Parameters
-    ----------
-    threads : int
-        Number of threads copying.
-    nbytes : int, optional
-        Size of the source array in bytes (float64).
-    repeats : int, optional
-        Number of timed copies.
-
-    Returns
-    -------
-    float
-        Bytes per second.
-    """
-    n = nbytes // 8
-    src = np.full(n, 1.5)
-    dst = np.empty_like(src)
-    edges = np.linspace(0, n, threads + 1).astype(int)
-    pairs = [(dst[lo:hi], src[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        def copy() -> None:
-            if threads == 1:
-                np.copyto(dst, src)
-            else:
-                list(pool.map(lambda p: np.copyto(*p), pairs))
-        copy()  # first touch of dst
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            copy()
-            times.append(time.perf_counter() - t0)
-    return 2 * n * 8 / statistics.median(times)
-
-
 def time_steps(step: Callable[[int], Any], target: float, repeats: int
                ) -> Tuple[float, int, List[float]]:
     """Median seconds per step of ``step(k)``, with `k` chosen from a trial.
@@ -308,31 +196,6 @@ COLUMNS: Tuple[Tuple[str, str, str], ...] = (
 )
 
 
-def format_table(rows: List[Dict[str, Any]]) -> str:
-    """The rows as a Markdown table (blank cells where a value is None).
-
-    Parameters
-    ----------
-    rows : list of dict
-        Result rows keyed as in :data:`COLUMNS`.
-
-    Returns
-    -------
-    str
-        The table.
-    """
-    cells = [[("" if r[key] is None else fmt.format(r[key])) for key, _, fmt in COLUMNS]
-             for r in rows]
-    heads = [head for _, head, _ in COLUMNS]
-    widths = [max([len(h)] + [len(c[j]) for c in cells]) for j, h in enumerate(heads)]
-
-    def line(vals: Sequence[str]) -> str:
-        return "| " + " | ".join(v.rjust(w) for v, w in zip(vals, widths)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(heads), sep] + [line(c) for c in cells])
-
-
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """Command line.
 
@@ -384,7 +247,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     if args.backend == "cuda":
         return main_cuda(args)
     t_start = time.perf_counter()
-    info = machine_info(args)
+    info = machine_info(args.backend)
     info["threads"] = args.thread_list
     print("nlsepy FD (RK4 + CD/2SHOC) benchmark")
     for key, val in info.items():
@@ -442,7 +305,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                           f"{extra}", flush=True)
 
     print()
-    print(format_table(rows))
+    print(format_table(rows, COLUMNS))
     print()
     print("ms/step: median over repetitions of sim.step(k)/k after one warm-up step; "
           "GB/s: sim.bytes_per_step()/time (traffic model, no write-allocate); "
@@ -456,7 +319,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         for r in noisy:
             print(f"  {r['dim']}D {r['grid']} {r['dtype']} {r['scheme']} {r['threads']} thr: "
                   + " ".join(f"{x:.2f}" for x in r["ms_per_step_reps"]) + " ms/step")
-    info["loadavg_at_end"] = _loadavg()
+    info["loadavg_at_end"] = loadavg()
     print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
           f"(1/5/15 min; a 1-minute load well above the thread count means other work shared "
           f"the CPUs)")
@@ -471,15 +334,6 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
 CUDA_SIZES = {1: (1 << 24,), 2: (4096, 4096), 3: (256, 256, 256)}
 CUDA_SMALL = (64, 64, 64)
 CHUNK_STEPS = 2000
-
-
-def _cupy():
-    try:
-        import cupy
-        cupy.zeros(1)
-        return cupy
-    except Exception:  # not installed, or no usable device
-        return None
 
 
 def time_cupy_reference(cp: Any, psi0: np.ndarray, sim: "nl.NLSE", steps: int = 3
@@ -524,7 +378,7 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
     """
     from nlsepy import _cuda
     t_start = time.perf_counter()
-    info = machine_info(args)
+    info = machine_info(args.backend)
     info["device"] = _cuda.device_name()
     print("nlsepy FD (RK4 + CD/2SHOC) benchmark, CUDA backend")
     for key, val in info.items():
@@ -532,7 +386,7 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
     copy = _cuda.copy_bandwidth(1 << 30, 20) * 1e9
     print(f"device copy bandwidth (cudaMemcpy D2D 1 GiB, read + write, median of 20): "
           f"{copy / 1e9:.0f} GB/s", flush=True)
-    cp = _cupy()
+    cp = cupy_or_none()
     sizes = dict(CUDA_SIZES)
     if args.quick:
         sizes = {1: (1 << 22,), 2: (2048, 2048), 3: (128, 128, 128)}
@@ -617,7 +471,7 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
           f"({82.0 / table3:.0f}x faster than the source's GTX 580 time)", flush=True)
 
     print()
-    print(format_table(rows))
+    print(format_table(rows, COLUMNS))
     print()
     print("ms/step: median of sim.step(k)/k (each call ends with a device synchronisation); "
           "GB/s: sim.bytes_per_step()/time under the kernels' traffic model (16 complex values "

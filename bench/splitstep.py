@@ -45,23 +45,20 @@ Usage
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gc
 import json
 import math
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import nlsepy as nl
 from nlsepy.reference_ss import SplitStepReference
+
+from _common import COPY_BYTES, copy_bandwidth, cupy_or_none, format_table, loadavg, machine_info
 
 # ----------------------------------------------------------------- problem
 A0 = 5.29177210903e-11       #: Bohr radius (m)
@@ -81,7 +78,6 @@ SIZES: Dict[str, Tuple[Tuple[int, int, int], float]] = {
     "large": ((256, 256, 256), 0.1),
 }
 MODES: Tuple[str, ...] = ("imaginary", "real")
-COPY_BYTES = 256 * 2 ** 20
 REPEATS = 3
 #: peak memory of the reference, in state-sized (complex) arrays
 REF_ARRAYS = 8
@@ -90,24 +86,6 @@ NOISY = 1.3
 
 
 # --------------------------------------------------------------------- setup
-def _run(cmd: Sequence[str]) -> Optional[str]:
-    """Output of `cmd` (stripped), or None when it fails."""
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10,
-                             cwd=os.path.dirname(os.path.abspath(__file__)))
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _loadavg() -> Optional[Tuple[float, float, float]]:
-    """1, 5 and 15 minute load averages (None where unavailable)."""
-    try:
-        return tuple(round(x, 2) for x in os.getloadavg())  # type: ignore[return-value]
-    except OSError:
-        return None
-
-
 def _mem_available() -> Optional[int]:
     """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where unavailable)."""
     try:
@@ -120,108 +98,7 @@ def _mem_available() -> Optional[int]:
     return None
 
 
-def cpu_model() -> str:
-    """CPU model name from ``/proc/cpuinfo`` (or :func:`platform.processor`).
-
-    Returns
-    -------
-    str
-        The first ``model name`` line's value.
-    """
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_info(args: argparse.Namespace) -> Dict[str, Any]:
-    """What the figures depend on: date, commit, CPU, build, command line.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    dict
-        Header fields.
-    """
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
-    return {
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "git_head": _run(["git", "rev-parse", "--short", "HEAD"]),
-        "git_worktree_dirty": None if dirty is None else bool(dirty),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "nlsepy": nl.__version__,
-        "nlsepy_path": os.path.dirname(nl.__file__),
-        "build_info": nl.build_info(),
-        "backend": args.backend,
-        "threads": args.threads,
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-        "loadavg_at_start": _loadavg(),
-    }
-
-
-def _cupy() -> Any:
-    """The ``cupy`` module when importable with a usable device, else None."""
-    try:
-        import cupy
-        cupy.zeros(1)
-        return cupy
-    except Exception:  # not installed, or no usable device
-        return None
-
-
 # ------------------------------------------------------------------- timing
-def copy_bandwidth(threads: int, nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
-    """Host copy bandwidth in bytes/s: median of ``np.copyto(dst, src)``.
-
-    Counts bytes read plus bytes written (``2 * nbytes`` per copy), no
-    write-allocate.  With ``threads > 1`` each Python thread copies one
-    contiguous slice (NumPy releases the GIL while copying).
-
-    Parameters
-    ----------
-    threads : int
-        Number of threads copying.
-    nbytes : int, optional
-        Size of the source array in bytes (float64).
-    repeats : int, optional
-        Number of timed copies.
-
-    Returns
-    -------
-    float
-        Bytes per second.
-    """
-    n = nbytes // 8
-    src = np.full(n, 1.5)
-    dst = np.empty_like(src)
-    edges = np.linspace(0, n, threads + 1).astype(int)
-    pairs = [(dst[lo:hi], src[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        def copy() -> None:
-            if threads == 1:
-                np.copyto(dst, src)
-            else:
-                list(pool.map(lambda p: np.copyto(*p), pairs))
-        copy()  # first touch of dst
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            copy()
-            times.append(time.perf_counter() - t0)
-    return 2 * n * 8 / statistics.median(times)
-
-
 def device_copy_bandwidth(cp: Any, nbytes: int = COPY_BYTES, repeats: int = 5
                           ) -> Tuple[float, str]:
     """Device-to-device copy bandwidth in bytes/s (read + write), and how it was taken.
@@ -405,31 +282,6 @@ COLUMNS: Tuple[Tuple[str, str, str], ...] = (
 )
 
 
-def format_table(rows: List[Dict[str, Any]]) -> str:
-    """The rows as a Markdown table (``n/a`` where a value is None).
-
-    Parameters
-    ----------
-    rows : list of dict
-        Result rows keyed as in :data:`COLUMNS`.
-
-    Returns
-    -------
-    str
-        The table.
-    """
-    cells = [[("n/a" if r.get(key) is None else fmt.format(r[key])) for key, _, fmt in COLUMNS]
-             for r in rows]
-    heads = [head for _, head, _ in COLUMNS]
-    widths = [max([len(h)] + [len(c[j]) for c in cells]) for j, h in enumerate(heads)]
-
-    def line(vals: Sequence[str]) -> str:
-        return "| " + " | ".join(v.rjust(w) for v, w in zip(vals, widths)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(heads), sep] + [line(c) for c in cells])
-
-
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """Command line.
 
@@ -500,7 +352,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     args = parse_args(argv)
     t_start = time.perf_counter()
     dtype = np.dtype(args.dtype).type
-    info = machine_info(args)
+    info = machine_info(args.backend, threads=args.threads)
     print("nlsepy split-step Crank-Nicolson (dipolar GPE, 3D) benchmark")
     for key, val in info.items():
         print(f"  {key:20s} {val}")
@@ -509,13 +361,13 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     if args.backend == "cpu":
         nl.set_num_threads(args.threads)
 
-    cp = _cupy() if args.backend == "cuda" else None
+    cp = cupy_or_none() if args.backend == "cuda" else None
     if args.backend == "cuda":
         copy_bw, how = device_copy_bandwidth(cp)
         ref_xp = cp
         ref_name = "CuPy" if cp is not None else None
     else:
-        copy_bw = copy_bandwidth(args.threads)
+        copy_bw = copy_bandwidth(args.threads, repeats=5)
         how = f"np.copyto 256 MiB float64 on {args.threads} thread(s), median of 5"
         ref_xp = np
         ref_name = "NumPy"
@@ -600,13 +452,13 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         for r in noisy:
             print(f"  {r['grid']} {r['mode']}: "
                   + " ".join(f"{x:.2f}" for x in r["ms_per_iter_reps"]) + " ms/iter")
-    info["loadavg_at_end"] = _loadavg()
+    info["loadavg_at_end"] = loadavg()
     print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
           f"(1/5/15 min; a 1-minute load well above the thread count means other work "
           f"shared the CPUs, and OpenMP steps slow down far more than NumPy's)")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
     print()
-    print(format_table(rows))
+    print(format_table(rows, COLUMNS, missing="n/a"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"header": info, "rows": rows}, f, indent=1)
