@@ -179,10 +179,6 @@ static int check_params(const nlse_ss_params *p)
                              p->shape[a]);
         if (p->shape[a] > (size_t)1 << 30)
             return nlse_fail(NLSE_ERR_VALUE, "shape[%d] = %zu is too large", a, p->shape[a]);
-        if (p->dipolar && p->shape[a] % 2)
-            return nlse_fail(NLSE_ERR_VALUE,
-                             "shape[%d] = %zu must be even with the dipolar term (the FFT grid "
-                             "puts x = 0 at index n/2 of a symmetric box)", a, p->shape[a]);
         if (!(p->spacing[a] > 0) || !isfinite(p->spacing[a]))
             return nlse_fail(NLSE_ERR_VALUE, "spacing[%d] must be finite and > 0, got %g", a,
                              p->spacing[a]);
@@ -202,10 +198,6 @@ static int check_params(const nlse_ss_params *p)
         return nlse_fail(NLSE_ERR_VALUE, "cutoff must be finite, got %g", p->cutoff);
     if (!p->dipolar && p->gdd != 0)
         return nlse_fail(NLSE_ERR_VALUE, "gdd = %g needs the dipolar step (dipolar = 1)", p->gdd);
-    if (p->dipolar && p->geometry != NLSE_SS_3D && (!(p->kscale > 0) || !isfinite(p->kscale)))
-        return nlse_fail(NLSE_ERR_VALUE,
-                         "kscale (sqrt(2 x confining frequency)) must be finite and > 0 in the "
-                         "%s geometry, got %g", geom_name[p->geometry], p->kscale);
     if (p->fft_effort < 0 || p->fft_effort > 2)
         return nlse_fail(NLSE_ERR_VALUE, "fft_effort must be 0, 1 or 2, got %d", p->fft_effort);
     return NLSE_OK;
@@ -326,9 +318,13 @@ static int enable_dipolar(struct nlse_ss *s)
     for (int a = 0; a < s->ndim; ++a)
         if (s->p.shape[a] % 2)
             return nlse_fail(NLSE_ERR_VALUE,
-                             "shape[%d] = %zu must be even with the dipolar term", a, s->p.shape[a]);
-    if (s->p.geometry != NLSE_SS_3D && !(s->p.kscale > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "kscale must be > 0 for the dipolar term in 2D/1D");
+                             "shape[%d] = %zu must be even with the dipolar term (the FFT grid "
+                             "puts x = 0 at index n/2 of a symmetric box)", a, s->p.shape[a]);
+    if (s->p.geometry != NLSE_SS_3D && (!(s->p.kscale > 0) || !isfinite(s->p.kscale)))
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "kscale (sqrt(2 x confining frequency)) must be finite and > 0 for the "
+                         "dipolar term in the %s geometry, got %g", geom_name[s->p.geometry],
+                         s->p.kscale);
     size_t rs = rsize(s);
     s->dens = fftw_malloc(s->n[0] * s->n[1] * s->nlp * rs);
     s->kern = malloc(s->nk * rs);
@@ -774,13 +770,7 @@ int nlse_ss_observe(nlse_ss *s, double t, nlse_ss_obs *out)
     if (s->gdd != 0)
         dipolar_of_state(s);
     obstacle_at(s, t);
-    if (s->p.dtype == NLSE_COMPLEX64)
-        ss_observe_f(s, t, out);
-    else
-        ss_observe_d(s, t, out);
-    if (isnan(out->norm) && out->norm_sum == 0)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the observables");
-    return NLSE_OK;
+    return s->p.dtype == NLSE_COMPLEX64 ? ss_observe_f(s, t, out) : ss_observe_d(s, t, out);
 }
 
 int nlse_ss_dipolar_potential(nlse_ss *s, double *out)

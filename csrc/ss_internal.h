@@ -78,7 +78,7 @@ typedef struct {
     double ss_step_##sfx(struct nlse_ss *s, const ss_step_args *a);                     \
     double ss_prepare_##sfx(struct nlse_ss *s, int want_density);                       \
     void ss_scale_##sfx(struct nlse_ss *s, double f);                                   \
-    void ss_observe_##sfx(struct nlse_ss *s, double t, nlse_ss_obs *o);                 \
+    int ss_observe_##sfx(struct nlse_ss *s, double t, nlse_ss_obs *o);                  \
     void ss_density_##sfx(const struct nlse_ss *s, int keep, double *out);              \
     void ss_phase_##sfx(const struct nlse_ss *s, int axis, long index, double *out);    \
     void ss_obstacle_factors_##sfx(struct nlse_ss *s, double t);                        \
