@@ -14,24 +14,11 @@
 #include <omp.h>
 #endif
 #include "ss_internal.h"
+#include "ss_params.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-static const char *geom_name[] = {"3d", "2d-xy", "2d-xz", "1d-x", "1d-z"};
-
-int nlse_ss_ndim(int geometry)
-{
-    switch (geometry) {
-    case NLSE_SS_3D: return 3;
-    case NLSE_SS_2D_XY:
-    case NLSE_SS_2D_XZ: return 2;
-    case NLSE_SS_1D_X:
-    case NLSE_SS_1D_Z: return 1;
-    default: return 0;
-    }
-}
 
 static size_t rsize(const struct nlse_ss *s)
 {
@@ -56,152 +43,8 @@ static int threads_now(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* special functions of the reduced dipolar kernels                   */
-/* ------------------------------------------------------------------ */
-
-/* 1 + 3 cos(x)/x^2 - 3 sin(x)/x^3, the spherical-cutoff factor; its series
- * 3 sum_{m>=2} (-1)^m 2m x^(2m-2) / (2m+1)! near 0. */
-static double cutoff_factor(double x)
-{
-    if (x < 0.5) {
-        double x2 = x * x, term = 1.0, sum = 0.0, fact = 120.0; /* (2m+1)! at m = 2 */
-        for (int m = 2; m < 12; ++m) {
-            double sgn = (m % 2) ? -1.0 : 1.0;
-            sum += sgn * 2.0 * m * term / fact;
-            term *= x2;
-            fact *= (2.0 * m + 2.0) * (2.0 * m + 3.0);
-        }
-        return 3.0 * x2 * sum;
-    }
-    return 1.0 + 3.0 * cos(x) / (x * x) - 3.0 * sin(x) / (x * x * x);
-}
-
-/* F(xi) = sqrt(pi) xi exp(xi^2) erfc(xi); the asymptotic series beyond 26
- * (where exp(xi^2) erfc(xi) underflows). */
-static double F_erfcx(double xi)
-{
-    if (xi <= 0)
-        return 0.0;
-    if (xi < 26.0)
-        return sqrt(M_PI) * xi * exp(xi * xi) * erfc(xi);
-    double u = 1.0 / (2.0 * xi * xi), t = 1.0, sum = 1.0;
-    for (int m = 1; m < 8; ++m) {
-        t *= -(2.0 * m - 1.0) * u;
-        sum += t;
-    }
-    return sum;
-}
-
-/* G(u) = u exp(u) E1(u): series for u <= 1, continued fraction beyond. */
-static double G_e1(double u)
-{
-    if (u <= 0)
-        return 0.0;
-    if (u <= 1.0) {
-        const double euler = 0.57721566490153286061;
-        double sum = 0.0, term = 1.0;
-        for (int m = 1; m < 40; ++m) {
-            term *= -u / m;
-            sum += term / m; /* (-u)^m / (m m!) */
-        }
-        return u * exp(u) * (-euler - log(u) - sum);
-    }
-    /* modified Lentz on E1(u) e^u = 1/(u+1- 1/(u+3- 4/(u+5- ...))) */
-    double b = u + 1.0, c = 1.0 / 1e-300, d = 1.0 / b, h = d;
-    for (int m = 1; m < 200; ++m) {
-        double an = -(double)m * m;
-        b += 2.0;
-        d = 1.0 / (an * d + b);
-        c = b + an / c;
-        double del = c * d;
-        h *= del;
-        if (fabs(del - 1.0) < 1e-16)
-            break;
-    }
-    return u * h;
-}
-
-static double freq(size_t i, size_t n, double h)
-{
-    double dk = 2.0 * M_PI / ((double)n * h);
-    return (i < n / 2 ? (double)i : (double)i - (double)n) * dk;
-}
-
-/* Kernel value at the r2c frequency (i, j, k) of the internal grid. */
-static double kernel_at(const struct nlse_ss *s, size_t i, size_t j, size_t k)
-{
-    double kv[3] = {freq(i, s->n[0], s->h[0]), freq(j, s->n[1], s->h[1]),
-                    freq(k, s->n[2], s->h[2])};
-    for (int q = 0; q < s->off; ++q)
-        kv[q] = 0;
-    double k2 = kv[0] * kv[0] + kv[1] * kv[1] + kv[2] * kv[2];
-    double kk = sqrt(k2);
-    switch (s->p.geometry) {
-    case NLSE_SS_3D: {
-        if (k2 == 0)
-            return 0.0;
-        double v = 4.0 * M_PI / 3.0 * (3.0 * kv[2] * kv[2] / k2 - 1.0);
-        return s->p.cutoff > 0 ? v * cutoff_factor(kk * s->p.cutoff) : v;
-    }
-    case NLSE_SS_2D_XY: /* h2D(k / sqrt(2 lambda)), eq. 2.13 */
-        return 2.0 - 3.0 * F_erfcx(kk / s->p.kscale);
-    case NLSE_SS_2D_XZ: /* j2D(k / sqrt(2 nu), k_z), eq. 2.15, k_z = last axis */
-        if (k2 == 0)
-            return -1.0;
-        return -1.0 + 3.0 * (kv[2] * kv[2] / k2) * F_erfcx(kk / s->p.kscale);
-    case NLSE_SS_1D_X: { /* j1D, eq. 2.18 in closed form */
-        double xi = kk / s->p.kscale;
-        return 0.5 - 1.5 * G_e1(xi * xi);
-    }
-    case NLSE_SS_1D_Z: { /* h1D, eq. 2.20 in closed form */
-        double xi = kk / s->p.kscale;
-        return 3.0 * G_e1(xi * xi) - 1.0;
-    }
-    }
-    return 0.0;
-}
-
-/* ------------------------------------------------------------------ */
 /* parameters and tables                                              */
 /* ------------------------------------------------------------------ */
-
-static int check_params(const nlse_ss_params *p)
-{
-    int nd = nlse_ss_ndim(p->geometry);
-    if (!nd)
-        return nlse_fail(NLSE_ERR_VALUE, "geometry must be 0-4 (3d, 2d-xy, 2d-xz, 1d-x, 1d-z), got %d",
-                         p->geometry);
-    if (p->dtype != NLSE_COMPLEX64 && p->dtype != NLSE_COMPLEX128)
-        return nlse_fail(NLSE_ERR_TYPE, "dtype must be COMPLEX64 or COMPLEX128, got %d", p->dtype);
-    for (int a = 0; a < nd; ++a) {
-        if (p->shape[a] < 4)
-            return nlse_fail(NLSE_ERR_VALUE, "shape[%d] must be >= 4 points, got %zu", a,
-                             p->shape[a]);
-        if (p->shape[a] > (size_t)1 << 30)
-            return nlse_fail(NLSE_ERR_VALUE, "shape[%d] = %zu is too large", a, p->shape[a]);
-        if (!(p->spacing[a] > 0) || !isfinite(p->spacing[a]))
-            return nlse_fail(NLSE_ERR_VALUE, "spacing[%d] must be finite and > 0, got %g", a,
-                             p->spacing[a]);
-        if (!isfinite(p->trap[a]) || p->trap[a] < 0)
-            return nlse_fail(NLSE_ERR_VALUE, "trap[%d] must be finite and >= 0, got %g", a,
-                             p->trap[a]);
-    }
-    if (!(p->dt > 0) || !isfinite(p->dt))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", p->dt);
-    if (!(p->kin > 0) || !isfinite(p->kin))
-        return nlse_fail(NLSE_ERR_VALUE, "kin must be finite and > 0, got %g", p->kin);
-    if (!isfinite(p->g))
-        return nlse_fail(NLSE_ERR_VALUE, "g must be finite, got %g", p->g);
-    if (!isfinite(p->gdd))
-        return nlse_fail(NLSE_ERR_VALUE, "gdd must be finite, got %g", p->gdd);
-    if (!isfinite(p->cutoff))
-        return nlse_fail(NLSE_ERR_VALUE, "cutoff must be finite, got %g", p->cutoff);
-    if (!p->dipolar && p->gdd != 0)
-        return nlse_fail(NLSE_ERR_VALUE, "gdd = %g needs the dipolar step (dipolar = 1)", p->gdd);
-    if (p->fft_effort < 0 || p->fft_effort > 2)
-        return nlse_fail(NLSE_ERR_VALUE, "fft_effort must be 0, 1 or 2, got %d", p->fft_effort);
-    return NLSE_OK;
-}
 
 /* Crank-Nicolson coefficients of internal axis q for the current dt. */
 static int make_cn(struct nlse_ss *s, int q)
@@ -210,58 +53,41 @@ static int make_cn(struct nlse_ss *s, int q)
     ss_axis *X = &s->ax[q];
     if (n < 3)
         return NLSE_OK;
-    double r = s->p.dt * s->p.kin / (s->h[q] * s->h[q]);
-    /* imaginary time: A = -r/2, A0 = 1 + r, A0r = 1 - r (eq. 2.42) */
-    {
-        double A = -0.5 * r, A0 = 1.0 + r, g = -1.0 / A0, al = 0.0;
-        X->A_r = A;
-        X->A0r_r = 1.0 - r;
-        put(s, X->alpha_r, n - 2, 0.0);
-        put(s, X->gamma_r, n - 2, g);
-        for (size_t i = n - 2; i > 0; --i) {
-            al = A * g;
-            g = -1.0 / (A0 + A * al);
-            put(s, X->alpha_r, i - 1, al);
-            put(s, X->gamma_r, i - 1, g);
-        }
+    double *t = (double *)malloc(6 * n * sizeof(double));
+    if (!t)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the Crank-Nicolson tables");
+    ss_cn_scalars sc;
+    ss_cn_coefficients(s->p.dt * s->p.kin / (s->h[q] * s->h[q]), n, t, t + n, t + 2 * n, t + 4 * n,
+                       &sc);
+    X->A_r = sc.A_r;
+    X->A0r_r = sc.A0r_r;
+    for (int c = 0; c < 2; ++c) {
+        X->A_c[c] = sc.A_c[c];
+        X->A0r_c[c] = sc.A0r_c[c];
     }
-    /* real time: A = -i r/2, A0 = 1 + i r, A0r = 1 - i r (eqs. 2.29-2.31) */
-    {
-        double Ar = 0.0, Ai = -0.5 * r, A0r = 1.0, A0i = r;
-        double den = A0r * A0r + A0i * A0i;
-        double gr = -A0r / den, gi = A0i / den; /* -1 / A0 */
-        X->A_c[0] = Ar;
-        X->A_c[1] = Ai;
-        X->A0r_c[0] = 1.0;
-        X->A0r_c[1] = -r;
-        put(s, X->alpha_c, 2 * (n - 2), 0.0);
-        put(s, X->alpha_c, 2 * (n - 2) + 1, 0.0);
-        put(s, X->gamma_c, 2 * (n - 2), gr);
-        put(s, X->gamma_c, 2 * (n - 2) + 1, gi);
-        for (size_t i = n - 2; i > 0; --i) {
-            double alr = Ar * gr - Ai * gi, ali = Ar * gi + Ai * gr; /* alpha = A gamma */
-            double dr = A0r + (Ar * alr - Ai * ali), di = A0i + (Ar * ali + Ai * alr);
-            double dd = dr * dr + di * di;
-            gr = -dr / dd;
-            gi = di / dd;
-            put(s, X->alpha_c, 2 * (i - 1), alr);
-            put(s, X->alpha_c, 2 * (i - 1) + 1, ali);
-            put(s, X->gamma_c, 2 * (i - 1), gr);
-            put(s, X->gamma_c, 2 * (i - 1) + 1, gi);
-        }
+    for (size_t i = 0; i < n; ++i) {
+        put(s, X->alpha_r, i, t[i]);
+        put(s, X->gamma_r, i, t[n + i]);
     }
+    for (size_t i = 0; i < 2 * n; ++i) {
+        put(s, X->alpha_c, i, t[2 * n + i]);
+        put(s, X->gamma_c, i, t[4 * n + i]);
+    }
+    free(t);
     return NLSE_OK;
 }
 
 static void make_kernel(struct nlse_ss *s)
 {
+    ss_layout L;
+    ss_make_layout(&s->p, &L);
     const size_t n0 = s->n[0], n1 = s->n[1], nh = s->n[2] / 2 + 1;
     const double invN = 1.0 / (double)s->N;
 #pragma omp parallel for schedule(static) if (n0 > 1)
     for (ptrdiff_t i = 0; i < (ptrdiff_t)n0; ++i)
         for (size_t j = 0; j < n1; ++j)
             for (size_t k = 0; k < nh; ++k)
-                put(s, s->kern, ((size_t)i * n1 + j) * nh + k, kernel_at(s, (size_t)i, j, k) * invN);
+                put(s, s->kern, ((size_t)i * n1 + j) * nh + k, ss_kernel_value(&s->p, &L, (size_t)i, j, k) * invN);
 }
 
 #ifdef NLSEPY_FFTW_THREADED
@@ -315,16 +141,9 @@ static int enable_dipolar(struct nlse_ss *s)
 {
     if (s->plan_f)
         return NLSE_OK;
-    for (int a = 0; a < s->ndim; ++a)
-        if (s->p.shape[a] % 2)
-            return nlse_fail(NLSE_ERR_VALUE,
-                             "shape[%d] = %zu must be even with the dipolar term (the FFT grid "
-                             "puts x = 0 at index n/2 of a symmetric box)", a, s->p.shape[a]);
-    if (s->p.geometry != NLSE_SS_3D && (!(s->p.kscale > 0) || !isfinite(s->p.kscale)))
-        return nlse_fail(NLSE_ERR_VALUE,
-                         "kscale (sqrt(2 x confining frequency)) must be finite and > 0 for the "
-                         "dipolar term in the %s geometry, got %g", geom_name[s->p.geometry],
-                         s->p.kscale);
+    int st0 = ss_check_dipolar(&s->p);
+    if (st0)
+        return st0;
     size_t rs = rsize(s);
     s->dens = fftw_malloc(s->n[0] * s->n[1] * s->nlp * rs);
     s->kern = malloc(s->nk * rs);
@@ -404,7 +223,7 @@ int nlse_ss_create(const nlse_ss_params *p, nlse_ss **out)
     if (!p || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_ss_create: NULL argument");
     *out = NULL;
-    int st = check_params(p);
+    int st = ss_check_params(p);
     if (st)
         return st;
     struct nlse_ss *s = (struct nlse_ss *)calloc(1, sizeof *s);
@@ -447,13 +266,13 @@ int nlse_ss_create(const nlse_ss_params *p, nlse_ss **out)
             goto nomem;
         for (size_t i = 0; i < n; ++i) {
             /* x_i = (i - n/2) h (DBEC-GP); Simpson weights 1,4,2,...,4,2,...,1 times h/3 */
-            s->x[q][i] = a >= 0 ? ((double)i - (double)(n / 2)) * s->h[q] : 0.0;
-            double c = (i == 0 || i == n - 1) ? 1.0 : (i % 2 ? 4.0 : 2.0);
-            s->w[q][i] = a >= 0 ? c * s->h[q] / 3.0 : 1.0;
+            s->x[q][i] = a >= 0 ? ss_coord(i, n, s->h[q]) : 0.0;
+            s->w[q][i] = a >= 0 ? ss_simpson(i, n, s->h[q]) : 1.0;
             put(s, s->vtrap[q], i, a >= 0 ? p->trap[a] * s->x[q][i] * s->x[q][i] : 0.0);
             put(s, s->ob[q], i, 1.0);
         }
-        make_cn(s, q);
+        if ((st = make_cn(s, q)))
+            goto fail;
     }
     {
         size_t m01 = s->n[0] > s->n[1] ? s->n[0] : s->n[1];
@@ -487,12 +306,9 @@ int nlse_ss_set_state(nlse_ss *s, const void *psi, int is_complex)
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_ss_set_state: NULL argument");
     size_t m = (is_complex ? 2 : 1) * s->N, rs = rsize(s);
-    for (size_t q = 0; q < m; ++q) {
-        double v = s->p.dtype == NLSE_COMPLEX64 ? ((const float *)psi)[q] : ((const double *)psi)[q];
-        if (!isfinite(v))
-            return nlse_fail(NLSE_ERR_VALUE, "psi contains a non-finite value at flat index %zu",
-                             q / (is_complex ? 2 : 1));
-    }
+    int st = ss_check_finite(psi, m, s->p.dtype, is_complex ? 2 : 1, "psi");
+    if (st)
+        return st;
     nlse_parallel_memcpy(s->psi, psi, m * rs);
     s->is_real = !is_complex;
     return NLSE_OK;
@@ -552,20 +368,21 @@ static void promote(struct nlse_ss *s)
 
 int nlse_ss_set_dt(nlse_ss *s, double dt)
 {
-    if (!(dt > 0) || !isfinite(dt))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    int st = ss_check_dt(dt);
+    if (st)
+        return st;
     s->p.dt = dt;
     for (int q = 0; q < 3; ++q)
-        make_cn(s, q);
+        if ((st = make_cn(s, q)))
+            return st;
     return NLSE_OK;
 }
 
 int nlse_ss_set_couplings(nlse_ss *s, double g, double gdd)
 {
-    if (!isfinite(g))
-        return nlse_fail(NLSE_ERR_VALUE, "g must be finite, got %g", g);
-    if (!isfinite(gdd))
-        return nlse_fail(NLSE_ERR_VALUE, "gdd must be finite, got %g", gdd);
+    int st0 = ss_check_couplings(g, gdd);
+    if (st0)
+        return st0;
     if (gdd != 0 && !s->plan_f) {
         int st = enable_dipolar(s);
         if (st)
@@ -584,11 +401,9 @@ int nlse_ss_set_potential(nlse_ss *s, const void *U)
         return NLSE_OK;
     }
     size_t rs = rsize(s);
-    for (size_t q = 0; q < s->N; ++q) {
-        double v = s->p.dtype == NLSE_COMPLEX64 ? ((const float *)U)[q] : ((const double *)U)[q];
-        if (!isfinite(v))
-            return nlse_fail(NLSE_ERR_VALUE, "V contains a non-finite value at flat index %zu", q);
-    }
+    int st = ss_check_finite(U, s->N, s->p.dtype, 1, "V");
+    if (st)
+        return st;
     if (!s->U && !(s->U = malloc(s->N * rs)))
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the potential");
     memcpy(s->U, U, s->N * rs);
@@ -601,24 +416,9 @@ int nlse_ss_set_obstacle(nlse_ss *s, const nlse_ss_obstacle *o)
         s->have_obst = 0;
         return NLSE_OK;
     }
-    const double v[6] = {o->V0, o->sigma, o->velocity, o->start, o->t_move, o->t_off};
-    const char *nm[6] = {"V0", "sigma", "velocity", "start", "t_move", "t_off"};
-    for (int q = 0; q < 6; ++q)
-        if (isnan(v[q]) || (q < 4 && !isfinite(v[q])))
-            return nlse_fail(NLSE_ERR_VALUE, "obstacle %s must be %s, got %g", nm[q],
-                             q < 4 ? "finite" : "a number", v[q]);
-    if (!(o->sigma > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "obstacle sigma must be > 0, got %g", o->sigma);
-    if (o->t_move < 0 || o->t_off < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "obstacle t_move and t_off must be >= 0, got %g and %g",
-                         o->t_move, o->t_off);
-    if (o->move_axis < 0 || o->move_axis >= s->ndim)
-        return nlse_fail(NLSE_ERR_VALUE, "obstacle move_axis must be 0..%d, got %d", s->ndim - 1,
-                         o->move_axis);
-    if (o->beam_axis < -1 || o->beam_axis >= s->ndim || o->beam_axis == o->move_axis)
-        return nlse_fail(NLSE_ERR_VALUE,
-                         "obstacle beam_axis must be -1 or a solver axis other than move_axis, got %d",
-                         o->beam_axis);
+    int st = ss_check_obstacle(o, s->ndim);
+    if (st)
+        return st;
     s->obst = *o;
     s->have_obst = 1;
     return NLSE_OK;
@@ -626,22 +426,12 @@ int nlse_ss_set_obstacle(nlse_ss *s, const nlse_ss_obstacle *o)
 
 double ss_obstacle_centre(const struct nlse_ss *s, double t)
 {
-    double tm = t < s->obst.t_move ? t : s->obst.t_move;
-    if (tm < 0)
-        tm = 0;
-    return s->obst.start + s->obst.velocity * tm;
+    return ss_obst_centre(&s->obst, t);
 }
 
 double ss_obstacle_amp(const struct nlse_ss *s, double t)
 {
-    if (!s->have_obst)
-        return 0.0;
-    const nlse_ss_obstacle *o = &s->obst;
-    if (t <= o->t_move)
-        return o->V0;
-    if (o->t_off <= 0 || t >= o->t_move + o->t_off)
-        return 0.0;
-    return o->V0 * (1.0 - (t - o->t_move) / o->t_off);
+    return s->have_obst ? ss_obst_amp(&s->obst, t) : 0.0;
 }
 
 static void obstacle_at(struct nlse_ss *s, double t)
@@ -683,12 +473,9 @@ int nlse_ss_step(nlse_ss *s, int mode, long n, double t0, double dg, double dgdd
 {
     if (done)
         *done = 0;
-    if (mode != NLSE_SS_IMAG && mode != NLSE_SS_REAL)
-        return nlse_fail(NLSE_ERR_VALUE, "mode must be 0 (imaginary) or 1 (real time), got %d", mode);
-    if (n < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "steps must be >= 0, got %ld", n);
-    if (!isfinite(t0) || !isfinite(dg) || !isfinite(dgdd))
-        return nlse_fail(NLSE_ERR_VALUE, "t0, dg and dgdd must be finite");
+    int st0 = ss_check_step(mode, n, t0, dg, dgdd);
+    if (st0)
+        return st0;
     if (n == 0)
         return NLSE_OK;
     if (dgdd != 0 && !s->plan_f) {
@@ -833,10 +620,12 @@ int nlse_ss_phase_slice(const nlse_ss *s, int axis, long index, double *out)
 int nlse_ss_kernel(const nlse_ss *s, double *out)
 {
     const size_t nh = s->n[2] / 2 + 1;
+    ss_layout L;
+    ss_make_layout(&s->p, &L);
     for (size_t i = 0; i < s->n[0]; ++i)
         for (size_t j = 0; j < s->n[1]; ++j)
             for (size_t k = 0; k < nh; ++k)
-                out[(i * s->n[1] + j) * nh + k] = kernel_at(s, i, j, k);
+                out[(i * s->n[1] + j) * nh + k] = ss_kernel_value(&s->p, &L, i, j, k);
     return NLSE_OK;
 }
 
