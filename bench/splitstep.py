@@ -9,7 +9,13 @@ trap ``gamma^2 x^2 + nu^2 y^2 + lambda^2 z^2``):
 * ``g = 2 * 4 pi * a * N / l`` with ``a = 100 a0``, ``N = 5000``, ``l = 1 um``;
 * ``gdd = 2 * 3 * add * N / l`` with ``add = 132.7 a0``;
 * dipolar cutoff ``R = 10``, ``dt = 0.005``;
-* grids ``128 x 96 x 80`` (spacing 0.2) and ``256^3`` (spacing 0.1).
+* grids ``128 x 96 x 80`` (spacing 0.2), ``256^3`` (spacing 0.1) and
+  ``512^3`` (spacing 0.05, ``--sizes huge``).
+
+The solver's time per iteration is ``gpe.last_step_seconds`` of each timed
+call: CUDA events around the steps with ``--backend cuda``, the wall clock
+inside the C call on the CPU.  ``gpe.memory_bytes`` (device memory with
+``--backend cuda``) is printed per grid point.
 
 Each case is compared with
 
@@ -76,6 +82,7 @@ DT = 0.005
 SIZES: Dict[str, Tuple[Tuple[int, int, int], float]] = {
     "small": ((128, 96, 80), 0.2),
     "large": ((256, 256, 256), 0.1),
+    "huge": ((512, 512, 512), 0.05),
 }
 MODES: Tuple[str, ...] = ("imaginary", "real")
 REPEATS = 3
@@ -148,13 +155,17 @@ def device_copy_bandwidth(cp: Any, nbytes: int = COPY_BYTES, repeats: int = 5
 
 
 def time_solver(advance: Callable[[int], Any], steps: int, warmup: int = 2,
-                repeats: int = REPEATS) -> Tuple[float, List[float]]:
+                repeats: int = REPEATS, clock: Optional[Callable[[], float]] = None
+                ) -> Tuple[float, List[float]]:
     """Median seconds per iteration of ``advance(steps)``.
 
     Parameters
     ----------
     advance : callable
         ``advance(k)`` takes `k` steps (and returns when they are done).
+    clock : callable, optional
+        Seconds the last ``advance`` took as the solver measured them
+        (``gpe.last_step_seconds``); None: the host clock around the call.
     steps : int
         Steps per timed repetition.
     warmup : int, optional
@@ -174,7 +185,8 @@ def time_solver(advance: Callable[[int], Any], steps: int, warmup: int = 2,
     for _ in range(repeats):
         t0 = time.perf_counter()
         advance(steps)
-        times.append((time.perf_counter() - t0) / steps)
+        wall = time.perf_counter() - t0
+        times.append((clock() if clock is not None else wall) / steps)
     return statistics.median(times), times
 
 
@@ -274,6 +286,7 @@ COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     ("ms_per_iter", "ms/iter", "{:.2f}"),
     ("ns_per_point", "ns/point", "{:.2f}"),
     ("mbytes_per_step", "MB/step (model)", "{:.1f}"),
+    ("mem_bytes_per_point", "memory B/point", "{:.1f}"),
     ("gbps", "GB/s achieved", "{:.2f}"),
     ("copy_gbps", "copy GB/s", "{:.2f}"),
     ("fraction_of_copy", "fraction of copy bw", "{:.2f}"),
@@ -299,7 +312,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="small,large",
                    help="comma-separated grids: small (128x96x80, h=0.2), large (256^3, "
-                        "h=0.1), or NXxNYxNZ (h=0.2); default: small,large")
+                        "h=0.1), huge (512^3, h=0.05) or NXxNYxNZ (h=0.2); default: small,large")
     p.add_argument("--dtype", default="complex128", choices=("complex128", "complex64"))
     p.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
@@ -326,7 +339,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         except ValueError:
             shape = ()
         if len(shape) != 3 or min(shape) < 4:
-            p.error(f"--sizes: {item!r} is neither small, large nor NXxNYxNZ")
+            p.error(f"--sizes: {item!r} is neither small, large, huge nor NXxNYxNZ")
         grids.append((shape, 0.2))
     if not grids:
         p.error("--sizes names no grid")
@@ -383,7 +396,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             gpe = nl.DipolarGPE(shape, (h, h, h), DT, g=G, gdd=GDD, trap=FREQ, cutoff=CUTOFF,
                                 geometry="3d", option=2, dtype=dtype, backend=args.backend,
                                 fft_effort="measure")
-        except MemoryError as exc:
+        except (MemoryError, nl.BackendError) as exc:
             gpe = None
             print(f"{grid}: the solver does not fit in memory ({exc})", flush=True)
         for mode in MODES:
@@ -395,12 +408,14 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                 "ms_per_iter": None, "ns_per_point": None, "mbytes_per_step": None,
                 "gbps": None, "copy_gbps": copy_bw / 1e9, "fraction_of_copy": None,
                 "ref_ms_per_iter": None, "ref_over_c": None, "ref_note": None,
-                "ms_per_iter_reps": None, "rep_spread": None,
+                "ms_per_iter_reps": None, "rep_spread": None, "mem_bytes_per_point": None,
             }
             if gpe is not None:
                 advance = gpe.imaginary_time if mode == "imaginary" else gpe.real_time
-                sec, times = time_solver(advance, args.steps)
+                sec, times = time_solver(advance, args.steps,
+                                         clock=lambda: gpe.last_step_seconds)
                 bps = float(gpe.bytes_per_step(mode))
+                row["mem_bytes_per_point"] = gpe.memory_bytes / npts
                 row.update(ms_per_iter=1e3 * sec, ns_per_point=1e9 * sec / npts,
                            mbytes_per_step=bps / 1e6, gbps=bps / sec / 1e9,
                            fraction_of_copy=bps / sec / copy_bw, bytes_per_step=bps,
@@ -427,7 +442,9 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             rows.append(row)
             c_part = ("solver n/a" if row["ms_per_iter"] is None else
                       f"{row['ms_per_iter']:.2f} ms/iter, {row['ns_per_point']:.2f} ns/point, "
-                      f"{row['gbps']:.2f} GB/s = {row['fraction_of_copy']:.2f} of copy")
+                      f"{row['gbps']:.2f} GB/s = {row['fraction_of_copy']:.2f} of copy, "
+                      f"holds {row['mem_bytes_per_point']:.1f} B/point "
+                      f"({gpe.memory_bytes / 2**30:.2f} GiB)")
             r_part = (f"{ref_name} reference n/a ({row['ref_note']})"
                       if row["ref_ms_per_iter"] is None else
                       f"{ref_name} reference {row['ref_ms_per_iter']:.1f} ms/iter"
@@ -438,7 +455,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
 
     print()
     print(f"ms/iter: median of {REPEATS} timed calls of imaginary_time/real_time({args.steps}) "
-          f"per step, after 2 warm-up steps (real time continues from the imaginary-time "
+          f"per step (gpe.last_step_seconds: CUDA events on the device, the wall clock "
+          f"of the C call on the CPU), after 2 warm-up steps (real time continues from the imaginary-time "
           f"state, complex); ns/point = time per iteration / grid points; MB/step and "
           f"GB/s: gpe.bytes_per_step(mode) (the solver's traffic model) and that over the "
           f"time; copy GB/s: {how}, read + write; reference: "

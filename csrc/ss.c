@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fftw3.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -498,6 +499,8 @@ int nlse_ss_step(nlse_ss *s, int mode, long n, double t0, double dg, double dgdd
     if (!(nrm > 0) || !isfinite(nrm))
         return nlse_fail(nrm == 0 ? NLSE_ERR_VALUE : NLSE_ERR_BLOWUP,
                          nrm == 0 ? "the state is zero everywhere" : "the state is not finite");
+    struct timespec t_start, t_end;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
     ss_step_args a;
     a.mode = mode;
     a.dt = s->p.dt;
@@ -529,6 +532,8 @@ int nlse_ss_step(nlse_ss *s, int mode, long n, double t0, double dg, double dgdd
     }
     if (mode == NLSE_SS_IMAG)
         scale_state(s, a.scale);
+    clock_gettime(CLOCK_MONOTONIC, &t_end);
+    s->last_seconds = (double)(t_end.tv_sec - t_start.tv_sec) + 1e-9 * (double)(t_end.tv_nsec - t_start.tv_nsec);
     if (done)
         *done = n;
     return NLSE_OK;
@@ -644,4 +649,21 @@ double nlse_ss_bytes_per_point_step(const nlse_ss *s, int mode)
     if (dd)
         b += r + 2 * (2.0 * s->ndim * r) + 2.5 * r;
     return b;
+}
+
+size_t nlse_ss_memory_bytes(const nlse_ss *s)
+{
+    const size_t rs = rsize(s), N = s->N;
+    size_t b = 4 * N * rs; /* state and its backup */
+    if (s->dens)
+        b += s->n[0] * s->n[1] * s->nlp * rs + s->nk * rs;
+    if (s->U)
+        b += N * rs;
+    b += (size_t)s->nthreads * s->scratch_len * rs + s->n[0] * s->n[1] * sizeof(double);
+    return b;
+}
+
+double nlse_ss_last_step_seconds(const nlse_ss *s)
+{
+    return s->last_seconds;
 }

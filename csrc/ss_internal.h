@@ -59,6 +59,7 @@ struct nlse_ss {
     int nthreads;
     double *partial;    /* per-row partial norms                       */
     double g, gdd;      /* current couplings                           */
+    double last_seconds; /* wall time of the last step call            */
 };
 
 /* One step's run-time inputs for the kernels. */

@@ -21,8 +21,12 @@ BACKENDS = nl.backends("DipolarGPE")
 A0 = 5.29177210903e-11
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request):
+@pytest.fixture(params=BACKENDS, autouse=True)
+def backend(request, monkeypatch):
+    """Every test of this file runs on every backend: solvers made with the
+    default backend="auto" (and the CLI in subprocesses) follow
+    NLSEPY_BACKEND."""
+    monkeypatch.setenv("NLSEPY_BACKEND", request.param)
     return request.param
 
 

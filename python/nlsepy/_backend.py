@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Tuple
 
 from . import _build_config
@@ -58,13 +59,24 @@ def module(backend: str):
 
 
 def resolve(backend: str, model: str) -> str:
-    """Turn ``"auto" | "cpu" | "cuda"`` into the backend to use for `model`."""
+    """Turn ``"auto" | "cpu" | "cuda"`` into the backend to use for `model`.
+
+    ``"auto"`` takes the environment variable ``NLSEPY_BACKEND`` when it is
+    set (``cpu`` or ``cuda``: one switch for every model of a job script),
+    else CUDA when this build and machine offer it for `model`, else the CPU.
+    """
     if not isinstance(backend, str) or backend.lower() not in _NAMES:
         raise ValueError(f"backend must be one of {_NAMES}, got {backend!r}")
     backend = backend.lower()
     have = backends(model)
     if backend == "auto":
-        return "cuda" if "cuda" in have else "cpu"
+        env = os.environ.get("NLSEPY_BACKEND", "").strip().lower()
+        if env in ("", "auto"):
+            return "cuda" if "cuda" in have else "cpu"
+        if env not in ("cpu", "cuda"):
+            raise ValueError(f"the environment variable NLSEPY_BACKEND must be 'cpu', 'cuda' "
+                             f"or 'auto', got {os.environ['NLSEPY_BACKEND']!r}")
+        backend = env
     if backend not in have:
         why = ("this build has no CUDA backend" if not _build_config.cuda else
                "no CUDA device is available or the CUDA backend lacks this model")

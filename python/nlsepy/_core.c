@@ -14,9 +14,8 @@
 #include "nlsepy/fd.h"
 #ifdef NLSEPY_WITH_CUDA
 #include "nlsepy/device.h"
-#else
-#define NLSEPY_WITH_SS 1 /* the split-step solver has a CPU implementation */
 #endif
+#define NLSEPY_WITH_SS 1 /* the split-step solver: csrc/ss.c and cuda/ss.cu */
 
 /* The same source builds `_core` (CPU) and, with NLSEPY_MODULE=_cuda and
  * NLSEPY_WITH_CUDA, the CUDA extension `_cuda` over the CUDA implementation

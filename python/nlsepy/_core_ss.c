@@ -375,6 +375,20 @@ static PyObject *ss_bytes(SSObject *self, PyObject *arg)
     return PyFloat_FromDouble(nlse_ss_bytes_per_point_step(self->s, (int)mode));
 }
 
+static PyObject *ss_memory(SSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!ss_ready(self))
+        return NULL;
+    return PyLong_FromSize_t(nlse_ss_memory_bytes(self->s));
+}
+
+static PyObject *ss_last_seconds(SSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!ss_ready(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_ss_last_step_seconds(self->s));
+}
+
 static PyMethodDef ss_methods[] = {
     {"set_state", (PyCFunction)ss_set_state, METH_O, "set_state(psi): real or complex state."},
     {"get_state", (PyCFunction)ss_get_state, METH_NOARGS, "get_state() -> complex array."},
@@ -395,6 +409,10 @@ static PyMethodDef ss_methods[] = {
     {"phase_slice", (PyCFunction)ss_phase_slice, METH_VARARGS,
      "phase_slice(axis, index) -> arg(psi) on the slice."},
     {"kernel", (PyCFunction)ss_kernel, METH_NOARGS, "kernel() -> dipolar kernel on the r2c grid."},
+    {"memory_bytes", (PyCFunction)ss_memory, METH_NOARGS,
+     "memory_bytes() -> bytes the solver holds (device memory for CUDA)."},
+    {"last_step_seconds", (PyCFunction)ss_last_seconds, METH_NOARGS,
+     "last_step_seconds() -> duration of the last step() call's steps."},
     {"bytes_per_point_step", (PyCFunction)ss_bytes, METH_O,
      "bytes_per_point_step(mode) -> memory traffic model."},
     {NULL, NULL, 0, NULL}};

@@ -637,10 +637,30 @@ class DipolarGPE:
         return self._solver.kernel()
 
     def bytes_per_step(self, mode: str = "real") -> float:
-        """Bytes the CPU step moves through memory (traffic model), for `mode`."""
+        """Bytes one step moves through memory (the backend's traffic model), for `mode`."""
         if mode not in _MODES:
             raise ValueError(f"mode must be 'imaginary' or 'real', got {mode!r}")
         return self._solver.bytes_per_point_step(_MODES[mode]) * float(np.prod(self._shape))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of memory the solver holds: device memory on ``backend="cuda"``.
+
+        Counts the state, the backup of the state a step call keeps (to
+        restore it on a blow-up), the density/FFT buffer, the kernel, the
+        FFT plans' work areas, the user potential and the tables.
+        """
+        return int(self._solver.memory_bytes())
+
+    @property
+    def last_step_seconds(self) -> float:
+        """Duration of the steps of the last stepping call, in seconds.
+
+        Measured by the backend: CUDA events around the steps on the
+        device, the wall clock on the CPU.  Observables, frames and
+        callbacks between chunks are not included.
+        """
+        return float(self._solver.last_step_seconds())
 
     # ------------------------------------------------------------ checkpoints
     def _params(self) -> Dict[str, Any]:

@@ -149,8 +149,17 @@ int nlse_ss_phase_slice(const nlse_ss *s, int axis, long index, double *out);
  * shape (n0, n1, n_last/2 + 1) of the solver axes, without 1/N. */
 int nlse_ss_kernel(const nlse_ss *s, double *out);
 
-/* Bytes the CPU step moves through main memory per grid point (model). */
+/* Bytes one step moves through main (CPU) or device memory per grid point:
+ * the backend's traffic model. */
 double nlse_ss_bytes_per_point_step(const nlse_ss *s, int mode);
+
+/* Bytes of memory the solver holds (host memory for the CPU backend, device
+ * memory for the CUDA one), including the state backup a step call makes. */
+size_t nlse_ss_memory_bytes(const nlse_ss *s);
+
+/* Duration of the last nlse_ss_step call's steps in seconds (wall clock on
+ * the CPU; CUDA events around the steps on the device). */
+double nlse_ss_last_step_seconds(const nlse_ss *s);
 
 #ifdef __cplusplus
 }
