@@ -32,7 +32,7 @@ export PYTHONPATH="$pkg" PYTHONUNBUFFERED=1
 "$PY" -c "import nlsepy as nl; print(nl.backends(), nl.backends('DipolarGPE'), nl.build_info())"
 if [ $tests = 1 ]; then
   # shellcheck disable=SC2086
-  "$PY" -m pytest -q -p no:cacheprovider -x $targs 2>&1 | tee "$OUT/tests.log" | tail -40
+  "$PY" -m pytest -q -p no:cacheprovider $targs 2>&1 | tee "$OUT/tests.log" | tail -40
 fi
 if [ $bench = 1 ] && { [ "$which" = all ] || [ "$which" = fd ]; }; then
   "$PY" bench/fd.py --backend cuda $quick --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -45
