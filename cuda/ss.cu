@@ -427,7 +427,10 @@ template <int Q> struct LaneMap {
     }
 };
 
-#define UNR 4
+/* Loads in flight per thread in the lane sweeps: 64 bytes (4 complex
+ * doubles, 8 complex floats or real doubles, 16 floats). */
+#define UNR_OF(V) (64 / (int)sizeof(V))
+#define UNR_MAX 16
 
 template <typename T, typename V, typename C, int Q, bool LAST>
 __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
@@ -437,6 +440,7 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
                                                                    : (long long)n0 * n1;
     const C A = cn.A, A0r = cn.A0r;
+    constexpr int UNR = UNR_OF(V);
     double nsum = 0;
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
          lane += (long long)gridDim.x * blockDim.x) {

@@ -4,9 +4,13 @@ The two backends run the same scheme with the same tables (ss_params.c);
 they differ in the order of floating-point operations only: the CUDA
 backend solves the contiguous axis with warp-parallel scans, sums the
 Simpson norm in another order and uses the device's exp/sincos.  After 500
-steps the observables agree to 1e-10 relative in double precision and to
-a few single-precision rounding steps in float.  Skipped where no CUDA
-device is present (the rest of the suite runs every test on every backend).
+steps the observables agree to 1e-10 relative in double precision.  In
+single precision both backends carry their own rounding error, which
+grows over the steps (about 2e-5 in the norm after 500 real-time steps):
+the CUDA float run must be as close to the double-precision result as the
+CPU float run is (within a factor 3, or 1e-5 relative).  Skipped where no
+CUDA device is present (the rest of the suite runs every test on every
+backend).
 """
 
 import numpy as np
@@ -25,8 +29,6 @@ CASES = {
     "1d-z": dict(shape=(256,), h=0.1),
 }
 KEYS = ("norm", "norm_sum", "mu", "energy", "mu_dbec", "energy_dbec", "psi0sq")
-#: float32 rounding (6e-8) grown over 500 steps of a chaotic-free flow
-TOL = {np.complex128: 1e-10, np.complex64: 2e-5}
 
 
 def pair(geometry, dtype, dipoles, **kw):
@@ -41,6 +43,24 @@ def pair(geometry, dtype, dipoles, **kw):
 def moving(gpe, k=0.8):
     x = gpe.coords[0].reshape((-1,) + (1,) * (gpe.ndim - 1))
     return gpe.psi * np.exp(1j * k * x)
+
+
+def values(gpe):
+    o = gpe.observables()
+    return np.array([o[k] for k in KEYS] + list(o["x2"]))
+
+
+def compare_single(ref, a, b):
+    """a (CPU) and b (CUDA) in float against ref in double."""
+    r = values(ref)
+    ea = np.abs(values(a) - r) / np.abs(r)
+    eb = np.abs(values(b) - r) / np.abs(r)
+    assert np.all(eb <= np.maximum(3 * ea, 1e-5)), (KEYS, ea, eb)
+    pr = ref.psi
+    scale = np.abs(pr).max()
+    da = np.abs(a.psi - pr).max() / scale
+    db = np.abs(b.psi - pr).max() / scale
+    assert db <= max(3 * da, 1e-5), (da, db)
 
 
 def compare(a, b, tol):
@@ -60,16 +80,21 @@ def compare(a, b, tol):
 @pytest.mark.parametrize("geometry", list(CASES))
 def test_cpu_and_cuda_agree_after_500_steps(geometry, mode, dipoles, dtype):
     a, b = pair(geometry, dtype, dipoles)
-    if mode == "real":
-        for gpe in (a, b):
+    runs = [a, b]
+    if dtype == np.complex64:
+        runs.append(pair(geometry, np.complex128, dipoles)[0])
+    for gpe in runs:
+        if mode == "real":
             gpe.imaginary_time(100)
-            gpe.psi = moving(gpe)
+            gpe.psi = moving(gpe).astype(gpe.dtype)
             gpe.real_time(500)
-    else:
-        for gpe in (a, b):
+        else:
             gpe.imaginary_time(500)
-        assert a.is_real and b.is_real
-    compare(a, b, TOL[dtype])
+            assert gpe.is_real
+    if dtype == np.complex128:
+        compare(a, b, 1e-10)
+    else:
+        compare_single(runs[2], a, b)
 
 
 @pytest.mark.parametrize("geometry", ["3d", "2d-xz", "1d-x"])

@@ -22,13 +22,16 @@ one time step being
 It is used to check and to benchmark the C solver (``nlsepy._core.SS``):
 whole-array expressions, one loop over the positions along an axis in the
 tridiagonal solve, no kernels.  The array module is chosen by argument
-(``numpy`` or ``cupy``), so the same expressions run on a GPU.
+(``numpy`` or ``cupy``), so the same expressions run on a GPU.  The
+tridiagonal solve can instead be handed to a library batched solver
+(``tridiag="batched"``: LAPACK ``gtsv`` through ``scipy.linalg.solve_banded``,
+or cuSPARSE ``gtsv2`` on CuPy), one call per axis.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -62,6 +65,138 @@ def _fft_module(xp: Any) -> Tuple[Any, bool]:
         return cfft, False
     except ImportError:
         return xp.fft, False
+
+
+TRIDIAG_CHOICES = ("thomas", "batched")
+
+# One tridiagonal system of the batched solve: ``(dl, d, du, ab)``, the lower,
+# main and upper diagonals as 1-D arrays of the interior length ``k`` (``dl[0]``
+# and ``du[k-1]`` zero, cuSPARSE's convention) and the same matrix in LAPACK
+# band storage of shape ``(3, k)`` (NumPy only, else None).
+TridiagMatrix = Tuple[Any, Any, Any, Any]
+# ``solve(matrix, B) -> X``: B of shape (k, m), Fortran-ordered, may be overwritten.
+TridiagSolver = Callable[[TridiagMatrix, Any], Any]
+
+
+def _numpy_batched_solver() -> TridiagSolver:
+    """``scipy.linalg.solve_banded`` as a batched tridiagonal solver.
+
+    Returns
+    -------
+    callable
+        ``solve(matrix, B)``: the solution ``X`` of ``T X = B`` for the
+        tridiagonal ``T`` of `matrix` and all ``m`` columns of ``B`` (shape
+        ``(k, m)``), by LAPACK ``?gtsv``; ``B`` may be overwritten.
+
+    Raises
+    ------
+    ImportError
+        If SciPy (``scipy.linalg.solve_banded``) cannot be imported.
+    """
+    try:
+        from scipy.linalg import solve_banded
+    except ImportError as exc:
+        raise ImportError("tridiag='batched' with xp=numpy needs scipy.linalg.solve_banded, "
+                          f"and SciPy could not be imported ({exc})") from exc
+
+    def solve(matrix: TridiagMatrix, B: Any) -> Any:
+        ab = matrix[3]
+        return solve_banded((1, 1), ab, B, overwrite_b=True, check_finite=False)
+
+    return solve
+
+
+def _cupy_batched_solver() -> TridiagSolver:
+    """cuSPARSE ``gtsv2`` (through CuPy) as a batched tridiagonal solver.
+
+    ``cupyx.cusparse.gtsv2(dl, d, du, B)`` is used where this CuPy has it;
+    otherwise CuPy's binding of the C functions, ``<t>gtsv2_bufferSizeExt``
+    and ``<t>gtsv2`` of ``cupy_backends.cuda.libs.cusparse`` (``t`` one of
+    ``s, d, c, z``), on the handle of ``cupy.cuda.device.get_cusparse_handle``.
+
+    Returns
+    -------
+    callable
+        ``solve(matrix, B)``: the solution ``X`` of ``T X = B`` for all
+        columns of the Fortran-ordered ``B`` of shape ``(k, m)``, which is
+        overwritten with it (``k >= 3``, cuSPARSE's bound).
+
+    Raises
+    ------
+    ImportError
+        If ``cupyx.cusparse`` cannot be imported.
+    RuntimeError
+        If neither ``cupyx.cusparse.gtsv2`` nor the ``gtsv2`` binding of
+        ``cupy_backends.cuda.libs.cusparse`` is there.
+    """
+    try:
+        import cupyx.cusparse as cusparse
+    except ImportError as exc:
+        raise ImportError("tridiag='batched' with xp=cupy needs cupyx.cusparse (cuSPARSE), "
+                          f"which could not be imported ({exc})") from exc
+
+    gtsv2 = getattr(cusparse, "gtsv2", None)
+    if gtsv2 is not None:
+        def solve(matrix: TridiagMatrix, B: Any) -> Any:
+            dl, d, du, _ = matrix
+            X = gtsv2(dl, d, du, B)
+            return B if X is None else X
+
+        return solve
+
+    try:
+        import cupy
+        from cupy.cuda import device
+        from cupy_backends.cuda.libs import cusparse as lib
+    except ImportError as exc:
+        raise RuntimeError("tridiag='batched' with xp=cupy needs cuSPARSE gtsv2: this CuPy has "
+                           "no cupyx.cusparse.gtsv2, and its low-level binding "
+                           f"cupy_backends.cuda.libs.cusparse could not be imported ({exc})") from exc
+    missing = [t + name for t in "sdcz" for name in ("gtsv2", "gtsv2_bufferSizeExt")
+               if not hasattr(lib, t + name)]
+    if missing:
+        raise RuntimeError("tridiag='batched' with xp=cupy needs cuSPARSE gtsv2: this CuPy has "
+                           "neither cupyx.cusparse.gtsv2 nor cupy_backends.cuda.libs.cusparse."
+                           + ", ".join(missing))
+    prefix = {"f": "s", "d": "d", "F": "c", "D": "z"}
+
+    def solve(matrix: TridiagMatrix, B: Any) -> Any:
+        dl, d, du, _ = matrix
+        k, m = B.shape
+        if not B.flags.f_contiguous or B.dtype != d.dtype:
+            raise ValueError("gtsv2 needs a Fortran-ordered B of the matrix's dtype")
+        t = prefix[B.dtype.char]
+        handle = device.get_cusparse_handle()
+        args = (handle, k, m, dl.data.ptr, d.data.ptr, du.data.ptr, B.data.ptr, k)
+        size_of = getattr(lib, t + "gtsv2_bufferSizeExt")
+        try:
+            size = int(size_of(*args))
+        except TypeError:  # older CuPy: the size is written through a size_t pointer
+            out = np.zeros(1, dtype=np.uintp)
+            size_of(*args, out.ctypes.data)
+            size = int(out[0])
+        work = cupy.empty(max(size, 1), dtype=cupy.int8)  # pool blocks: 512-byte aligned
+        getattr(lib, t + "gtsv2")(*args, work.data.ptr)
+        return B
+
+    return solve
+
+
+def _batched_solver(xp: Any) -> TridiagSolver:
+    """The batched tridiagonal solver of array module `xp`.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` (SciPy's ``solve_banded``) or ``cupy`` (cuSPARSE ``gtsv2``).
+
+    Returns
+    -------
+    callable
+        ``solve(matrix, B)``, see :func:`_numpy_batched_solver` and
+        :func:`_cupy_batched_solver`.
+    """
+    return _numpy_batched_solver() if xp is np else _cupy_batched_solver()
 
 
 def simpson_weights(n: int, h: float) -> np.ndarray:
@@ -175,18 +310,39 @@ class SplitStepReference:
         Array module, ``numpy`` (default) or ``cupy``.
     workers : int, optional
         Threads of ``scipy.fft`` (NumPy only; ignored otherwise).
+    tridiag : {"thomas", "batched"}, optional
+        How the Crank-Nicolson tridiagonal systems are solved.  ``"thomas"``
+        (default): the recursion of eqs. 2.31-2.33, a Python loop over the
+        points of the axis, each step vectorised over all lines.
+        ``"batched"``: the right-hand sides of all lines in whole-array
+        expressions, then one library call per axis for the interior
+        unknowns, whose matrix (diagonal ``A0``, off-diagonals ``A``) is the
+        same for every line: ``scipy.linalg.solve_banded`` (LAPACK ``?gtsv``)
+        with NumPy, cuSPARSE ``gtsv2`` with CuPy (every axis then needs at
+        least 5 points).  Both give the same result up to rounding.
 
     Attributes
     ----------
     psi : array
         The state, an `xp` array of shape `shape`.
+
+    Raises
+    ------
+    ValueError
+        For a bad `tridiag`, shape, spacing or trap.
+    ImportError, RuntimeError
+        If ``tridiag="batched"`` and the library solver of `xp` is missing
+        (SciPy for NumPy; ``cupyx.cusparse`` or its ``gtsv2`` for CuPy).
     """
 
     def __init__(self, shape: Sequence[int], spacing: Sequence[float], dt: float,
                  kin: float = 1.0, trap: Sequence[float] = (0.25, 1.0, 2.25),
                  g: float = 0.0, gdd: float = 0.0, cutoff: float = 0.0,
                  imaginary: bool = False, dtype: Any = np.complex128, xp: Any = np,
-                 workers: Optional[int] = None) -> None:
+                 workers: Optional[int] = None, tridiag: str = "thomas") -> None:
+        if not isinstance(tridiag, str) or tridiag not in TRIDIAG_CHOICES:
+            raise ValueError(f"tridiag must be one of {TRIDIAG_CHOICES}, got {tridiag!r}")
+        self.tridiag = tridiag
         self.xp = xp
         self.shape = tuple(int(n) for n in shape)
         self.spacing = tuple(float(h) for h in spacing)
@@ -219,6 +375,16 @@ class SplitStepReference:
 
         self.coef = [self._cn_coefficients(n, h) for n, h in zip(self.shape, self.spacing)]
 
+        self._solve_batched: Optional[TridiagSolver] = None
+        self.tridiag_matrices: list = []
+        if tridiag == "batched":
+            if xp is not np and min(self.shape) < 5:
+                raise ValueError("tridiag='batched' with CuPy needs at least 5 points per axis "
+                                 "(cuSPARSE gtsv2 solves systems of 3 unknowns or more)")
+            self._solve_batched = _batched_solver(xp)
+            self.tridiag_matrices = [self._cn_matrix(n, h)
+                                     for n, h in zip(self.shape, self.spacing)]
+
         psi = np.ones(1)
         for xa, ca in zip((X, Y, Z), self.trap):
             wa = math.sqrt(ca / self.kin)
@@ -226,7 +392,28 @@ class SplitStepReference:
         self.psi = xp.asarray(np.ascontiguousarray(psi, dtype=self.dtype))
 
     # ------------------------------------------------------------ pieces
-    def _cn_coefficients(self, n: int, h: float) -> Tuple[Any, Any, Any, list, list]:
+    def _cn_constants(self, h: float) -> Tuple[Any, Any, Any]:
+        """Crank-Nicolson constants of one axis, unrounded.
+
+        The implicit side is ``A x_{i-1} + A0 x_i + A x_{i+1}``, the explicit
+        side ``A0r psi_i - A (psi_{i+1} + psi_{i-1})``.
+
+        Parameters
+        ----------
+        h : float
+            Spacing.
+
+        Returns
+        -------
+        A, A0, A0r : float or complex
+            Python scalars (real in imaginary time, complex in real time).
+        """
+        r = self.dt * self.kin / (h * h)
+        if self.imaginary:
+            return -r / 2, 1 + r, 1 - r
+        return -0.5j * r, 1 + 1j * r, 1 - 1j * r
+
+    def _cn_coefficients(self, n: int, h: float) -> Tuple[Any, Any, list, list]:
         """Crank-Nicolson constants and recursion coefficients of one axis.
 
         Parameters
@@ -244,11 +431,7 @@ class SplitStepReference:
         alpha, gamma : list of scalar
             Recursion coefficients (eqs. 2.31-2.33), Python scalars.
         """
-        r = self.dt * self.kin / (h * h)
-        if self.imaginary:
-            A, A0, A0r = -r / 2, 1 + r, 1 - r
-        else:
-            A, A0, A0r = -0.5j * r, 1 + 1j * r, 1 - 1j * r
+        A, A0, A0r = self._cn_constants(h)
         kind = float if self.imaginary else complex
         alpha = np.zeros(n, dtype=kind)
         gamma = np.zeros(n, dtype=kind)
@@ -262,6 +445,46 @@ class SplitStepReference:
             return np.asarray(v).astype(dt).item()
 
         return (cast(A), cast(A0r), [cast(a) for a in alpha], [cast(gm) for gm in gamma])
+
+    def _cn_matrix(self, n: int, h: float) -> TridiagMatrix:
+        """The implicit Crank-Nicolson matrix of one axis's interior points.
+
+        The unknowns are ``x_1 .. x_{n-2}``; the matrix has ``A0`` on the
+        diagonal and ``A`` on both off-diagonals, in the state's precision.
+
+        Parameters
+        ----------
+        n : int
+            Points along the axis (``n - 2`` unknowns).
+        h : float
+            Spacing.
+
+        Returns
+        -------
+        dl, d, du : array
+            `xp` arrays of length ``n - 2``: lower, main and upper diagonal,
+            ``dl[0] = du[-1] = 0`` (cuSPARSE ``gtsv2``'s layout).
+        ab : numpy.ndarray or None
+            With NumPy, the matrix in LAPACK band storage for
+            ``scipy.linalg.solve_banded((1, 1), ab, B)``: shape ``(3, n - 2)``,
+            ``ab[0, 1:]`` the upper and ``ab[2, :-1]`` the lower diagonal;
+            None otherwise.
+        """
+        A, A0, _ = self._cn_constants(h)
+        k = n - 2
+        off = np.full(k, A, dtype=self.dtype)
+        diag = np.full(k, A0, dtype=self.dtype)
+        dl, du = off.copy(), off.copy()
+        dl[0] = 0
+        du[-1] = 0
+        ab = None
+        if self.xp is np:
+            ab = np.zeros((3, k), dtype=self.dtype)
+            ab[0, 1:] = off[1:]
+            ab[1] = diag
+            ab[2, :-1] = off[:-1]
+        xp = self.xp
+        return xp.asarray(dl), xp.asarray(diag), xp.asarray(du), ab
 
     def density(self) -> Any:
         """``|psi|^2`` in the state's real precision.
@@ -307,6 +530,27 @@ class SplitStepReference:
     def _crank_nicolson(self, axis: int) -> None:
         """One Crank-Nicolson solve along `axis` with ``psi = 0`` at both ends.
 
+        By the Thomas recursion or the batched library solver, as `tridiag`
+        chose.
+
+        Parameters
+        ----------
+        axis : int
+            The axis (0, 1 or 2).
+        """
+        if self._solve_batched is not None:
+            self._crank_nicolson_batched(axis)
+        else:
+            self._crank_nicolson_thomas(axis)
+
+    def _crank_nicolson_thomas(self, axis: int) -> None:
+        """Crank-Nicolson solve along `axis` by the recursion of eqs. 2.31-2.33.
+
+        A Python loop over the points of the axis, each step vectorised over
+        all lines.  The backward sweep starts from ``beta[n-2] = psi[n-1]``
+        (the old last value) and the forward one from ``psi[0] = 0``; both
+        ends are zero afterwards.
+
         Parameters
         ----------
         axis : int
@@ -324,6 +568,46 @@ class SplitStepReference:
         for i in range(n - 2):
             p[i + 1] = alpha[i] * p[i] + beta[i]
         p[n - 1] = 0
+
+    def _crank_nicolson_batched(self, axis: int) -> None:
+        """Crank-Nicolson solve along `axis`, all lines in one library call.
+
+        The same system as :meth:`_crank_nicolson_thomas`, which reads as
+        follows: for the interior ``i = 1 .. n-2``,
+        ``A x_{i-1} + A0 x_i + A x_{i+1} = c_i`` with
+        ``c_i = A0r psi_i - A (psi_{i+1} + psi_{i-1})`` (the old state),
+        ``x_0 = 0`` at the lower end (the forward sweep starts from
+        ``psi[0] = 0``) and ``x_{n-1} = psi[n-1]``, the *old* last value, at
+        the upper end (the backward sweep starts from ``beta[n-2] = psi[n-1]``
+        with ``alpha[n-2] = 0``).  So the last interior row's right-hand side
+        is ``c_{n-2} - A psi[n-1]`` and the first row's is ``c_1``; both ends
+        are set to zero afterwards.
+
+        The right-hand sides are built in whole-array expressions with the
+        solve axis last, as the rows of a C-ordered ``(lines, n-2)`` array,
+        whose transpose is the Fortran-ordered ``(n-2, lines)`` ``B`` that
+        ``gtsv2`` and LAPACK ``?gtsv`` take without a copy.  Only the library
+        call differs between NumPy and CuPy.
+
+        Parameters
+        ----------
+        axis : int
+            The axis (0, 1 or 2).
+        """
+        xp = self.xp
+        A, A0r = self.coef[axis][:2]
+        p = xp.moveaxis(self.psi, axis, -1)  # a view: writes go to self.psi
+        n = p.shape[-1]
+        lines = p.shape[:-1]
+        k = n - 2
+        rhs = xp.empty(lines + (k,), dtype=p.dtype)
+        xp.subtract(A0r * p[..., 1:n - 1], A * (p[..., 2:] + p[..., :n - 2]), out=rhs)
+        rhs[..., k - 1] -= A * p[..., n - 1]
+        B = rhs.reshape(-1, k).T  # (n-2, lines), Fortran-ordered view of rhs
+        X = self._solve_batched(self.tridiag_matrices[axis], B)
+        p[..., 1:n - 1] = X.T.reshape(lines + (k,))
+        p[..., 0] = 0
+        p[..., n - 1] = 0
 
     # ------------------------------------------------------------- public
     def norm(self) -> float:
