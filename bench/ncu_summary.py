@@ -28,7 +28,7 @@ def main(path: str) -> None:
         a[2] += d.get("dram__bytes_read.sum", 0.0) + d.get("dram__bytes_write.sum", 0.0)
     print(f"{'kernel':70s} {'n':>3s} {'us/launch':>10s} {'MB/launch':>10s} {'GB/s':>8s}")
     for name, (n, us, mb) in agg.items():
-        print(f"{name:70s} {n:3d} {us / n:10.1f} {mb / n:10.1f} {mb / us * 1e-3 * 1e3:8.0f}")
+        print(f"{name:70s} {n:3d} {us / n:10.1f} {mb / n:10.1f} {mb / us * 1e3:8.0f}")
 
 
 if __name__ == "__main__":

@@ -376,13 +376,13 @@ class SplitStepReference:
         self.coef = [self._cn_coefficients(n, h) for n, h in zip(self.shape, self.spacing)]
 
         self._solve_batched: Optional[TridiagSolver] = None
-        self.tridiag_matrices: list = []
+        self._tridiag_matrices: list = []
         if tridiag == "batched":
             if xp is not np and min(self.shape) < 5:
                 raise ValueError("tridiag='batched' with CuPy needs at least 5 points per axis "
                                  "(cuSPARSE gtsv2 solves systems of 3 unknowns or more)")
             self._solve_batched = _batched_solver(xp)
-            self.tridiag_matrices = [self._cn_matrix(n, h)
+            self._tridiag_matrices = [self._cn_matrix(n, h)
                                      for n, h in zip(self.shape, self.spacing)]
 
         psi = np.ones(1)
@@ -604,7 +604,7 @@ class SplitStepReference:
         xp.subtract(A0r * p[..., 1:n - 1], A * (p[..., 2:] + p[..., :n - 2]), out=rhs)
         rhs[..., k - 1] -= A * p[..., n - 1]
         B = rhs.reshape(-1, k).T  # (n-2, lines), Fortran-ordered view of rhs
-        X = self._solve_batched(self.tridiag_matrices[axis], B)
+        X = self._solve_batched(self._tridiag_matrices[axis], B)
         p[..., 1:n - 1] = X.T.reshape(lines + (k,))
         p[..., 0] = 0
         p[..., n - 1] = 0
