@@ -444,7 +444,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                       f"{row['ms_per_iter']:.2f} ms/iter, {row['ns_per_point']:.2f} ns/point, "
                       f"{row['gbps']:.2f} GB/s = {row['fraction_of_copy']:.2f} of copy, "
                       f"holds {row['mem_bytes_per_point']:.1f} B/point "
-                      f"({gpe.memory_bytes / 2**30:.2f} GiB)")
+                      f"({row['mem_bytes_per_point'] * npts / 2**30:.2f} GiB)")
             r_part = (f"{ref_name} reference n/a ({row['ref_note']})"
                       if row["ref_ms_per_iter"] is None else
                       f"{ref_name} reference {row['ref_ms_per_iter']:.1f} ms/iter"

@@ -386,6 +386,155 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
     }
 }
 
+/* k_zreg: k_zline with each lane's chunk of CH points (CH a power of two,
+ * 32 CH >= n) in registers.  Shared memory only turns the coalesced load
+ * and store into the chunk layout; the right-hand side, both recursions
+ * and the per-lane Crank-Nicolson coefficients (the same for every line,
+ * loaded once) stay in registers, so the loop over lines carries no index
+ * arithmetic (the generic k_zline is bound by instructions, not memory). */
+template <typename T, typename V, typename C, bool LAST, int CH>
+__global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN<C> cn,
+                                              Dens<T> out)
+{
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ double red[BLK / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
+    const int n = G.n2, base = lane * CH;
+    /* the block's tables gam[t][lane], alp[t][lane] (0 outside the interior),
+     * then one transposition buffer per warp */
+    C *gam = (C *)smem_raw, *alp = gam + 32 * CH;
+    V *s = (V *)(alp + 32 * CH) + (size_t)warp * 32 * (CH + 1);
+    V *mine = s + lane * (CH + 1);
+    for (int e = threadIdx.x; e < 32 * CH; e += blockDim.x) {
+        const int t = e / 32, q = (e % 32) * CH + t;
+        const bool in = q >= 1 && q <= n - 2;
+        gam[e] = in ? cn.ga[q] : zero<C>();
+        alp[e] = in ? cn.al[q - 1] : zero<C>();
+    }
+    __syncthreads();
+    const long long lines = (long long)G.n0 * G.n1;
+    const H1Scale<T> S = h1_scale(a);
+    const C A = cn.A, A0r = cn.A0r;
+#define IN(t) (base + (t) >= 1 && base + (t) <= n - 2)
+#define GA(t) gam[(t) * 32 + lane]
+#define AL(t) alp[(t) * 32 + lane]
+    double nsum = 0;
+    for (long long line = (long long)blockIdx.x * wpb + warp; line < lines;
+         line += (long long)gridDim.x * wpb) {
+        const int i = (int)(line / G.n1), j = (int)(line % G.n1);
+        V *p = psi + line * n;
+        for (int e = lane; e < n; e += 32)
+            s[e + e / CH] = h1_apply(p[e], h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
+        __syncwarp();
+        V v[CH];
+#pragma unroll
+        for (int t = 0; t < CH; ++t)
+            v[t] = mine[t];
+        const int nl = n - 1;
+        const V last = s[nl + nl / CH];
+        __syncwarp();
+        /* right-hand side in place: A0r psi_q - A (psi_{q+1} + psi_{q-1}) */
+        {
+            const V left = shfl_up(v[CH - 1], 1), right = shfl_dn(v[0], 1);
+            V prev = left;
+#pragma unroll
+            for (int t = 0; t < CH; ++t) {
+                const V cur = v[t], nxt = t < CH - 1 ? v[t + 1] : right;
+                v[t] = A0r * cur - A * (nxt + prev);
+                prev = cur;
+            }
+        }
+        /* forward recursion beta_{q-1} = gamma_q (A beta_q - rhs_q), q = n-2..1 */
+        C P = one<C>();
+        V Q = zero<V>();
+#pragma unroll
+        for (int t = CH - 1; t >= 0; --t)
+            if (IN(t)) {
+                const C g = GA(t), aq = g * A;
+                P = aq * P;
+                Q = aq * Q - g * v[t];
+            }
+        if (lane == 31) {
+            Q = P * last + Q;
+            P = zero<C>();
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const C P2 = shfl_dn(P, d);
+            const V Q2 = shfl_dn(Q, d);
+            if (lane + d < 32) {
+                Q = P * Q2 + Q;
+                P = P * P2;
+            }
+        }
+        V b = shfl_dn(Q, 1);
+        if (lane == 31)
+            b = last;
+#pragma unroll
+        for (int t = CH - 1; t >= 0; --t)
+            if (IN(t)) {
+                b = GA(t) * (A * b - v[t]);
+                v[t] = b; /* beta_{q-1} */
+            }
+        /* back substitution x_q = alpha_{q-1} x_{q-1} + beta_{q-1}, x_0 = 0 */
+        P = one<C>();
+        Q = zero<V>();
+#pragma unroll
+        for (int t = 0; t < CH; ++t)
+            if (IN(t)) {
+                const C am = AL(t);
+                P = am * P;
+                Q = am * Q + v[t];
+            }
+        if (lane == 0)
+            P = zero<C>();
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const C P2 = shfl_up(P, d);
+            const V Q2 = shfl_up(Q, d);
+            if (lane >= d) {
+                Q = P * Q2 + Q;
+                P = P * P2;
+            }
+        }
+        V x = shfl_up(Q, 1);
+        if (lane == 0)
+            x = zero<V>();
+#pragma unroll
+        for (int t = 0; t < CH; ++t) {
+            if (IN(t)) {
+                x = AL(t) * x + v[t];
+                mine[t] = x;
+            } else {
+                mine[t] = zero<V>();
+            }
+        }
+        __syncwarp();
+        double ls = 0;
+        for (int e = lane; e < n; e += 32) {
+            const V w = s[e + e / CH];
+            p[e] = w;
+            if (LAST) {
+                const T d = abs2(w);
+                if (out.dens)
+                    out.dens[line * G.nlp + e] = d;
+                ls += G.w2[e] * (double)d;
+            }
+        }
+        if (LAST)
+            nsum += ls * G.w0[i] * G.w1[j];
+        __syncwarp();
+    }
+    if (LAST) {
+        double t = block_sum(nsum, red);
+        if (threadIdx.x == 0)
+            out.partial[blockIdx.x] = t;
+    }
+#undef IN
+#undef GA
+#undef AL
+}
+
 /* ------------------------------------------------------------------ */
 /* k_h1: the non-derivative step alone (lines too long for k_zline)   */
 /* ------------------------------------------------------------------ */
@@ -816,6 +965,7 @@ struct nlse_ss {
     double g, gdd;
     size_t dev_bytes;
     int zwarps;           /* warps per block of k_zline (0: lines too long) */
+    int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */
     int zchunk;
 };
 
@@ -1015,6 +1165,12 @@ static void plan_zline(nlse_ss *s)
     int w = (int)((48u << 10) / per_warp);
     s->zchunk = c;
     s->zwarps = w >= 4 ? 4 : w;
+    s->zreg = 0;
+    for (int ch = 1; ch <= 16; ch *= 2)
+        if (32 * (size_t)ch >= n) {
+            s->zreg = ch;
+            break;
+        }
 }
 
 static int gaussian_state(nlse_ss *s)
@@ -1351,7 +1507,30 @@ static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
     int parts = 0;
     const int last_z = n0 == 1 && n1 == 1; /* 1D: the z solve ends the step */
     /* 1) H1 + the solve along the contiguous axis */
-    if (s->zwarps > 0) {
+    if (s->zreg > 0) {
+        const long long lines = (long long)n0 * n1;
+        const int wpb = 4;
+        const size_t smem = (size_t)wpb * 32 * (s->zreg + 1) * sizeof(V) +
+                            2 * (size_t)32 * s->zreg * sizeof(C);
+        const int blocks = grid_for(lines, wpb);
+#define ZREG(CH)                                                                                \
+    case CH:                                                                                    \
+        if (last_z)                                                                             \
+            k_zreg<T, V, C, true, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn[2], out); \
+        else                                                                                    \
+            k_zreg<T, V, C, false, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn[2], out); \
+        break;
+        switch (s->zreg) {
+            ZREG(1)
+            ZREG(2)
+            ZREG(4)
+            ZREG(8)
+            ZREG(16)
+        }
+#undef ZREG
+        if (last_z)
+            parts = blocks;
+    } else if (s->zwarps > 0) {
         const long long lines = (long long)n0 * n1;
         const int wpb = s->zwarps;
         const size_t smem = (size_t)wpb * 2 * 32 * (s->zchunk + 1) * sizeof(V);
@@ -1716,7 +1895,7 @@ extern "C" double nlse_ss_bytes_per_point_step(const nlse_ss *s, int mode)
     const double v = (mode == NLSE_SS_IMAG && s->is_real) ? r : 2 * r;
     const int dd = s->have_plans && s->gdd != 0;
     double b = 2 * v + (dd ? r : 0) + (s->U ? r : 0);
-    if (s->zwarps == 0)
+    if (s->zreg == 0 && s->zwarps == 0)
         b += 2 * v + (s->U ? r : 0);
     if (s->L.n[1] > 1)
         b += 4 * v;

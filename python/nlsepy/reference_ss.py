@@ -383,7 +383,7 @@ class SplitStepReference:
                                  "(cuSPARSE gtsv2 solves systems of 3 unknowns or more)")
             self._solve_batched = _batched_solver(xp)
             self._tridiag_matrices = [self._cn_matrix(n, h)
-                                     for n, h in zip(self.shape, self.spacing)]
+                                      for n, h in zip(self.shape, self.spacing)]
 
         psi = np.ones(1)
         for xa, ca in zip((X, Y, Z), self.trap):
