@@ -18,15 +18,16 @@ import pytest
 
 import nlsepy as nl
 
+BACKENDS = ("cpu", "cuda")
 pytestmark = pytest.mark.skipif("cuda" not in nl.backends("DipolarGPE"),
                                 reason="needs the CUDA backend and a CUDA device")
 
 CASES = {
-    "3d": dict(shape=(32, 24, 20), h=0.4),
-    "2d-xy": dict(shape=(48, 40), h=0.3),
-    "2d-xz": dict(shape=(48, 40), h=0.3),
-    "1d-x": dict(shape=(256,), h=0.1),
-    "1d-z": dict(shape=(256,), h=0.1),
+    "3d": dict(shape=(32, 24, 20), h=0.4, trap=(0.5, 1.0, 1.5)),
+    "2d-xy": dict(shape=(48, 40), h=0.3, trap=(0.5, 1.0, 1.5)),
+    "2d-xz": dict(shape=(48, 40), h=0.3, trap=(0.5, 1.0, 1.5)),
+    "1d-x": dict(shape=(256,), h=0.1, trap=(0.5, 2.0, 2.0)),
+    "1d-z": dict(shape=(256,), h=0.1, trap=(2.0, 2.0, 0.5)),
 }
 KEYS = ("norm", "norm_sum", "mu", "energy", "mu_dbec", "energy_dbec", "psi0sq")
 
@@ -34,10 +35,10 @@ KEYS = ("norm", "norm_sum", "mu", "energy", "mu_dbec", "energy_dbec", "psi0sq")
 def pair(geometry, dtype, dipoles, **kw):
     c = CASES[geometry]
     args = dict(g=200.0 if geometry == "3d" else 20.0, gdd=30.0 if dipoles else 0.0,
-                cutoff=5.0 if geometry == "3d" else None, trap=(0.5, 1.0, 1.5),
+                cutoff=5.0 if geometry == "3d" else None, trap=c["trap"],
                 geometry=geometry, dtype=dtype)
     args.update(kw)
-    return [nl.DipolarGPE(c["shape"], c["h"], 0.005, backend=b, **args) for b in ("cpu", "cuda")]
+    return [nl.DipolarGPE(c["shape"], c["h"], 0.005, backend=b, **args) for b in BACKENDS]
 
 
 def moving(gpe, k=0.8):
