@@ -1483,6 +1483,16 @@ static void set_scalar(double *d, const double *v) { *d = v[0]; }
 static void set_scalar(float2 *d, const double *v) { d->x = (float)v[0]; d->y = (float)v[1]; }
 static void set_scalar(double2 *d, const double *v) { d->x = v[0]; d->y = v[1]; }
 
+/* Raise a kernel's dynamic shared-memory limit past the default 48 KiB
+ * when a launch needs it (k_zreg on 512-point lines in double). */
+template <typename K> static int smem_limit(K kernel, size_t bytes)
+{
+    if (bytes <= (48u << 10))
+        return NLSE_OK;
+    return nlse_cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)bytes), "cudaFuncSetAttribute");
+}
+
 template <typename T, typename V, typename C>
 static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
 {
@@ -1515,10 +1525,13 @@ static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
         const int blocks = grid_for(lines, wpb);
 #define ZREG(CH)                                                                                \
     case CH:                                                                                    \
-        if (last_z)                                                                             \
+        if (last_z) {                                                                           \
+            CKS(smem_limit(k_zreg<T, V, C, true, CH>, smem));                                   \
             k_zreg<T, V, C, true, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn[2], out); \
-        else                                                                                    \
+        } else {                                                                                \
+            CKS(smem_limit(k_zreg<T, V, C, false, CH>, smem));                                  \
             k_zreg<T, V, C, false, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn[2], out); \
+        }                                                                                       \
         break;
         switch (s->zreg) {
             ZREG(1)

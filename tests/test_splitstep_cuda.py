@@ -148,3 +148,18 @@ def test_memory_per_point_is_reported():
     per_point = gpe.memory_bytes / 64 ** 3
     # state + backup (2 x 16) + density/FFT buffer (8) + kernel (4) + cuFFT work
     assert 44 <= per_point < 120
+
+
+@pytest.mark.parametrize("n", [1024, 4096])
+@pytest.mark.parametrize("mode", ["imaginary", "real"])
+def test_long_contiguous_lines_agree(n, mode):
+    """Lines longer than 512 points take the shared-memory solve (1024) or
+    the one-thread-per-line solve (4096) instead of the register one."""
+    kw = dict(g=20.0, gdd=3.0, trap=(0.5, 2.0, 2.0), geometry="1d-x")
+    a, b = [nl.DipolarGPE((n,), 25.6 / n, 0.002, backend=be, **kw) for be in BACKENDS]
+    for gpe in (a, b):
+        gpe.imaginary_time(200)
+        if mode == "real":
+            gpe.psi = moving(gpe)
+            gpe.real_time(200)
+    compare(a, b, 1e-10)
