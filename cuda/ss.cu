@@ -1617,12 +1617,12 @@ template <typename K> static int smem_limit(K kernel, size_t bytes)
 /* Lines per block and threads of k_ltile for n-point lines of V values:
  * 16 chunks per line, as many lines (32, 16, 8) as keep the tile within
  * 110 KiB (two blocks per multiprocessor); 0 when none fits. */
-static int ltile_lines(const nlse_ss *s, size_t n, size_t vbytes, size_t cbytes)
+template <typename V, typename C> static int ltile_lines(const nlse_ss *s, int n)
 {
     if (s->no_tile)
         return 0;
     for (int lt = 32; lt >= 8; lt /= 2) {
-        size_t bytes = n * lt * vbytes + (size_t)16 * lt * (cbytes + vbytes);
+        size_t bytes = (size_t)n * lt * sizeof(V) + (size_t)16 * lt * (sizeof(C) + sizeof(V));
         if (bytes <= (110u << 10))
             return lt;
     }
@@ -1634,7 +1634,7 @@ template <typename T, typename V, typename C, int Q, bool LAST>
 static int strided_solve(nlse_ss *s, V *psi, const Grid<T> &G, const CN<C> &cn, int n,
                          long long lanes, const Dens<T> &out, int *parts)
 {
-    const int lt = ltile_lines(s, (size_t)n, sizeof(V), sizeof(C));
+    const int lt = ltile_lines<V, C>(s, n);
     if (lt > 0) {
         const int W = 16, CH = (n + W - 1) / W;
         const size_t smem = (size_t)n * lt * sizeof(V) + (size_t)W * lt * (sizeof(C) + sizeof(V));
@@ -2052,10 +2052,10 @@ extern "C" int nlse_ss_kernel(const nlse_ss *s, double *out)
     return NLSE_OK;
 }
 
-/* Traffic model per point and step of this backend: k_zreg / k_zline read
- * and write Psi once (and read the dipolar potential and U); k_ltile reads
- * and writes Psi once, k_lanes twice (the forward recursion's values go
- * through the state); the last solve writes the density; each R2C / C2R transform
+/* Traffic model per point and step of this backend: k_zline reads and
+ * writes Psi once (and reads the dipolar potential and U); each k_lanes
+ * reads and writes Psi twice (the forward recursion's values go through
+ * the state); the last solve writes the density; each R2C / C2R transform
  * is counted as one read and one write of the half spectrum per dimension
  * (cuFFT's passes), plus the kernel multiply. */
 extern "C" double nlse_ss_bytes_per_point_step(const nlse_ss *s, int mode)
@@ -2066,10 +2066,10 @@ extern "C" double nlse_ss_bytes_per_point_step(const nlse_ss *s, int mode)
     double b = 2 * v + (dd ? r : 0) + (s->U ? r : 0);
     if (s->zreg == 0 && s->zwarps == 0)
         b += 2 * v + (s->U ? r : 0);
-    const size_t cb = mode == NLSE_SS_REAL ? 2 * s->rs : s->rs;
-    for (int q = 0; q < 2; ++q)
-        if (s->L.n[q] > 1)
-            b += (ltile_lines(s, s->L.n[q], (size_t)v, cb) ? 2 : 4) * v;
+    if (s->L.n[1] > 1)
+        b += 4 * v;
+    if (s->L.n[0] > 1)
+        b += 4 * v;
     if (dd)
         b += r + 2 * (2.0 * s->L.ndim * r) + 2.5 * r;
     return b;
