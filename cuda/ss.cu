@@ -667,125 +667,6 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     }
 }
 
-/* k_ltile: lines along a strided axis Q (0 or 1), LT neighbouring lines
- * per block held whole in shared memory (tile[i][l]), so Psi is read and
- * written once (k_lanes moves it twice each way).  The W = blockDim / LT
- * thread rows each own a chunk of CH points of the axis; each recursion is
- * composed per chunk into an affine map, the maps are joined through
- * shared memory, and every chunk replays its points from the incoming
- * value.  A thread touches only its own chunk of the tile, except for the
- * two neighbours of the right-hand side, read between two barriers. */
-template <typename T, typename V, typename C, int Q, bool LAST>
-__global__ void __launch_bounds__(512) k_ltile(V *psi, Grid<T> G, CN<C> cn, int n, int LT, int CH,
-                                               Dens<T> out)
-{
-    extern __shared__ unsigned char smem_raw[];
-    __shared__ double red[16];
-    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
-    const int W = blockDim.x / LT, l = threadIdx.x % LT, w = threadIdx.x / LT;
-    V *tile = (V *)smem_raw;
-    C *Pm = (C *)(tile + (size_t)n * LT);
-    V *Qm = (V *)(Pm + (size_t)W * LT);
-    const long long lanes = Q == 0 ? (long long)n1 * n2 : (long long)n0 * n2;
-    const C A = cn.A, A0r = cn.A0r;
-    const int lo = w * CH, hi = min(lo + CH, n) - 1;
-    const int ilo = max(lo, 1), ihi = min(hi, n - 2);
-    double nsum = 0;
-    for (long long g0 = (long long)blockIdx.x * LT; g0 < lanes; g0 += (long long)gridDim.x * LT) {
-        const long long lane = g0 + l;
-        const bool valid = lane < lanes;
-        const LaneMap<Q> L(valid ? lane : 0, n0, n1, n2);
-        V *p = psi + L.base;
-        const long long rs = L.rs;
-#pragma unroll 8
-        for (int i = lo; i <= hi; ++i)
-            tile[i * LT + l] = valid ? p[i * rs] : zero<V>();
-        __syncthreads();
-        V left = zero<V>(), right = zero<V>();
-        if (lo > 0 && lo < n)
-            left = tile[(lo - 1) * LT + l];
-        if (hi < n - 1)
-            right = tile[(hi + 1) * LT + l];
-        const V last = tile[(n - 1) * LT + l];
-        __syncthreads();
-        /* right-hand side in place on the interior points of the chunk */
-        {
-            V prev = left;
-            for (int i = lo; i <= hi; ++i) {
-                const V cur = tile[i * LT + l];
-                const V nxt = i < hi ? tile[(i + 1) * LT + l] : right;
-                if (i >= 1 && i <= n - 2)
-                    tile[i * LT + l] = A0r * cur - A * (nxt + prev);
-                prev = cur;
-            }
-        }
-        /* forward recursion, descending: chunk map, join, replay */
-        C P = one<C>();
-        V Qv = zero<V>();
-        for (int i = ihi; i >= ilo; --i) {
-            const C g = cn.ga[i], aq = g * A;
-            P = aq * P;
-            Qv = aq * Qv - g * tile[i * LT + l];
-        }
-        Pm[w * LT + l] = P;
-        Qm[w * LT + l] = Qv;
-        __syncthreads();
-        V b = last;
-        for (int u = W - 1; u > w; --u)
-            b = Pm[u * LT + l] * b + Qm[u * LT + l];
-        for (int i = ihi; i >= ilo; --i) {
-            b = cn.ga[i] * (A * b - tile[i * LT + l]);
-            tile[i * LT + l] = b; /* beta_{i-1} */
-        }
-        /* back substitution, ascending */
-        P = one<C>();
-        Qv = zero<V>();
-        for (int i = ilo; i <= ihi; ++i) {
-            const C am = cn.al[i - 1];
-            P = am * P;
-            Qv = am * Qv + tile[i * LT + l];
-        }
-        __syncthreads();
-        Pm[w * LT + l] = P;
-        Qm[w * LT + l] = Qv;
-        __syncthreads();
-        V x = zero<V>();
-        for (int u = 0; u < w; ++u)
-            x = Pm[u * LT + l] * x + Qm[u * LT + l];
-        double ls = 0;
-#pragma unroll 4
-        for (int i = lo; i <= hi; ++i) {
-            V y = zero<V>();
-            if (i >= 1 && i <= n - 2) {
-                x = cn.al[i - 1] * x + tile[i * LT + l];
-                y = x;
-            }
-            if (valid) {
-                p[i * rs] = y;
-                if (LAST) {
-                    int ii, jj, kk;
-                    L.ijk(i, &ii, &jj, &kk);
-                    const T d = abs2(y);
-                    if (out.dens)
-                        out.dens[((long long)ii * n1 + jj) * G.nlp + kk] = d;
-                    ls += (Q == 0 ? G.w0[ii] : G.w1[jj]) * (double)d;
-                }
-            }
-        }
-        if (LAST && valid) {
-            int ii, jj, kk;
-            L.ijk(0, &ii, &jj, &kk);
-            nsum += ls * (Q == 0 ? G.w1[jj] * G.w2[kk] : G.w0[ii] * G.w2[kk]);
-        }
-        __syncthreads(); /* Pm, Qm are rewritten by the next group */
-    }
-    if (LAST) {
-        double t = block_sum(nsum, red);
-        if (threadIdx.x == 0)
-            out.partial[blockIdx.x] = t;
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* norms, density, scaling                                            */
 /* ------------------------------------------------------------------ */
@@ -1085,7 +966,6 @@ struct nlse_ss {
     size_t dev_bytes;
     int zwarps;           /* warps per block of k_zline (0: lines too long) */
     int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */
-    int no_tile;          /* NLSEPY_SS_NO_TILE set: k_lanes for strided axes (comparisons) */
     int zchunk;
 };
 
@@ -1372,7 +1252,6 @@ static int create(const nlse_ss_params *p, nlse_ss *s)
         CKS(make_cn(s, q));
     }
     plan_zline(s);
-    s->no_tile = getenv("NLSEPY_SS_NO_TILE") != NULL;
     if (p->dipolar) {
         s->p.dipolar = 0;
         CKS(enable_dipolar(s));
@@ -1614,44 +1493,6 @@ template <typename K> static int smem_limit(K kernel, size_t bytes)
                                                 (int)bytes), "cudaFuncSetAttribute");
 }
 
-/* Lines per block and threads of k_ltile for n-point lines of V values:
- * 16 chunks per line, as many lines (32, 16, 8) as keep the tile within
- * 110 KiB (two blocks per multiprocessor); 0 when none fits. */
-template <typename V, typename C> static int ltile_lines(const nlse_ss *s, int n)
-{
-    if (s->no_tile)
-        return 0;
-    for (int lt = 32; lt >= 8; lt /= 2) {
-        size_t bytes = (size_t)n * lt * sizeof(V) + (size_t)16 * lt * (sizeof(C) + sizeof(V));
-        if (bytes <= (110u << 10))
-            return lt;
-    }
-    return 0;
-}
-
-/* One solve along strided axis Q (k_ltile, or k_lanes for long lines). */
-template <typename T, typename V, typename C, int Q, bool LAST>
-static int strided_solve(nlse_ss *s, V *psi, const Grid<T> &G, const CN<C> &cn, int n,
-                         long long lanes, const Dens<T> &out, int *parts)
-{
-    const int lt = ltile_lines<V, C>(s, n);
-    if (lt > 0) {
-        const int W = 16, CH = (n + W - 1) / W;
-        const size_t smem = (size_t)n * lt * sizeof(V) + (size_t)W * lt * (sizeof(C) + sizeof(V));
-        const int blocks = grid_for((lanes + lt - 1) / lt, 1);
-        CKS(smem_limit(k_ltile<T, V, C, Q, LAST>, smem));
-        k_ltile<T, V, C, Q, LAST><<<blocks, W * lt, smem, s->stream>>>(psi, G, cn, n, lt, CH, out);
-        if (LAST)
-            *parts = blocks;
-        return NLSE_OK;
-    }
-    const int blocks = grid_for(lanes, BLK);
-    k_lanes<T, V, C, Q, LAST><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-    if (LAST)
-        *parts = blocks;
-    return NLSE_OK;
-}
-
 template <typename T, typename V, typename C>
 static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
 {
@@ -1727,16 +1568,19 @@ static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
     }
     /* 2) axis 1 (the last one in 2D) */
     if (n1 >= 3) {
-        const int st = n0 == 1
-            ? strided_solve<T, V, C, 1, true>(s, psi, G, cn[1], n1, (long long)n0 * n2, out, &parts)
-            : strided_solve<T, V, C, 1, false>(s, psi, G, cn[1], n1, (long long)n0 * n2, out, &parts);
-        CKS(st);
+        const int blocks = grid_for((long long)n0 * n2, BLK);
+        if (n0 == 1) {
+            k_lanes<T, V, C, 1, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn[1], n1, out);
+            parts = blocks;
+        } else {
+            k_lanes<T, V, C, 1, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn[1], n1, out);
+        }
     }
     /* 3) axis 0 (3D) */
     if (n0 >= 3) {
-        const int st =
-            strided_solve<T, V, C, 0, true>(s, psi, G, cn[0], n0, (long long)n1 * n2, out, &parts);
-        CKS(st);
+        const int blocks = grid_for((long long)n1 * n2, BLK);
+        k_lanes<T, V, C, 0, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn[0], n0, out);
+        parts = blocks;
     }
     k_norm<<<1, 256, 0, s->stream>>>(s->partial, parts, s->norm, s->bad, step);
     CK(cudaGetLastError());
