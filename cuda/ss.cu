@@ -408,8 +408,9 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
     for (int e = threadIdx.x; e < 32 * CH; e += blockDim.x) {
         const int t = e / 32, q = (e % 32) * CH + t;
         const bool in = q >= 1 && q <= n - 2;
-        gam[e] = in ? cn.ga[q] : zero<C>();
-        alp[e] = in ? cn.al[q - 1] : zero<C>();
+        const int qs = in ? q : 1; /* no address outside the tables is formed */
+        gam[e] = in ? cn.ga[qs] : zero<C>();
+        alp[e] = in ? cn.al[qs - 1] : zero<C>();
     }
     __syncthreads();
     const long long lines = (long long)G.n0 * G.n1;
