@@ -202,3 +202,19 @@ def test_cuda_out_of_memory_is_backend_error():
     psi0, h, V = smooth_state(2)
     sim = nl.NLSE(psi0, h, backend="cuda").step(20)
     assert np.all(np.isfinite(sim.psi))
+
+
+def test_nlsepy_backend_variable_steers_auto(monkeypatch):
+    psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
+    monkeypatch.setenv("NLSEPY_BACKEND", "cpu")
+    assert nl.NLSE(psi0, h, backend="auto").backend == "cpu"
+    assert nl.DipolarGPE((16,), 0.2, 0.01, trap=(1, 2, 2), geometry="1d-x").backend == "cpu"
+    monkeypatch.setenv("NLSEPY_BACKEND", "gpu")
+    with pytest.raises(ValueError, match="NLSEPY_BACKEND must be 'cpu', 'cuda' or 'auto', got 'gpu'"):
+        nl.NLSE(psi0, h, backend="auto")
+    monkeypatch.setenv("NLSEPY_BACKEND", "cuda")
+    if "cuda" in nl.backends("DipolarGPE"):
+        assert nl.DipolarGPE((16,), 0.2, 0.01, trap=(1, 2, 2), geometry="1d-x").backend == "cuda"
+    else:
+        with pytest.raises(nl.BackendError, match="not available"):
+            nl.DipolarGPE((16,), 0.2, 0.01, trap=(1, 2, 2), geometry="1d-x")

@@ -242,7 +242,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     dbec.add_argument("--mode", choices=("imag", "real"), help="override the program kind")
     dbec.add_argument("--geometry", choices=("3d", "2d-xy", "2d-xz", "1d-x", "1d-z"),
                       help="override the geometry")
-    dbec.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    dbec.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                      help="where to run (auto: $NLSEPY_BACKEND, else the GPU when present)")
     dbec.add_argument("--single", action="store_true", help="single precision (complex64)")
     dbec.add_argument("--out", default=None,
                       help="folder for outputs and INPUT files (default: current folder)")

@@ -376,7 +376,8 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     geometry : str, optional
         Override the geometry (default: GEOMETRY key or the file name).
     backend : {"auto", "cpu", "cuda"}, optional
-        Where to run.
+        Where to run (``"auto"``: ``NLSEPY_BACKEND`` when set, else a CUDA
+        device when present, else the CPU).
     dtype : numpy dtype, optional
         complex128 (default) or complex64.
     out_dir : str, optional
