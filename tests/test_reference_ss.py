@@ -12,6 +12,13 @@ import pytest
 
 from nlsepy.reference_ss import SplitStepReference
 
+try:  # the batched NumPy solve uses SciPy, an optional extra
+    import scipy.linalg  # noqa: F401
+    HAVE_SCIPY = True
+except ImportError:
+    HAVE_SCIPY = False
+needs_scipy = pytest.mark.skipif(not HAVE_SCIPY, reason="tridiag='batched' on NumPy needs SciPy")
+
 SHAPE = (16, 12, 10)
 H = (0.45, 0.5, 0.55)
 DT = 0.005
@@ -54,6 +61,7 @@ def test_default_is_thomas():
     assert SplitStepReference(SHAPE, H, DT).tridiag == "thomas"
 
 
+@needs_scipy
 @pytest.mark.parametrize("imaginary", [False, True])
 @pytest.mark.parametrize("gdd", [0.0, 40.0])
 @pytest.mark.parametrize("dtype,tol", [(np.complex128, 1e-12), (np.complex64, 1e-5)])
@@ -71,6 +79,7 @@ def test_batched_matches_thomas(imaginary, gdd, dtype, tol):
     assert _rel(b.psi, a.psi) < tol, "five steps"
 
 
+@needs_scipy
 @pytest.mark.parametrize("imaginary", [False, True])
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_one_axis_from_random_state(imaginary, axis):
@@ -95,6 +104,7 @@ def test_one_axis_from_random_state(imaginary, axis):
     assert _rel(c.psi, a.psi) > 1e-6
 
 
+@needs_scipy
 @pytest.mark.parametrize("imaginary", [False, True])
 def test_batched_solves_the_stated_system(imaginary):
     """Against a dense solve of the system the batched docstring states."""
@@ -119,6 +129,7 @@ def test_batched_solves_the_stated_system(imaginary):
     assert _rel(np.moveaxis(b.psi, axis, 0), want) < 1e-12
 
 
+@needs_scipy
 @pytest.mark.parametrize("shape", [(3, 4, 5), (5, 3, 4)])
 def test_smallest_axes(shape):
     """Axes of 3 points (one unknown) and 4 points (two unknowns)."""
