@@ -35,29 +35,11 @@
 #include "nlsepy/common.h"
 #include "nlsepy/fd.h"
 
-extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
-
-#define CK(call)                                                        \
-    do {                                                                \
-        int st_ = nlse_cuda_check((call), #call);                       \
-        if (st_)                                                        \
-            return st_;                                                 \
-    } while (0)
-
-/* propagate an nlsepy status */
-#define CKS(call)                                                       \
-    do {                                                                \
-        int st_ = (call);                                               \
-        if (st_)                                                        \
-            return st_;                                                 \
-    } while (0)
+#include "check.cuh"
 
 /* Steps per captured graph (even, so the Psi/acc roles return to the start). */
 #define GRAPH_STEPS 16
 
-template <typename R> struct Vec2;
-template <> struct Vec2<float> { typedef float2 T; };
-template <> struct Vec2<double> { typedef double2 T; };
 
 /* Geometry as the kernels see it: a (n0, n1, len) box, len contiguous; 2D
  * has n0 = 1, 1D has n0 = n1 = 1. */

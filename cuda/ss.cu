@@ -45,25 +45,11 @@
 #include "nlsepy/splitstep.h"
 #include "ss_params.h"
 
-extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
+#include "check.cuh"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-#define CK(call)                                                        \
-    do {                                                                \
-        int st_ = nlse_cuda_check((call), #call);                       \
-        if (st_)                                                        \
-            return st_;                                                 \
-    } while (0)
-
-#define CKS(call)                                                       \
-    do {                                                                \
-        int st_ = (call);                                               \
-        if (st_)                                                        \
-            return st_;                                                 \
-    } while (0)
 
 static int fft_check(cufftResult r, const char *what)
 {
@@ -82,9 +68,6 @@ enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_K
 /* value types: T (real), T2 (complex); coefficient types likewise     */
 /* ------------------------------------------------------------------ */
 
-template <typename T> struct C2;
-template <> struct C2<float> { typedef float2 t; };
-template <> struct C2<double> { typedef double2 t; };
 
 template <typename T> __device__ __forceinline__ T vzero(T *) { return (T)0; }
 __device__ __forceinline__ float2 vzero(float2 *) { return make_float2(0.f, 0.f); }
@@ -198,6 +181,76 @@ __device__ double block_sum(double v, double *sh)
         for (int q = 0; q < nw; ++q)
             t += sh[q];
     return t;
+}
+
+/* Partial sum of the block into out.partial[blockIdx.x] (last solve of a step). */
+template <typename T>
+__device__ __forceinline__ void write_partial(double nsum, double *red, const Dens<T> &out)
+{
+    double t = block_sum(nsum, red);
+    if (threadIdx.x == 0)
+        out.partial[blockIdx.x] = t;
+}
+
+/* Join the lanes' affine maps x -> P x + Q of a descending recursion
+ * (lane 31's chunk first, fed with `top`) and return the value entering
+ * this lane's chunk (Hillis-Steele over 5 shuffle rounds). */
+template <typename C, typename V>
+__device__ __forceinline__ V join_down(C P, V Q, V top, int lane)
+{
+    if (lane == 31) {
+        Q = P * top + Q;
+        P = zero<C>();
+    }
+    for (int d = 1; d < 32; d <<= 1) {
+        const C P2 = shfl_dn(P, d);
+        const V Q2 = shfl_dn(Q, d);
+        if (lane + d < 32) {
+            Q = P * Q2 + Q;
+            P = P * P2;
+        }
+    }
+    const V in = shfl_dn(Q, 1);
+    return lane == 31 ? top : in;
+}
+
+/* The same for an ascending recursion fed with 0 at lane 0. */
+template <typename C, typename V>
+__device__ __forceinline__ V join_up(C P, V Q, int lane)
+{
+    if (lane == 0)
+        P = zero<C>();
+    for (int d = 1; d < 32; d <<= 1) {
+        const C P2 = shfl_up(P, d);
+        const V Q2 = shfl_up(Q, d);
+        if (lane >= d) {
+            Q = P * Q2 + Q;
+            P = P * P2;
+        }
+    }
+    const V in = shfl_up(Q, 1);
+    return lane == 0 ? zero<V>() : in;
+}
+
+/* Coalesced store of a solved line from shared memory (element e at
+ * e + e / c) into p; the last solve of a step also writes |Psi|^2 and
+ * returns the line's Simpson sum along the contiguous axis. */
+template <typename T, typename V, bool LAST>
+__device__ __forceinline__ double store_line(V *p, const V *s, int c, long long line, const Grid<T> &G,
+                                             const Dens<T> &out, int lane)
+{
+    double ls = 0;
+    for (int e = lane; e < G.n2; e += 32) {
+        const V v = s[e + e / c];
+        p[e] = v;
+        if (LAST) {
+            const T d = abs2(v);
+            if (out.dens)
+                out.dens[line * G.nlp + e] = d;
+            ls += G.w2[e] * (double)d;
+        }
+    }
+    return ls;
 }
 
 template <typename T> struct H1Scale {
@@ -314,21 +367,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
             P = aq * P;
             Q = aq * Q - cn.ga[q] * r[zpos(q, c)];
         }
-        if (lane == 31) {
-            Q = P * s[zpos(n - 1, c)] + Q;
-            P = zero<C>();
-        }
-        for (int d = 1; d < 32; d <<= 1) {
-            C P2 = shfl_dn(P, d);
-            V Q2 = shfl_dn(Q, d);
-            if (lane + d < 32) {
-                Q = P * Q2 + Q;
-                P = P * P2;
-            }
-        }
-        V bin = shfl_dn(Q, 1);
-        if (lane == 31)
-            bin = s[zpos(n - 1, c)];
+        V bin = join_down(P, Q, s[zpos(n - 1, c)], lane);
         for (int q = hi; q >= lo; --q) {
             bin = cn.ga[q] * (A * bin - r[zpos(q, c)]);
             r[zpos(q, c)] = bin; /* slot q holds beta_{q-1} */
@@ -342,19 +381,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
             P = am * P;
             Q = am * Q + r[zpos(m, c)];
         }
-        if (lane == 0)
-            P = zero<C>();
-        for (int d = 1; d < 32; d <<= 1) {
-            C P2 = shfl_up(P, d);
-            V Q2 = shfl_up(Q, d);
-            if (lane >= d) {
-                Q = P * Q2 + Q;
-                P = P * P2;
-            }
-        }
-        V xin = shfl_up(Q, 1);
-        if (lane == 0)
-            xin = zero<V>();
+        V xin = join_up(P, Q, lane);
         for (int m = lo; m <= hi; ++m) {
             xin = cn.al[m - 1] * xin + r[zpos(m, c)];
             s[zpos(m, c)] = xin;
@@ -364,26 +391,13 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
             s[zpos(n - 1, c)] = zero<V>();
         }
         __syncwarp();
-        double ls = 0;
-        for (int e = lane; e < n; e += 32) {
-            V v = s[zpos(e, c)];
-            p[e] = v;
-            if (LAST) {
-                T d = abs2(v);
-                if (out.dens)
-                    out.dens[line * G.nlp + e] = d;
-                ls += G.w2[e] * (double)d;
-            }
-        }
+        const double ls = store_line<T, V, LAST>(p, s, c, line, G, out, lane);
         if (LAST)
             nsum += ls * G.w0[i] * G.w1[j];
         __syncwarp();
     }
-    if (LAST) {
-        double t = block_sum(nsum, red);
-        if (threadIdx.x == 0)
-            out.partial[blockIdx.x] = t;
-    }
+    if (LAST)
+        write_partial(nsum, red, out);
 }
 
 /* k_zreg: k_zline with each lane's chunk of CH points (CH a power of two,
@@ -455,22 +469,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
                 P = aq * P;
                 Q = aq * Q - g * v[t];
             }
-        if (lane == 31) {
-            Q = P * last + Q;
-            P = zero<C>();
-        }
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const C P2 = shfl_dn(P, d);
-            const V Q2 = shfl_dn(Q, d);
-            if (lane + d < 32) {
-                Q = P * Q2 + Q;
-                P = P * P2;
-            }
-        }
-        V b = shfl_dn(Q, 1);
-        if (lane == 31)
-            b = last;
+        V b = join_down(P, Q, last, lane);
 #pragma unroll
         for (int t = CH - 1; t >= 0; --t)
             if (IN(t)) {
@@ -487,20 +486,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
                 P = am * P;
                 Q = am * Q + v[t];
             }
-        if (lane == 0)
-            P = zero<C>();
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const C P2 = shfl_up(P, d);
-            const V Q2 = shfl_up(Q, d);
-            if (lane >= d) {
-                Q = P * Q2 + Q;
-                P = P * P2;
-            }
-        }
-        V x = shfl_up(Q, 1);
-        if (lane == 0)
-            x = zero<V>();
+        V x = join_up(P, Q, lane);
 #pragma unroll
         for (int t = 0; t < CH; ++t) {
             if (IN(t)) {
@@ -511,26 +497,13 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
             }
         }
         __syncwarp();
-        double ls = 0;
-        for (int e = lane; e < n; e += 32) {
-            const V w = s[e + e / CH];
-            p[e] = w;
-            if (LAST) {
-                const T d = abs2(w);
-                if (out.dens)
-                    out.dens[line * G.nlp + e] = d;
-                ls += G.w2[e] * (double)d;
-            }
-        }
+        const double ls = store_line<T, V, LAST>(p, s, CH, line, G, out, lane);
         if (LAST)
             nsum += ls * G.w0[i] * G.w1[j];
         __syncwarp();
     }
-    if (LAST) {
-        double t = block_sum(nsum, red);
-        if (threadIdx.x == 0)
-            out.partial[blockIdx.x] = t;
-    }
+    if (LAST)
+        write_partial(nsum, red, out);
 #undef IN
 #undef GA
 #undef AL
@@ -661,11 +634,8 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
             nsum += ls * wf;
         }
     }
-    if (LAST) {
-        double t = block_sum(nsum, red);
-        if (threadIdx.x == 0)
-            out.partial[blockIdx.x] = t;
-    }
+    if (LAST)
+        write_partial(nsum, red, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -706,9 +676,7 @@ __global__ void __launch_bounds__(BLK) k_prepare(const V *psi, Grid<T> G, Dens<T
         }
         nsum += ls * G.w0[i] * G.w1[j];
     }
-    double t = block_sum(nsum, red);
-    if (threadIdx.x == 0)
-        out.partial[blockIdx.x] = t;
+    write_partial(nsum, red, out);
 }
 
 template <typename T>
@@ -722,11 +690,11 @@ __global__ void k_scale(T *p, long long m, const double *norm)
 
 /* real state (N values, in src) -> complex state */
 template <typename T>
-__global__ void k_promote(typename C2<T>::t *dst, const T *src, long long N)
+__global__ void k_promote(typename Vec2<T>::T *dst, const T *src, long long N)
 {
     for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < N;
          q += (long long)gridDim.x * blockDim.x) {
-        typename C2<T>::t v;
+        typename Vec2<T>::T v;
         v.x = src[q];
         v.y = 0;
         dst[q] = v;
@@ -735,11 +703,11 @@ __global__ void k_promote(typename C2<T>::t *dst, const T *src, long long N)
 
 /* spectrum *= kernel (the kernel holds the 1/N) */
 template <typename T>
-__global__ void k_kmul(typename C2<T>::t *d, const T *K, long long nk)
+__global__ void k_kmul(typename Vec2<T>::T *d, const T *K, long long nk)
 {
     for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < nk;
          q += (long long)gridDim.x * blockDim.x) {
-        typename C2<T>::t v = d[q];
+        typename Vec2<T>::T v = d[q];
         const T k = K[q];
         v.x *= k;
         v.y *= k;
@@ -1426,7 +1394,7 @@ static int obstacle_at(nlse_ss *s, double t)
 /* density (when `want`) and Simpson norm of the current state into norm[0] */
 template <typename T> static int prepare_t(nlse_ss *s, int want, int step)
 {
-    typedef typename C2<T>::t T2;
+    typedef typename Vec2<T>::T T2;
     Grid<T> G = grid_of<T>(s);
     Dens<T> out;
     out.dens = want ? (T *)s->dens : NULL;
@@ -1444,7 +1412,7 @@ template <typename T> static int prepare_t(nlse_ss *s, int want, int step)
 
 template <typename T> static int apply_fft_t(nlse_ss *s)
 {
-    typedef typename C2<T>::t T2;
+    typedef typename Vec2<T>::T T2;
     if (sizeof(T) == sizeof(double)) {
         CKS(fft_check(cufftExecD2Z(s->pf, (cufftDoubleReal *)s->dens, (cufftDoubleComplex *)s->dens),
                       "cufftExecD2Z"));
@@ -1591,7 +1559,7 @@ static int step_kernels(nlse_ss *s, const H1Args<T> &a, int want, int step)
 template <typename T> static int step_t(nlse_ss *s, int mode, long n, double t0, double dg,
                                         double dgdd, long *done)
 {
-    typedef typename C2<T>::t T2;
+    typedef typename Vec2<T>::T T2;
     const size_t bytes = (s->is_real ? 1 : 2) * s->L.N * s->rs;
     CK(cudaMemcpyAsync(s->backup, s->psi, bytes, cudaMemcpyDeviceToDevice, s->stream));
     const int minus1 = -1;
@@ -1700,7 +1668,7 @@ static int dipolar_of_state(nlse_ss *s)
 
 template <typename T> static int observe_t(nlse_ss *s, double t, nlse_ss_obs *o)
 {
-    typedef typename C2<T>::t T2;
+    typedef typename Vec2<T>::T T2;
     const int use_dd = s->dens && s->gdd != 0;
     Grid<T> G = grid_of<T>(s);
     ObsArgs<T> A;
@@ -1831,7 +1799,7 @@ extern "C" int nlse_ss_potential(const nlse_ss *cs, double t, double *out)
 
 template <typename T> static int density_t(nlse_ss *s, int keep, double *out)
 {
-    typedef typename C2<T>::t T2;
+    typedef typename Vec2<T>::T T2;
     int kq[3];
     size_t cnt = 1;
     for (int q = 0; q < 3; ++q) {
