@@ -544,8 +544,9 @@ def test_dbec_real_time_needs_input_state(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["real3d-input"]
 
 
-def test_dbec_cli_end_to_end_coarse(tmp_path):
-    """The shipped inputs through the CLI on a coarse grid (fast representative)."""
+def test_dbec_cli_end_to_end_coarse(tmp_path, backend):
+    """The shipped inputs through the CLI on a coarse grid (fast representative),
+    the backend named on the command line (``--backend cuda`` on a GPU)."""
     coarse = ["--set", "NX=64", "--set", "NY=48", "--set", "NZ=40", "--set", "DX=0.3",
               "--set", "DY=0.3", "--set", "DZ=0.3", "--set", "DT=0.01"]
     env = dict(os.environ)
@@ -553,7 +554,7 @@ def test_dbec_cli_end_to_end_coarse(tmp_path):
                         ("real3d-input", ["--set", "NPAS=50", "--set", "NRUN=450",
                                           "--set", "OUTSTPT=50"])):
         r = subprocess.run([sys.executable, "-m", "nlsepy", "dbec", os.path.join(EXAMPLES, name),
-                            "--out", str(tmp_path)] + coarse + extra,
+                            "--out", str(tmp_path), "--backend", backend] + coarse + extra,
                            capture_output=True, text=True, env=env, timeout=600)
         assert r.returncode == 0, r.stderr
     out = (tmp_path / "real3d-out").read_text()
