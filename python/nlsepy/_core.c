@@ -356,6 +356,10 @@ static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
 #ifdef NLSEPY_WITH_SS
 #include "_core_ss.c"
 #endif
+#ifndef NLSEPY_WITH_CUDA
+#define NLSEPY_WITH_LP 1 /* the Laplace solver of magnet design: CPU only so far */
+#include "_core_lp.c"
+#endif
 
 static PyMethodDef fd_methods[] = {
     {"set_state", (PyCFunction)fd_set_state, METH_O, "set_state(psi): copy psi into the solver."},
@@ -477,6 +481,10 @@ static PyMethodDef module_methods[] = {
     {"copy_bandwidth", m_copy_bandwidth, METH_VARARGS,
      "copy_bandwidth(bytes, reps=20) -> GB/s of device-to-device copies (read + write)."},
 #endif
+#ifdef NLSEPY_WITH_LP
+    {"lp_omega_estimate", (PyCFunction)(void (*)(void))m_lp_omega, METH_VARARGS | METH_KEYWORDS,
+     "lp_omega_estimate(r0, z0, r1, z1, dr, dz, B, dtype) -> omega of eqs. 2.44 and A.1."},
+#endif
     {"set_num_threads", m_set_num_threads, METH_O, "Set the OpenMP thread count."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "OpenMP threads in use."},
     {"have_openmp", m_have_openmp, METH_NOARGS, "True when built with OpenMP."},
@@ -539,13 +547,27 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyModule_AddIntConstant(m, "SS_IMAG", NLSE_SS_IMAG);
     PyModule_AddIntConstant(m, "SS_REAL", NLSE_SS_REAL);
 #endif
+#ifdef NLSEPY_WITH_LP
+    if (PyType_Ready(&LPType) < 0)
+        return NULL;
+    Py_INCREF(&LPType);
+    if (PyModule_AddObject(m, "LP", (PyObject *)&LPType) < 0) {
+        Py_DECREF(&LPType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "LP_JACOBI", NLSE_LP_JACOBI);
+    PyModule_AddIntConstant(m, "LP_GAUSS_SEIDEL", NLSE_LP_GAUSS_SEIDEL);
+    PyModule_AddIntConstant(m, "LP_SOR", NLSE_LP_SOR);
+    PyModule_AddIntConstant(m, "LP_RBSOR", NLSE_LP_RBSOR);
+#endif
     PyModule_AddIntConstant(m, "COMPLEX64", NLSE_COMPLEX64);
     PyModule_AddIntConstant(m, "COMPLEX128", NLSE_COMPLEX128);
     /* models this extension implements */
-#ifdef NLSEPY_WITH_SS
-    PyModule_AddObject(m, "MODELS", Py_BuildValue("(ss)", "NLSE", "DipolarGPE"));
+#if defined(NLSEPY_WITH_LP)
+    PyModule_AddObject(m, "MODELS", Py_BuildValue("(sss)", "NLSE", "DipolarGPE", "CoaxialMagnet"));
 #else
-    PyModule_AddObject(m, "MODELS", Py_BuildValue("(s)", "NLSE"));
+    PyModule_AddObject(m, "MODELS", Py_BuildValue("(ss)", "NLSE", "DipolarGPE"));
 #endif
     return m;
 }

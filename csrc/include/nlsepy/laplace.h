@@ -1,0 +1,79 @@
+/*
+ * nlsepy/laplace.h -- the axisymmetric Laplace problem of magnet design
+ * (Madhubhashini, thesis, chapters 1-2 and 4):
+ *
+ *     d2Phi/dr2 + (1/r) dPhi/dr + d2Phi/dz2 = 0                 (eq. 2.15)
+ *
+ * between a cylindrical magnet (radius r0, half-height z0) and an outer
+ * cylinder (r1, z1), with the boundary conditions of Table 1.1 and the
+ * finite-difference rows of Table 2.1 in the scaling of eq. 2.38.  Grid
+ * node (i, j) lies at r = i dr, z = j dz (z up); the cap condition is
+ * dPhi/dz = -B/mu0 (Table 1.1), mu0 = 4 pi 1e-7.  Nodes strictly inside the
+ * magnet are not unknowns; boundary 6 (z = 0, r >= r0) holds Phi = 0.
+ *
+ * Storage is colour-reordered as the source's section 4.5 found fastest:
+ * the red ((i + j) even) and the black nodes of each row are stored apart,
+ * so a red-black sweep reads and writes unit-stride arrays.
+ */
+#ifndef NLSEPY_LAPLACE_H
+#define NLSEPY_LAPLACE_H
+
+#include <stddef.h>
+#include "nlsepy/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum nlse_lp_method {
+    NLSE_LP_JACOBI = 0,        /* eq. 2.39                                   */
+    NLSE_LP_GAUSS_SEIDEL = 1,  /* eq. 2.42, rows i = 0.., j = 0.. (serial)   */
+    NLSE_LP_SOR = 2,           /* eq. 2.56 in the same order (serial)        */
+    NLSE_LP_RBSOR = 3          /* Algorithm 2: red nodes, then black nodes   */
+};
+
+typedef struct nlse_lp_params {
+    double r0, z0;   /* magnet radius and half-height (m), > 0            */
+    double r1, z1;   /* outer cylinder (m), r0 < r1, z0 < z1               */
+    double dr, dz;   /* spacings (m); every length a whole number of them */
+    double B;        /* field along z inside the magnet (T), finite       */
+    int dtype;       /* NLSE_COMPLEX64: float arithmetic, COMPLEX128: double */
+} nlse_lp_params;
+
+typedef struct nlse_lp nlse_lp;
+
+/* Validate p (named errors) and allocate; Phi starts at 0. */
+int nlse_lp_create(const nlse_lp_params *p, nlse_lp **out);
+void nlse_lp_destroy(nlse_lp *s);
+
+/* Grid: nr = r1/dr + 1 nodes along r, nz = z1/dz + 1 along z. */
+void nlse_lp_shape(const nlse_lp *s, size_t *nr, size_t *nz);
+
+/* Phi on the (nr, nz) grid (row i = r, contiguous j = z), double: get gives
+ * NaN inside the magnet; set takes the unknowns' values (others ignored,
+ * non-finite unknowns rejected). */
+int nlse_lp_get_phi(const nlse_lp *s, double *phi);
+int nlse_lp_set_phi(nlse_lp *s, const double *phi);
+
+/* Iterate with `method` until ||r|| / ||f|| < tol (eq. 2.50, the residuals
+ * taken as each node is updated, as Algorithms 1 and 2 do) or max_iter
+ * iterations.  omega in (0, 2) for SOR and RBSOR (ignored otherwise).
+ * history (may be NULL) receives the relative residual of each iteration.
+ * Returns NLSE_OK also when tol was not reached: *converged says which. */
+int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_iter,
+                  double *history, long *iterations, double *rel_residual, int *converged);
+
+/* ||f - A Phi|| / ||f|| of the current Phi (all nodes at once). */
+double nlse_lp_rel_residual(const nlse_lp *s);
+
+/* omega of eq. 2.44 with the Jacobi spectral radius of eq. A.1 (the
+ * rectangle three times the circumscribing one). */
+double nlse_lp_omega_estimate(const nlse_lp_params *p);
+
+/* Check p without allocating (the errors of nlse_lp_create). */
+int nlse_lp_check_params(const nlse_lp_params *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_LAPLACE_H */

@@ -1,0 +1,36 @@
+/*
+ * laplace_internal.h -- the handle of the CPU magnet-design Laplace solver
+ * (csrc/laplace.c) and the row descriptors every backend derives from
+ * Table 2.1 of Madhubhashini's thesis (csrc/laplace_params.c).
+ */
+#ifndef NLSEPY_LAPLACE_INTERNAL_H
+#define NLSEPY_LAPLACE_INTERNAL_H
+
+#include "nlsepy/laplace.h"
+
+/* Row i of the grid: the rows of Table 2.1 (eq. 2.38 scaling) as
+ *   a Phi[i+1,j] + b Phi[i-1,j] + c Phi[i,j+1] + d Phi[i,j-1] + e Phi[i,j] = f
+ * with (a, b) = (a1, b1) for j < split, (a2, b2) from split on, and
+ * (c, d, f) = (2 gamma, 0, cap) at j = jcap (the magnet's cap, corners C
+ * and D), (0, 2 gamma, 0) at j = j1 (boundary 1, corners A and B),
+ * (gamma, gamma, 0) elsewhere.  Unknowns are j = js .. j1. */
+typedef struct {
+    int js, jcap, split;
+    double a1, b1, a2, b2, e;
+} lp_row;
+
+typedef struct {
+    int i0, j0, i1, j1;   /* magnet edges and the outer faces in nodes */
+    size_t nr, nz;
+    double gamma;         /* (dr/dz)^2                                 */
+    double cap;           /* f of the cap rows: -2 gamma B dz / mu0     */
+    double fnorm;         /* ||f|| (eq. 2.58)                          */
+} lp_geom;
+
+/* Shared by every backend (laplace_params.c). */
+int lp_make_geom(const nlse_lp_params *p, lp_geom *g);
+void lp_make_rows(const lp_geom *g, lp_row *rows); /* nr rows */
+
+#define LP_MU0 (4e-7 * 3.14159265358979323846)
+
+#endif /* NLSEPY_LAPLACE_INTERNAL_H */
