@@ -15,6 +15,8 @@ struct nlse_lp {
     size_t hw;        /* stored values per row and colour (with halo) */
     void *P[2], *Q[2];/* Phi by colour; Q: Jacobi's second copy       */
     double *part;     /* per-row partial sums                          */
+    double fnorm;     /* ||f|| of the unknowns' equations (eq. 2.58)   */
+    int dirichlet;    /* boundary data given (nlse_lp_set_dirichlet)    */
 };
 
 #define CAT_(a, b) a##b
@@ -74,6 +76,7 @@ int nlse_lp_create(const nlse_lp_params *p, nlse_lp **out)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-node grid", n);
     }
     lp_make_rows(&s->g, s->rows);
+    s->fnorm = s->g.fnorm;
     *out = s;
     return NLSE_OK;
 }
@@ -100,7 +103,7 @@ int nlse_lp_set_phi(nlse_lp *s, const double *phi)
     if (!s || !phi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_set_phi: NULL argument");
     for (int i = 0; i < (int)s->g.nr; ++i)
-        for (int j = s->rows[i].js; j <= s->g.j1; ++j)
+        for (int j = s->rows[i].js; j <= s->rows[i].je; ++j)
             if (!isfinite(phi[(size_t)i * s->g.nz + (size_t)j]))
                 return nlse_fail(NLSE_ERR_VALUE,
                                  "phi must be finite at the unknowns, got %g at node (%d, %d)",
@@ -114,7 +117,41 @@ int nlse_lp_set_phi(nlse_lp *s, const double *phi)
 
 static double denom(const nlse_lp *s)
 {
-    return s->g.fnorm > 0 ? s->g.fnorm : 1.0; /* B = 0: absolute residual */
+    return s->fnorm > 0 ? s->fnorm : 1.0; /* f = 0 (B = 0): absolute residual */
+}
+
+int nlse_lp_set_dirichlet(nlse_lp *s, const double *values)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_set_dirichlet: NULL solver");
+    const int f = s->p.dtype == NLSE_COMPLEX64;
+    const size_t nn = s->g.nr * s->g.nz;
+    if (!values) {
+        lp_make_rows(&s->g, s->rows);
+        s->fnorm = s->g.fnorm;
+        s->dirichlet = 0;
+        for (int c = 0; c < 2; ++c)
+            memset(s->P[c], 0, (s->g.nr + 2) * s->hw * rsize(s));
+        return NLSE_OK;
+    }
+    for (size_t q = 0; q < nn; ++q) {
+        const int i = (int)(q / s->g.nz), j = (int)(q % s->g.nz);
+        if (!(i < s->g.i0 && j < s->g.j0) && !isfinite(values[q]))
+            return nlse_fail(NLSE_ERR_VALUE, "boundary values must be finite, got %g at node (%d, %d)",
+                             values[q], i, j);
+    }
+    lp_make_rows_dirichlet(&s->g, s->rows);
+    if (f) {
+        set_all_f(s, values);
+        zero_unknowns_f(s);
+    } else {
+        set_all_d(s, values);
+        zero_unknowns_d(s);
+    }
+    /* f of the unknowns' equations: the fixed neighbours moved to the right */
+    s->fnorm = sqrt(f ? residual_all_f(s) : residual_all_d(s));
+    s->dirichlet = 1;
+    return NLSE_OK;
 }
 
 double nlse_lp_rel_residual(const nlse_lp *s)

@@ -13,9 +13,9 @@
  * with (a, b) = (a1, b1) for j < split, (a2, b2) from split on, and
  * (c, d, f) = (2 gamma, 0, cap) at j = jcap (the magnet's cap, corners C
  * and D), (0, 2 gamma, 0) at j = j1 (boundary 1, corners A and B),
- * (gamma, gamma, 0) elsewhere.  Unknowns are j = js .. j1. */
+ * (gamma, gamma, 0) elsewhere.  Unknowns are j = js .. je. */
 typedef struct {
-    int js, jcap, split;
+    int js, je, jcap, split;
     double a1, b1, a2, b2, e;
 } lp_row;
 
@@ -30,6 +30,10 @@ typedef struct {
 /* Shared by every backend (laplace_params.c). */
 int lp_make_geom(const nlse_lp_params *p, lp_geom *g);
 void lp_make_rows(const lp_geom *g, lp_row *rows); /* nr rows */
+/* Rows with Dirichlet data on the outer cylinder, the magnet's surface and
+ * the mid-plane (the axis keeps eq. 2.28): every unknown is an interior or
+ * axis node. */
+void lp_make_rows_dirichlet(const lp_geom *g, lp_row *rows);
 
 #define LP_MU0 (4e-7 * 3.14159265358979323846)
 

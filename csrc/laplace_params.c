@@ -76,12 +76,30 @@ void lp_make_rows(const lp_geom *g, lp_row *rows)
         R->b1 = R->b2 = b;
         R->e = i == 0 ? -2.0 * (2.0 + gm) : -2.0 * (1.0 + gm);
         R->js = i < g->i0 ? g->j0 : 1;
+        R->je = g->j1;
         R->jcap = i <= g->i0 ? g->j0 : -1;
         R->split = R->js;
         if (i == g->i0) {           /* boundary 5 and corner D: ghost mirrors outwards (eq. 2.32) */
             R->a1 = 2.0;
             R->b1 = 0.0;
             R->split = g->j0 + 1;
+        }
+    }
+}
+
+void lp_make_rows_dirichlet(const lp_geom *g, lp_row *rows)
+{
+    lp_make_rows(g, rows);
+    for (int i = 0; i <= g->i1; ++i) {
+        lp_row *R = &rows[i];
+        if (i <= g->i0)
+            R->js = g->j0 + 1;                  /* cap, side, corners C and D fixed */
+        R->je = i == g->i1 ? R->js - 1 : g->j1 - 1; /* outer cylinder and top fixed */
+        R->jcap = -1;
+        R->split = R->js;
+        if (i == g->i0) {
+            R->a1 = R->a2;
+            R->b1 = R->b2;
         }
     }
 }

@@ -8,6 +8,10 @@ DipolarGPE
     The dipolar Gross-Pitaevskii equation by split-step Crank-Nicolson in 3D
     and the effective 2D/1D forms (the DBEC-GP scheme); ``dbec.run`` reads
     DBEC-GP input files.
+CoaxialMagnet
+    The axisymmetric Laplace problem of magnet design (scalar potential
+    between a cylindrical magnet and an outer cylinder), Jacobi,
+    Gauss-Seidel, SOR and red-black SOR.
 
 Helpers
 -------
@@ -23,12 +27,15 @@ from ._backend import backends
 from .dipolar import DipolarGPE, Obstacle
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
+from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
 from .runner import Frames
 
 __version__ = "0.1.0"
 
-__all__ = ["NLSE", "DipolarGPE", "Obstacle", "dbec", "Frames", "BlowUpError", "BackendError", "backends", "examples",
-           "set_num_threads", "get_num_threads", "stability_bound", "build_info", "runner"]
+__all__ = ["NLSE", "DipolarGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
+           "ConvergenceWarning", "dbec", "Frames", "BlowUpError", "BackendError", "backends",
+           "examples", "set_num_threads", "get_num_threads", "stability_bound", "build_info",
+           "runner"]
 
 
 def set_num_threads(n: int) -> None:

@@ -88,6 +88,34 @@ static PyObject *lp_set(LPObject *self, PyObject *obj)
     Py_RETURN_NONE;
 }
 
+static PyObject *lp_dirichlet(LPObject *self, PyObject *obj)
+{
+    if (!lp_ready(self))
+        return NULL;
+    if (obj == Py_None) {
+        int st = nlse_lp_set_dirichlet(self->s, NULL);
+        if (st)
+            return raise_status(st);
+        Py_RETURN_NONE;
+    }
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_FLOAT64, 2, 2,
+                                                        NPY_ARRAY_IN_ARRAY);
+    if (!a)
+        return NULL;
+    if ((size_t)PyArray_DIM(a, 0) != self->nr || (size_t)PyArray_DIM(a, 1) != self->nz) {
+        PyErr_Format(PyExc_ValueError, "boundary values must have shape (%zu, %zu), got (%zd, %zd)",
+                     self->nr, self->nz, (Py_ssize_t)PyArray_DIM(a, 0),
+                     (Py_ssize_t)PyArray_DIM(a, 1));
+        Py_DECREF(a);
+        return NULL;
+    }
+    int st = nlse_lp_set_dirichlet(self->s, (const double *)PyArray_DATA(a));
+    Py_DECREF(a);
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
 /* solve(method, omega, tol, max_iter) -> (iterations, rel_residual, converged, history) */
 static PyObject *lp_solve(LPObject *self, PyObject *args)
 {
@@ -143,6 +171,8 @@ static PyObject *m_lp_omega(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw
 static PyMethodDef lp_methods[] = {
     {"get_phi", (PyCFunction)lp_get, METH_NOARGS, "get_phi() -> Phi (NaN inside the magnet)."},
     {"set_phi", (PyCFunction)lp_set, METH_O, "set_phi(phi): initial guess."},
+    {"set_dirichlet", (PyCFunction)lp_dirichlet, METH_O,
+     "set_dirichlet(values or None): Dirichlet data on every boundary but the axis."},
     {"solve", (PyCFunction)lp_solve, METH_VARARGS,
      "solve(method, omega, tol, max_iter) -> (iterations, rel_residual, converged, history)."},
     {"rel_residual", (PyCFunction)lp_residual, METH_NOARGS,

@@ -63,6 +63,13 @@ int nlse_lp_set_phi(nlse_lp *s, const double *phi);
 int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_iter,
                   double *history, long *iterations, double *rel_residual, int *converged);
 
+/* Replace Table 1.1's conditions on the outer cylinder (boundaries 1, 2),
+ * the magnet's surface (4, 5) and the mid-plane (6) by the Dirichlet values
+ * of `values` on the (nr, nz) grid; the axis keeps its symmetry row (eq.
+ * 2.28).  For tests against exact solutions and for imposed potentials.
+ * The unknowns restart at 0.  NULL restores the magnet problem (Phi = 0). */
+int nlse_lp_set_dirichlet(nlse_lp *s, const double *values);
+
 /* ||f - A Phi|| / ||f|| of the current Phi (all nodes at once). */
 double nlse_lp_rel_residual(const nlse_lp *s);
 

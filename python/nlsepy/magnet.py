@@ -1,0 +1,251 @@
+"""Axisymmetric Laplace solver of magnet design (``nl.CoaxialMagnet``).
+
+The magnetostatic boundary-value problem of Madhubhashini's thesis (source
+002, chapters 1-2): the scalar potential Phi (B = -mu0 grad Phi) between a
+cylindrical magnet (radius r0, half-height z0) and a superconducting outer
+cylinder (r1, z1) solves
+
+    d2Phi/dr2 + (1/r) dPhi/dr + d2Phi/dz2 = 0                       (eq. 2.15)
+
+with dPhi/dz = -B/mu0 on the magnet's cap, dPhi/dr = 0 on its side, on the
+axis and on the outer cylinder, dPhi/dz = 0 on the outer cap and Phi = 0 on
+the mid-plane outside the magnet (Table 1.1), discretised by the five-point
+rows of Table 2.1.  The jump of Phi across the magnet's surface is the
+stream function of the surface current that makes the field; equally spaced
+contours of it give the winding (eq. 1.34).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _backend, _validate
+
+#: permeability of free space used throughout (4 pi 1e-7 H/m)
+MU0 = 4e-7 * math.pi
+
+#: solver names and the C core's codes
+METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3}
+#: methods with a relaxation factor
+_RELAXED = ("sor", "rbsor")
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """An iterative solve stopped at ``max_iter`` above its tolerance."""
+
+
+@dataclass
+class MagnetSolution:
+    """Result of :meth:`CoaxialMagnet.solve`.
+
+    Attributes
+    ----------
+    phi : numpy.ndarray
+        Phi on the ``(nr, nz)`` grid (``r = i dr``, ``z = j dz``), NaN inside
+        the magnet.
+    iterations : int
+        Iterations taken.
+    residual : float
+        Final ``||r|| / ||f||`` (eq. 2.50).
+    converged : bool
+        Whether `residual` fell below the tolerance.
+    history : numpy.ndarray
+        ``||r|| / ||f||`` after each iteration.
+    seconds : float
+        Wall time of the solve.
+    method : str
+        Solver used.
+    omega : float or None
+        Relaxation factor (SOR and red-black SOR).
+    magnet : CoaxialMagnet
+        The problem solved.
+    """
+
+    phi: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+    history: np.ndarray
+    seconds: float
+    method: str
+    omega: Optional[float]
+    magnet: "CoaxialMagnet" = field(repr=False)
+
+    @property
+    def updates_per_second(self) -> float:
+        """Node updates per second (unknowns x iterations / seconds)."""
+        return self.magnet.unknowns * self.iterations / max(self.seconds, 1e-300)
+
+
+class CoaxialMagnet:
+    """The magnet-design Laplace problem of source 002 on an r-z grid.
+
+    Parameters
+    ----------
+    r0, z0 : float
+        Radius and half-height of the magnet (m).
+    r1, z1 : float
+        Radius and half-height of the outer cylinder (m), ``r0 < r1``,
+        ``z0 < z1``.
+    h : float or (float, float)
+        Mesh spacing, or ``(dr, dz)``; every length must be a whole number
+        of spacings (the magnet's edges lie on grid lines).
+    B : float, optional
+        Target field along z inside the magnet (T), default 1e-3.
+    dtype : {numpy.float64, numpy.float32}, optional
+        Precision of Phi and of the arithmetic.
+    backend : {"auto", "cpu"}, optional
+        Where to solve (the CUDA backend of this model is not built yet).
+
+    Examples
+    --------
+    >>> import nlsepy as nl
+    >>> mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=1e-3)
+    >>> sol = mag.solve("rbsor", tol=1e-8)
+    >>> sol.converged, sol.phi.shape
+    (True, (21, 21))
+    """
+
+    def __init__(self, r0: float, z0: float, r1: float, z1: float,
+                 h: Union[float, Sequence[float]], B: float = 1e-3, dtype: Any = np.float64,
+                 backend: str = "auto") -> None:
+        self.r0 = _validate.real("r0", r0, positive=True)
+        self.z0 = _validate.real("z0", z0, positive=True)
+        self.r1 = _validate.real("r1", r1, positive=True)
+        self.z1 = _validate.real("z1", z1, positive=True)
+        if np.ndim(h) == 0:
+            self.dr = self.dz = _validate.real("h", h, positive=True)
+        else:
+            hh = tuple(h)
+            if len(hh) != 2:
+                raise ValueError(f"h must be a spacing or (dr, dz), got {h!r}")
+            self.dr = _validate.real("dr", hh[0], positive=True)
+            self.dz = _validate.real("dz", hh[1], positive=True)
+        self.B = _validate.real("B", B)
+        dt = np.dtype(dtype)
+        if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
+        self.dtype = dt.type
+        self.backend = _backend.resolve(backend, "CoaxialMagnet")
+        from . import _core
+        self._core = _core
+        self._args = (self.r0, self.z0, self.r1, self.z1, self.dr, self.dz, self.B,
+                      _core.COMPLEX64 if dt == np.float32 else _core.COMPLEX128)
+        self._solver = _core.LP(*self._args)
+        self.nr = int(round(self.r1 / self.dr)) + 1
+        self.nz = int(round(self.z1 / self.dz)) + 1
+        self.i0 = int(round(self.r0 / self.dr))
+        self.j0 = int(round(self.z0 / self.dz))
+
+    # ------------------------------------------------------------ geometry
+    @property
+    def shape(self) -> Tuple[int, int]:
+        """Grid shape ``(nr, nz)``."""
+        return self.nr, self.nz
+
+    @property
+    def unknowns(self) -> int:
+        """Number of unknown nodes (the grid less the magnet and the mid-plane outside it)."""
+        return self.nr * self.nz - self.i0 * self.j0 - (self.nr - self.i0)
+
+    @property
+    def r(self) -> np.ndarray:
+        """Radial coordinates ``i dr``."""
+        return np.arange(self.nr) * self.dr
+
+    @property
+    def z(self) -> np.ndarray:
+        """Axial coordinates ``j dz``."""
+        return np.arange(self.nz) * self.dz
+
+    def omega_estimate(self) -> float:
+        """The source's optimal SOR factor: eq. 2.44 with rho of eq. A.1
+        (the rectangle three times the circumscribing one)."""
+        return float(self._core.lp_omega_estimate(*self._args))
+
+    # ------------------------------------------------------------ solving
+    def solve(self, method: str = "rbsor", tol: float = 0.5e-6, max_iter: int = 1_000_000,
+              omega: Optional[float] = None, phi0: Optional[np.ndarray] = None,
+              boundary_values: Union[None, np.ndarray, Callable] = None,
+              warn: bool = True) -> MagnetSolution:
+        """Solve the problem iteratively.
+
+        Parameters
+        ----------
+        method : {"jacobi", "gauss-seidel", "sor", "rbsor"}, optional
+            Iteration (source 002 section 2.2): Jacobi, Gauss-Seidel and SOR
+            in the row order of Algorithm 1 (serial), red-black SOR as
+            Algorithm 2 (parallel over rows).
+        tol : float, optional
+            Stop when ``||r|| / ||f|| < tol`` (eq. 2.50).
+        max_iter : int, optional
+            Iteration limit; reaching it gives ``converged = False`` and a
+            :class:`ConvergenceWarning`.
+        omega : float, optional
+            Relaxation factor in (0, 2) for "sor" and "rbsor" (default:
+            :meth:`omega_estimate`).
+        phi0 : numpy.ndarray, optional
+            Initial guess on the grid (default: 0; a previous solution's
+            ``phi`` restarts from it).
+        boundary_values : numpy.ndarray or callable, optional
+            Replace Table 1.1's conditions on the outer cylinder, the
+            magnet's surface and the mid-plane by these Dirichlet values (an
+            ``(nr, nz)`` array, or ``f(r, z)`` evaluated on the grid); the
+            axis keeps its symmetry row (eq. 2.28) and the interior rows are
+            unchanged.  For checks against exact solutions of eq. 2.15 and for
+            imposed potentials; ``||f||`` of the stopping rule is then that of
+            the boundary data seen by the unknowns.
+        warn : bool, optional
+            Warn when the solve does not converge.
+
+        Returns
+        -------
+        MagnetSolution
+        """
+        if not isinstance(method, str) or method not in METHODS:
+            raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+        tol = _validate.real("tol", tol, positive=True)
+        max_iter = _validate.count("max_iter", max_iter, 1)
+        if method in _RELAXED:
+            omega = self.omega_estimate() if omega is None else _validate.real("omega", omega)
+            if not 0 < omega < 2:
+                raise ValueError(f"omega must be in (0, 2), got {omega!r}")
+        elif omega is not None:
+            raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
+        solver = self._core.LP(*self._args)
+        if boundary_values is not None:
+            if callable(boundary_values):
+                rr, zz = np.meshgrid(self.r, self.z, indexing="ij")
+                bv = np.asarray(boundary_values(rr, zz), dtype=np.float64)
+            else:
+                bv = np.asarray(boundary_values, dtype=np.float64)
+            if bv.shape != self.shape:
+                raise ValueError(f"boundary_values must have shape {self.shape}, got {bv.shape}")
+            solver.set_dirichlet(bv)
+        if phi0 is not None:
+            arr = np.asarray(phi0, dtype=np.float64)
+            if arr.shape != self.shape:
+                raise ValueError(f"phi0 must have shape {self.shape}, got {arr.shape}")
+            solver.set_phi(np.nan_to_num(arr))
+        t0 = time.perf_counter()
+        it, res, conv, hist = solver.solve(METHODS[method], 1.0 if omega is None else omega,
+                                           tol, max_iter)
+        seconds = time.perf_counter() - t0
+        if not conv and warn:
+            warnings.warn(f"{method} stopped after max_iter = {max_iter} iterations at "
+                          f"||r||/||f|| = {res:.3g} > tol = {tol:g}", ConvergenceWarning,
+                          stacklevel=2)
+        self._solver = solver
+        return MagnetSolution(solver.get_phi(), int(it), float(res), bool(conv), hist, seconds,
+                              method, omega, self)
+
+    def __repr__(self) -> str:
+        return (f"CoaxialMagnet(r0={self.r0:g}, z0={self.z0:g}, r1={self.r1:g}, z1={self.z1:g}, "
+                f"dr={self.dr:g}, dz={self.dz:g}, B={self.B:g}, grid={self.nr}x{self.nz}, "
+                f"dtype={np.dtype(self.dtype).name}, backend={self.backend!r})")

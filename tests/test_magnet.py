@@ -1,0 +1,153 @@
+"""Tests of nl.CoaxialMagnet (source 002: the axisymmetric Laplace problem of
+magnet design): exact harmonic functions, convergence order, agreement of
+the solvers with each other and with the NumPy statement of Table 2.1
+(nlsepy.reference_laplace), the omega estimate, float vs double, bad input."""
+
+import math
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+from nlsepy import reference_laplace as rl
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_reference_laplace import j0  # noqa: E402
+
+METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_r2_minus_2z2_is_reproduced_to_tolerance(method):
+    """Phi = r^2 - 2 z^2 is harmonic and exact for the five-point rows: with
+    its values on every boundary but the axis, each solver reproduces it to
+    the solver tolerance."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.5, (0.05, 0.05))
+    g = lambda r, z: r * r - 2 * z * z  # noqa: E731
+    sol = mag.solve(method, tol=1e-11, boundary_values=g)
+    assert sol.converged
+    rr, zz = np.meshgrid(mag.r, mag.z, indexing="ij")
+    exact = np.where(np.isnan(sol.phi), np.nan, g(rr, zz))
+    assert np.nanmax(np.abs(sol.phi - exact)) < 1e-8 * np.nanmax(np.abs(exact))
+
+
+def test_bessel_sinh_converges_at_second_order():
+    """Phi = J0(k r) sinh(k z) (harmonic, dPhi/dr = 0 on the axis, Phi = 0 on
+    z = 0) with Dirichlet data: the error falls as h^2 (order 2 +- 0.2)."""
+    g = lambda r, z: j0(2.0 * r) * np.sinh(2.0 * z)  # noqa: E731
+    errs = []
+    for h in (0.05, 0.025, 0.0125):
+        mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, h)
+        sol = mag.solve("rbsor", tol=1e-12, boundary_values=g)
+        rr, zz = np.meshgrid(mag.r, mag.z, indexing="ij")
+        errs.append(np.nanmax(np.abs(sol.phi - g(rr, zz))))
+    orders = [math.log2(errs[q] / errs[q + 1]) for q in range(2)]
+    assert all(abs(p - 2.0) < 0.2 for p in orders), (errs, orders)
+
+
+def test_all_solvers_reach_the_discrete_solution():
+    """Every solver reaches the direct solution of Table 2.1's system; SOR at
+    the estimated omega needs far fewer iterations than Gauss-Seidel."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=1e-3)
+    exact = rl.solve_dense(rl.coaxial_stencil(0.25, 0.5, 1.0, 1.0, 0.05, B=1e-3))
+    scale = np.nanmax(np.abs(exact))
+    sols = {m: mag.solve(m, tol=1e-10) for m in METHODS}
+    for m, sol in sols.items():
+        assert sol.converged, m
+        assert np.array_equal(np.isnan(sol.phi), np.isnan(exact))
+        assert np.nanmax(np.abs(sol.phi - exact)) < 2e-8 * scale, m
+    assert sols["sor"].iterations * 10 < sols["gauss-seidel"].iterations
+    assert sols["rbsor"].iterations * 10 < sols["gauss-seidel"].iterations
+    assert sols["gauss-seidel"].iterations < sols["jacobi"].iterations
+
+
+def test_rbsor_follows_algorithm_2_step_by_step():
+    """The C red-black SOR and the NumPy statement of Algorithm 2 give the same
+    residual history (the stopping quantity of eq. 2.50) at every iteration."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=2e-3)
+    omega = mag.omega_estimate()
+    sol = mag.solve("rbsor", tol=1e-9, omega=omega)
+    ref = rl.red_black_sor(rl.coaxial_stencil(0.25, 0.5, 1.0, 1.0, 0.05, B=2e-3), omega, tol=1e-9)
+    assert sol.iterations == ref.iterations
+    # same operations in another order: the histories agree to the rounding
+    # of the residual sums, ~1e-15 against a first ||r||/||f|| of order 1
+    np.testing.assert_allclose(sol.history, ref.history, rtol=1e-10,
+                               atol=1e-13 * ref.history.max())
+    np.testing.assert_allclose(sol.phi, ref.phi, rtol=1e-12, atol=1e-12 * np.nanmax(np.abs(ref.phi)))
+
+
+def test_omega_estimate_is_the_sources():
+    for n, want in ((1.0, 1.97927172), (2.0, 1.98958176), (4.0, 1.99477536)):
+        mag = nl.CoaxialMagnet(0.25, 0.5, n, n, 0.01)
+        assert round(mag.omega_estimate(), 3) == round(want, 3)
+        assert mag.omega_estimate() == pytest.approx(rl.omega_estimate(n, n, 0.01), rel=1e-15)
+
+
+def test_float_agrees_with_double():
+    """float32 Phi carries a rounding error of ~6e-8 |Phi| per node, which
+    puts a floor of a few 1e-5 under ||r||/||f|| on this grid: float solves
+    to 1e-4 and then matches double to single precision."""
+    a = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.025).solve("rbsor", tol=1e-8)
+    b = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.025, dtype=np.float32).solve("rbsor", tol=1e-4)
+    assert a.converged and b.converged
+    assert np.nanmax(np.abs(a.phi - b.phi)) < 1e-4 * np.nanmax(np.abs(a.phi))
+
+
+def test_not_converged_is_flagged_and_warned():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05)
+    with pytest.warns(nl.ConvergenceWarning, match="max_iter = 5"):
+        sol = mag.solve("jacobi", tol=1e-10, max_iter=5)
+    assert not sol.converged and sol.iterations == 5 and len(sol.history) == 5
+    assert sol.residual == sol.history[-1] > 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not mag.solve("jacobi", tol=1e-10, max_iter=5, warn=False).converged
+
+
+def test_restart_from_a_previous_solution():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05)
+    first = mag.solve("rbsor", tol=1e-6)
+    again = mag.solve("rbsor", tol=1e-6, phi0=first.phi)
+    assert again.iterations < first.iterations / 5
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    (dict(r0=0.5, z0=0.5, r1=0.5, z1=1.0, h=0.05), ValueError, "r0 = 0.5 must be smaller than r1"),
+    (dict(r0=0.25, z0=1.0, r1=1.0, z1=1.0, h=0.05), ValueError, "z0 = 1 must be smaller than z1"),
+    (dict(r0=0.26, z0=0.5, r1=1.0, z1=1.0, h=0.05), ValueError, "r0 = 0.26 must be a whole number"),
+    (dict(r0=0.25, z0=0.5, r1=1.0, z1=1.0, h=0.0), ValueError, "h must be finite and > 0"),
+    (dict(r0=-0.25, z0=0.5, r1=1.0, z1=1.0, h=0.05), ValueError, "r0 must be finite and > 0"),
+    (dict(r0=0.25, z0=0.5, r1=1.0, z1=1.0, h=(0.05,)), ValueError, "h must be a spacing or"),
+    (dict(r0=0.25, z0=0.5, r1=1.0, z1=1.0, h=0.05, B=float("inf")), ValueError, "B must be finite"),
+    (dict(r0=0.25, z0=0.5, r1=1.0, z1=1.0, h=0.05, dtype=np.int32), TypeError, "dtype must be"),
+])
+def test_bad_problems_are_named(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        nl.CoaxialMagnet(**kw)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(method="multigrid-x"), "method must be one of"),
+    (dict(method="sor", omega=2.0), r"omega must be in \(0, 2\), got 2.0"),
+    (dict(method="rbsor", omega=0.0), r"omega must be in \(0, 2\), got 0.0"),
+    (dict(method="jacobi", omega=1.5), "omega applies to 'sor' and 'rbsor'"),
+    (dict(tol=0.0), "tol must be finite and > 0"),
+    (dict(tol=float("nan")), "tol must be finite and > 0"),
+    (dict(max_iter=0), "max_iter must be an integer >= 1"),
+    (dict(phi0=np.zeros((3, 3))), r"phi0 must have shape \(21, 21\)"),
+    (dict(boundary_values=np.zeros((3, 3))), r"boundary_values must have shape \(21, 21\)"),
+])
+def test_bad_solve_arguments_are_named(kw, match):
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05)
+    with pytest.raises(ValueError, match=match):
+        mag.solve(**kw)
+
+
+def test_non_finite_boundary_values_are_rejected():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05)
+    bad = np.zeros(mag.shape)
+    bad[20, 5] = np.inf
+    with pytest.raises(ValueError, match=r"boundary values must be finite, got inf at node \(20, 5\)"):
+        mag.solve(boundary_values=bad)
