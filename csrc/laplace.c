@@ -8,17 +8,6 @@
 #include <string.h>
 #include "laplace_internal.h"
 
-struct nlse_lp {
-    nlse_lp_params p;
-    lp_geom g;
-    lp_row *rows;
-    size_t hw;        /* stored values per row and colour (with halo) */
-    void *P[2], *Q[2];/* Phi by colour; Q: Jacobi's second copy       */
-    double *part;     /* per-row partial sums                          */
-    double fnorm;     /* ||f|| of the unknowns' equations (eq. 2.58)   */
-    int dirichlet;    /* boundary data given (nlse_lp_set_dirichlet)    */
-};
-
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
@@ -47,6 +36,7 @@ void nlse_lp_destroy(nlse_lp *s)
         free(s->P[c]);
         free(s->Q[c]);
     }
+    lp_mg_free(s);
     free(s->rows);
     free(s->part);
     free(s);
@@ -160,6 +150,30 @@ double nlse_lp_rel_residual(const nlse_lp *s)
     return sqrt(ss) / denom(s);
 }
 
+void lp_fine_smooth(struct nlse_lp *s)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        (void)sweep_rb_f(s, 1.0);
+    else
+        (void)sweep_rb_d(s, 1.0);
+}
+
+void lp_fine_residual(const struct nlse_lp *s, double *r)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        residual_to_f(s, r);
+    else
+        residual_to_d(s, r);
+}
+
+void lp_fine_correct(struct nlse_lp *s, const double *e)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        add_correction_f(s, e);
+    else
+        add_correction_d(s, e);
+}
+
 static double sweep(nlse_lp *s, int method, double omega)
 {
     const int f = s->p.dtype == NLSE_COMPLEX64;
@@ -167,6 +181,9 @@ static double sweep(nlse_lp *s, int method, double omega)
     case NLSE_LP_JACOBI: return f ? sweep_jacobi_f(s) : sweep_jacobi_d(s);
     case NLSE_LP_GAUSS_SEIDEL: return f ? sweep_lex_f(s, 1.0) : sweep_lex_d(s, 1.0);
     case NLSE_LP_SOR: return f ? sweep_lex_f(s, omega) : sweep_lex_d(s, omega);
+    case NLSE_LP_MULTIGRID:
+        lp_mg_cycle(s, 2, 2);
+        return f ? residual_all_f(s) : residual_all_d(s);
     default: return f ? sweep_rb_f(s, omega) : sweep_rb_d(s, omega);
     }
 }
@@ -179,8 +196,9 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
     *iterations = 0;
     *rel_residual = NAN;
     *converged = 0;
-    if (method < NLSE_LP_JACOBI || method > NLSE_LP_RBSOR)
-        return nlse_fail(NLSE_ERR_VALUE, "method must be 0-3 (jacobi, gauss-seidel, sor, rbsor), got %d",
+    if (method < NLSE_LP_JACOBI || method > NLSE_LP_MULTIGRID)
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "method must be 0-4 (jacobi, gauss-seidel, sor, rbsor, multigrid), got %d",
                          method);
     if ((method == NLSE_LP_SOR || method == NLSE_LP_RBSOR) && !(omega > 0 && omega < 2))
         return nlse_fail(NLSE_ERR_VALUE, "omega must be in (0, 2), got %g", omega);
@@ -197,6 +215,11 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
     if (method == NLSE_LP_JACOBI) /* Q must hold the same fixed values as P */
         for (int c = 0; c < 2; ++c)
             memcpy(s->Q[c], s->P[c], (s->g.nr + 2) * s->hw * rsize(s));
+    if (method == NLSE_LP_MULTIGRID) {
+        int st = lp_mg_build(s);
+        if (st)
+            return st;
+    }
     const double fn = denom(s);
     for (long it = 1; it <= max_iter; ++it) {
         const double rel = sqrt(sweep(s, method, omega)) / fn;

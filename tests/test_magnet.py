@@ -16,7 +16,7 @@ from nlsepy import reference_laplace as rl
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_reference_laplace import j0  # noqa: E402
 
-METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor"]
+METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid"]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -61,6 +61,29 @@ def test_all_solvers_reach_the_discrete_solution():
     assert sols["sor"].iterations * 10 < sols["gauss-seidel"].iterations
     assert sols["rbsor"].iterations * 10 < sols["gauss-seidel"].iterations
     assert sols["gauss-seidel"].iterations < sols["jacobi"].iterations
+    assert sols["multigrid"].iterations < 20
+
+
+def test_multigrid_cycle_count_is_flat_under_refinement():
+    """V-cycles to tol = 0.5e-6 on h, h/2, h/4 differ by at most 30%, and the
+    magnet's edges fall between coarse grid lines on the finer grids
+    (r0 / h = 5, 10, 20 nodes: odd after one, two and three halvings)."""
+    counts = []
+    for h in (0.05, 0.025, 0.0125):
+        sol = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, h).solve("multigrid", tol=0.5e-6)
+        assert sol.converged
+        counts.append(sol.iterations)
+    assert max(counts) <= 1.3 * min(counts), counts
+
+
+def test_multigrid_with_dirichlet_data_and_restart():
+    g = lambda r, z: r * r - 2 * z * z  # noqa: E731
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.5, 0.025)
+    sol = mag.solve("multigrid", tol=1e-11, boundary_values=g)
+    rr, zz = np.meshgrid(mag.r, mag.z, indexing="ij")
+    assert np.nanmax(np.abs(sol.phi - g(rr, zz))) < 1e-8
+    plain = mag.solve("multigrid", tol=1e-8)
+    assert mag.solve("multigrid", tol=1e-8, phi0=plain.phi).iterations <= 1
 
 
 def test_rbsor_follows_algorithm_2_step_by_step():

@@ -560,6 +560,7 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyModule_AddIntConstant(m, "LP_GAUSS_SEIDEL", NLSE_LP_GAUSS_SEIDEL);
     PyModule_AddIntConstant(m, "LP_SOR", NLSE_LP_SOR);
     PyModule_AddIntConstant(m, "LP_RBSOR", NLSE_LP_RBSOR);
+    PyModule_AddIntConstant(m, "LP_MULTIGRID", NLSE_LP_MULTIGRID);
 #endif
     PyModule_AddIntConstant(m, "COMPLEX64", NLSE_COMPLEX64);
     PyModule_AddIntConstant(m, "COMPLEX128", NLSE_COMPLEX128);

@@ -31,7 +31,7 @@ from . import _backend, _validate
 MU0 = 4e-7 * math.pi
 
 #: solver names and the C core's codes
-METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3}
+METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4}
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
 

@@ -29,7 +29,9 @@ enum nlse_lp_method {
     NLSE_LP_JACOBI = 0,        /* eq. 2.39                                   */
     NLSE_LP_GAUSS_SEIDEL = 1,  /* eq. 2.42, rows i = 0.., j = 0.. (serial)   */
     NLSE_LP_SOR = 2,           /* eq. 2.56 in the same order (serial)        */
-    NLSE_LP_RBSOR = 3          /* Algorithm 2: red nodes, then black nodes   */
+    NLSE_LP_RBSOR = 3,         /* Algorithm 2: red nodes, then black nodes   */
+    NLSE_LP_MULTIGRID = 4      /* V(2,2) cycles, red-black Gauss-Seidel
+                                  smoothing, Galerkin coarse operators      */
 };
 
 typedef struct nlse_lp_params {
@@ -57,7 +59,9 @@ int nlse_lp_set_phi(nlse_lp *s, const double *phi);
 
 /* Iterate with `method` until ||r|| / ||f|| < tol (eq. 2.50, the residuals
  * taken as each node is updated, as Algorithms 1 and 2 do) or max_iter
- * iterations.  omega in (0, 2) for SOR and RBSOR (ignored otherwise).
+ * iterations (V-cycles for multigrid, whose residual is that of the whole
+ * grid after each cycle).  omega in (0, 2) for SOR and RBSOR (ignored
+ * otherwise).
  * history (may be NULL) receives the relative residual of each iteration.
  * Returns NLSE_OK also when tol was not reached: *converged says which. */
 int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_iter,

@@ -1,0 +1,412 @@
+/*
+ * laplace_mg.c -- geometric multigrid for the magnet-design Laplace problem
+ * (the rows of Table 2.1 of Madhubhashini's thesis, eq. 2.38 form), beyond
+ * the source's SOR.
+ *
+ * V-cycles: red-black Gauss-Seidel smoothing on the fine grid (the rows of
+ * Table 2.1, colour-reordered storage), bilinear prolongation P, restriction
+ * P^T, and Galerkin coarse operators A_{l+1} = P^T A_l P (9-point stencils).
+ * P is masked: it interpolates into unknowns only, so the magnet's corner,
+ * its cap and side and the Dirichlet mid-plane are carried exactly onto
+ * every coarse level even where the magnet's edges fall between coarse grid
+ * lines (r0 = 0.25 m at h = 1 mm is node 250, odd after one halving).  A
+ * coarse node is an unknown when its Galerkin row has a nonzero diagonal.
+ * The coarsest level (at most a few hundred unknowns) is solved by dense LU.
+ * Coarse levels run in double precision whatever the fine precision.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "laplace_internal.h"
+
+#define MG_COARSEST 400 /* unknowns at which coarsening stops */
+
+/* 3x3 stencil of fine-level node (i, j) from its row descriptor. */
+static void fine_stencil(const struct nlse_lp *s, int i, int j, double c[9])
+{
+    const lp_row *R = &s->rows[i];
+    const lp_geom *g = &s->g;
+    memset(c, 0, 9 * sizeof(double));
+    double cc = g->gamma, dd = g->gamma;
+    if (j == R->jcap) {
+        cc = 2.0 * g->gamma;
+        dd = 0.0;
+    } else if (j == g->j1) {
+        cc = 0.0;
+        dd = 2.0 * g->gamma;
+    }
+    c[4] = R->e;
+    c[7] = j < R->split ? R->a1 : R->a2; /* (i+1, j) */
+    c[1] = j < R->split ? R->b1 : R->b2; /* (i-1, j) */
+    c[5] = cc;                            /* (i, j+1) */
+    c[3] = dd;                            /* (i, j-1) */
+}
+
+static int coarse_dim(int n) { return n / 2 + 1; }
+
+static void level_free(lp_level *L)
+{
+    free(L->A);
+    free(L->mask);
+    free(L->b);
+    free(L->e);
+    free(L->r);
+    free(L->idx);
+    free(L->piv);
+    free(L->LU);
+}
+
+void lp_mg_free(struct nlse_lp *s)
+{
+    if (s->lev)
+        for (int l = 1; l <= s->nlev; ++l)
+            level_free(&s->lev[l]);
+    free(s->lev);
+    free(s->r0);
+    free(s->e0);
+    free(s->mask0);
+    s->lev = NULL;
+    s->r0 = s->e0 = NULL;
+    s->mask0 = NULL;
+    s->nlev = 0;
+}
+
+/* fine-level access shared by the builder: level 0 is the Table 2.1 grid */
+typedef struct {
+    const struct nlse_lp *s;
+    int level, nr, nz;
+    const unsigned char *mask;
+    const double *A;
+} view;
+
+static void stencil_at(const view *v, int i, int j, double c[9])
+{
+    if (v->level == 0)
+        fine_stencil(v->s, i, j, c);
+    else
+        memcpy(c, v->A + 9 * ((size_t)i * v->nz + j), 9 * sizeof(double));
+}
+
+static int active(const view *v, int i, int j)
+{
+    return i >= 0 && j >= 0 && i < v->nr && j < v->nz && v->mask[(size_t)i * v->nz + j];
+}
+
+/* Galerkin row of coarse node (I, J): sum_k sum_l P(k, I) A(k, l) P(l, I'). */
+static void galerkin_row(const view *f, int I, int J, double row[9])
+{
+    memset(row, 0, 9 * sizeof(double));
+    for (int fi = 2 * I - 1; fi <= 2 * I + 1; ++fi)
+        for (int fj = 2 * J - 1; fj <= 2 * J + 1; ++fj) {
+            if (!active(f, fi, fj))
+                continue;
+            const double wk = (fi == 2 * I ? 1.0 : 0.5) * (fj == 2 * J ? 1.0 : 0.5);
+            double c[9];
+            stencil_at(f, fi, fj, c);
+            for (int p = -1; p <= 1; ++p)
+                for (int q = -1; q <= 1; ++q) {
+                    const double a = c[3 * (p + 1) + (q + 1)];
+                    const int li = fi + p, lj = fj + q;
+                    if (a == 0.0 || !active(f, li, lj))
+                        continue;
+                    const int i_lo = li / 2, i_hi = (li + 1) / 2;
+                    const int j_lo = lj / 2, j_hi = (lj + 1) / 2;
+                    const double wi = li % 2 ? 0.5 : 1.0, wj = lj % 2 ? 0.5 : 1.0;
+                    for (int ci = i_lo; ci <= i_hi; ++ci)
+                        for (int cj = j_lo; cj <= j_hi; ++cj)
+                            row[3 * (ci - I + 1) + (cj - J + 1)] += wk * a * wi * wj;
+                }
+        }
+}
+
+static int build_level(struct nlse_lp *s, int l)
+{
+    view f = {s, l - 1, 0, 0, NULL, NULL};
+    if (l == 1) {
+        f.nr = (int)s->g.nr;
+        f.nz = (int)s->g.nz;
+        f.mask = s->mask0;
+    } else {
+        f.nr = s->lev[l - 1].nr;
+        f.nz = s->lev[l - 1].nz;
+        f.mask = s->lev[l - 1].mask;
+        f.A = s->lev[l - 1].A;
+    }
+    lp_level *L = &s->lev[l];
+    L->nr = coarse_dim(f.nr);
+    L->nz = coarse_dim(f.nz);
+    const size_t n = (size_t)L->nr * L->nz;
+    L->A = (double *)malloc(9 * n * sizeof(double));
+    L->mask = (unsigned char *)malloc(n);
+    L->b = (double *)calloc(n, sizeof(double));
+    L->e = (double *)calloc(n, sizeof(double));
+    L->r = (double *)calloc(n, sizeof(double));
+    if (!L->A || !L->mask || !L->b || !L->e || !L->r)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for multigrid level %d (%zu nodes)", l, n);
+    const int nrc = L->nr, nzc = L->nz;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int I = 0; I < nrc; ++I)
+        for (int J = 0; J < nzc; ++J) {
+            double *row = L->A + 9 * ((size_t)I * nzc + J);
+            galerkin_row(&f, I, J, row);
+            L->mask[(size_t)I * nzc + J] = row[4] != 0.0;
+        }
+    return NLSE_OK;
+}
+
+/* dense LU with partial pivoting of the coarsest level's unknowns */
+static int build_coarsest(lp_level *L)
+{
+    const size_t n = (size_t)L->nr * L->nz;
+    L->idx = (int *)malloc(n * sizeof(int));
+    if (!L->idx)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    int m = 0;
+    for (size_t q = 0; q < n; ++q)
+        L->idx[q] = L->mask[q] ? m++ : -1;
+    L->nunk = m;
+    L->LU = (double *)calloc((size_t)m * m + 1, sizeof(double));
+    L->piv = (int *)malloc(((size_t)m + 1) * sizeof(int));
+    if (!L->LU || !L->piv)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the coarsest level (%d unknowns)", m);
+    for (int I = 0; I < L->nr; ++I)
+        for (int J = 0; J < L->nz; ++J) {
+            const int k = L->idx[(size_t)I * L->nz + J];
+            if (k < 0)
+                continue;
+            const double *row = L->A + 9 * ((size_t)I * L->nz + J);
+            for (int p = -1; p <= 1; ++p)
+                for (int q = -1; q <= 1; ++q) {
+                    const int ii = I + p, jj = J + q;
+                    if (ii < 0 || jj < 0 || ii >= L->nr || jj >= L->nz)
+                        continue;
+                    const int c = L->idx[(size_t)ii * L->nz + jj];
+                    if (c >= 0)
+                        L->LU[(size_t)k * m + c] += row[3 * (p + 1) + (q + 1)];
+                }
+        }
+    double *a = L->LU;
+    for (int k = 0; k < m; ++k) {
+        int pk = k;
+        for (int i = k + 1; i < m; ++i)
+            if (fabs(a[(size_t)i * m + k]) > fabs(a[(size_t)pk * m + k]))
+                pk = i;
+        L->piv[k] = pk;
+        if (a[(size_t)pk * m + k] == 0.0)
+            return nlse_fail(NLSE_ERR_INTERNAL, "the coarsest multigrid operator is singular");
+        if (pk != k)
+            for (int j = 0; j < m; ++j) {
+                double t = a[(size_t)k * m + j];
+                a[(size_t)k * m + j] = a[(size_t)pk * m + j];
+                a[(size_t)pk * m + j] = t;
+            }
+        for (int i = k + 1; i < m; ++i) {
+            const double l = a[(size_t)i * m + k] / a[(size_t)k * m + k];
+            a[(size_t)i * m + k] = l;
+            for (int j = k + 1; j < m; ++j)
+                a[(size_t)i * m + j] -= l * a[(size_t)k * m + j];
+        }
+    }
+    return NLSE_OK;
+}
+
+static void solve_coarsest(lp_level *L)
+{
+    const int m = L->nunk;
+    double *x = L->r; /* scratch: the unknowns' values in LU order */
+    const size_t n = (size_t)L->nr * L->nz;
+    for (size_t q = 0; q < n; ++q)
+        if (L->idx[q] >= 0)
+            x[L->idx[q]] = L->b[q];
+    for (int k = 0; k < m; ++k) {
+        const int pk = L->piv[k];
+        double t = x[k];
+        x[k] = x[pk];
+        x[pk] = t;
+        for (int i = k + 1; i < m; ++i)
+            x[i] -= L->LU[(size_t)i * m + k] * x[k];
+    }
+    for (int k = m - 1; k >= 0; --k) {
+        double v = x[k];
+        for (int j = k + 1; j < m; ++j)
+            v -= L->LU[(size_t)k * m + j] * x[j];
+        x[k] = v / L->LU[(size_t)k * m + k];
+    }
+    for (size_t q = n; q-- > 0;)
+        L->e[q] = L->idx[q] >= 0 ? x[L->idx[q]] : 0.0;
+}
+
+int lp_mg_build(struct nlse_lp *s)
+{
+    if (s->lev && s->mg_rows_dirichlet == s->dirichlet)
+        return NLSE_OK;
+    lp_mg_free(s);
+    const size_t nn = s->g.nr * s->g.nz;
+    s->mask0 = (unsigned char *)calloc(nn, 1);
+    s->r0 = (double *)malloc(nn * sizeof(double));
+    s->e0 = (double *)malloc(nn * sizeof(double));
+    if (!s->mask0 || !s->r0 || !s->e0)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the multigrid fine-level buffers");
+    size_t unk = 0;
+    for (int i = 0; i < (int)s->g.nr; ++i)
+        for (int j = s->rows[i].js; j <= s->rows[i].je; ++j) {
+            s->mask0[(size_t)i * s->g.nz + j] = 1;
+            ++unk;
+        }
+    /* levels until the unknowns fit the dense coarsest solve */
+    int nlev = 0, nr = (int)s->g.nr, nz = (int)s->g.nz;
+    size_t cnt = unk;
+    while (cnt > MG_COARSEST && nr > 3 && nz > 3) {
+        nr = coarse_dim(nr);
+        nz = coarse_dim(nz);
+        cnt = (size_t)nr * nz;
+        ++nlev;
+    }
+    if (nlev == 0)
+        nlev = 1;
+    s->lev = (lp_level *)calloc((size_t)nlev + 1, sizeof(lp_level));
+    if (!s->lev)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->nlev = nlev;
+    for (int l = 1; l <= nlev; ++l) {
+        int st = build_level(s, l);
+        if (st)
+            return st;
+    }
+    int st = build_coarsest(&s->lev[nlev]);
+    if (st)
+        return st;
+    s->mg_rows_dirichlet = s->dirichlet;
+    return NLSE_OK;
+}
+
+/* ---------------------------------------------------------------- cycle */
+
+static void gs_sweep(lp_level *L, int first_colour)
+{
+    const int nr = L->nr, nz = L->nz;
+    for (int cc = 0; cc < 2; ++cc) {
+        const int colour = cc ^ first_colour;
+        for (int I = 0; I < nr; ++I)
+            for (int J = (I + colour) & 1; J < nz; J += 2) {
+                const size_t q = (size_t)I * nz + J;
+                if (!L->mask[q])
+                    continue;
+                const double *row = L->A + 9 * q;
+                double sum = L->b[q];
+                for (int p = -1; p <= 1; ++p)
+                    for (int r = -1; r <= 1; ++r) {
+                        if (!p && !r)
+                            continue;
+                        const double a = row[3 * (p + 1) + (r + 1)];
+                        if (a != 0.0)
+                            sum -= a * L->e[q + (ptrdiff_t)p * nz + r];
+                    }
+                L->e[q] = sum / row[4];
+            }
+    }
+}
+
+static void residual(lp_level *L)
+{
+    const int nr = L->nr, nz = L->nz;
+#pragma omp parallel for schedule(static) if ((size_t)nr * nz > 65536)
+    for (int I = 0; I < nr; ++I)
+        for (int J = 0; J < nz; ++J) {
+            const size_t q = (size_t)I * nz + J;
+            double v = 0.0;
+            if (L->mask[q]) {
+                const double *row = L->A + 9 * q;
+                v = L->b[q];
+                for (int p = -1; p <= 1; ++p)
+                    for (int r = -1; r <= 1; ++r) {
+                        const double a = row[3 * (p + 1) + (r + 1)];
+                        if (a != 0.0)
+                            v -= a * L->e[q + (ptrdiff_t)p * nz + r];
+                    }
+            }
+            L->r[q] = v;
+        }
+}
+
+/* b_c = P^T r_f (r_f zero off the unknowns) */
+static void restrict_to(const double *rf, int nrf, int nzf, lp_level *C)
+{
+    const int nrc = C->nr, nzc = C->nz;
+#pragma omp parallel for schedule(static) if ((size_t)nrc * nzc > 16384)
+    for (int I = 0; I < nrc; ++I)
+        for (int J = 0; J < nzc; ++J) {
+            double v = 0.0;
+            for (int fi = 2 * I - 1; fi <= 2 * I + 1; ++fi) {
+                if (fi < 0 || fi >= nrf)
+                    continue;
+                const double wi = fi == 2 * I ? 1.0 : 0.5;
+                for (int fj = 2 * J - 1; fj <= 2 * J + 1; ++fj) {
+                    if (fj < 0 || fj >= nzf)
+                        continue;
+                    v += wi * (fj == 2 * J ? 1.0 : 0.5) * rf[(size_t)fi * nzf + fj];
+                }
+            }
+            C->b[(size_t)I * nzc + J] = C->mask[(size_t)I * nzc + J] ? v : 0.0;
+        }
+}
+
+/* ef = P e_c on the fine unknowns (0 elsewhere); add = 1 adds to ef. */
+static void prolong(const lp_level *C, double *ef, int nrf, int nzf, const unsigned char *maskf,
+                    int add)
+{
+    const int nzc = C->nz;
+#pragma omp parallel for schedule(static) if ((size_t)nrf * nzf > 65536)
+    for (int i = 0; i < nrf; ++i)
+        for (int j = 0; j < nzf; ++j) {
+            const size_t q = (size_t)i * nzf + j;
+            double v = 0.0;
+            if (maskf[q]) {
+                const int i0 = i / 2, i1 = (i + 1) / 2, j0 = j / 2, j1 = (j + 1) / 2;
+                const double wi = i % 2 ? 0.5 : 1.0, wj = j % 2 ? 0.5 : 1.0;
+                v = wi * wj * C->e[(size_t)i0 * nzc + j0];
+                if (i1 != i0)
+                    v += wi * wj * C->e[(size_t)i1 * nzc + j0];
+                if (j1 != j0)
+                    v += wi * wj * C->e[(size_t)i0 * nzc + j1];
+                if (i1 != i0 && j1 != j0)
+                    v += wi * wj * C->e[(size_t)i1 * nzc + j1];
+            }
+            ef[q] = add ? ef[q] + v : v;
+        }
+}
+
+static void vcycle(struct nlse_lp *s, int l, int nu1, int nu2)
+{
+    lp_level *L = &s->lev[l];
+    if (l == s->nlev) {
+        solve_coarsest(L);
+        return;
+    }
+    lp_level *C = &s->lev[l + 1];
+    for (int k = 0; k < nu1; ++k)
+        gs_sweep(L, 0);
+    residual(L);
+    restrict_to(L->r, L->nr, L->nz, C);
+    memset(C->e, 0, (size_t)C->nr * C->nz * sizeof(double));
+    vcycle(s, l + 1, nu1, nu2);
+    prolong(C, L->e, L->nr, L->nz, L->mask, 1);
+    for (int k = 0; k < nu2; ++k)
+        gs_sweep(L, 1);
+}
+
+void lp_mg_cycle(struct nlse_lp *s, int nu1, int nu2)
+{
+    const int nr = (int)s->g.nr, nz = (int)s->g.nz;
+    for (int k = 0; k < nu1; ++k)
+        lp_fine_smooth(s);
+    lp_fine_residual(s, s->r0);
+    lp_level *C = &s->lev[1];
+    restrict_to(s->r0, nr, nz, C);
+    memset(C->e, 0, (size_t)C->nr * C->nz * sizeof(double));
+    vcycle(s, 1, nu1, nu2);
+    prolong(C, s->e0, nr, nz, s->mask0, 0);
+    lp_fine_correct(s, s->e0);
+    for (int k = 0; k < nu2; ++k)
+        lp_fine_smooth(s);
+}
