@@ -196,10 +196,10 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
     *iterations = 0;
     *rel_residual = NAN;
     *converged = 0;
-    if (method < NLSE_LP_JACOBI || method > NLSE_LP_MULTIGRID)
+    if (method < NLSE_LP_JACOBI || method > NLSE_LP_MGCG)
         return nlse_fail(NLSE_ERR_VALUE,
-                         "method must be 0-4 (jacobi, gauss-seidel, sor, rbsor, multigrid), got %d",
-                         method);
+                         "method must be 0-5 (jacobi, gauss-seidel, sor, rbsor, multigrid, mg-cg), "
+                         "got %d", method);
     if ((method == NLSE_LP_SOR || method == NLSE_LP_RBSOR) && !(omega > 0 && omega < 2))
         return nlse_fail(NLSE_ERR_VALUE, "omega must be in (0, 2), got %g", omega);
     if (!(tol > 0) || !isfinite(tol))
@@ -215,12 +215,14 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
     if (method == NLSE_LP_JACOBI) /* Q must hold the same fixed values as P */
         for (int c = 0; c < 2; ++c)
             memcpy(s->Q[c], s->P[c], (s->g.nr + 2) * s->hw * rsize(s));
-    if (method == NLSE_LP_MULTIGRID) {
+    if (method == NLSE_LP_MULTIGRID || method == NLSE_LP_MGCG) {
         int st = lp_mg_build(s);
         if (st)
             return st;
     }
     const double fn = denom(s);
+    if (method == NLSE_LP_MGCG)
+        return lp_mgcg_solve(s, tol, max_iter, fn, history, iterations, rel_residual, converged);
     for (long it = 1; it <= max_iter; ++it) {
         const double rel = sqrt(sweep(s, method, omega)) / fn;
         if (history)

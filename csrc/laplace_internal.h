@@ -34,6 +34,7 @@ typedef struct {
     double *A;            /* 9 per node: A[9 (i nz + j) + 3 (di + 1) + (dj + 1)] */
     unsigned char *mask;  /* unknowns                                        */
     double *b, *e, *r;    /* right-hand side, correction, residual           */
+    int five_point;       /* rows without diagonal couplings (fine level)    */
     int nunk;             /* coarsest level: dense LU of the unknowns        */
     int *idx, *piv;
     double *LU;
@@ -50,7 +51,9 @@ struct nlse_lp {
     int dirichlet;    /* boundary data given (nlse_lp_set_dirichlet)    */
     /* multigrid (built at the first multigrid solve) */
     int nlev;         /* coarse levels 1..nlev                          */
-    lp_level *lev;    /* lev[0] unused (the fine level is Phi itself)   */
+    lp_level *lev;    /* lev[0]: the fine level as an explicit operator,
+                         built for mg-cg only (the V-cycle of the plain
+                         multigrid smooths Phi itself)                 */
     double *r0, *e0;  /* fine residual and correction (natural layout)  */
     unsigned char *mask0;
     int mg_rows_dirichlet; /* which rows the hierarchy was built for   */
@@ -60,6 +63,8 @@ struct nlse_lp {
 int lp_mg_build(struct nlse_lp *s);
 void lp_mg_free(struct nlse_lp *s);
 void lp_mg_cycle(struct nlse_lp *s, int nu1, int nu2); /* one V-cycle on Phi */
+int lp_mgcg_solve(struct nlse_lp *s, double tol, long max_iter, double fn, double *history,
+                  long *iterations, double *rel_residual, int *converged);
 /* Fine-level hooks for the multigrid (laplace.c, precision dispatch). */
 void lp_fine_smooth(struct nlse_lp *s);
 void lp_fine_residual(const struct nlse_lp *s, double *r);

@@ -59,7 +59,7 @@ static void level_free(lp_level *L)
 void lp_mg_free(struct nlse_lp *s)
 {
     if (s->lev)
-        for (int l = 1; l <= s->nlev; ++l)
+        for (int l = 0; l <= s->nlev; ++l)
             level_free(&s->lev[l]);
     free(s->lev);
     free(s->r0);
@@ -287,6 +287,8 @@ static void gs_sweep(lp_level *L, int first_colour)
     const int nr = L->nr, nz = L->nz;
     for (int cc = 0; cc < 2; ++cc) {
         const int colour = cc ^ first_colour;
+        /* five-point rows (the fine level): a colour's nodes are independent */
+#pragma omp parallel for schedule(static) if (L->five_point && (size_t)nr * nz > 65536)
         for (int I = 0; I < nr; ++I)
             for (int J = (I + colour) & 1; J < nz; J += 2) {
                 const size_t q = (size_t)I * nz + J;
@@ -376,6 +378,28 @@ static void prolong(const lp_level *C, double *ef, int nrf, int nzf, const unsig
         }
 }
 
+/* y = A x on the unknowns of level L (0 elsewhere) */
+static void matvec(const lp_level *L, const double *x, double *y)
+{
+    const int nr = L->nr, nz = L->nz;
+#pragma omp parallel for schedule(static) if ((size_t)nr * nz > 65536)
+    for (int I = 0; I < nr; ++I)
+        for (int J = 0; J < nz; ++J) {
+            const size_t q = (size_t)I * nz + J;
+            double v = 0.0;
+            if (L->mask[q]) {
+                const double *row = L->A + 9 * q;
+                for (int p = -1; p <= 1; ++p)
+                    for (int r = -1; r <= 1; ++r) {
+                        const double a = row[3 * (p + 1) + (r + 1)];
+                        if (a != 0.0)
+                            v += a * x[q + (ptrdiff_t)p * nz + r];
+                    }
+            }
+            y[q] = v;
+        }
+}
+
 static void vcycle(struct nlse_lp *s, int l, int nu1, int nu2)
 {
     lp_level *L = &s->lev[l];
@@ -409,4 +433,110 @@ void lp_mg_cycle(struct nlse_lp *s, int nu1, int nu2)
     lp_fine_correct(s, s->e0);
     for (int k = 0; k < nu2; ++k)
         lp_fine_smooth(s);
+}
+
+/* ------------------------------------------------------- mg-preconditioned Krylov */
+
+/* The fine level as an explicit operator (lev[0]) for the preconditioner. */
+static int build_fine_explicit(struct nlse_lp *s)
+{
+    lp_level *L = &s->lev[0];
+    if (L->A)
+        return NLSE_OK;
+    L->nr = (int)s->g.nr;
+    L->nz = (int)s->g.nz;
+    L->five_point = 1;
+    const size_t n = (size_t)L->nr * L->nz;
+    L->A = (double *)calloc(9 * n, sizeof(double));
+    L->mask = (unsigned char *)malloc(n);
+    L->b = (double *)calloc(n, sizeof(double));
+    L->e = (double *)calloc(n, sizeof(double));
+    L->r = (double *)calloc(n, sizeof(double));
+    if (!L->A || !L->mask || !L->b || !L->e || !L->r)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the explicit fine operator");
+    memcpy(L->mask, s->mask0, n);
+    for (int i = 0; i < L->nr; ++i)
+        for (int j = s->rows[i].js; j <= s->rows[i].je; ++j)
+            fine_stencil(s, i, j, L->A + 9 * ((size_t)i * L->nz + j));
+    return NLSE_OK;
+}
+
+/* z = M^{-1} v: one V(2,2) cycle on A z = v from z = 0 */
+static void precondition(struct nlse_lp *s, const double *v, double *z)
+{
+    lp_level *L = &s->lev[0];
+    const size_t n = (size_t)L->nr * L->nz;
+    memcpy(L->b, v, n * sizeof(double));
+    memset(L->e, 0, n * sizeof(double));
+    vcycle(s, 0, 2, 2);
+    memcpy(z, L->e, n * sizeof(double));
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    double t = 0.0;
+#pragma omp parallel for reduction(+ : t) schedule(static) if (n > 65536)
+    for (ptrdiff_t q = 0; q < (ptrdiff_t)n; ++q)
+        t += a[q] * b[q];
+    return t;
+}
+
+/* BiCGSTAB with the V-cycle as right preconditioner on A d = r0 (the rows of
+ * Table 2.1 are not symmetrisable, so plain CG does not apply); Phi += d. */
+int lp_mgcg_solve(struct nlse_lp *s, double tol, long max_iter, double fn, double *history,
+                  long *iterations, double *rel_residual, int *converged)
+{
+    int st = build_fine_explicit(s);
+    if (st)
+        return st;
+    const size_t n = s->g.nr * s->g.nz;
+    double *buf = (double *)calloc(8 * n, sizeof(double));
+    if (!buf)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the Krylov vectors (%zu nodes)", n);
+    double *x = buf, *r = buf + n, *rh = buf + 2 * n, *p = buf + 3 * n, *v = buf + 4 * n;
+    double *y = buf + 5 * n, *z = buf + 6 * n, *t = buf + 7 * n;
+    lp_fine_residual(s, r);
+    memcpy(rh, r, n * sizeof(double));
+    double rho = 1.0, alpha = 1.0, omega = 1.0;
+    *converged = 0;
+    for (long it = 1; it <= max_iter; ++it) {
+        const double rho1 = dot(rh, r, n);
+        const double beta = (rho1 / rho) * (alpha / omega);
+        rho = rho1;
+        for (size_t q = 0; q < n; ++q)
+            p[q] = r[q] + beta * (p[q] - omega * v[q]);
+        precondition(s, p, y);
+        matvec(&s->lev[0], y, v);
+        alpha = rho / dot(rh, v, n);
+        for (size_t q = 0; q < n; ++q) {
+            x[q] += alpha * y[q];
+            r[q] -= alpha * v[q]; /* s = r - alpha v, kept in r */
+        }
+        precondition(s, r, z);
+        matvec(&s->lev[0], z, t);
+        const double tt = dot(t, t, n);
+        omega = tt > 0 ? dot(t, r, n) / tt : 0.0;
+        for (size_t q = 0; q < n; ++q) {
+            x[q] += omega * z[q];
+            r[q] -= omega * t[q];
+        }
+        const double rel = sqrt(dot(r, r, n)) / fn;
+        if (history)
+            history[it - 1] = rel;
+        *iterations = it;
+        *rel_residual = rel;
+        if (!isfinite(rel)) {
+            free(buf);
+            return nlse_fail(NLSE_ERR_BLOWUP, "mg-cg diverged at iteration %ld", it);
+        }
+        if (rel < tol) {
+            *converged = 1;
+            break;
+        }
+        if (omega == 0.0 || rho == 0.0)
+            break; /* breakdown: report the residual reached */
+    }
+    lp_fine_correct(s, x);
+    free(buf);
+    return NLSE_OK;
 }

@@ -16,7 +16,7 @@ from nlsepy import reference_laplace as rl
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_reference_laplace import j0  # noqa: E402
 
-METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid"]
+METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid", "mg-cg"]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -174,3 +174,38 @@ def test_non_finite_boundary_values_are_rejected():
     bad[20, 5] = np.inf
     with pytest.raises(ValueError, match=r"boundary values must be finite, got inf at node \(20, 5\)"):
         mag.solve(boundary_values=bad)
+
+
+def test_solution_gives_jump_winding_and_field():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 2.0, 2.0, 0.025, B=8e-3)
+    sol = mag.solve("multigrid", tol=1e-8)
+    d = sol.delta_phi()
+    assert d["side"][0] == pytest.approx(0.0, abs=1e-9 * np.abs(d["side"]).max())
+    assert d["side"][-1] == pytest.approx(d["cap"][-1], rel=1e-12)  # the corner node
+    w = sol.winding(10)
+    assert len(w.z_side) + len(w.r_cap) == 10
+    assert w.current == pytest.approx(w.total_current / 10)
+    # more wires: closer to the target field at the centre (Figs 6.15, 6.16)
+    e10 = abs(sol.field_inside(10, z=np.array([0.0]))["normalized"][0])
+    e40 = abs(sol.field_inside(40, z=np.array([0.0]))["normalized"][0])
+    assert e40 < e10
+    assert 0 < sol.homogeneity(40) < 0.05
+
+
+def test_convergence_study_shrinks_the_changes():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05)
+    st = mag.convergence_study(sizes=(1.0, 2.0, 3.0), spacings=(0.05, 0.025, 0.0125))
+    sz, sp = st["size"], st["spacing"]
+    assert [r["size"] for r in sz] == [1.0, 2.0, 3.0] and sz[0]["change"] is None
+    assert sz[2]["change"] < sz[1]["change"]
+    assert sp[2]["change"] < sp[1]["change"]
+    assert all(r["converged"] for r in sz + sp)
+
+
+def test_plot_draws_phi_and_wires():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    sol = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).solve()
+    ax = sol.plot(n_turns=8)
+    assert ax.collections  # contours and wire markers were drawn

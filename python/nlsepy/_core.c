@@ -561,6 +561,7 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyModule_AddIntConstant(m, "LP_SOR", NLSE_LP_SOR);
     PyModule_AddIntConstant(m, "LP_RBSOR", NLSE_LP_RBSOR);
     PyModule_AddIntConstant(m, "LP_MULTIGRID", NLSE_LP_MULTIGRID);
+    PyModule_AddIntConstant(m, "LP_MGCG", NLSE_LP_MGCG);
 #endif
     PyModule_AddIntConstant(m, "COMPLEX64", NLSE_COMPLEX64);
     PyModule_AddIntConstant(m, "COMPLEX128", NLSE_COMPLEX128);

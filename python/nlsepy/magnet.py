@@ -21,17 +21,17 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, _validate
+from . import _backend, _validate, magnet_post
 
 #: permeability of free space used throughout (4 pi 1e-7 H/m)
 MU0 = 4e-7 * math.pi
 
 #: solver names and the C core's codes
-METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4}
+METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4, "mg-cg": 5}
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
 
@@ -82,9 +82,56 @@ class MagnetSolution:
         """Node updates per second (unknowns x iterations / seconds)."""
         return self.magnet.unknowns * self.iterations / max(self.seconds, 1e-300)
 
+    def _geom(self) -> Tuple[np.ndarray, float, float, float, float]:
+        m = self.magnet
+        return self.phi, m.dr, m.dz, m.r0, m.z0
+
+    def delta_phi(self) -> Dict[str, Any]:
+        """The jump of Phi across the magnet's side and cap (eq. 6.3, Figs 6.5, 6.6).
+
+        Returns
+        -------
+        dict
+            See :func:`nlsepy.magnet_post.delta_phi`: ``z``, ``side``
+            (along the side), ``r``, ``cap`` (along the cap) and the
+            surface path ``s``, ``path``.
+        """
+        return magnet_post.delta_phi(*self._geom(), B=self.magnet.B)
+
+    def winding(self, n_turns: int) -> "magnet_post.Winding":
+        """Wire positions of `n_turns` wires on the upper half: equally spaced
+        levels of Delta Phi along the side and the cap (eqs. 1.34, 6.6)."""
+        return magnet_post.winding(*self._geom(), n_turns, B=self.magnet.B)
+
+    def field_inside(self, n_turns: int, z: Any = None, r: Any = None,
+                     reference: str = "target") -> Dict[str, Any]:
+        """Field of the `n_turns`-wire winding inside the magnet (eqs. 6.7, 6.8)
+        and its normalized difference from B (Figs 6.15, 6.16)."""
+        return magnet_post.field_inside(*self._geom(), self.magnet.B, n_turns, z=z, r=r,
+                                        reference=reference)
+
+    def homogeneity(self, n_turns: int, z_range: float = 0.2, reference: str = "target") -> float:
+        """Largest ``|Bz - B| / |B|`` on the axis over ``|z| <= z_range`` for
+        the `n_turns`-wire winding (Fig. 6.16: the middle 40 cm)."""
+        return magnet_post.homogeneity(*self._geom(), self.magnet.B, n_turns, z_range=z_range,
+                                       reference=reference)
+
+    def plot(self, n_turns: Optional[int] = None, ax: Any = None, **kw: Any) -> Any:
+        """Contours of Phi, the magnet's outline and (with `n_turns`) the wires.
+
+        Needs matplotlib (``pip install 'nlsepy[plot]'``).  Returns the Axes.
+        """
+        w = self.winding(n_turns) if n_turns is not None else None
+        return magnet_post.plot(*self._geom(), winding=w, ax=ax, **kw)
+
 
 class CoaxialMagnet:
     """The magnet-design Laplace problem of source 002 on an r-z grid.
+
+    Solvers: geometric multigrid (alone or preconditioning BiCGSTAB) and the
+    source's Jacobi, Gauss-Seidel, SOR and red-black SOR with its optimal
+    omega (Appendix A); results give Phi, the potential jump across the
+    magnet, the winding, the field of the winding and its homogeneity.
 
     Parameters
     ----------
@@ -170,7 +217,7 @@ class CoaxialMagnet:
         return float(self._core.lp_omega_estimate(*self._args))
 
     # ------------------------------------------------------------ solving
-    def solve(self, method: str = "rbsor", tol: float = 0.5e-6, max_iter: int = 1_000_000,
+    def solve(self, method: str = "multigrid", tol: float = 0.5e-6, max_iter: int = 1_000_000,
               omega: Optional[float] = None, phi0: Optional[np.ndarray] = None,
               boundary_values: Union[None, np.ndarray, Callable] = None,
               warn: bool = True) -> MagnetSolution:
@@ -178,10 +225,14 @@ class CoaxialMagnet:
 
         Parameters
         ----------
-        method : {"jacobi", "gauss-seidel", "sor", "rbsor"}, optional
-            Iteration (source 002 section 2.2): Jacobi, Gauss-Seidel and SOR
-            in the row order of Algorithm 1 (serial), red-black SOR as
-            Algorithm 2 (parallel over rows).
+        method : {"multigrid", "mg-cg", "rbsor", "sor", "gauss-seidel", "jacobi"}, optional
+            ``"multigrid"`` (default): V(2,2) cycles with red-black
+            Gauss-Seidel smoothing and Galerkin coarse operators (one
+            iteration = one cycle); ``"mg-cg"``: BiCGSTAB preconditioned by
+            one V-cycle (the rows of Table 2.1 are not symmetric, so plain
+            conjugate gradients does not apply); the source's iterations
+            (section 2.2): Jacobi, Gauss-Seidel and SOR in the row order of
+            Algorithm 1 (serial), red-black SOR as Algorithm 2 (parallel).
         tol : float, optional
             Stop when ``||r|| / ||f|| < tol`` (eq. 2.50).
         max_iter : int, optional
@@ -244,6 +295,66 @@ class CoaxialMagnet:
         self._solver = solver
         return MagnetSolution(solver.get_phi(), int(it), float(res), bool(conv), hist, seconds,
                               method, omega, self)
+
+    def convergence_study(self, sizes: Sequence[float] = (), spacings: Sequence[float] = (),
+                          method: str = "multigrid", tol: float = 0.5e-6,
+                          n_points: int = 101) -> Dict[str, Any]:
+        """Repeat the solve while enlarging the outer cylinder and refining the
+        mesh, as source 002 chapter 6 does, and report how Delta Phi converges.
+
+        Parameters
+        ----------
+        sizes : sequence of float, optional
+            Outer sizes ``r1 = z1`` to try at this magnet's spacing (Figs
+            6.9, 6.10); each a whole number of spacings.
+        spacings : sequence of float, optional
+            Spacings to try at this problem's outer size (Figs 6.7, 6.8).
+        method, tol : optional
+            Solver and tolerance of every solve.
+        n_points : int, optional
+            Delta Phi is compared on this many points along the side (z in
+            [0, z0]) and the cap (r in [0, r0]), by linear interpolation.
+
+        Returns
+        -------
+        dict
+            ``"size"`` and ``"spacing"``: lists of rows, one per solve, with
+            the parameter, the iterations, and ``side``/``cap`` (Delta Phi on
+            the common points) and ``change``: the largest change of Delta Phi
+            from the previous row relative to its largest value (None for the
+            first row).  ``"z"``, ``"r"``: the common points.
+        """
+        n_points = _validate.count("n_points", n_points, 2)
+        zc = np.linspace(0.0, self.z0, n_points)
+        rc = np.linspace(0.0, self.r0, n_points)
+
+        def run(r1: float, z1: float, h: float) -> Dict[str, Any]:
+            mag = CoaxialMagnet(self.r0, self.z0, r1, z1, h, B=self.B, dtype=self.dtype,
+                                backend=self.backend)
+            sol = mag.solve(method, tol=tol)
+            d = sol.delta_phi()
+            return {"iterations": sol.iterations, "converged": sol.converged,
+                    "side": np.interp(zc, d["z"], d["side"]),
+                    "cap": np.interp(rc, d["r"], d["cap"])}
+
+        def series(params: Sequence[float], make: Callable[[float], Tuple[float, float, float]],
+                   key: str) -> List[Dict[str, Any]]:
+            rows: List[Dict[str, Any]] = []
+            for v in params:
+                row = {key: float(v), **run(*make(float(v)))}
+                if rows:
+                    prev = rows[-1]
+                    scale = max(np.abs(prev["side"]).max(), np.abs(prev["cap"]).max())
+                    row["change"] = float(max(np.abs(row["side"] - prev["side"]).max(),
+                                              np.abs(row["cap"] - prev["cap"]).max()) / scale)
+                else:
+                    row["change"] = None
+                rows.append(row)
+            return rows
+
+        return {"size": series(sizes, lambda L: (L, L, self.dr), "size"),
+                "spacing": series(spacings, lambda h: (self.r1, self.z1, h), "spacing"),
+                "z": zc, "r": rc}
 
     def __repr__(self) -> str:
         return (f"CoaxialMagnet(r0={self.r0:g}, z0={self.z0:g}, r1={self.r1:g}, z1={self.z1:g}, "

@@ -30,8 +30,9 @@ enum nlse_lp_method {
     NLSE_LP_GAUSS_SEIDEL = 1,  /* eq. 2.42, rows i = 0.., j = 0.. (serial)   */
     NLSE_LP_SOR = 2,           /* eq. 2.56 in the same order (serial)        */
     NLSE_LP_RBSOR = 3,         /* Algorithm 2: red nodes, then black nodes   */
-    NLSE_LP_MULTIGRID = 4      /* V(2,2) cycles, red-black Gauss-Seidel
+    NLSE_LP_MULTIGRID = 4,     /* V(2,2) cycles, red-black Gauss-Seidel
                                   smoothing, Galerkin coarse operators      */
+    NLSE_LP_MGCG = 5           /* BiCGSTAB preconditioned by one V-cycle    */
 };
 
 typedef struct nlse_lp_params {
