@@ -70,6 +70,15 @@ void lp_fine_smooth(struct nlse_lp *s);
 void lp_fine_residual(const struct nlse_lp *s, double *r);
 void lp_fine_correct(struct nlse_lp *s, const double *e);
 
+/* The multigrid hierarchy, shared by every backend (laplace_hier.c). */
+#define LP_MG_COARSEST 400 /* unknowns at which coarsening stops */
+void lp_fine_stencil(const lp_geom *g, const lp_row *R, int j, double c[9]);
+int lp_coarse_dim(int n);
+/* Galerkin operator P^T A P of a fine level (fA NULL: the rows of Table 2.1)
+ * with fine mask fmask; allocates *cA (9 per node) and *cmask. */
+int lp_galerkin(const lp_geom *g, const lp_row *rows, int fnr, int fnz, const unsigned char *fmask,
+                const double *fA, int *cnr, int *cnz, double **cA, unsigned char **cmask);
+
 /* Shared by every backend (laplace_params.c). */
 int lp_make_geom(const nlse_lp_params *p, lp_geom *g);
 void lp_make_rows(const lp_geom *g, lp_row *rows); /* nr rows */

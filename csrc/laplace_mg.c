@@ -19,30 +19,6 @@
 #include <string.h>
 #include "laplace_internal.h"
 
-#define MG_COARSEST 400 /* unknowns at which coarsening stops */
-
-/* 3x3 stencil of fine-level node (i, j) from its row descriptor. */
-static void fine_stencil(const struct nlse_lp *s, int i, int j, double c[9])
-{
-    const lp_row *R = &s->rows[i];
-    const lp_geom *g = &s->g;
-    memset(c, 0, 9 * sizeof(double));
-    double cc = g->gamma, dd = g->gamma;
-    if (j == R->jcap) {
-        cc = 2.0 * g->gamma;
-        dd = 0.0;
-    } else if (j == g->j1) {
-        cc = 0.0;
-        dd = 2.0 * g->gamma;
-    }
-    c[4] = R->e;
-    c[7] = j < R->split ? R->a1 : R->a2; /* (i+1, j) */
-    c[1] = j < R->split ? R->b1 : R->b2; /* (i-1, j) */
-    c[5] = cc;                            /* (i, j+1) */
-    c[3] = dd;                            /* (i, j-1) */
-}
-
-static int coarse_dim(int n) { return n / 2 + 1; }
 
 static void level_free(lp_level *L)
 {
@@ -71,86 +47,21 @@ void lp_mg_free(struct nlse_lp *s)
     s->nlev = 0;
 }
 
-/* fine-level access shared by the builder: level 0 is the Table 2.1 grid */
-typedef struct {
-    const struct nlse_lp *s;
-    int level, nr, nz;
-    const unsigned char *mask;
-    const double *A;
-} view;
-
-static void stencil_at(const view *v, int i, int j, double c[9])
-{
-    if (v->level == 0)
-        fine_stencil(v->s, i, j, c);
-    else
-        memcpy(c, v->A + 9 * ((size_t)i * v->nz + j), 9 * sizeof(double));
-}
-
-static int active(const view *v, int i, int j)
-{
-    return i >= 0 && j >= 0 && i < v->nr && j < v->nz && v->mask[(size_t)i * v->nz + j];
-}
-
-/* Galerkin row of coarse node (I, J): sum_k sum_l P(k, I) A(k, l) P(l, I'). */
-static void galerkin_row(const view *f, int I, int J, double row[9])
-{
-    memset(row, 0, 9 * sizeof(double));
-    for (int fi = 2 * I - 1; fi <= 2 * I + 1; ++fi)
-        for (int fj = 2 * J - 1; fj <= 2 * J + 1; ++fj) {
-            if (!active(f, fi, fj))
-                continue;
-            const double wk = (fi == 2 * I ? 1.0 : 0.5) * (fj == 2 * J ? 1.0 : 0.5);
-            double c[9];
-            stencil_at(f, fi, fj, c);
-            for (int p = -1; p <= 1; ++p)
-                for (int q = -1; q <= 1; ++q) {
-                    const double a = c[3 * (p + 1) + (q + 1)];
-                    const int li = fi + p, lj = fj + q;
-                    if (a == 0.0 || !active(f, li, lj))
-                        continue;
-                    const int i_lo = li / 2, i_hi = (li + 1) / 2;
-                    const int j_lo = lj / 2, j_hi = (lj + 1) / 2;
-                    const double wi = li % 2 ? 0.5 : 1.0, wj = lj % 2 ? 0.5 : 1.0;
-                    for (int ci = i_lo; ci <= i_hi; ++ci)
-                        for (int cj = j_lo; cj <= j_hi; ++cj)
-                            row[3 * (ci - I + 1) + (cj - J + 1)] += wk * a * wi * wj;
-                }
-        }
-}
-
 static int build_level(struct nlse_lp *s, int l)
 {
-    view f = {s, l - 1, 0, 0, NULL, NULL};
-    if (l == 1) {
-        f.nr = (int)s->g.nr;
-        f.nz = (int)s->g.nz;
-        f.mask = s->mask0;
-    } else {
-        f.nr = s->lev[l - 1].nr;
-        f.nz = s->lev[l - 1].nz;
-        f.mask = s->lev[l - 1].mask;
-        f.A = s->lev[l - 1].A;
-    }
     lp_level *L = &s->lev[l];
-    L->nr = coarse_dim(f.nr);
-    L->nz = coarse_dim(f.nz);
+    const lp_level *F = &s->lev[l - 1];
+    int st = lp_galerkin(&s->g, s->rows, l == 1 ? (int)s->g.nr : F->nr,
+                         l == 1 ? (int)s->g.nz : F->nz, l == 1 ? s->mask0 : F->mask,
+                         l == 1 ? NULL : F->A, &L->nr, &L->nz, &L->A, &L->mask);
+    if (st)
+        return st;
     const size_t n = (size_t)L->nr * L->nz;
-    L->A = (double *)malloc(9 * n * sizeof(double));
-    L->mask = (unsigned char *)malloc(n);
     L->b = (double *)calloc(n, sizeof(double));
     L->e = (double *)calloc(n, sizeof(double));
     L->r = (double *)calloc(n, sizeof(double));
-    if (!L->A || !L->mask || !L->b || !L->e || !L->r)
+    if (!L->b || !L->e || !L->r)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for multigrid level %d (%zu nodes)", l, n);
-    const int nrc = L->nr, nzc = L->nz;
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (int I = 0; I < nrc; ++I)
-        for (int J = 0; J < nzc; ++J) {
-            double *row = L->A + 9 * ((size_t)I * nzc + J);
-            galerkin_row(&f, I, J, row);
-            L->mask[(size_t)I * nzc + J] = row[4] != 0.0;
-        }
     return NLSE_OK;
 }
 
@@ -256,9 +167,9 @@ int lp_mg_build(struct nlse_lp *s)
     /* levels until the unknowns fit the dense coarsest solve */
     int nlev = 0, nr = (int)s->g.nr, nz = (int)s->g.nz;
     size_t cnt = unk;
-    while (cnt > MG_COARSEST && nr > 3 && nz > 3) {
-        nr = coarse_dim(nr);
-        nz = coarse_dim(nz);
+    while (cnt > LP_MG_COARSEST && nr > 3 && nz > 3) {
+        nr = lp_coarse_dim(nr);
+        nz = lp_coarse_dim(nz);
         cnt = (size_t)nr * nz;
         ++nlev;
     }
@@ -457,7 +368,7 @@ static int build_fine_explicit(struct nlse_lp *s)
     memcpy(L->mask, s->mask0, n);
     for (int i = 0; i < L->nr; ++i)
         for (int j = s->rows[i].js; j <= s->rows[i].je; ++j)
-            fine_stencil(s, i, j, L->A + 9 * ((size_t)i * L->nz + j));
+            lp_fine_stencil(&s->g, &s->rows[i], j, L->A + 9 * ((size_t)i * L->nz + j));
     return NLSE_OK;
 }
 
