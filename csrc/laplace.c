@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "laplace_internal.h"
+#include "laplace_cpu.h"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)

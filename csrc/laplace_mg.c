@@ -17,7 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "laplace_internal.h"
+#include "laplace_cpu.h"
 
 
 static void level_free(lp_level *L)
