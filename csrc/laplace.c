@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "laplace_cpu.h"
 
 #define CAT_(a, b) a##b
@@ -221,8 +222,14 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
             return st;
     }
     const double fn = denom(s);
-    if (method == NLSE_LP_MGCG)
-        return lp_mgcg_solve(s, tol, max_iter, fn, history, iterations, rel_residual, converged);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (method == NLSE_LP_MGCG) {
+        int st = lp_mgcg_solve(s, tol, max_iter, fn, history, iterations, rel_residual, converged);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        s->last_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        return st;
+    }
     for (long it = 1; it <= max_iter; ++it) {
         const double rel = sqrt(sweep(s, method, omega)) / fn;
         if (history)
@@ -236,5 +243,12 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
             break;
         }
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s->last_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     return NLSE_OK;
+}
+
+double nlse_lp_last_solve_seconds(const nlse_lp *s)
+{
+    return s->last_seconds;
 }

@@ -37,6 +37,7 @@ struct nlse_lp {
     double *r0, *e0;  /* fine residual and correction (natural layout)  */
     unsigned char *mask0;
     int mg_rows_dirichlet; /* which rows the hierarchy was built for   */
+    double last_seconds;
 };
 
 /* Multigrid (laplace_mg.c). */

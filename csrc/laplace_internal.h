@@ -8,6 +8,10 @@
 
 #include "nlsepy/laplace.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Row i of the grid: the rows of Table 2.1 (eq. 2.38 scaling) as
  *   a Phi[i+1,j] + b Phi[i-1,j] + c Phi[i,j+1] + d Phi[i,j-1] + e Phi[i,j] = f
  * with (a, b) = (a1, b1) for j < split, (a2, b2) from split on, and
@@ -45,5 +49,9 @@ void lp_make_rows(const lp_geom *g, lp_row *rows); /* nr rows */
 void lp_make_rows_dirichlet(const lp_geom *g, lp_row *rows);
 
 #define LP_MU0 (4e-7 * 3.14159265358979323846)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* NLSEPY_LAPLACE_INTERNAL_H */

@@ -356,10 +356,8 @@ static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
 #ifdef NLSEPY_WITH_SS
 #include "_core_ss.c"
 #endif
-#ifndef NLSEPY_WITH_CUDA
-#define NLSEPY_WITH_LP 1 /* the Laplace solver of magnet design: CPU only so far */
+#define NLSEPY_WITH_LP 1 /* the Laplace solver of magnet design: csrc/laplace.c, cuda/laplace.cu */
 #include "_core_lp.c"
-#endif
 
 static PyMethodDef fd_methods[] = {
     {"set_state", (PyCFunction)fd_set_state, METH_O, "set_state(psi): copy psi into the solver."},

@@ -150,6 +150,13 @@ static PyObject *lp_solve(LPObject *self, PyObject *args)
     return Py_BuildValue("(ldON)", it, rel, conv ? Py_True : Py_False, h);
 }
 
+static PyObject *lp_seconds(LPObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!lp_ready(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_lp_last_solve_seconds(self->s));
+}
+
 static PyObject *lp_residual(LPObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!lp_ready(self))
@@ -175,6 +182,8 @@ static PyMethodDef lp_methods[] = {
      "set_dirichlet(values or None): Dirichlet data on every boundary but the axis."},
     {"solve", (PyCFunction)lp_solve, METH_VARARGS,
      "solve(method, omega, tol, max_iter) -> (iterations, rel_residual, converged, history)."},
+    {"last_solve_seconds", (PyCFunction)lp_seconds, METH_NOARGS,
+     "last_solve_seconds() -> seconds of the last solve's iterations (device time on CUDA)."},
     {"rel_residual", (PyCFunction)lp_residual, METH_NOARGS,
      "rel_residual() -> ||f - A Phi|| / ||f|| of the current Phi."},
     {NULL, NULL, 0, NULL},

@@ -58,7 +58,10 @@ class MagnetSolution:
     history : numpy.ndarray
         ``||r|| / ||f||`` after each iteration.
     seconds : float
-        Wall time of the solve.
+        Wall time of the solve call (with the multigrid hierarchy's setup).
+    solve_seconds : float
+        Time of the iterations alone, as the backend measured it (CUDA
+        events on the device).
     method : str
         Solver used.
     omega : float or None
@@ -73,6 +76,7 @@ class MagnetSolution:
     converged: bool
     history: np.ndarray
     seconds: float
+    solve_seconds: float
     method: str
     omega: Optional[float]
     magnet: "CoaxialMagnet" = field(repr=False)
@@ -80,7 +84,7 @@ class MagnetSolution:
     @property
     def updates_per_second(self) -> float:
         """Node updates per second (unknowns x iterations / seconds)."""
-        return self.magnet.unknowns * self.iterations / max(self.seconds, 1e-300)
+        return self.magnet.unknowns * self.iterations / max(self.solve_seconds, 1e-300)
 
     def _geom(self) -> Tuple[np.ndarray, float, float, float, float]:
         m = self.magnet
@@ -147,8 +151,11 @@ class CoaxialMagnet:
         Target field along z inside the magnet (T), default 1e-3.
     dtype : {numpy.float64, numpy.float32}, optional
         Precision of Phi and of the arithmetic.
-    backend : {"auto", "cpu"}, optional
-        Where to solve (the CUDA backend of this model is not built yet).
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where to solve: the CPU (C, OpenMP) or a CUDA device (Jacobi,
+        red-black SOR and multigrid; Gauss-Seidel and SOR in row order are
+        serial by definition and mg-cg runs on the CPU).  ``"auto"``:
+        ``NLSEPY_BACKEND`` when set, else CUDA when present.
 
     Examples
     --------
@@ -181,10 +188,10 @@ class CoaxialMagnet:
         self.dtype = dt.type
         self.backend = _backend.resolve(backend, "CoaxialMagnet")
         from . import _core
-        self._core = _core
+        self._core = _backend.module(self.backend)
         self._args = (self.r0, self.z0, self.r1, self.z1, self.dr, self.dz, self.B,
                       _core.COMPLEX64 if dt == np.float32 else _core.COMPLEX128)
-        self._solver = _core.LP(*self._args)
+        self._solver = self._core.LP(*self._args)
         self.nr = int(round(self.r1 / self.dr)) + 1
         self.nz = int(round(self.z1 / self.dz)) + 1
         self.i0 = int(round(self.r0 / self.dr))
@@ -288,13 +295,14 @@ class CoaxialMagnet:
         it, res, conv, hist = solver.solve(METHODS[method], 1.0 if omega is None else omega,
                                            tol, max_iter)
         seconds = time.perf_counter() - t0
+        solve_seconds = float(solver.last_solve_seconds())
         if not conv and warn:
             warnings.warn(f"{method} stopped after max_iter = {max_iter} iterations at "
                           f"||r||/||f|| = {res:.3g} > tol = {tol:g}", ConvergenceWarning,
                           stacklevel=2)
         self._solver = solver
         return MagnetSolution(solver.get_phi(), int(it), float(res), bool(conv), hist, seconds,
-                              method, omega, self)
+                              solve_seconds, method, omega, self)
 
     def convergence_study(self, sizes: Sequence[float] = (), spacings: Sequence[float] = (),
                           method: str = "multigrid", tol: float = 0.5e-6,

@@ -75,6 +75,11 @@ int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_ite
  * The unknowns restart at 0.  NULL restores the magnet problem (Phi = 0). */
 int nlse_lp_set_dirichlet(nlse_lp *s, const double *values);
 
+/* Seconds the iterations of the last nlse_lp_solve took (CUDA events on
+ * the device, the wall clock on the CPU), without building the multigrid
+ * hierarchy. */
+double nlse_lp_last_solve_seconds(const nlse_lp *s);
+
 /* ||f - A Phi|| / ||f|| of the current Phi (all nodes at once). */
 double nlse_lp_rel_residual(const nlse_lp *s);
 

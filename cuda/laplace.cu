@@ -1,0 +1,995 @@
+/*
+ * laplace.cu -- CUDA backend of the magnet-design Laplace solver
+ * (Madhubhashini, thesis, chapters 2 and 4), same C API as csrc/laplace.c.
+ *
+ * Phi lives on the device in the colour-reordered layout of section 4.5
+ * (red and black nodes of each row apart, a halo row and slot around them):
+ * a red-black SOR half-sweep reads one colour's array and the other's
+ * neighbours with unit stride.  One RBSOR iteration (Algorithm 2) is two
+ * half-sweep kernels, each adding its block's squared residuals to a
+ * partial, and a one-block kernel that sums them in a fixed order, records
+ * ||r|| / ||f|| (eq. 2.50) and, once below tol, a "done" word that makes the
+ * rest of the batch's kernels return at once; the host reads that word once
+ * per batch of iterations, so the state is exactly that of the iteration
+ * that met the tolerance.
+ *
+ * Multigrid: the same V(2,2) cycle as the CPU (laplace_mg.c) with the
+ * hierarchy of laplace_hier.c built on the host and copied once: red-black
+ * Gauss-Seidel on the fine grid (the RBSOR kernel with omega = 1), 9-point
+ * Galerkin operators on the coarse levels smoothed in four colours
+ * ((I mod 2, J mod 2): the nodes of a colour are independent for 9-point
+ * stencils), and the coarsest level solved by a dense inverse computed on
+ * the host.  Coarse levels are double precision.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.cuh"
+#include "laplace_internal.h"
+
+#define LP_BLK 256
+#define LP_NB 1024 /* blocks of the reducing kernels (fixed: deterministic sums) */
+
+struct lp_dlevel {
+    int nr, nz;
+    double *A, *b, *e, *r;
+    unsigned char *mask;
+};
+
+struct nlse_lp {
+    nlse_lp_params p;
+    lp_geom g;
+    lp_row *rows_h, *rows_d;
+    size_t hw;
+    void *P[2], *Q[2];
+    double fnorm;
+    int dirichlet;
+    cudaStream_t stream;
+    cudaEvent_t ev0, ev1;
+    double last_seconds;
+    double *part, *hist;
+    int *flags; /* [0] done iteration (-1: not yet), [1] diverged iteration */
+    /* multigrid */
+    int nlev, built_dirichlet;
+    lp_dlevel *lev;            /* 1..nlev */
+    double *r0, *e0;
+    unsigned char *mask0;
+    int m;                     /* coarsest unknowns */
+    int *nodes;                /* their node indices */
+    double *inv;               /* m x m inverse */
+};
+
+/* ------------------------------------------------------------------ */
+/* fine level: colour-reordered Phi                                   */
+/* ------------------------------------------------------------------ */
+
+struct LPArgs {
+    int nr, nz, j1, kw; /* kw: slots per row and colour (without halo) */
+    size_t hw;
+    double gamma, cap;
+};
+
+template <typename T>
+__device__ __forceinline__ T &at(T *P0, T *P1, size_t hw, int i, int j)
+{
+    T *P = ((i + j) & 1) ? P1 : P0;
+    return P[(size_t)(i + 1) * hw + ((j + 2) >> 1)];
+}
+
+/* f - A Phi at unknown (i, j) of row R (Table 2.1, eq. 2.38 scaling) */
+template <typename T>
+__device__ __forceinline__ double res_at(const lp_row &R, const LPArgs &a, T *P0, T *P1, int i, int j)
+{
+    const T ca = (T)(j < R.split ? R.a1 : R.a2), cb = (T)(j < R.split ? R.b1 : R.b2);
+    T cc = (T)a.gamma, cd = (T)a.gamma, f = 0;
+    if (j == R.jcap) {
+        cc = (T)(2.0 * a.gamma);
+        cd = 0;
+        f = (T)a.cap;
+    } else if (j == a.j1) {
+        cc = 0;
+        cd = (T)(2.0 * a.gamma);
+    }
+    const T r = f - (ca * at(P0, P1, a.hw, i + 1, j) + cb * at(P0, P1, a.hw, i - 1, j) +
+                     cc * at(P0, P1, a.hw, i, j + 1) + cd * at(P0, P1, a.hw, i, j - 1) +
+                     (T)R.e * at(P0, P1, a.hw, i, j));
+    return (double)r;
+}
+
+__device__ double lp_block_sum(double v, double *sh)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, d);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    double t = 0;
+    if (threadIdx.x == 0)
+        for (int q = 0; q < nw; ++q)
+            t += sh[q];
+    return t;
+}
+
+/* One colour of red-black SOR (Algorithm 2); RES: partial sums of r^2. */
+template <typename T, bool RES>
+__global__ void __launch_bounds__(LP_BLK) k_rb(T *P0, T *P1, const lp_row *rows, LPArgs a, int colour,
+                                               T omega, double *part, const int *flags)
+{
+    __shared__ double sh[LP_BLK / 32];
+    if (flags && flags[0] >= 0)
+        return;
+    T *own = colour ? P1 : P0;
+    double ss = 0;
+    const long long n = (long long)a.nr * a.kw;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / a.kw), k = (int)(q % a.kw) + 1;
+        const int j = 2 * k - 2 + ((colour + i) & 1);
+        const lp_row R = rows[i];
+        if (j < R.js || j > R.je)
+            continue;
+        const double r = res_at(R, a, P0, P1, i, j);
+        own[(size_t)(i + 1) * a.hw + k] += (T)r * (omega / (T)R.e);
+        ss += r * r;
+    }
+    if (RES) {
+        const double t = lp_block_sum(ss, sh);
+        if (threadIdx.x == 0)
+            part[colour * gridDim.x + blockIdx.x] = t;
+    }
+}
+
+/* Jacobi (eq. 2.39): Q = P + r / e at every unknown, both colours. */
+template <typename T>
+__global__ void __launch_bounds__(LP_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q1, const lp_row *rows,
+                                                   LPArgs a, double *part)
+{
+    __shared__ double sh[LP_BLK / 32];
+    double ss = 0;
+    const long long n = 2LL * a.nr * a.kw;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int colour = (int)(q / ((long long)a.nr * a.kw));
+        const long long qq = q % ((long long)a.nr * a.kw);
+        const int i = (int)(qq / a.kw), k = (int)(qq % a.kw) + 1;
+        const int j = 2 * k - 2 + ((colour + i) & 1);
+        const lp_row R = rows[i];
+        if (j < R.js || j > R.je)
+            continue;
+        const double r = res_at(R, a, P0, P1, i, j);
+        const size_t o = (size_t)(i + 1) * a.hw + k;
+        (colour ? Q1 : Q0)[o] = (colour ? P1 : P0)[o] + (T)r / (T)R.e;
+        ss += r * r;
+    }
+    const double t = lp_block_sum(ss, sh);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = t;
+}
+
+/* hist[it] = sqrt(sum part) / fn; the first iteration below tol into flags[0] */
+__global__ void k_final(const double *part, int n, double fn, double tol, double *hist, int it,
+                        int *flags)
+{
+    __shared__ double sh[8];
+    if (flags[0] >= 0)
+        return;
+    double v = 0;
+    for (int q = threadIdx.x; q < n; q += blockDim.x)
+        v += part[q];
+    const double t = lp_block_sum(v, sh);
+    if (threadIdx.x == 0) {
+        const double rel = sqrt(t) / fn;
+        hist[it] = rel;
+        if (!isfinite(rel)) {
+            flags[1] = it;
+            flags[0] = it;
+        } else if (rel < tol) {
+            flags[0] = it;
+        }
+    }
+}
+
+/* partial sums of r^2 (natural layout) */
+__global__ void k_sumsq(const double *r, long long n, double *part)
+{
+    __shared__ double sh[LP_BLK / 32];
+    double v = 0;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x)
+        v += r[q] * r[q];
+    const double t = lp_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = t;
+}
+
+/* fine residual into the natural layout (double), 0 off the unknowns */
+template <typename T>
+__global__ void k_fine_res(T *P0, T *P1, const lp_row *rows, LPArgs a, double *r)
+{
+    const long long n = (long long)a.nr * a.nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / a.nz), j = (int)(q % a.nz);
+        const lp_row R = rows[i];
+        r[q] = (j >= R.js && j <= R.je) ? res_at(R, a, P0, P1, i, j) : 0.0;
+    }
+}
+
+template <typename T>
+__global__ void k_fine_correct(T *P0, T *P1, const lp_row *rows, LPArgs a, const double *e)
+{
+    const long long n = (long long)a.nr * a.nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / a.nz), j = (int)(q % a.nz);
+        const lp_row R = rows[i];
+        if (j >= R.js && j <= R.je)
+            at(P0, P1, a.hw, i, j) += (T)e[q];
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* coarse levels (natural layout, double)                             */
+/* ------------------------------------------------------------------ */
+
+__global__ void k_restrict(const double *rf, int nrf, int nzf, double *bc, const unsigned char *maskc,
+                           int nrc, int nzc)
+{
+    const long long n = (long long)nrc * nzc;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int I = (int)(q / nzc), J = (int)(q % nzc);
+        double v = 0.0;
+        if (maskc[q])
+            for (int fi = 2 * I - 1; fi <= 2 * I + 1; ++fi) {
+                if (fi < 0 || fi >= nrf)
+                    continue;
+                const double wi = fi == 2 * I ? 1.0 : 0.5;
+                for (int fj = 2 * J - 1; fj <= 2 * J + 1; ++fj)
+                    if (fj >= 0 && fj < nzf)
+                        v += wi * (fj == 2 * J ? 1.0 : 0.5) * rf[(size_t)fi * nzf + fj];
+            }
+        bc[q] = v;
+    }
+}
+
+__global__ void k_prolong(const double *ec, int nrc, int nzc, double *ef, const unsigned char *maskf,
+                          int nrf, int nzf, int add)
+{
+    const long long n = (long long)nrf * nzf;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / nzf), j = (int)(q % nzf);
+        double v = 0.0;
+        if (maskf[q]) {
+            const int i0 = i / 2, i1 = (i + 1) / 2, j0 = j / 2, j1 = (j + 1) / 2;
+            const double w = (i % 2 ? 0.5 : 1.0) * (j % 2 ? 0.5 : 1.0);
+            v = w * ec[(size_t)i0 * nzc + j0];
+            if (i1 != i0)
+                v += w * ec[(size_t)i1 * nzc + j0];
+            if (j1 != j0)
+                v += w * ec[(size_t)i0 * nzc + j1];
+            if (i1 != i0 && j1 != j0)
+                v += w * ec[(size_t)i1 * nzc + j1];
+        }
+        ef[q] = add ? ef[q] + v : v;
+    }
+}
+
+/* Gauss-Seidel on the nodes of colour (ci, cj) = (I mod 2, J mod 2) */
+__global__ void k_gs4(const double *A, const unsigned char *mask, const double *b, double *e, int nr,
+                      int nz, int ci, int cj)
+{
+    const int hr = (nr - ci + 1) / 2, hz = (nz - cj + 1) / 2;
+    const long long n = (long long)hr * hz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int I = 2 * (int)(q / hz) + ci, J = 2 * (int)(q % hz) + cj;
+        const size_t o = (size_t)I * nz + J;
+        if (!mask[o])
+            continue;
+        const double *row = A + 9 * o;
+        double s = b[o];
+        for (int p = -1; p <= 1; ++p)
+            for (int r = -1; r <= 1; ++r) {
+                const double c = row[3 * (p + 1) + (r + 1)];
+                if ((p || r) && c != 0.0)
+                    s -= c * e[o + (ptrdiff_t)p * nz + r];
+            }
+        e[o] = s / row[4];
+    }
+}
+
+__global__ void k_res9(const double *A, const unsigned char *mask, const double *b, const double *e,
+                       double *r, int nr, int nz)
+{
+    const long long n = (long long)nr * nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        double v = 0.0;
+        if (mask[q]) {
+            const double *row = A + 9 * q;
+            v = b[q];
+            const int nzz = nz;
+            for (int p = -1; p <= 1; ++p)
+                for (int s = -1; s <= 1; ++s) {
+                    const double c = row[3 * (p + 1) + (s + 1)];
+                    if (c != 0.0)
+                        v -= c * e[q + (long long)p * nzz + s];
+                }
+        }
+        r[q] = v;
+    }
+}
+
+/* e = inv b on the coarsest unknowns */
+__global__ void k_coarsest(const double *inv, const int *nodes, int m, const double *b, double *e)
+{
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) {
+        double v = 0.0;
+        for (int j = 0; j < m; ++j)
+            v += inv[(size_t)k * m + j] * b[nodes[j]];
+        e[nodes[k]] = v;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* host side                                                          */
+/* ------------------------------------------------------------------ */
+
+static int blocks_for(long long n)
+{
+    long long b = (n + LP_BLK - 1) / LP_BLK;
+    return (int)(b < 1 ? 1 : b > LP_NB ? LP_NB : b);
+}
+
+static LPArgs args_of(const nlse_lp *s)
+{
+    LPArgs a;
+    a.nr = (int)s->g.nr;
+    a.nz = (int)s->g.nz;
+    a.j1 = s->g.j1;
+    a.kw = (int)s->hw - 2;
+    a.hw = s->hw;
+    a.gamma = s->g.gamma;
+    a.cap = s->g.cap;
+    return a;
+}
+
+static size_t rsize(const nlse_lp *s) { return s->p.dtype == NLSE_COMPLEX64 ? 4 : 8; }
+
+static int dalloc(void **p, size_t bytes, const char *what)
+{
+    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        *p = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory: %s needs %zu bytes, %zu of %zu free",
+                         what, bytes, fr, tot);
+    }
+    return NLSE_OK;
+}
+
+static void mg_free(nlse_lp *s)
+{
+    if (s->lev)
+        for (int l = 1; l <= s->nlev; ++l) {
+            cudaFree(s->lev[l].A);
+            cudaFree(s->lev[l].b);
+            cudaFree(s->lev[l].e);
+            cudaFree(s->lev[l].r);
+            cudaFree(s->lev[l].mask);
+        }
+    free(s->lev);
+    cudaFree(s->r0);
+    cudaFree(s->e0);
+    cudaFree(s->mask0);
+    cudaFree(s->nodes);
+    cudaFree(s->inv);
+    s->lev = NULL;
+    s->r0 = s->e0 = s->inv = NULL;
+    s->mask0 = NULL;
+    s->nodes = NULL;
+    s->nlev = 0;
+}
+
+extern "C" void nlse_lp_destroy(nlse_lp *s)
+{
+    if (!s)
+        return;
+    if (s->stream)
+        cudaStreamSynchronize(s->stream);
+    mg_free(s);
+    for (int c = 0; c < 2; ++c) {
+        cudaFree(s->P[c]);
+        cudaFree(s->Q[c]);
+    }
+    cudaFree(s->rows_d);
+    cudaFree(s->part);
+    cudaFree(s->hist);
+    cudaFree(s->flags);
+    if (s->ev0)
+        cudaEventDestroy(s->ev0);
+    if (s->ev1)
+        cudaEventDestroy(s->ev1);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    free(s->rows_h);
+    (void)cudaGetLastError();
+    free(s);
+}
+
+static int upload_rows(nlse_lp *s)
+{
+    CK(cudaMemcpyAsync(s->rows_d, s->rows_h, s->g.nr * sizeof(lp_row), cudaMemcpyHostToDevice,
+                       s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+static int create(const nlse_lp_params *p, nlse_lp *s)
+{
+    s->p = *p;
+    lp_make_geom(p, &s->g);
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "no CUDA device available");
+    }
+    CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&s->ev0));
+    CK(cudaEventCreate(&s->ev1));
+    s->hw = s->g.nz / 2 + 2;
+    const size_t n = (s->g.nr + 2) * s->hw;
+    for (int c = 0; c < 2; ++c) {
+        CKS(dalloc(&s->P[c], n * rsize(s), "Phi"));
+        CK(cudaMemsetAsync(s->P[c], 0, n * rsize(s), s->stream));
+    }
+    s->rows_h = (lp_row *)malloc(s->g.nr * sizeof(lp_row));
+    if (!s->rows_h)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    lp_make_rows(&s->g, s->rows_h);
+    CKS(dalloc((void **)&s->rows_d, s->g.nr * sizeof(lp_row), "row table"));
+    CKS(dalloc((void **)&s->part, 2 * LP_NB * sizeof(double), "partial sums"));
+    CKS(dalloc((void **)&s->flags, 2 * sizeof(int), "flags"));
+    CKS(upload_rows(s));
+    s->fnorm = s->g.fnorm;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_lp_create(const nlse_lp_params *p, nlse_lp **out)
+{
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_create: NULL argument");
+    *out = NULL;
+    CKS(nlse_lp_check_params(p));
+    nlse_lp *s = (nlse_lp *)calloc(1, sizeof *s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    int st = create(p, s);
+    if (st) {
+        nlse_lp_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NLSE_OK;
+}
+
+extern "C" void nlse_lp_shape(const nlse_lp *s, size_t *nr, size_t *nz)
+{
+    *nr = s->g.nr;
+    *nz = s->g.nz;
+}
+
+/* the colour arrays <-> a host natural-layout double grid */
+static int download(const nlse_lp *s, double *out)
+{
+    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
+    char *h = (char *)malloc(2 * n * rs);
+    if (!h)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    int st = NLSE_OK;
+    for (int c = 0; c < 2 && !st; ++c)
+        st = nlse_cuda_check(cudaMemcpyAsync(h + c * n * rs, s->P[c], n * rs, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpyAsync");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+        for (int j = 0; j < (int)s->g.nz; ++j) {
+            const size_t o = ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
+            out[(size_t)i * s->g.nz + j] = rs == 4 ? (double)((float *)h)[o] : ((double *)h)[o];
+        }
+    free(h);
+    return st;
+}
+
+/* values[i nz + j] -> the colour arrays, at the nodes `pick` selects */
+static int upload_nodes(nlse_lp *s, const double *in, int all)
+{
+    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
+    char *h = (char *)malloc(2 * n * rs);
+    if (!h)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    int st = NLSE_OK;
+    for (int c = 0; c < 2 && !st; ++c)
+        st = nlse_cuda_check(cudaMemcpyAsync(h + c * n * rs, s->P[c], n * rs, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpyAsync");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+        for (int j = 0; j < (int)s->g.nz; ++j) {
+            const lp_row *R = &s->rows_h[i];
+            const int inside = i < s->g.i0 && j < s->g.j0;
+            if (inside || (!all && (j < R->js || j > R->je)))
+                continue;
+            const size_t o = ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
+            const double v = in ? in[(size_t)i * s->g.nz + j] : 0.0;
+            if (rs == 4)
+                ((float *)h)[o] = (float)v;
+            else
+                ((double *)h)[o] = v;
+        }
+    for (int c = 0; c < 2 && !st; ++c)
+        st = nlse_cuda_check(cudaMemcpyAsync(s->P[c], h + c * n * rs, n * rs, cudaMemcpyHostToDevice,
+                                             s->stream), "cudaMemcpyAsync");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    free(h);
+    return st;
+}
+
+extern "C" int nlse_lp_get_phi(const nlse_lp *s, double *phi)
+{
+    if (!s || !phi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_get_phi: NULL argument");
+    CKS(download(s, phi));
+    for (int i = 0; i < s->g.i0; ++i)
+        for (int j = 0; j < s->g.j0; ++j)
+            phi[(size_t)i * s->g.nz + j] = NAN;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_lp_set_phi(nlse_lp *s, const double *phi)
+{
+    if (!s || !phi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_set_phi: NULL argument");
+    for (int i = 0; i < (int)s->g.nr; ++i)
+        for (int j = s->rows_h[i].js; j <= s->rows_h[i].je; ++j)
+            if (!isfinite(phi[(size_t)i * s->g.nz + j]))
+                return nlse_fail(NLSE_ERR_VALUE,
+                                 "phi must be finite at the unknowns, got %g at node (%d, %d)",
+                                 phi[(size_t)i * s->g.nz + j], i, j);
+    return upload_nodes(s, phi, 0);
+}
+
+template <typename T> static double residual_t(const nlse_lp *s_)
+{
+    nlse_lp *s = (nlse_lp *)s_;
+    const LPArgs a = args_of(s);
+    const size_t nn = s->g.nr * s->g.nz;
+    double *r = NULL;
+    if (dalloc((void **)&r, nn * sizeof(double), "a residual"))
+        return NAN;
+    k_fine_res<T><<<blocks_for((long long)nn), LP_BLK, 0, s->stream>>>((T *)s->P[0], (T *)s->P[1],
+                                                                        s->rows_d, a, r);
+    double *h = (double *)malloc(nn * sizeof(double));
+    double ss = NAN;
+    if (h && cudaMemcpyAsync(h, r, nn * sizeof(double), cudaMemcpyDeviceToHost, s->stream) ==
+                 cudaSuccess &&
+        cudaStreamSynchronize(s->stream) == cudaSuccess) {
+        ss = 0;
+        for (size_t q = 0; q < nn; ++q)
+            ss += h[q] * h[q];
+    }
+    free(h);
+    cudaFree(r);
+    return ss;
+}
+
+static double denom(const nlse_lp *s) { return s->fnorm > 0 ? s->fnorm : 1.0; }
+
+extern "C" double nlse_lp_rel_residual(const nlse_lp *s)
+{
+    const double ss = s->p.dtype == NLSE_COMPLEX64 ? residual_t<float>(s) : residual_t<double>(s);
+    return sqrt(ss) / denom(s);
+}
+
+extern "C" int nlse_lp_set_dirichlet(nlse_lp *s, const double *values)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_set_dirichlet: NULL solver");
+    if (!values) {
+        lp_make_rows(&s->g, s->rows_h);
+        CKS(upload_rows(s));
+        s->fnorm = s->g.fnorm;
+        s->dirichlet = 0;
+        const size_t n = (s->g.nr + 2) * s->hw;
+        for (int c = 0; c < 2; ++c)
+            CK(cudaMemsetAsync(s->P[c], 0, n * rsize(s), s->stream));
+        CK(cudaStreamSynchronize(s->stream));
+        return NLSE_OK;
+    }
+    for (size_t q = 0; q < s->g.nr * s->g.nz; ++q) {
+        const int i = (int)(q / s->g.nz), j = (int)(q % s->g.nz);
+        if (!(i < s->g.i0 && j < s->g.j0) && !isfinite(values[q]))
+            return nlse_fail(NLSE_ERR_VALUE, "boundary values must be finite, got %g at node (%d, %d)",
+                             values[q], i, j);
+    }
+    lp_make_rows_dirichlet(&s->g, s->rows_h);
+    CKS(upload_rows(s));
+    CKS(upload_nodes(s, values, 1));
+    CKS(upload_nodes(s, NULL, 0)); /* unknowns restart at 0 */
+    s->dirichlet = 1;
+    const double ss = s->p.dtype == NLSE_COMPLEX64 ? residual_t<float>(s) : residual_t<double>(s);
+    s->fnorm = sqrt(ss);
+    return NLSE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* multigrid                                                          */
+/* ------------------------------------------------------------------ */
+
+static int invert(const double *A, int m, double *inv)
+{
+    double *a = (double *)malloc((size_t)m * m * sizeof(double));
+    int *piv = (int *)malloc((size_t)m * sizeof(int));
+    if (!a || !piv) {
+        free(a);
+        free(piv);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    memcpy(a, A, (size_t)m * m * sizeof(double));
+    for (int k = 0; k < m; ++k) {
+        int pk = k;
+        for (int i = k + 1; i < m; ++i)
+            if (fabs(a[(size_t)i * m + k]) > fabs(a[(size_t)pk * m + k]))
+                pk = i;
+        piv[k] = pk;
+        if (a[(size_t)pk * m + k] == 0.0) {
+            free(a);
+            free(piv);
+            return nlse_fail(NLSE_ERR_INTERNAL, "the coarsest multigrid operator is singular");
+        }
+        if (pk != k)
+            for (int j = 0; j < m; ++j) {
+                double t = a[(size_t)k * m + j];
+                a[(size_t)k * m + j] = a[(size_t)pk * m + j];
+                a[(size_t)pk * m + j] = t;
+            }
+        for (int i = k + 1; i < m; ++i) {
+            const double l = a[(size_t)i * m + k] / a[(size_t)k * m + k];
+            a[(size_t)i * m + k] = l;
+            for (int j = k + 1; j < m; ++j)
+                a[(size_t)i * m + j] -= l * a[(size_t)k * m + j];
+        }
+    }
+    double *x = (double *)malloc((size_t)m * sizeof(double));
+    if (!x) {
+        free(a);
+        free(piv);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    for (int c = 0; c < m; ++c) {
+        for (int k = 0; k < m; ++k)
+            x[k] = k == c;
+        for (int k = 0; k < m; ++k) {
+            double t = x[k];
+            x[k] = x[piv[k]];
+            x[piv[k]] = t;
+            for (int i = k + 1; i < m; ++i)
+                x[i] -= a[(size_t)i * m + k] * x[k];
+        }
+        for (int k = m - 1; k >= 0; --k) {
+            double v = x[k];
+            for (int j = k + 1; j < m; ++j)
+                v -= a[(size_t)k * m + j] * x[j];
+            x[k] = v / a[(size_t)k * m + k];
+        }
+        for (int k = 0; k < m; ++k)
+            inv[(size_t)k * m + c] = x[k];
+    }
+    free(x);
+    free(a);
+    free(piv);
+    return NLSE_OK;
+}
+
+static int mg_build(nlse_lp *s)
+{
+    if (s->lev && s->built_dirichlet == s->dirichlet)
+        return NLSE_OK;
+    mg_free(s);
+    const size_t nn = s->g.nr * s->g.nz;
+    unsigned char *m0 = (unsigned char *)calloc(nn, 1);
+    if (!m0)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    size_t unk = 0;
+    for (int i = 0; i < (int)s->g.nr; ++i)
+        for (int j = s->rows_h[i].js; j <= s->rows_h[i].je; ++j) {
+            m0[(size_t)i * s->g.nz + j] = 1;
+            ++unk;
+        }
+    int nlev = 0, nr = (int)s->g.nr, nz = (int)s->g.nz;
+    size_t cnt = unk;
+    while (cnt > LP_MG_COARSEST && nr > 3 && nz > 3) {
+        nr = lp_coarse_dim(nr);
+        nz = lp_coarse_dim(nz);
+        cnt = (size_t)nr * nz;
+        ++nlev;
+    }
+    if (nlev == 0)
+        nlev = 1;
+    s->lev = (lp_dlevel *)calloc((size_t)nlev + 1, sizeof(lp_dlevel));
+    int st = s->lev ? NLSE_OK : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->nlev = nlev;
+    if (!st)
+        st = dalloc((void **)&s->mask0, nn, "the fine mask");
+    if (!st)
+        st = dalloc((void **)&s->r0, nn * sizeof(double), "the fine residual");
+    if (!st)
+        st = dalloc((void **)&s->e0, nn * sizeof(double), "the fine correction");
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpy(s->mask0, m0, nn, cudaMemcpyHostToDevice), "cudaMemcpy");
+    /* host hierarchy, then device copies */
+    const unsigned char *fmask = m0;
+    const double *fA = NULL;
+    int fnr = (int)s->g.nr, fnz = (int)s->g.nz;
+    double *prevA = NULL;
+    unsigned char *prevM = NULL;
+    for (int l = 1; !st && l <= nlev; ++l) {
+        int cnr, cnz;
+        double *A;
+        unsigned char *M;
+        st = lp_galerkin(&s->g, s->rows_h, fnr, fnz, fmask, fA, &cnr, &cnz, &A, &M);
+        if (st)
+            break;
+        lp_dlevel *L = &s->lev[l];
+        L->nr = cnr;
+        L->nz = cnz;
+        const size_t n = (size_t)cnr * cnz;
+        if (!(st = dalloc((void **)&L->A, 9 * n * sizeof(double), "a coarse operator")) &&
+            !(st = dalloc((void **)&L->mask, n, "a coarse mask")) &&
+            !(st = dalloc((void **)&L->b, n * sizeof(double), "a coarse level")) &&
+            !(st = dalloc((void **)&L->e, n * sizeof(double), "a coarse level")) &&
+            !(st = dalloc((void **)&L->r, n * sizeof(double), "a coarse level")) &&
+            !(st = nlse_cuda_check(cudaMemcpy(L->A, A, 9 * n * sizeof(double), cudaMemcpyHostToDevice),
+                                   "cudaMemcpy")))
+            st = nlse_cuda_check(cudaMemcpy(L->mask, M, n, cudaMemcpyHostToDevice), "cudaMemcpy");
+        if (!st && l == nlev) { /* coarsest: dense inverse */
+            int *idx = (int *)malloc(n * sizeof(int));
+            int m = 0;
+            for (size_t q = 0; q < n; ++q)
+                idx[q] = M[q] ? m++ : -1;
+            double *D = (double *)calloc((size_t)m * m + 1, sizeof(double));
+            double *inv = (double *)malloc(((size_t)m * m + 1) * sizeof(double));
+            int *nodes = (int *)malloc(((size_t)m + 1) * sizeof(int));
+            for (int I = 0; I < cnr; ++I)
+                for (int J = 0; J < cnz; ++J) {
+                    const int k = idx[(size_t)I * cnz + J];
+                    if (k < 0)
+                        continue;
+                    nodes[k] = I * cnz + J;
+                    for (int p = -1; p <= 1; ++p)
+                        for (int q2 = -1; q2 <= 1; ++q2) {
+                            const int ii = I + p, jj = J + q2;
+                            if (ii < 0 || jj < 0 || ii >= cnr || jj >= cnz)
+                                continue;
+                            const int c = idx[(size_t)ii * cnz + jj];
+                            if (c >= 0)
+                                D[(size_t)k * m + c] += A[9 * ((size_t)I * cnz + J) + 3 * (p + 1) + (q2 + 1)];
+                        }
+                }
+            st = invert(D, m, inv);
+            s->m = m;
+            if (!st && !(st = dalloc((void **)&s->inv, ((size_t)m * m + 1) * sizeof(double), "the coarsest inverse")) &&
+                !(st = dalloc((void **)&s->nodes, ((size_t)m + 1) * sizeof(int), "the coarsest nodes")) &&
+                !(st = nlse_cuda_check(cudaMemcpy(s->inv, inv, (size_t)m * m * sizeof(double),
+                                                  cudaMemcpyHostToDevice), "cudaMemcpy")))
+                st = nlse_cuda_check(cudaMemcpy(s->nodes, nodes, (size_t)m * sizeof(int),
+                                                cudaMemcpyHostToDevice), "cudaMemcpy");
+            free(idx);
+            free(D);
+            free(inv);
+            free(nodes);
+        }
+        free(prevA);
+        free(prevM);
+        prevA = A;
+        prevM = M;
+        fA = A;
+        fmask = M;
+        fnr = cnr;
+        fnz = cnz;
+    }
+    free(prevA);
+    free(prevM);
+    free(m0);
+    if (st)
+        return st;
+    s->built_dirichlet = s->dirichlet;
+    return NLSE_OK;
+}
+
+static void gs_coarse(nlse_lp *s, lp_dlevel *L, int reverse)
+{
+    static const int order[4][2] = {{0, 0}, {1, 1}, {0, 1}, {1, 0}};
+    const int blocks = blocks_for((long long)L->nr * L->nz / 4 + 1);
+    for (int c = 0; c < 4; ++c) {
+        const int *o = order[reverse ? 3 - c : c];
+        k_gs4<<<blocks, LP_BLK, 0, s->stream>>>(L->A, L->mask, L->b, L->e, L->nr, L->nz, o[0], o[1]);
+    }
+}
+
+static void vcycle(nlse_lp *s, int l)
+{
+    lp_dlevel *L = &s->lev[l];
+    const size_t n = (size_t)L->nr * L->nz;
+    if (l == s->nlev) {
+        cudaMemsetAsync(L->e, 0, n * sizeof(double), s->stream);
+        k_coarsest<<<(s->m + 127) / 128, 128, 0, s->stream>>>(s->inv, s->nodes, s->m, L->b, L->e);
+        return;
+    }
+    lp_dlevel *C = &s->lev[l + 1];
+    for (int k = 0; k < 2; ++k)
+        gs_coarse(s, L, 0);
+    k_res9<<<blocks_for((long long)n), LP_BLK, 0, s->stream>>>(L->A, L->mask, L->b, L->e, L->r, L->nr,
+                                                                L->nz);
+    k_restrict<<<blocks_for((long long)C->nr * C->nz), LP_BLK, 0, s->stream>>>(
+        L->r, L->nr, L->nz, C->b, C->mask, C->nr, C->nz);
+    cudaMemsetAsync(C->e, 0, (size_t)C->nr * C->nz * sizeof(double), s->stream);
+    vcycle(s, l + 1);
+    k_prolong<<<blocks_for((long long)n), LP_BLK, 0, s->stream>>>(C->e, C->nr, C->nz, L->e, L->mask,
+                                                                   L->nr, L->nz, 1);
+    for (int k = 0; k < 2; ++k)
+        gs_coarse(s, L, 1);
+}
+
+template <typename T> static int mg_cycle(nlse_lp *s)
+{
+    const LPArgs a = args_of(s);
+    const long long nn = (long long)s->g.nr * s->g.nz;
+    const int nb = blocks_for((long long)a.nr * a.kw);
+    T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
+    for (int k = 0; k < 2; ++k)
+        for (int c = 0; c < 2; ++c)
+            k_rb<T, false><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
+    k_fine_res<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->r0);
+    lp_dlevel *C = &s->lev[1];
+    k_restrict<<<blocks_for((long long)C->nr * C->nz), LP_BLK, 0, s->stream>>>(
+        s->r0, a.nr, a.nz, C->b, C->mask, C->nr, C->nz);
+    cudaMemsetAsync(C->e, 0, (size_t)C->nr * C->nz * sizeof(double), s->stream);
+    vcycle(s, 1);
+    k_prolong<<<blocks_for(nn), LP_BLK, 0, s->stream>>>(C->e, C->nr, C->nz, s->e0, s->mask0, a.nr,
+                                                        a.nz, 0);
+    k_fine_correct<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->e0);
+    for (int k = 0; k < 2; ++k)
+        for (int c = 0; c < 2; ++c)
+            k_rb<T, false><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
+    CK(cudaGetLastError());
+    return NLSE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* solve                                                              */
+/* ------------------------------------------------------------------ */
+
+#define LP_BATCH 32
+
+template <typename T>
+static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_iter, double *history,
+                   long *iterations, double *rel_residual, int *converged)
+{
+    const LPArgs a = args_of(s);
+    const double fn = denom(s);
+    const int nb = blocks_for((long long)a.nr * a.kw);
+    T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
+    int flags[2] = {-1, -1};
+    CK(cudaMemcpyAsync(s->flags, flags, sizeof flags, cudaMemcpyHostToDevice, s->stream));
+    cudaFree(s->hist);
+    s->hist = NULL;
+    CKS(dalloc((void **)&s->hist, (size_t)max_iter * sizeof(double), "the residual history"));
+    if (method == NLSE_LP_JACOBI && !s->Q[0]) {
+        const size_t n = (s->g.nr + 2) * s->hw;
+        for (int c = 0; c < 2; ++c)
+            CKS(dalloc(&s->Q[c], n * rsize(s), "Jacobi's second copy"));
+    }
+    if (method == NLSE_LP_JACOBI)
+        for (int c = 0; c < 2; ++c)
+            CK(cudaMemcpyAsync(s->Q[c], s->P[c], (s->g.nr + 2) * s->hw * rsize(s),
+                               cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaEventRecord(s->ev0, s->stream));
+    long it = 0;
+    while (it < max_iter) {
+        const long batch = method == NLSE_LP_RBSOR ? (max_iter - it < LP_BATCH ? max_iter - it : LP_BATCH) : 1;
+        for (long b = 0; b < batch; ++b, ++it) {
+            if (method == NLSE_LP_RBSOR) {
+                for (int c = 0; c < 2; ++c)
+                    k_rb<T, true><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)omega, s->part,
+                                                                s->flags);
+                k_final<<<1, 256, 0, s->stream>>>(s->part, 2 * nb, fn, tol, s->hist, (int)it, s->flags);
+            } else if (method == NLSE_LP_JACOBI) {
+                k_jacobi<T><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, (T *)s->Q[0], (T *)s->Q[1], s->rows_d, a,
+                                                          s->part);
+                k_final<<<1, 256, 0, s->stream>>>(s->part, nb, fn, tol, s->hist, (int)it, s->flags);
+                for (int c = 0; c < 2; ++c) {
+                    void *t = s->P[c];
+                    s->P[c] = s->Q[c];
+                    s->Q[c] = t;
+                }
+                P0 = (T *)s->P[0];
+                P1 = (T *)s->P[1];
+            } else { /* multigrid: a cycle, then the whole grid's residual */
+                CKS(mg_cycle<T>(s));
+                const long long nn = (long long)s->g.nr * s->g.nz;
+                k_fine_res<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->r0);
+                const int nbr = blocks_for(nn);
+                k_sumsq<<<nbr, LP_BLK, 0, s->stream>>>(s->r0, nn, s->part);
+                k_final<<<1, 256, 0, s->stream>>>(s->part, nbr, fn, tol, s->hist, (int)it, s->flags);
+            }
+        }
+        CK(cudaGetLastError());
+        CK(cudaMemcpyAsync(flags, s->flags, sizeof flags, cudaMemcpyDeviceToHost, s->stream));
+        CK(cudaStreamSynchronize(s->stream));
+        if (flags[0] >= 0) {
+            it = flags[0] + 1;
+            break;
+        }
+    }
+    CK(cudaEventRecord(s->ev1, s->stream));
+    CK(cudaEventSynchronize(s->ev1));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev0, s->ev1);
+    s->last_seconds = ms * 1e-3;
+    *iterations = it;
+    double *hh = history;
+    double last = NAN;
+    if (!hh)
+        hh = (double *)malloc((size_t)it * sizeof(double) + 8);
+    if (hh && it > 0) {
+        CK(cudaMemcpy(hh, s->hist, (size_t)it * sizeof(double), cudaMemcpyDeviceToHost));
+        last = hh[it - 1];
+    }
+    if (!history)
+        free(hh);
+    *rel_residual = last;
+    *converged = flags[0] >= 0 && flags[1] < 0;
+    if (flags[1] >= 0)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the iteration diverged at iteration %d", flags[1] + 1);
+    return NLSE_OK;
+}
+
+extern "C" int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_iter,
+                             double *history, long *iterations, double *rel_residual, int *converged)
+{
+    if (!s || !iterations || !rel_residual || !converged)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_lp_solve: NULL argument");
+    *iterations = 0;
+    *rel_residual = NAN;
+    *converged = 0;
+    if (method == NLSE_LP_GAUSS_SEIDEL || method == NLSE_LP_SOR || method == NLSE_LP_MGCG)
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "method %d is not available on the CUDA backend: Gauss-Seidel and SOR in "
+                         "row order are serial by definition (use rbsor), mg-cg runs on the CPU "
+                         "(use multigrid)", method);
+    if (method < NLSE_LP_JACOBI || method > NLSE_LP_MGCG)
+        return nlse_fail(NLSE_ERR_VALUE, "method must be 0-5, got %d", method);
+    if (method == NLSE_LP_RBSOR && !(omega > 0 && omega < 2))
+        return nlse_fail(NLSE_ERR_VALUE, "omega must be in (0, 2), got %g", omega);
+    if (!(tol > 0) || !isfinite(tol))
+        return nlse_fail(NLSE_ERR_VALUE, "tol must be finite and > 0, got %g", tol);
+    if (max_iter < 1 || max_iter > (1L << 30))
+        return nlse_fail(NLSE_ERR_VALUE, "max_iter must be in [1, 2^30], got %ld", max_iter);
+    if (method == NLSE_LP_MULTIGRID)
+        CKS(mg_build(s));
+    return s->p.dtype == NLSE_COMPLEX64
+               ? solve_t<float>(s, method, omega, tol, max_iter, history, iterations, rel_residual, converged)
+               : solve_t<double>(s, method, omega, tol, max_iter, history, iterations, rel_residual, converged);
+}
+
+extern "C" double nlse_lp_last_solve_seconds(const nlse_lp *s) { return s->last_seconds; }
