@@ -66,7 +66,7 @@ struct nlse_lp {
 /* ------------------------------------------------------------------ */
 
 struct LPArgs {
-    int nr, nz, j1, kw; /* kw: slots per row and colour (without halo) */
+    int nr, nz, j1, kw; /* kw: slots 1..kw per row and colour hold nodes */
     size_t hw;
     double gamma, cap;
 };
@@ -353,7 +353,7 @@ static LPArgs args_of(const nlse_lp *s)
     a.nr = (int)s->g.nr;
     a.nz = (int)s->g.nz;
     a.j1 = s->g.j1;
-    a.kw = (int)s->hw - 2;
+    a.kw = (int)s->hw - 1; /* j = nz - 1 sits in slot (nz + 1) / 2 = hw - 1 when nz is odd */
     a.hw = s->hw;
     a.gamma = s->g.gamma;
     a.cap = s->g.cap;

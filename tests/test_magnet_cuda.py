@@ -1,4 +1,5 @@
-"""CPU / CUDA agreement of nl.CoaxialMagnet (skipped without a CUDA device).
+"""CPU / CUDA agreement of nl.CoaxialMagnet (skipped without a CUDA device, and
+while the CUDA extension does not list the model in its MODELS).
 
 The CUDA backend runs the rows of Table 2.1 on the same colour-reordered
 layout with the same update formula; red-black SOR and Jacobi follow the
@@ -25,8 +26,8 @@ def pair(h=0.025, **kw):
 @pytest.mark.parametrize("method", ["rbsor", "jacobi"])
 def test_iterations_match_the_cpu(method):
     a, b = pair(0.05)
-    sa = a.solve(method, tol=1e-10)
-    sb = b.solve(method, tol=1e-10)
+    sa = a.solve(method, tol=1e-10, max_iter=100000)
+    sb = b.solve(method, tol=1e-10, max_iter=100000)
     assert sa.converged and sb.converged
     assert sa.iterations == sb.iterations
     np.testing.assert_allclose(sb.history, sa.history, rtol=1e-9, atol=1e-13 * sa.history.max())
@@ -37,8 +38,8 @@ def test_iterations_match_the_cpu(method):
 
 def test_multigrid_reaches_the_same_solution():
     a, b = pair(0.0125)
-    sa = a.solve("multigrid", tol=1e-11)
-    sb = b.solve("multigrid", tol=1e-11)
+    sa = a.solve("multigrid", tol=1e-11, max_iter=100)
+    sb = b.solve("multigrid", tol=1e-11, max_iter=100)
     assert sa.converged and sb.converged
     assert abs(sa.iterations - sb.iterations) <= 3
     scale = np.nanmax(np.abs(sa.phi))
@@ -47,7 +48,8 @@ def test_multigrid_reaches_the_same_solution():
 
 def test_cycle_count_is_flat_on_the_device():
     counts = [nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, h, backend="cuda")
-              .solve("multigrid", tol=0.5e-6).iterations for h in (0.025, 0.0125, 0.00625)]
+              .solve("multigrid", tol=0.5e-6, max_iter=50).iterations
+              for h in (0.025, 0.0125, 0.00625)]
     assert max(counts) <= 1.3 * min(counts), counts
 
 
@@ -55,7 +57,7 @@ def test_dirichlet_data_on_the_device():
     g = lambda r, z: r * r - 2 * z * z  # noqa: E731
     mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.5, 0.025, backend="cuda")
     for method in ("rbsor", "multigrid"):
-        sol = mag.solve(method, tol=1e-11, boundary_values=g)
+        sol = mag.solve(method, tol=1e-11, boundary_values=g, max_iter=100000)
         rr, zz = np.meshgrid(mag.r, mag.z, indexing="ij")
         assert np.nanmax(np.abs(sol.phi - g(rr, zz))) < 1e-8, method
 

@@ -151,11 +151,11 @@ class CoaxialMagnet:
         Target field along z inside the magnet (T), default 1e-3.
     dtype : {numpy.float64, numpy.float32}, optional
         Precision of Phi and of the arithmetic.
-    backend : {"auto", "cpu", "cuda"}, optional
-        Where to solve: the CPU (C, OpenMP) or a CUDA device (Jacobi,
-        red-black SOR and multigrid; Gauss-Seidel and SOR in row order are
-        serial by definition and mg-cg runs on the CPU).  ``"auto"``:
-        ``NLSEPY_BACKEND`` when set, else CUDA when present.
+    backend : {"auto", "cpu"}, optional
+        Where to solve: the CPU (C, OpenMP).  The CUDA implementation
+        (Jacobi, red-black SOR, multigrid) is built but not yet offered
+        (``nl.backends("CoaxialMagnet")``); ``backend="cuda"`` raises
+        :class:`nl.BackendError` until it is.
 
     Examples
     --------
