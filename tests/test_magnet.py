@@ -209,3 +209,15 @@ def test_plot_draws_phi_and_wires():
     sol = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).solve()
     ax = sol.plot(n_turns=8)
     assert ax.collections  # contours and wire markers were drawn
+
+
+def test_all_solvers_agree_on_the_thesis_geometry():
+    """The thesis problem's geometry (r0 = 0.25 m, z0 = 0.5 m, r1 = z1 = 4 m)
+    on a coarse mesh: every solver reaches the same Phi."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 4.0, 4.0, 0.125, B=1e-3)
+    ref = mag.solve("multigrid", tol=1e-12, max_iter=100)
+    scale = np.nanmax(np.abs(ref.phi))
+    for method in METHODS:
+        sol = mag.solve(method, tol=1e-11, max_iter=2_000_000)
+        assert sol.converged, method
+        assert np.nanmax(np.abs(sol.phi - ref.phi)) < 1e-8 * scale, method
