@@ -39,6 +39,12 @@ int lp_coarse_dim(int n);
  * with fine mask fmask; allocates *cA (9 per node) and *cmask. */
 int lp_galerkin(const lp_geom *g, const lp_row *rows, int fnr, int fnz, const unsigned char *fmask,
                 const double *fA, int *cnr, int *cnz, double **cA, unsigned char **cmask);
+size_t lp_fine_mask(const lp_geom *g, const lp_row *rows, unsigned char *mask);
+int lp_level_count(int nr, int nz, size_t unknowns);
+int lp_coarsest_dense(int nr, int nz, const double *A, const unsigned char *mask, int *idx, int *m,
+                      double **dense);
+int lp_lu_factor(double *a, int m, int *piv);
+void lp_lu_solve(const double *lu, const int *piv, int m, double *x);
 
 /* Shared by every backend (laplace_params.c). */
 int lp_make_geom(const nlse_lp_params *p, lp_geom *g);

@@ -65,84 +65,30 @@ static int build_level(struct nlse_lp *s, int l)
     return NLSE_OK;
 }
 
-/* dense LU with partial pivoting of the coarsest level's unknowns */
+/* dense LU of the coarsest level's unknowns */
 static int build_coarsest(lp_level *L)
 {
     const size_t n = (size_t)L->nr * L->nz;
     L->idx = (int *)malloc(n * sizeof(int));
     if (!L->idx)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int m = 0;
-    for (size_t q = 0; q < n; ++q)
-        L->idx[q] = L->mask[q] ? m++ : -1;
-    L->nunk = m;
-    L->LU = (double *)calloc((size_t)m * m + 1, sizeof(double));
-    L->piv = (int *)malloc(((size_t)m + 1) * sizeof(int));
-    if (!L->LU || !L->piv)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the coarsest level (%d unknowns)", m);
-    for (int I = 0; I < L->nr; ++I)
-        for (int J = 0; J < L->nz; ++J) {
-            const int k = L->idx[(size_t)I * L->nz + J];
-            if (k < 0)
-                continue;
-            const double *row = L->A + 9 * ((size_t)I * L->nz + J);
-            for (int p = -1; p <= 1; ++p)
-                for (int q = -1; q <= 1; ++q) {
-                    const int ii = I + p, jj = J + q;
-                    if (ii < 0 || jj < 0 || ii >= L->nr || jj >= L->nz)
-                        continue;
-                    const int c = L->idx[(size_t)ii * L->nz + jj];
-                    if (c >= 0)
-                        L->LU[(size_t)k * m + c] += row[3 * (p + 1) + (q + 1)];
-                }
-        }
-    double *a = L->LU;
-    for (int k = 0; k < m; ++k) {
-        int pk = k;
-        for (int i = k + 1; i < m; ++i)
-            if (fabs(a[(size_t)i * m + k]) > fabs(a[(size_t)pk * m + k]))
-                pk = i;
-        L->piv[k] = pk;
-        if (a[(size_t)pk * m + k] == 0.0)
-            return nlse_fail(NLSE_ERR_INTERNAL, "the coarsest multigrid operator is singular");
-        if (pk != k)
-            for (int j = 0; j < m; ++j) {
-                double t = a[(size_t)k * m + j];
-                a[(size_t)k * m + j] = a[(size_t)pk * m + j];
-                a[(size_t)pk * m + j] = t;
-            }
-        for (int i = k + 1; i < m; ++i) {
-            const double l = a[(size_t)i * m + k] / a[(size_t)k * m + k];
-            a[(size_t)i * m + k] = l;
-            for (int j = k + 1; j < m; ++j)
-                a[(size_t)i * m + j] -= l * a[(size_t)k * m + j];
-        }
-    }
-    return NLSE_OK;
+    int st = lp_coarsest_dense(L->nr, L->nz, L->A, L->mask, L->idx, &L->nunk, &L->LU);
+    if (st)
+        return st;
+    L->piv = (int *)malloc(((size_t)L->nunk + 1) * sizeof(int));
+    if (!L->piv)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    return lp_lu_factor(L->LU, L->nunk, L->piv);
 }
 
 static void solve_coarsest(lp_level *L)
 {
-    const int m = L->nunk;
     double *x = L->r; /* scratch: the unknowns' values in LU order */
     const size_t n = (size_t)L->nr * L->nz;
     for (size_t q = 0; q < n; ++q)
         if (L->idx[q] >= 0)
             x[L->idx[q]] = L->b[q];
-    for (int k = 0; k < m; ++k) {
-        const int pk = L->piv[k];
-        double t = x[k];
-        x[k] = x[pk];
-        x[pk] = t;
-        for (int i = k + 1; i < m; ++i)
-            x[i] -= L->LU[(size_t)i * m + k] * x[k];
-    }
-    for (int k = m - 1; k >= 0; --k) {
-        double v = x[k];
-        for (int j = k + 1; j < m; ++j)
-            v -= L->LU[(size_t)k * m + j] * x[j];
-        x[k] = v / L->LU[(size_t)k * m + k];
-    }
+    lp_lu_solve(L->LU, L->piv, L->nunk, x);
     for (size_t q = n; q-- > 0;)
         L->e[q] = L->idx[q] >= 0 ? x[L->idx[q]] : 0.0;
 }
@@ -158,23 +104,8 @@ int lp_mg_build(struct nlse_lp *s)
     s->e0 = (double *)malloc(nn * sizeof(double));
     if (!s->mask0 || !s->r0 || !s->e0)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the multigrid fine-level buffers");
-    size_t unk = 0;
-    for (int i = 0; i < (int)s->g.nr; ++i)
-        for (int j = s->rows[i].js; j <= s->rows[i].je; ++j) {
-            s->mask0[(size_t)i * s->g.nz + j] = 1;
-            ++unk;
-        }
-    /* levels until the unknowns fit the dense coarsest solve */
-    int nlev = 0, nr = (int)s->g.nr, nz = (int)s->g.nz;
-    size_t cnt = unk;
-    while (cnt > LP_MG_COARSEST && nr > 3 && nz > 3) {
-        nr = lp_coarse_dim(nr);
-        nz = lp_coarse_dim(nz);
-        cnt = (size_t)nr * nz;
-        ++nlev;
-    }
-    if (nlev == 0)
-        nlev = 1;
+    const size_t unk = lp_fine_mask(&s->g, s->rows, s->mask0);
+    const int nlev = lp_level_count((int)s->g.nr, (int)s->g.nz, unk);
     s->lev = (lp_level *)calloc((size_t)nlev + 1, sizeof(lp_level));
     if (!s->lev)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");

@@ -487,59 +487,64 @@ extern "C" void nlse_lp_shape(const nlse_lp *s, size_t *nr, size_t *nz)
     *nz = s->g.nz;
 }
 
-/* the colour arrays <-> a host natural-layout double grid */
+/* Both colour arrays to (to_host) or from a host buffer of 2 n REALs. */
+static int stage(const nlse_lp *s, char *h, int to_host)
+{
+    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
+    for (int c = 0; c < 2; ++c)
+        CK(cudaMemcpyAsync(to_host ? (void *)(h + c * n * rs) : s->P[c],
+                           to_host ? s->P[c] : (const void *)(h + c * n * rs), n * rs,
+                           to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+/* offset of node (i, j) in the staged buffer */
+static size_t staged(const nlse_lp *s, int i, int j)
+{
+    const size_t n = (s->g.nr + 2) * s->hw;
+    return ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
+}
+
+/* the colour arrays -> a host natural-layout double grid */
 static int download(const nlse_lp *s, double *out)
 {
     const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
     char *h = (char *)malloc(2 * n * rs);
     if (!h)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = NLSE_OK;
-    for (int c = 0; c < 2 && !st; ++c)
-        st = nlse_cuda_check(cudaMemcpyAsync(h + c * n * rs, s->P[c], n * rs, cudaMemcpyDeviceToHost,
-                                             s->stream), "cudaMemcpyAsync");
-    if (!st)
-        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    int st = stage(s, h, 1);
     for (int i = 0; !st && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
-            const size_t o = ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
+            const size_t o = staged(s, i, j);
             out[(size_t)i * s->g.nz + j] = rs == 4 ? (double)((float *)h)[o] : ((double *)h)[o];
         }
     free(h);
     return st;
 }
 
-/* values[i nz + j] -> the colour arrays, at the nodes `pick` selects */
+/* values (NULL: zeros) into the unknowns, or (all) every node outside the magnet */
 static int upload_nodes(nlse_lp *s, const double *in, int all)
 {
     const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
     char *h = (char *)malloc(2 * n * rs);
     if (!h)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = NLSE_OK;
-    for (int c = 0; c < 2 && !st; ++c)
-        st = nlse_cuda_check(cudaMemcpyAsync(h + c * n * rs, s->P[c], n * rs, cudaMemcpyDeviceToHost,
-                                             s->stream), "cudaMemcpyAsync");
-    if (!st)
-        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    int st = stage(s, h, 1);
     for (int i = 0; !st && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
             const lp_row *R = &s->rows_h[i];
-            const int inside = i < s->g.i0 && j < s->g.j0;
-            if (inside || (!all && (j < R->js || j > R->je)))
+            if ((i < s->g.i0 && j < s->g.j0) || (!all && (j < R->js || j > R->je)))
                 continue;
-            const size_t o = ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
+            const size_t o = staged(s, i, j);
             const double v = in ? in[(size_t)i * s->g.nz + j] : 0.0;
             if (rs == 4)
                 ((float *)h)[o] = (float)v;
             else
                 ((double *)h)[o] = v;
         }
-    for (int c = 0; c < 2 && !st; ++c)
-        st = nlse_cuda_check(cudaMemcpyAsync(s->P[c], h + c * n * rs, n * rs, cudaMemcpyHostToDevice,
-                                             s->stream), "cudaMemcpyAsync");
     if (!st)
-        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+        st = stage(s, h, 0);
     free(h);
     return st;
 }
@@ -635,69 +640,22 @@ extern "C" int nlse_lp_set_dirichlet(nlse_lp *s, const double *values)
 /* multigrid                                                          */
 /* ------------------------------------------------------------------ */
 
-static int invert(const double *A, int m, double *inv)
+/* inv = A^{-1} (m x m) through the shared LU */
+static int invert(double *A, int m, double *inv)
 {
-    double *a = (double *)malloc((size_t)m * m * sizeof(double));
-    int *piv = (int *)malloc((size_t)m * sizeof(int));
-    if (!a || !piv) {
-        free(a);
-        free(piv);
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    }
-    memcpy(a, A, (size_t)m * m * sizeof(double));
-    for (int k = 0; k < m; ++k) {
-        int pk = k;
-        for (int i = k + 1; i < m; ++i)
-            if (fabs(a[(size_t)i * m + k]) > fabs(a[(size_t)pk * m + k]))
-                pk = i;
-        piv[k] = pk;
-        if (a[(size_t)pk * m + k] == 0.0) {
-            free(a);
-            free(piv);
-            return nlse_fail(NLSE_ERR_INTERNAL, "the coarsest multigrid operator is singular");
-        }
-        if (pk != k)
-            for (int j = 0; j < m; ++j) {
-                double t = a[(size_t)k * m + j];
-                a[(size_t)k * m + j] = a[(size_t)pk * m + j];
-                a[(size_t)pk * m + j] = t;
-            }
-        for (int i = k + 1; i < m; ++i) {
-            const double l = a[(size_t)i * m + k] / a[(size_t)k * m + k];
-            a[(size_t)i * m + k] = l;
-            for (int j = k + 1; j < m; ++j)
-                a[(size_t)i * m + j] -= l * a[(size_t)k * m + j];
-        }
-    }
-    double *x = (double *)malloc((size_t)m * sizeof(double));
-    if (!x) {
-        free(a);
-        free(piv);
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    }
-    for (int c = 0; c < m; ++c) {
+    int *piv = (int *)malloc(((size_t)m + 1) * sizeof(int));
+    double *x = (double *)malloc(((size_t)m + 1) * sizeof(double));
+    int st = piv && x ? lp_lu_factor(A, m, piv) : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (int c = 0; !st && c < m; ++c) {
         for (int k = 0; k < m; ++k)
             x[k] = k == c;
-        for (int k = 0; k < m; ++k) {
-            double t = x[k];
-            x[k] = x[piv[k]];
-            x[piv[k]] = t;
-            for (int i = k + 1; i < m; ++i)
-                x[i] -= a[(size_t)i * m + k] * x[k];
-        }
-        for (int k = m - 1; k >= 0; --k) {
-            double v = x[k];
-            for (int j = k + 1; j < m; ++j)
-                v -= a[(size_t)k * m + j] * x[j];
-            x[k] = v / a[(size_t)k * m + k];
-        }
+        lp_lu_solve(A, piv, m, x);
         for (int k = 0; k < m; ++k)
             inv[(size_t)k * m + c] = x[k];
     }
-    free(x);
-    free(a);
     free(piv);
-    return NLSE_OK;
+    free(x);
+    return st;
 }
 
 static int mg_build(nlse_lp *s)
@@ -709,22 +667,8 @@ static int mg_build(nlse_lp *s)
     unsigned char *m0 = (unsigned char *)calloc(nn, 1);
     if (!m0)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    size_t unk = 0;
-    for (int i = 0; i < (int)s->g.nr; ++i)
-        for (int j = s->rows_h[i].js; j <= s->rows_h[i].je; ++j) {
-            m0[(size_t)i * s->g.nz + j] = 1;
-            ++unk;
-        }
-    int nlev = 0, nr = (int)s->g.nr, nz = (int)s->g.nz;
-    size_t cnt = unk;
-    while (cnt > LP_MG_COARSEST && nr > 3 && nz > 3) {
-        nr = lp_coarse_dim(nr);
-        nz = lp_coarse_dim(nz);
-        cnt = (size_t)nr * nz;
-        ++nlev;
-    }
-    if (nlev == 0)
-        nlev = 1;
+    const size_t unk = lp_fine_mask(&s->g, s->rows_h, m0);
+    const int nlev = lp_level_count((int)s->g.nr, (int)s->g.nz, unk);
     s->lev = (lp_dlevel *)calloc((size_t)nlev + 1, sizeof(lp_dlevel));
     int st = s->lev ? NLSE_OK : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->nlev = nlev;
@@ -762,30 +706,19 @@ static int mg_build(nlse_lp *s)
                                    "cudaMemcpy")))
             st = nlse_cuda_check(cudaMemcpy(L->mask, M, n, cudaMemcpyHostToDevice), "cudaMemcpy");
         if (!st && l == nlev) { /* coarsest: dense inverse */
-            int *idx = (int *)malloc(n * sizeof(int));
-            int m = 0;
-            for (size_t q = 0; q < n; ++q)
-                idx[q] = M[q] ? m++ : -1;
-            double *D = (double *)calloc((size_t)m * m + 1, sizeof(double));
-            double *inv = (double *)malloc(((size_t)m * m + 1) * sizeof(double));
-            int *nodes = (int *)malloc(((size_t)m + 1) * sizeof(int));
-            for (int I = 0; I < cnr; ++I)
-                for (int J = 0; J < cnz; ++J) {
-                    const int k = idx[(size_t)I * cnz + J];
-                    if (k < 0)
-                        continue;
-                    nodes[k] = I * cnz + J;
-                    for (int p = -1; p <= 1; ++p)
-                        for (int q2 = -1; q2 <= 1; ++q2) {
-                            const int ii = I + p, jj = J + q2;
-                            if (ii < 0 || jj < 0 || ii >= cnr || jj >= cnz)
-                                continue;
-                            const int c = idx[(size_t)ii * cnz + jj];
-                            if (c >= 0)
-                                D[(size_t)k * m + c] += A[9 * ((size_t)I * cnz + J) + 3 * (p + 1) + (q2 + 1)];
-                        }
-                }
-            st = invert(D, m, inv);
+            int *idx = (int *)malloc(n * sizeof(int)), m = 0;
+            double *D = NULL;
+            st = idx ? lp_coarsest_dense(cnr, cnz, A, M, idx, &m, &D)
+                     : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+            double *inv = st ? NULL : (double *)malloc(((size_t)m * m + 1) * sizeof(double));
+            int *nodes = st ? NULL : (int *)malloc(((size_t)m + 1) * sizeof(int));
+            if (!st && (!inv || !nodes))
+                st = nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+            for (size_t q = 0; !st && q < n; ++q)
+                if (idx[q] >= 0)
+                    nodes[idx[q]] = (int)q;
+            if (!st)
+                st = invert(D, m, inv);
             s->m = m;
             if (!st && !(st = dalloc((void **)&s->inv, ((size_t)m * m + 1) * sizeof(double), "the coarsest inverse")) &&
                 !(st = dalloc((void **)&s->nodes, ((size_t)m + 1) * sizeof(int), "the coarsest nodes")) &&
