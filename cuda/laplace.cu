@@ -658,6 +658,14 @@ static int invert(double *A, int m, double *inv)
     return st;
 }
 
+/* host -> device on the solver's stream, complete on return */
+static int h2d(nlse_lp *s, void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
 static int mg_build(nlse_lp *s)
 {
     if (s->lev && s->built_dirichlet == s->dirichlet)
@@ -679,7 +687,7 @@ static int mg_build(nlse_lp *s)
     if (!st)
         st = dalloc((void **)&s->e0, nn * sizeof(double), "the fine correction");
     if (!st)
-        st = nlse_cuda_check(cudaMemcpy(s->mask0, m0, nn, cudaMemcpyHostToDevice), "cudaMemcpy");
+        st = h2d(s, s->mask0, m0, nn);
     /* host hierarchy, then device copies */
     const unsigned char *fmask = m0;
     const double *fA = NULL;
@@ -702,9 +710,8 @@ static int mg_build(nlse_lp *s)
             !(st = dalloc((void **)&L->b, n * sizeof(double), "a coarse level")) &&
             !(st = dalloc((void **)&L->e, n * sizeof(double), "a coarse level")) &&
             !(st = dalloc((void **)&L->r, n * sizeof(double), "a coarse level")) &&
-            !(st = nlse_cuda_check(cudaMemcpy(L->A, A, 9 * n * sizeof(double), cudaMemcpyHostToDevice),
-                                   "cudaMemcpy")))
-            st = nlse_cuda_check(cudaMemcpy(L->mask, M, n, cudaMemcpyHostToDevice), "cudaMemcpy");
+            !(st = h2d(s, L->A, A, 9 * n * sizeof(double))))
+            st = h2d(s, L->mask, M, n);
         if (!st && l == nlev) { /* coarsest: dense inverse */
             int *idx = (int *)malloc(n * sizeof(int)), m = 0;
             double *D = NULL;
@@ -722,10 +729,8 @@ static int mg_build(nlse_lp *s)
             s->m = m;
             if (!st && !(st = dalloc((void **)&s->inv, ((size_t)m * m + 1) * sizeof(double), "the coarsest inverse")) &&
                 !(st = dalloc((void **)&s->nodes, ((size_t)m + 1) * sizeof(int), "the coarsest nodes")) &&
-                !(st = nlse_cuda_check(cudaMemcpy(s->inv, inv, (size_t)m * m * sizeof(double),
-                                                  cudaMemcpyHostToDevice), "cudaMemcpy")))
-                st = nlse_cuda_check(cudaMemcpy(s->nodes, nodes, (size_t)m * sizeof(int),
-                                                cudaMemcpyHostToDevice), "cudaMemcpy");
+                !(st = h2d(s, s->inv, inv, (size_t)m * m * sizeof(double))))
+                st = h2d(s, s->nodes, nodes, (size_t)m * sizeof(int));
             free(idx);
             free(D);
             free(inv);
