@@ -124,6 +124,20 @@ int lp_mg_build(struct nlse_lp *s)
 
 /* ---------------------------------------------------------------- cycle */
 
+/* sum of the 9-point row `row` against x around node q (center included
+ * unless skip_center); entries pointing off the grid are 0 */
+static inline double row_dot(const double *row, const double *x, size_t q, int nz, int skip_center)
+{
+    double v = 0.0;
+    for (int p = -1; p <= 1; ++p)
+        for (int r = -1; r <= 1; ++r) {
+            const double a = row[3 * (p + 1) + (r + 1)];
+            if (a != 0.0 && !(skip_center && !p && !r))
+                v += a * x[q + (ptrdiff_t)p * nz + r];
+        }
+    return v;
+}
+
 static void gs_sweep(lp_level *L, int first_colour)
 {
     const int nr = L->nr, nz = L->nz;
@@ -137,16 +151,7 @@ static void gs_sweep(lp_level *L, int first_colour)
                 if (!L->mask[q])
                     continue;
                 const double *row = L->A + 9 * q;
-                double sum = L->b[q];
-                for (int p = -1; p <= 1; ++p)
-                    for (int r = -1; r <= 1; ++r) {
-                        if (!p && !r)
-                            continue;
-                        const double a = row[3 * (p + 1) + (r + 1)];
-                        if (a != 0.0)
-                            sum -= a * L->e[q + (ptrdiff_t)p * nz + r];
-                    }
-                L->e[q] = sum / row[4];
+                L->e[q] = (L->b[q] - row_dot(row, L->e, q, nz, 1)) / row[4];
             }
     }
 }
@@ -158,18 +163,7 @@ static void residual(lp_level *L)
     for (int I = 0; I < nr; ++I)
         for (int J = 0; J < nz; ++J) {
             const size_t q = (size_t)I * nz + J;
-            double v = 0.0;
-            if (L->mask[q]) {
-                const double *row = L->A + 9 * q;
-                v = L->b[q];
-                for (int p = -1; p <= 1; ++p)
-                    for (int r = -1; r <= 1; ++r) {
-                        const double a = row[3 * (p + 1) + (r + 1)];
-                        if (a != 0.0)
-                            v -= a * L->e[q + (ptrdiff_t)p * nz + r];
-                    }
-            }
-            L->r[q] = v;
+            L->r[q] = L->mask[q] ? L->b[q] - row_dot(L->A + 9 * q, L->e, q, nz, 0) : 0.0;
         }
 }
 
@@ -228,17 +222,7 @@ static void matvec(const lp_level *L, const double *x, double *y)
     for (int I = 0; I < nr; ++I)
         for (int J = 0; J < nz; ++J) {
             const size_t q = (size_t)I * nz + J;
-            double v = 0.0;
-            if (L->mask[q]) {
-                const double *row = L->A + 9 * q;
-                for (int p = -1; p <= 1; ++p)
-                    for (int r = -1; r <= 1; ++r) {
-                        const double a = row[3 * (p + 1) + (r + 1)];
-                        if (a != 0.0)
-                            v += a * x[q + (ptrdiff_t)p * nz + r];
-                    }
-            }
-            y[q] = v;
+            y[q] = L->mask[q] ? row_dot(L->A + 9 * q, x, q, nz, 0) : 0.0;
         }
 }
 
