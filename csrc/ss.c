@@ -231,14 +231,14 @@ int nlse_ss_create(const nlse_ss_params *p, nlse_ss **out)
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->p = *p;
-    s->ndim = nlse_ss_ndim(p->geometry);
-    s->off = 3 - s->ndim;
-    s->N = 1;
+    ss_layout L;
+    ss_make_layout(p, &L);
+    s->ndim = L.ndim;
+    s->off = L.off;
+    s->N = L.N;
     for (int q = 0; q < 3; ++q) {
-        int a = q - s->off;
-        s->n[q] = a >= 0 ? p->shape[a] : 1;
-        s->h[q] = a >= 0 ? p->spacing[a] : 1.0;
-        s->N *= s->n[q];
+        s->n[q] = L.n[q];
+        s->h[q] = L.h[q];
     }
     s->nlp = 2 * (s->n[2] / 2 + 1);
     s->nk = s->n[0] * s->n[1] * (s->n[2] / 2 + 1);

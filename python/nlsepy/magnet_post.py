@@ -45,7 +45,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ._validate import count, real
-from .reference_laplace import MU0
+from .reference_laplace import MU0, whole_spacings
 
 __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", "loop_field",
            "field_inside", "homogeneity", "plot"]
@@ -53,22 +53,12 @@ __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", 
 
 # ------------------------------------------------------------------ checks
 
-def _whole(length: float, h: float, name: str, hname: str) -> int:
-    """Number of spacings `h` in `length`, which must be whole (nodes on the magnet's surface)."""
-    n = length / h
-    k = int(round(n))
-    if k < 1 or abs(n - k) > 1e-9 * max(1.0, n):
-        raise ValueError(f"{name} = {length!r} must be a whole number >= 1 of mesh spacings "
-                         f"{hname} = {h!r}: the magnet's surface lies on grid lines")
-    return k
-
-
 def _geometry(phi: Any, dr: Any, dz: Any, r0: Any, z0: Any) -> Tuple[np.ndarray, float, float,
                                                                        float, float, int, int]:
     """Check the solved potential against the geometry; return it as floats with the sizes."""
     dr, dz = real("dr", dr, positive=True), real("dz", dz, positive=True)
     r0, z0 = real("r0", r0, positive=True), real("z0", z0, positive=True)
-    i0, j0 = _whole(r0, dr, "r0", "dr"), _whole(z0, dz, "z0", "dz")
+    i0, j0 = whole_spacings(r0, dr, "r0"), whole_spacings(z0, dz, "z0")
     arr = np.asarray(phi)
     if arr.dtype.kind not in "fiu" or arr.dtype == bool:
         raise ValueError(f"phi must be a real array, got dtype {arr.dtype}")

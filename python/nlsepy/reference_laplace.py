@@ -74,8 +74,8 @@ class Stencil:
         return self.a.shape
 
 
-def _on_grid(length: float, h: float, name: str) -> int:
-    """Number of spacings h in `length`; a clear error when it is not whole."""
+def whole_spacings(length: float, h: float, name: str) -> int:
+    """Number of spacings h in `length` (>= 1); a clear error when it is not whole."""
     n = length / h
     k = int(round(n))
     if k < 1 or abs(n - k) > 1e-9 * max(1.0, n):
@@ -148,8 +148,8 @@ def coaxial_stencil(r0: float, z0: float, r1: float, z1: float, dr: float,
         raise ValueError(f"r0 = {r0!r} must be smaller than r1 = {r1!r}")
     if not z0 < z1:
         raise ValueError(f"z0 = {z0!r} must be smaller than z1 = {z1!r}")
-    i0, i1 = _on_grid(r0, dr, "r0"), _on_grid(r1, dr, "r1")
-    j0, j1 = _on_grid(z0, dz, "z0"), _on_grid(z1, dz, "z1")
+    i0, i1 = whole_spacings(r0, dr, "r0"), whole_spacings(r1, dr, "r1")
+    j0, j1 = whole_spacings(z0, dz, "z0"), whole_spacings(z1, dz, "z1")
     nr, nz = i1 + 1, j1 + 1
     gamma = (dr / dz) ** 2
     cap = -2.0 * gamma * B * dz / MU0          # right-hand side of the cap rows
@@ -205,7 +205,7 @@ def dirichlet_stencil(r1: float, z1: float, dr: float, dz: Optional[float],
     """
     dz = dr if dz is None else dz
     _check_positive(r1=r1, z1=z1, dr=dr, dz=dz)
-    i1, j1 = _on_grid(r1, dr, "r1"), _on_grid(z1, dz, "z1")
+    i1, j1 = whole_spacings(r1, dr, "r1"), whole_spacings(z1, dz, "z1")
     nr, nz = i1 + 1, j1 + 1
     gamma = (dr / dz) ** 2
     arrs = _empty(nr, nz)
