@@ -3,85 +3,25 @@
  * problem, shared by every backend: the fine rows of Table 2.1
  * (Madhubhashini, thesis, eq. 2.38 form) as 3x3 stencils, masked bilinear
  * prolongation P, and the Galerkin coarse operators P^T A P (9-point
- * stencils, natural layout), built on the host.
+ * stencils, natural layout; the per-node product in laplace_galerkin.h),
+ * built on the host.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "laplace_internal.h"
+#include "laplace_galerkin.h"
 
 void lp_fine_stencil(const lp_geom *g, const lp_row *R, int j, double c[9])
 {
-    memset(c, 0, 9 * sizeof(double));
-    double cc = g->gamma, dd = g->gamma;
-    if (j == R->jcap) {
-        cc = 2.0 * g->gamma;
-        dd = 0.0;
-    } else if (j == g->j1) {
-        cc = 0.0;
-        dd = 2.0 * g->gamma;
-    }
-    c[4] = R->e;
-    c[7] = j < R->split ? R->a1 : R->a2; /* (i+1, j) */
-    c[1] = j < R->split ? R->b1 : R->b2; /* (i-1, j) */
-    c[5] = cc;                            /* (i, j+1) */
-    c[3] = dd;                            /* (i, j-1) */
+    lp_stencil_of(g->gamma, g->j1, R, j, c);
 }
 
 int lp_coarse_dim(int n) { return n / 2 + 1; }
 
-typedef struct {
-    const lp_geom *g;
-    const lp_row *rows;
-    int nr, nz;
-    const unsigned char *mask;
-    const double *A; /* NULL: the fine rows */
-} view;
-
-static void stencil_at(const view *v, int i, int j, double c[9])
-{
-    if (!v->A)
-        lp_fine_stencil(v->g, &v->rows[i], j, c);
-    else
-        memcpy(c, v->A + 9 * ((size_t)i * v->nz + j), 9 * sizeof(double));
-}
-
-static int active(const view *v, int i, int j)
-{
-    return i >= 0 && j >= 0 && i < v->nr && j < v->nz && v->mask[(size_t)i * v->nz + j];
-}
-
-/* Galerkin row of coarse node (I, J): sum_k sum_l P(k, I) A(k, l) P(l, I'). */
-static void galerkin_row(const view *f, int I, int J, double row[9])
-{
-    memset(row, 0, 9 * sizeof(double));
-    for (int fi = 2 * I - 1; fi <= 2 * I + 1; ++fi)
-        for (int fj = 2 * J - 1; fj <= 2 * J + 1; ++fj) {
-            if (!active(f, fi, fj))
-                continue;
-            const double wk = (fi == 2 * I ? 1.0 : 0.5) * (fj == 2 * J ? 1.0 : 0.5);
-            double c[9];
-            stencil_at(f, fi, fj, c);
-            for (int p = -1; p <= 1; ++p)
-                for (int q = -1; q <= 1; ++q) {
-                    const double a = c[3 * (p + 1) + (q + 1)];
-                    const int li = fi + p, lj = fj + q;
-                    if (a == 0.0 || !active(f, li, lj))
-                        continue;
-                    const int i_lo = li / 2, i_hi = (li + 1) / 2;
-                    const int j_lo = lj / 2, j_hi = (lj + 1) / 2;
-                    const double wi = li % 2 ? 0.5 : 1.0, wj = lj % 2 ? 0.5 : 1.0;
-                    for (int ci = i_lo; ci <= i_hi; ++ci)
-                        for (int cj = j_lo; cj <= j_hi; ++cj)
-                            row[3 * (ci - I + 1) + (cj - J + 1)] += wk * a * wi * wj;
-                }
-        }
-}
-
 int lp_galerkin(const lp_geom *g, const lp_row *rows, int fnr, int fnz, const unsigned char *fmask,
                 const double *fA, int *cnr, int *cnz, double **cA, unsigned char **cmask)
 {
-    const view f = {g, rows, fnr, fnz, fmask, fA};
+    const lp_view f = {g->gamma, g->j1, rows, fnr, fnz, fmask, fA};
     const int nrc = lp_coarse_dim(fnr), nzc = lp_coarse_dim(fnz);
     const size_t n = (size_t)nrc * nzc;
     double *A = (double *)malloc(9 * n * sizeof(double));
@@ -95,7 +35,7 @@ int lp_galerkin(const lp_geom *g, const lp_row *rows, int fnr, int fnz, const un
     for (int I = 0; I < nrc; ++I)
         for (int J = 0; J < nzc; ++J) {
             double *row = A + 9 * ((size_t)I * nzc + J);
-            galerkin_row(&f, I, J, row);
+            lp_galerkin_row(&f, I, J, row);
             mask[(size_t)I * nzc + J] = row[4] != 0.0;
         }
     *cnr = nrc;

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "check.cuh"
-#include "laplace_internal.h"
+#include "laplace_galerkin.h"
 
 #define LP_BLK 256
 #define LP_NB 1024 /* blocks of the reducing kernels (fixed: deterministic sums) */
@@ -114,7 +114,12 @@ __device__ double lp_block_sum(double v, double *sh)
     return t;
 }
 
-/* One colour of red-black SOR (Algorithm 2); RES: partial sums of r^2. */
+/* One colour of red-black SOR (Algorithm 2); RES: partial sums of r^2.
+ * Grid: blockIdx.x tiles a row's slots, blockIdx.y strides over rows, so a
+ * block reads its row's descriptor once and no thread divides.  In the
+ * colour-reordered layout node (i, j) of slot k has its (i +- 1, j)
+ * neighbours in slot k of the other colour's rows i +- 1, and (i, j +- 1) in
+ * slots k - 1 + p and k + p of row i, p = (colour + i) & 1. */
 template <typename T, bool RES>
 __global__ void __launch_bounds__(LP_BLK) k_rb(T *P0, T *P1, const lp_row *rows, LPArgs a, int colour,
                                                T omega, double *part, const int *flags)
@@ -122,24 +127,38 @@ __global__ void __launch_bounds__(LP_BLK) k_rb(T *P0, T *P1, const lp_row *rows,
     __shared__ double sh[LP_BLK / 32];
     if (flags && flags[0] >= 0)
         return;
-    T *own = colour ? P1 : P0;
+    T *__restrict__ own = colour ? P1 : P0;
+    const T *__restrict__ oth = colour ? P0 : P1;
+    const T gam = (T)a.gamma, cap = (T)a.cap;
+    const int k = blockIdx.x * blockDim.x + threadIdx.x + 1;
     double ss = 0;
-    const long long n = (long long)a.nr * a.kw;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
-        const int i = (int)(q / a.kw), k = (int)(q % a.kw) + 1;
-        const int j = 2 * k - 2 + ((colour + i) & 1);
+    for (int i = blockIdx.y; i < a.nr; i += gridDim.y) {
+        const int p = (colour + i) & 1, j = 2 * k - 2 + p;
         const lp_row R = rows[i];
-        if (j < R.js || j > R.je)
+        if (k > a.kw || j < R.js || j > R.je)
             continue;
-        const double r = res_at(R, a, P0, P1, i, j);
-        own[(size_t)(i + 1) * a.hw + k] += (T)r * (omega / (T)R.e);
-        ss += r * r;
+        const size_t o = (size_t)(i + 1) * a.hw + k;
+        const T ca = (T)(j < R.split ? R.a1 : R.a2), cb = (T)(j < R.split ? R.b1 : R.b2);
+        T cc = gam, cd = gam, f = 0;
+        if (j == R.jcap) {
+            cc = 2 * gam;
+            cd = 0;
+            f = cap;
+        } else if (j == a.j1) {
+            cc = 0;
+            cd = 2 * gam;
+        }
+        const T e = (T)R.e, x = own[o];
+        const T r = f - (ca * oth[o + a.hw] + cb * oth[o - a.hw] + cc * oth[o + p] + cd * oth[o - 1 + p] +
+                         e * x);
+        own[o] = x + r * (omega / e);
+        if (RES)
+            ss += (double)r * (double)r;
     }
     if (RES) {
         const double t = lp_block_sum(ss, sh);
         if (threadIdx.x == 0)
-            part[colour * gridDim.x + blockIdx.x] = t;
+            part[colour * gridDim.x * gridDim.y + blockIdx.y * gridDim.x + blockIdx.x] = t;
     }
 }
 
@@ -337,6 +356,30 @@ __global__ void k_coarsest(const double *inv, const int *nodes, int m, const dou
     }
 }
 
+/* the hierarchy, built on the device with the host's arithmetic (laplace_galerkin.h) */
+__global__ void k_fine_mask(const lp_row *rows, int nr, int nz, unsigned char *mask)
+{
+    const long long n = (long long)nr * nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / nz), j = (int)(q % nz);
+        mask[q] = j >= rows[i].js && j <= rows[i].je;
+    }
+}
+
+__global__ void k_galerkin(lp_view f, int cnr, int cnz, double *A, unsigned char *mask)
+{
+    const long long n = (long long)cnr * cnz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        double row[9];
+        lp_galerkin_row(&f, (int)(q / cnz), (int)(q % cnz), row);
+        for (int k = 0; k < 9; ++k)
+            A[9 * q + k] = row[k];
+        mask[q] = row[4] != 0.0;
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* host side                                                          */
 /* ------------------------------------------------------------------ */
@@ -345,6 +388,16 @@ static int blocks_for(long long n)
 {
     long long b = (n + LP_BLK - 1) / LP_BLK;
     return (int)(b < 1 ? 1 : b > LP_NB ? LP_NB : b);
+}
+
+/* k_rb's grid: the slots of a row in x, rows strided in y, about LP_RB_BLOCKS blocks */
+#define LP_RB_BLOCKS 2048
+static dim3 rb_grid(const nlse_lp *s)
+{
+    const int kw = (int)s->hw - 1, nx = (kw + LP_BLK - 1) / LP_BLK;
+    int ny = LP_RB_BLOCKS / nx;
+    ny = ny < 1 ? 1 : ny > (int)s->g.nr ? (int)s->g.nr : ny;
+    return dim3((unsigned)nx, (unsigned)ny, 1);
 }
 
 static LPArgs args_of(const nlse_lp *s)
@@ -456,7 +509,11 @@ static int create(const nlse_lp_params *p, nlse_lp *s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     lp_make_rows(&s->g, s->rows_h);
     CKS(dalloc((void **)&s->rows_d, s->g.nr * sizeof(lp_row), "row table"));
-    CKS(dalloc((void **)&s->part, 2 * LP_NB * sizeof(double), "partial sums"));
+    { /* the reducing kernels' partials: LP_NB, or k_rb's grid per colour */
+        const dim3 g = rb_grid(s);
+        const size_t np = g.x * g.y > LP_NB ? g.x * g.y : LP_NB;
+        CKS(dalloc((void **)&s->part, 2 * np * sizeof(double), "partial sums"));
+    }
     CKS(dalloc((void **)&s->flags, 2 * sizeof(int), "flags"));
     CKS(upload_rows(s));
     s->fnorm = s->g.fnorm;
@@ -666,90 +723,88 @@ static int h2d(nlse_lp *s, void *dst, const void *src, size_t bytes)
     return NLSE_OK;
 }
 
+/* The coarsest level's dense inverse (host: it has at most a few hundred
+ * unknowns) from its device operator. */
+static int mg_coarsest(nlse_lp *s, const lp_dlevel *L)
+{
+    const size_t n = (size_t)L->nr * L->nz;
+    double *A = (double *)malloc(9 * n * sizeof(double));
+    unsigned char *M = (unsigned char *)malloc(n);
+    int *idx = (int *)malloc(n * sizeof(int)), m = 0;
+    double *D = NULL, *inv = NULL;
+    int *nodes = NULL;
+    int st = A && M && idx ? NLSE_OK : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (!st && (cudaMemcpy(A, L->A, 9 * n * sizeof(double), cudaMemcpyDeviceToHost) != cudaSuccess ||
+                cudaMemcpy(M, L->mask, n, cudaMemcpyDeviceToHost) != cudaSuccess))
+        st = nlse_fail(NLSE_ERR_BACKEND, "copying the coarsest level failed");
+    if (!st)
+        st = lp_coarsest_dense(L->nr, L->nz, A, M, idx, &m, &D);
+    if (!st) {
+        inv = (double *)malloc(((size_t)m * m + 1) * sizeof(double));
+        nodes = (int *)malloc(((size_t)m + 1) * sizeof(int));
+        if (!inv || !nodes)
+            st = nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    for (size_t q = 0; !st && q < n; ++q)
+        if (idx[q] >= 0)
+            nodes[idx[q]] = (int)q;
+    if (!st)
+        st = invert(D, m, inv);
+    s->m = m;
+    if (!st && !(st = dalloc((void **)&s->inv, ((size_t)m * m + 1) * sizeof(double), "the coarsest inverse")) &&
+        !(st = dalloc((void **)&s->nodes, ((size_t)m + 1) * sizeof(int), "the coarsest nodes")) &&
+        !(st = h2d(s, s->inv, inv, (size_t)m * m * sizeof(double))))
+        st = h2d(s, s->nodes, nodes, (size_t)m * sizeof(int));
+    free(A);
+    free(M);
+    free(idx);
+    free(D);
+    free(inv);
+    free(nodes);
+    return st;
+}
+
+/* The hierarchy of laplace_hier.c, built level by level on the device. */
 static int mg_build(nlse_lp *s)
 {
     if (s->lev && s->built_dirichlet == s->dirichlet)
         return NLSE_OK;
     mg_free(s);
+    const int nr = (int)s->g.nr, nz = (int)s->g.nz;
     const size_t nn = s->g.nr * s->g.nz;
-    unsigned char *m0 = (unsigned char *)calloc(nn, 1);
-    if (!m0)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    const size_t unk = lp_fine_mask(&s->g, s->rows_h, m0);
-    const int nlev = lp_level_count((int)s->g.nr, (int)s->g.nz, unk);
+    size_t unk = 0;
+    for (int i = 0; i < nr; ++i)
+        unk += s->rows_h[i].je >= s->rows_h[i].js ? (size_t)(s->rows_h[i].je - s->rows_h[i].js + 1) : 0;
+    const int nlev = lp_level_count(nr, nz, unk);
     s->lev = (lp_dlevel *)calloc((size_t)nlev + 1, sizeof(lp_dlevel));
-    int st = s->lev ? NLSE_OK : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (!s->lev)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->nlev = nlev;
-    if (!st)
-        st = dalloc((void **)&s->mask0, nn, "the fine mask");
-    if (!st)
-        st = dalloc((void **)&s->r0, nn * sizeof(double), "the fine residual");
-    if (!st)
-        st = dalloc((void **)&s->e0, nn * sizeof(double), "the fine correction");
-    if (!st)
-        st = h2d(s, s->mask0, m0, nn);
-    /* host hierarchy, then device copies */
-    const unsigned char *fmask = m0;
-    const double *fA = NULL;
-    int fnr = (int)s->g.nr, fnz = (int)s->g.nz;
-    double *prevA = NULL;
-    unsigned char *prevM = NULL;
-    for (int l = 1; !st && l <= nlev; ++l) {
-        int cnr, cnz;
-        double *A;
-        unsigned char *M;
-        st = lp_galerkin(&s->g, s->rows_h, fnr, fnz, fmask, fA, &cnr, &cnz, &A, &M);
-        if (st)
-            break;
+    CKS(dalloc((void **)&s->mask0, nn, "the fine mask"));
+    CKS(dalloc((void **)&s->r0, nn * sizeof(double), "the fine residual"));
+    CKS(dalloc((void **)&s->e0, nn * sizeof(double), "the fine correction"));
+    k_fine_mask<<<blocks_for((long long)nn), LP_BLK, 0, s->stream>>>(s->rows_d, nr, nz, s->mask0);
+    CK(cudaGetLastError());
+    lp_view f = {s->g.gamma, s->g.j1, s->rows_d, nr, nz, s->mask0, NULL};
+    for (int l = 1; l <= nlev; ++l) {
         lp_dlevel *L = &s->lev[l];
-        L->nr = cnr;
-        L->nz = cnz;
-        const size_t n = (size_t)cnr * cnz;
-        if (!(st = dalloc((void **)&L->A, 9 * n * sizeof(double), "a coarse operator")) &&
-            !(st = dalloc((void **)&L->mask, n, "a coarse mask")) &&
-            !(st = dalloc((void **)&L->b, n * sizeof(double), "a coarse level")) &&
-            !(st = dalloc((void **)&L->e, n * sizeof(double), "a coarse level")) &&
-            !(st = dalloc((void **)&L->r, n * sizeof(double), "a coarse level")) &&
-            !(st = h2d(s, L->A, A, 9 * n * sizeof(double))))
-            st = h2d(s, L->mask, M, n);
-        if (!st && l == nlev) { /* coarsest: dense inverse */
-            int *idx = (int *)malloc(n * sizeof(int)), m = 0;
-            double *D = NULL;
-            st = idx ? lp_coarsest_dense(cnr, cnz, A, M, idx, &m, &D)
-                     : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-            double *inv = st ? NULL : (double *)malloc(((size_t)m * m + 1) * sizeof(double));
-            int *nodes = st ? NULL : (int *)malloc(((size_t)m + 1) * sizeof(int));
-            if (!st && (!inv || !nodes))
-                st = nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-            for (size_t q = 0; !st && q < n; ++q)
-                if (idx[q] >= 0)
-                    nodes[idx[q]] = (int)q;
-            if (!st)
-                st = invert(D, m, inv);
-            s->m = m;
-            if (!st && !(st = dalloc((void **)&s->inv, ((size_t)m * m + 1) * sizeof(double), "the coarsest inverse")) &&
-                !(st = dalloc((void **)&s->nodes, ((size_t)m + 1) * sizeof(int), "the coarsest nodes")) &&
-                !(st = h2d(s, s->inv, inv, (size_t)m * m * sizeof(double))))
-                st = h2d(s, s->nodes, nodes, (size_t)m * sizeof(int));
-            free(idx);
-            free(D);
-            free(inv);
-            free(nodes);
-        }
-        free(prevA);
-        free(prevM);
-        prevA = A;
-        prevM = M;
-        fA = A;
-        fmask = M;
-        fnr = cnr;
-        fnz = cnz;
+        L->nr = lp_coarse_dim(f.nr);
+        L->nz = lp_coarse_dim(f.nz);
+        const size_t n = (size_t)L->nr * L->nz;
+        CKS(dalloc((void **)&L->A, 9 * n * sizeof(double), "a coarse operator"));
+        CKS(dalloc((void **)&L->mask, n, "a coarse mask"));
+        CKS(dalloc((void **)&L->b, n * sizeof(double), "a coarse level"));
+        CKS(dalloc((void **)&L->e, n * sizeof(double), "a coarse level"));
+        CKS(dalloc((void **)&L->r, n * sizeof(double), "a coarse level"));
+        k_galerkin<<<blocks_for((long long)n), LP_BLK, 0, s->stream>>>(f, L->nr, L->nz, L->A, L->mask);
+        CK(cudaGetLastError());
+        f.nr = L->nr;
+        f.nz = L->nz;
+        f.mask = L->mask;
+        f.A = L->A;
     }
-    free(prevA);
-    free(prevM);
-    free(m0);
-    if (st)
-        return st;
+    CK(cudaStreamSynchronize(s->stream));
+    CKS(mg_coarsest(s, &s->lev[nlev]));
     s->built_dirichlet = s->dirichlet;
     return NLSE_OK;
 }
@@ -792,11 +847,10 @@ template <typename T> static int mg_cycle(nlse_lp *s)
 {
     const LPArgs a = args_of(s);
     const long long nn = (long long)s->g.nr * s->g.nz;
-    const int nb = blocks_for((long long)a.nr * a.kw);
     T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
     for (int k = 0; k < 2; ++k)
         for (int c = 0; c < 2; ++c)
-            k_rb<T, false><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
+            k_rb<T, false><<<rb_grid(s), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
     k_fine_res<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->r0);
     lp_dlevel *C = &s->lev[1];
     k_restrict<<<blocks_for((long long)C->nr * C->nz), LP_BLK, 0, s->stream>>>(
@@ -808,7 +862,7 @@ template <typename T> static int mg_cycle(nlse_lp *s)
     k_fine_correct<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->e0);
     for (int k = 0; k < 2; ++k)
         for (int c = 0; c < 2; ++c)
-            k_rb<T, false><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
+            k_rb<T, false><<<rb_grid(s), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)1, NULL, NULL);
     CK(cudaGetLastError());
     return NLSE_OK;
 }
@@ -826,6 +880,7 @@ static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_it
     const LPArgs a = args_of(s);
     const double fn = denom(s);
     const int nb = blocks_for((long long)a.nr * a.kw);
+    const dim3 gr = rb_grid(s);
     T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
     int flags[2] = {-1, -1};
     CK(cudaMemcpyAsync(s->flags, flags, sizeof flags, cudaMemcpyHostToDevice, s->stream));
@@ -848,9 +903,9 @@ static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_it
         for (long b = 0; b < batch; ++b, ++it) {
             if (method == NLSE_LP_RBSOR) {
                 for (int c = 0; c < 2; ++c)
-                    k_rb<T, true><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)omega, s->part,
+                    k_rb<T, true><<<gr, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)omega, s->part,
                                                                 s->flags);
-                k_final<<<1, 256, 0, s->stream>>>(s->part, 2 * nb, fn, tol, s->hist, (int)it, s->flags);
+                k_final<<<1, 256, 0, s->stream>>>(s->part, 2 * (int)(gr.x * gr.y), fn, tol, s->hist, (int)it, s->flags);
             } else if (method == NLSE_LP_JACOBI) {
                 k_jacobi<T><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, (T *)s->Q[0], (T *)s->Q[1], s->rows_d, a,
                                                           s->part);

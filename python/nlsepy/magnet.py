@@ -34,6 +34,8 @@ MU0 = 4e-7 * math.pi
 METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4, "mg-cg": 5}
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
+#: methods the CUDA backend does not implement (serial orderings; mg-cg)
+_CPU_ONLY = ("gauss-seidel", "sor", "mg-cg")
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -151,11 +153,11 @@ class CoaxialMagnet:
         Target field along z inside the magnet (T), default 1e-3.
     dtype : {numpy.float64, numpy.float32}, optional
         Precision of Phi and of the arithmetic.
-    backend : {"auto", "cpu"}, optional
-        Where to solve: the CPU (C, OpenMP).  The CUDA implementation
-        (Jacobi, red-black SOR, multigrid) is built but not yet offered
-        (``nl.backends("CoaxialMagnet")``); ``backend="cuda"`` raises
-        :class:`nl.BackendError` until it is.
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where to solve: the CPU (C, OpenMP) or the GPU (Jacobi, red-black
+        SOR and multigrid; ``"gauss-seidel"``, ``"sor"`` and ``"mg-cg"`` are
+        CPU-only).  ``"auto"`` picks CUDA when ``nl.backends("CoaxialMagnet")``
+        lists it, and the CPU for the CPU-only methods.
 
     Examples
     --------
@@ -186,6 +188,7 @@ class CoaxialMagnet:
         if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
         self.dtype = dt.type
+        self._auto = backend == "auto"
         self.backend = _backend.resolve(backend, "CoaxialMagnet")
         from . import _core
         self._core = _backend.module(self.backend)
@@ -276,7 +279,10 @@ class CoaxialMagnet:
                 raise ValueError(f"omega must be in (0, 2), got {omega!r}")
         elif omega is not None:
             raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
-        solver = self._core.LP(*self._args)
+        core = self._core
+        if self._auto and self.backend == "cuda" and method in _CPU_ONLY:
+            core = _backend.module("cpu")  # "auto": the backend that has the method
+        solver = core.LP(*self._args)
         if boundary_values is not None:
             if callable(boundary_values):
                 rr, zz = np.meshgrid(self.r, self.z, indexing="ij")
