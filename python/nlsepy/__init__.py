@@ -12,6 +12,10 @@ CoaxialMagnet
     The axisymmetric Laplace problem of magnet design (scalar potential
     between a cylindrical magnet and an outer cylinder), Jacobi,
     Gauss-Seidel, SOR and red-black SOR.
+MaxwellBloch
+    Multimode pulses through an inhomogeneously broadened ensemble of
+    multi-level atoms: RK4 over the atoms, Adams-Bashforth 2 in z (source
+    004); ``nl.mbloch`` holds line shapes, pulses and Franck-Condon factors.
 
 Helpers
 -------
@@ -28,14 +32,16 @@ from .dipolar import DipolarGPE, Obstacle
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
 from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
+from . import mbloch
+from .mbloch import MaxwellBloch, MaxwellBlochResult
 from .runner import Frames
 
 __version__ = "0.1.0"
 
 __all__ = ["NLSE", "DipolarGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
-           "ConvergenceWarning", "dbec", "Frames", "BlowUpError", "BackendError", "backends",
-           "examples", "set_num_threads", "get_num_threads", "stability_bound", "build_info",
-           "runner"]
+           "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
+           "Frames", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
+           "get_num_threads", "stability_bound", "build_info", "runner"]
 
 
 def set_num_threads(n: int) -> None:

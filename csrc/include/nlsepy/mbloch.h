@@ -1,0 +1,100 @@
+/*
+ * nlsepy/mbloch.h -- Maxwell-Bloch propagation through an inhomogeneously
+ * broadened ensemble of multi-level atoms (Demeter, source 004, eqs. 1-6,
+ * algorithms 1-2).
+ *
+ * Atoms D = 0 .. N_Delta-1 with detuning Delta_D and weight w_D, each with
+ * n_g ground amplitudes a_m and n_e excited amplitudes b_n (psi = (a, b),
+ * n_lev = n_g + n_e), driven by the field modes eps_l, l = l_min .. l_max
+ * (N_F = l_max - l_min + 1), on the time grid t_k = k h_t, k = 0 .. n_t-1,
+ * in retarded time.  Fields in Rabi-frequency units (PHYSICS.md section 5):
+ *
+ *   d a_m/dt = i (m (kappa_g - delta) + Delta_D) a_m
+ *              + (i/2) sum_l conj(eps_l) F[m][m+l] b_{m+l}          (eq. 4)
+ *   d b_n/dt = i n (kappa_e - delta) b_n + (i/2) sum_l eps_l F[n-l][n] a_{n-l}
+ *   P_l      = beta sum_D w_D sum_m F[m][m+l] conj(a_m) b_{m+l}      (eq. 6)
+ *   d eps_l/dz = i P_l                                              (eq. 2)
+ *
+ * The scheme is algorithm 1: at each z_j every atom is stepped over the
+ * whole time grid by the RK4 of algorithm 2 (the midpoint stages use the
+ * mean of the coupling at t_{k-1} and t_k), starting from the initial
+ * state; the polarisation is reduced over atoms; the fields advance by
+ * Adams-Bashforth 2 in z, the first step z_0 -> z_1 by euler_substeps
+ * explicit Euler steps of h_z / euler_substeps (the atoms solved at each).
+ *
+ * Complex arrays cross the API as interleaved double pairs whatever the
+ * working precision: fields and polarisations (n_t, N_F), initial states
+ * (N_Delta, n_lev), populations (n_t, n_lev) real.
+ */
+#ifndef NLSEPY_MBLOCH_H
+#define NLSEPY_MBLOCH_H
+
+#include <stddef.h>
+#include "nlsepy/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nlse_mb_params {
+    int n_g, n_e;          /* ground and excited levels, >= 1                 */
+    int l_min, l_max;      /* the mode set, l_min <= l_max; mode l couples
+                              ground m to excited m + l                       */
+    int n_atoms;           /* N_Delta >= 1                                    */
+    int n_t;               /* time grid points >= 2                           */
+    double h_t, h_z;       /* steps, finite and > 0                           */
+    double beta;           /* coupling constant, finite                       */
+    double kappa_g, kappa_e, delta; /* level and mode spacings, finite        */
+    int euler_substeps;    /* >= 1                                            */
+    int dtype;             /* NLSE_COMPLEX64 (float) or NLSE_COMPLEX128       */
+} nlse_mb_params;
+
+typedef struct nlse_mb nlse_mb;
+
+/* Check p without allocating (named errors; the checks of nlse_mb_create). */
+int nlse_mb_check_params(const nlse_mb_params *p);
+
+/* Validate and allocate.  F: n_g * n_e reals, F[m * n_e + n], finite.
+ * detunings, weights: n_atoms reals (finite; weights >= 0).  psi0:
+ * 2 * n_atoms * n_lev doubles (every atom's initial state, finite).
+ * fields0: 2 * n_t * N_F doubles, the input fields eps_l(0, t_k) at
+ * [k * N_F + (l - l_min)], finite.  The solver starts at z index 0. */
+int nlse_mb_create(const nlse_mb_params *p, const double *F, const double *detunings,
+                   const double *weights, const double *psi0, const double *fields0, nlse_mb **out);
+void nlse_mb_destroy(nlse_mb *s);
+
+/* Solve every atom over the time grid at the current z (algorithm 1, lines
+ * 2-7) and keep the polarisation; with want_pop also the populations
+ * sum_D w_D |psi_i^D(t_k)|^2.  Does not move in z. */
+int nlse_mb_atoms(nlse_mb *s, int want_pop);
+
+/* One z step z_j -> z_{j+1}: the atoms at z_j (as nlse_mb_atoms, so the
+ * populations and polarisation of z_j are kept), then the fields by AB2,
+ * or by the Euler start when j = 0.  NLSE_ERR_BLOWUP when a field or
+ * polarisation becomes non-finite (the fields of z_j are kept). */
+int nlse_mb_step(nlse_mb *s, int want_pop);
+
+/* Current fields (2 n_t N_F doubles), the polarisation of the last atom
+ * solve (2 n_t N_F), the populations of the last atom solve that asked for
+ * them (n_t n_lev; zeros before any). */
+int nlse_mb_get_fields(const nlse_mb *s, double *out);
+int nlse_mb_get_polarisation(const nlse_mb *s, double *out);
+int nlse_mb_get_populations(const nlse_mb *s, double *out);
+
+/* z index j of the current fields (z = j h_z). */
+long nlse_mb_z_index(const nlse_mb *s);
+
+/* max over every atom solve so far of | |psi^D(t_k)|^2 - 1 |. */
+double nlse_mb_norm_deviation(const nlse_mb *s);
+
+/* Seconds the last nlse_mb_step or nlse_mb_atoms took (CUDA events on the
+ * device, the wall clock on the CPU). */
+double nlse_mb_last_seconds(const nlse_mb *s);
+
+/* Nonzero coupling entries: pairs (m, n) with l_min <= n - m <= l_max. */
+long nlse_mb_couplings(const nlse_mb_params *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_MBLOCH_H */

@@ -1,0 +1,828 @@
+/*
+ * mbloch.cu -- CUDA backend of the Maxwell-Bloch solver (Demeter, source
+ * 004: eqs. 2, 4 and 6, algorithms 1 and 2), the C API of
+ * csrc/include/nlsepy/mbloch.h.
+ *
+ * One thread block owns NA atoms for the whole time grid of a z step (the
+ * source's "advance all atoms, reuse their memory" order, the block's
+ * atoms resident in shared memory).  A thread is one (level, atom) pair,
+ * the atom index fastest: it keeps its level's psi and RK4 sum in
+ * registers and reads its atom's stage vector, stored [level][atom], from
+ * shared memory.  The coupling of eq. 4 is laid out by output row: row r
+ * holds the nonzero coefficients of its band contiguously (ground rows
+ * conjugated), and multiplies the contiguous source levels src[r] ..
+ * src[r] + cnt[r] - 1, so the inner loop is two shared loads and four
+ * FMAs per term with no index arithmetic (NA is a template parameter, the
+ * stride a constant); the zero blocks and the zero entries of the
+ * off-diagonal blocks are never visited.  The coefficients 0.5 eps_l F
+ * are formed once per time step for the block, in three sets (t_{k-1},
+ * the midpoint mean of algorithm 2, t_k).
+ *
+ * The fields and the sums over atoms are double in both precisions; the
+ * precision chosen is that of the atoms' states and RK4.
+ *
+ * After each time step every block writes its atoms' weighted polarisation
+ * (and, when asked, populations) for t_k as a per-block partial; a second
+ * kernel sums the partials over blocks in a fixed order (deterministic)
+ * in double and multiplies by beta.  The fields advance by AB2 (or the
+ * Euler start) in a third kernel that also checks them for finiteness.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.cuh"
+#include "mbloch_internal.h"
+
+#define MB_MAX_THREADS 1024
+
+struct MBArgs {
+    int n_g, n_e, n_lev, l_min, l_max, n_f, n_t, n_atoms;
+    int tt;              /* thread rows per block (n_lev rounded up to whole warps) */
+    int ncoef, want_pop; /* ncoef: nonzero couplings K; the row tables hold 2 K */
+    int split;           /* record: two rows per mode (shuffle partners NA lanes apart) */
+    double h, kg, ke;    /* h_t, kappa_g - delta, kappa_e - delta */
+};
+
+/* row r of the coupling: coefficients C[off .. off + cnt), sources psi[src ..];
+ * pad = 1 on the rows of levels (0 on the idle threads of a padded block) */
+struct MBRow {
+    int off, cnt, src, pad;
+};
+
+struct nlse_mb {
+    nlse_mb_params p;
+    MBArgs a;
+    int nb, threads, na;
+    size_t smem;
+    void *F, *det, *w, *psi0;     /* T; T2 for psi0 */
+    MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
+    int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
+    double2 *eps[3];              /* fields (double in both precisions): current, scratch, z_0 kept
+                                     during the Euler start */
+    double2 *P, *Pprev;           /* n_t x n_f */
+    void *part, *ppart;           /* T2 nb x n_t x n_f, T nb x n_t x n_lev */
+    double *pop, *devb;           /* n_t x n_lev, nb */
+    int *flag;
+    long j;
+    double dev, last_seconds;
+    int have_pop;
+    cudaStream_t stream;
+    cudaEvent_t ev0, ev1;
+};
+
+/* ------------------------------------------------------------------ */
+/* complex helpers                                                    */
+/* ------------------------------------------------------------------ */
+
+template <typename T> struct C2;
+template <> struct C2<float> {
+    typedef float2 t;
+    static __device__ __forceinline__ float2 make(float x, float y) { return make_float2(x, y); }
+};
+template <> struct C2<double> {
+    typedef double2 t;
+    static __device__ __forceinline__ double2 make(double x, double y) { return make_double2(x, y); }
+};
+
+/* a b + c, one rounding */
+__device__ __forceinline__ double fmaT(double a, double b, double c) { return __fma_rn(a, b, c); }
+__device__ __forceinline__ float fmaT(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+
+/* s += c z as four FMAs (written out: "s.x += c.x z.x - c.y z.y" would
+ * compile to a multiply, an FMA and an add per component) */
+template <typename V> __device__ __forceinline__ void cmac(V &s, V c, V z)
+{
+    s.x = fmaT(c.x, z.x, s.x);
+    s.x = fmaT(-c.y, z.y, s.x);
+    s.y = fmaT(c.x, z.y, s.y);
+    s.y = fmaT(c.y, z.x, s.y);
+}
+
+template <int NA, typename T> __device__ __forceinline__ T warp_sum_atoms(T v)
+{
+#pragma unroll
+    for (int d = 1; d < NA; d <<= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* the atoms: algorithm 1, lines 2-7, with the RK4 of algorithm 2     */
+/* ------------------------------------------------------------------ */
+
+/* One coefficient set in row layout: 0.5 F[m][n] eps_l (conjugated on the
+ * ground rows), eps = (e0 + e1) / 2 (mean) or e1. */
+template <typename T>
+__device__ void coef_set(typename C2<T>::t *C, int n2, const int2 *ent, const T *F, const double2 *e0,
+                         const double2 *e1, bool mean)
+{
+    for (int q = threadIdx.x; q < n2; q += blockDim.x) {
+        const int2 p = ent[q];
+        const int li = p.y & 0xffff;
+        double2 e = e1[li];
+        if (mean) {
+            const double2 d = e0[li];
+            e.x = 0.5 * (e.x + d.x);
+            e.y = 0.5 * (e.y + d.y);
+        }
+        const T f = (T)0.5 * F[p.x], ex = (T)e.x, ey = (T)e.y;
+        C[q] = C2<T>::make(f * ex, (p.y >> 16) ? -f * ey : f * ey);
+    }
+}
+
+/* S = E y_r + (y K)_r: the thread's row of eq. 4 on the stage vector Y
+ * ([level][atom]); two partial sums halve the chain of dependent FMAs. */
+template <typename T, int NA>
+__device__ __forceinline__ typename C2<T>::t deriv(const typename C2<T>::t *Y, const typename C2<T>::t *C,
+                                                   const MBRow &R, int row, int atom, T e)
+{
+    typedef typename C2<T>::t V;
+    const V y = R.pad ? Y[row * NA + atom] : C2<T>::make(0, 0); /* pad: the row is a level */
+    V S = C2<T>::make(e * y.x, e * y.y), S2 = C2<T>::make(0, 0);
+    const V *cp = C + R.off, *yp = Y + R.src * NA + atom;
+    int j = 0;
+#pragma unroll 4
+    for (; j + 1 < R.cnt; j += 2) {
+        cmac(S, cp[j], yp[j * NA]);
+        cmac(S2, cp[j + 1], yp[(j + 1) * NA]);
+    }
+    if (j < R.cnt)
+        cmac(S, cp[j], yp[j * NA]);
+    S.x += S2.x;
+    S.y += S2.y;
+    return S;
+}
+
+/* Record t_k from Y (the new psi): the block's weighted polarisation and
+ * populations as partials, the norm deviation.  Polarisation row li is
+ * sum_j Fp[off + j] conj(a_{src + j}) b_{src + l + j}; a mode's sum is split
+ * between two thread rows of one warp when the block has the rows for it
+ * (a.split), joined by a shuffle. */
+template <typename T, int NA>
+__device__ void record(const MBArgs &a, int k, const typename C2<T>::t *Y, const T *Fp, const MBRow *prow,
+                       const T *nrm, int row, int atom, bool valid, T wgt, T pw, bool own,
+                       typename C2<T>::t *part, T *ppart, double &dev)
+{
+    typedef typename C2<T>::t V;
+    const size_t blk = blockIdx.x;
+    const int P = a.split ? 2 : 1, per = a.tt / P;
+    const int rounds = (a.n_f + per - 1) / per;
+    const int half = row % P;
+    for (int r = 0; r < rounds; ++r) {
+        const int li = row / P + r * per;
+        V s = C2<T>::make(0, 0);
+        if (li < a.n_f) {
+            const MBRow R = prow[li];
+            int j0 = 0, j1 = R.cnt;
+            if (P == 2) {
+                const int mid = (R.cnt + 1) / 2;
+                if (half == 0)
+                    j1 = mid;
+                else
+                    j0 = mid;
+            }
+            const int l = a.l_min + li;
+            const V *ap = Y + R.src * NA + atom, *bp = Y + (a.n_g + R.src + l) * NA + atom;
+            const T *fp = Fp + R.off;
+#pragma unroll 4
+            for (int j = j0; j < j1; ++j) {
+                const V am = ap[j * NA], bn = bp[j * NA];
+                const T f = fp[j], fx = f * am.x, fy = f * am.y; /* f conj(a) b */
+                s.x = fmaT(fx, bn.x, s.x);
+                s.x = fmaT(fy, bn.y, s.x);
+                s.y = fmaT(fx, bn.y, s.y);
+                s.y = fmaT(-fy, bn.x, s.y);
+            }
+            s.x *= wgt;
+            s.y *= wgt;
+        }
+        if (P == 2) {
+            s.x += __shfl_xor_sync(0xffffffffu, s.x, NA);
+            s.y += __shfl_xor_sync(0xffffffffu, s.y, NA);
+        }
+        s.x = warp_sum_atoms<NA>(s.x);
+        s.y = warp_sum_atoms<NA>(s.y);
+        if (atom == 0 && half == 0 && li < a.n_f)
+            part[(blk * a.n_t + k) * a.n_f + li] = s;
+    }
+    if (a.want_pop) {
+        const T v = warp_sum_atoms<NA>(pw * wgt);
+        if (atom == 0 && own)
+            ppart[(blk * a.n_t + k) * a.n_lev + row] = v;
+    }
+    /* |psi|^2 of each atom: the first warp's rows each add every G-th
+     * row's |psi_r|^2, then a shuffle over the warp's rows */
+    const int G = 32 / NA;
+    if (threadIdx.x < 32) {
+        T s = 0, s2 = 0;
+        int q = row;
+#pragma unroll 4
+        for (; q + G < a.tt; q += 2 * G) {
+            s += nrm[q * NA + atom];
+            s2 += nrm[(q + G) * NA + atom];
+        }
+        if (q < a.tt)
+            s += nrm[q * NA + atom];
+        s += s2;
+#pragma unroll
+        for (int d = NA; d < 32; d <<= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, d);
+        if (row == 0 && valid)
+            dev = fmax(dev, fabs((double)s - 1.0));
+    }
+}
+
+template <typename T, int NA>
+__global__ void k_atoms(MBArgs a, const double2 *eps, const typename C2<T>::t *psi0,
+                        const T *det, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
+                        typename C2<T>::t *part, T *ppart, double *devb)
+{
+    typedef typename C2<T>::t V;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int n2 = 2 * a.ncoef;
+    V *Y0 = (V *)smem, *Y1 = Y0 + a.n_lev * NA, *Cs = Y1 + a.n_lev * NA;
+    T *F = (T *)(Cs + 3 * n2), *Fp = F + a.n_g * a.n_e, *nrm = Fp + a.ncoef;
+    MBRow *prow = (MBRow *)(nrm + a.tt * NA);
+
+    const int atom = threadIdx.x % NA, row = threadIdx.x / NA;
+    const int D = blockIdx.x * NA + atom;
+    const bool valid = D < a.n_atoms, own = row < a.n_lev;
+    const T wgt = valid ? w[D] : (T)0;
+    for (int q = threadIdx.x; q < a.n_g * a.n_e; q += blockDim.x)
+        F[q] = Fg[q];
+    for (int q = threadIdx.x; q < a.n_f; q += blockDim.x)
+        prow[q] = rows[a.n_lev + q];
+    __syncthreads(); /* F and the polarisation rows before their use */
+    for (int li = 0; li < a.n_f; ++li) /* polarisation weights F[m][m + l] */
+        for (int j = threadIdx.x; j < prow[li].cnt; j += blockDim.x) {
+            const int m = prow[li].src + j;
+            Fp[prow[li].off + j] = F[m * a.n_e + m + a.l_min + li];
+        }
+    MBRow R = {0, 0, 0, 0};
+    T e = 0;
+    V psi = C2<T>::make(0, 0), acc;
+    if (own) {
+        R = rows[row];
+        e = row < a.n_g ? (T)((double)row * a.kg) + (valid ? det[D] : (T)0)
+                        : (T)((double)(row - a.n_g) * a.ke);
+        if (valid)
+            psi = psi0[(size_t)D * a.n_lev + row];
+        Y0[row * NA + atom] = psi;
+    }
+    T pw = psi.x * psi.x + psi.y * psi.y;
+    nrm[row * NA + atom] = pw;
+    /* coefficient sets, rotated each step: prv <- nxt (K(t_{k-1})), then
+     * mid and nxt rewrite the two slots the previous step has finished
+     * with.  Before the first step nxt holds K(t_0). */
+    int prv = 1, mid = 2, nxt = 0;
+    coef_set<T>(Cs + nxt * n2, n2, ent, F, eps, eps, false);
+    __syncthreads();
+    double dev = 0;
+    record<T, NA>(a, 0, Y0, Fp, prow, nrm, row, atom, valid, wgt, pw, own, part, ppart, dev);
+    const T h = (T)a.h, half = (T)0.5, sixth = (T)(1.0 / 6.0);
+    for (int k = 1; k < a.n_t; ++k) {
+        const int t0 = prv;
+        prv = nxt;
+        nxt = mid;
+        mid = t0;
+        coef_set<T>(Cs + mid * n2, n2, ent, F, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
+        coef_set<T>(Cs + nxt * n2, n2, ent, F, NULL, eps + (size_t)k * a.n_f, false);
+        /* stage 1: Y0 = psi, K(t_{k-1}) */
+        V S = deriv<T, NA>(Y0, Cs + prv * n2, R, row, atom, e);
+        V kk = C2<T>::make(-h * S.y, h * S.x); /* i h S */
+        acc = kk;
+        if (own)
+            Y1[row * NA + atom] = C2<T>::make(psi.x + half * kk.x, psi.y + half * kk.y);
+        __syncthreads();
+        /* stage 2: midpoint */
+        S = deriv<T, NA>(Y1, Cs + mid * n2, R, row, atom, e);
+        kk = C2<T>::make(-h * S.y, h * S.x);
+        acc.x += 2 * kk.x;
+        acc.y += 2 * kk.y;
+        if (own)
+            Y0[row * NA + atom] = C2<T>::make(psi.x + half * kk.x, psi.y + half * kk.y);
+        __syncthreads();
+        /* stage 3: midpoint */
+        S = deriv<T, NA>(Y0, Cs + mid * n2, R, row, atom, e);
+        kk = C2<T>::make(-h * S.y, h * S.x);
+        acc.x += 2 * kk.x;
+        acc.y += 2 * kk.y;
+        if (own)
+            Y1[row * NA + atom] = C2<T>::make(psi.x + kk.x, psi.y + kk.y);
+        __syncthreads();
+        /* stage 4: K(t_k); the new psi */
+        S = deriv<T, NA>(Y1, Cs + nxt * n2, R, row, atom, e);
+        kk = C2<T>::make(-h * S.y, h * S.x);
+        psi.x += sixth * (acc.x + kk.x);
+        psi.y += sixth * (acc.y + kk.y);
+        pw = psi.x * psi.x + psi.y * psi.y;
+        if (own)
+            Y0[row * NA + atom] = psi;
+        nrm[row * NA + atom] = pw;
+        __syncthreads();
+        record<T, NA>(a, k, Y0, Fp, prow, nrm, row, atom, valid, wgt, pw, own, part, ppart, dev);
+    }
+    /* the block's largest norm deviation */
+    __shared__ double dmax[MB_MAX_THREADS / 32];
+    for (int d = 16; d > 0; d >>= 1)
+        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
+    if ((threadIdx.x & 31) == 0)
+        dmax[threadIdx.x >> 5] = dev;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = 0;
+        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
+            m = fmax(m, dmax[q]);
+        devb[blockIdx.x] = m;
+    }
+}
+
+/* out[q] = scale * sum_b part[b][q] in double (fixed order); flag if not finite */
+template <typename V>
+__global__ void k_sum_blocks2(const V *part, int nb, size_t n, double scale, double2 *out, int *flag)
+{
+    for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
+        double x = 0, y = 0;
+        for (int b = 0; b < nb; ++b) {
+            const V v = part[(size_t)b * n + q];
+            x += (double)v.x;
+            y += (double)v.y;
+        }
+        x *= scale;
+        y *= scale;
+        if (!isfinite(x) || !isfinite(y))
+            *flag = 1;
+        out[q] = make_double2(x, y);
+    }
+}
+
+template <typename T>
+__global__ void k_sum_blocks(const T *part, int nb, size_t n, double *out)
+{
+    for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
+        double x = 0;
+        for (int b = 0; b < nb; ++b)
+            x += (double)part[(size_t)b * n + q];
+        out[q] = x;
+    }
+}
+
+/* eps_new = eps + i hz (c1 P + c0 Pprev) (AB2: c1 = 3/2, c0 = -1/2; Euler: 1, 0) */
+__global__ void k_fields(const double2 *eps, double2 *out, const double2 *P, const double2 *Pp, size_t n, double hz,
+                         double c1, double c0, int *flag)
+{
+    for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
+        double px = c1 * P[q].x, py = c1 * P[q].y;
+        if (c0 != 0) {
+            px += c0 * Pp[q].x;
+            py += c0 * Pp[q].y;
+        }
+        const double2 v = make_double2(eps[q].x - hz * py, eps[q].y + hz * px);
+        if (!isfinite(v.x) || !isfinite(v.y))
+            *flag = 1;
+        out[q] = v;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* host side                                                          */
+/* ------------------------------------------------------------------ */
+
+static int dalloc(void **p, size_t bytes, const char *what)
+{
+    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        *p = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory: %s needs %zu bytes, %zu of %zu free", what,
+                         bytes, fr, tot);
+    }
+    return NLSE_OK;
+}
+
+static size_t rs(const nlse_mb *s) { return s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double); }
+static size_t nfield(const nlse_mb *s) { return (size_t)s->a.n_t * s->a.n_f; }
+
+/* doubles -> T on the device (through a host buffer) */
+static int upload_real(const nlse_mb *s, void *dst, const double *src, size_t n)
+{
+    if (s->p.dtype == NLSE_COMPLEX128) {
+        CK(cudaMemcpy(dst, src, n * sizeof(double), cudaMemcpyHostToDevice));
+        return NLSE_OK;
+    }
+    float *f = (float *)malloc(n * sizeof(float) + 1);
+    if (!f)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (size_t q = 0; q < n; ++q)
+        f[q] = (float)src[q];
+    cudaError_t err = cudaMemcpy(dst, f, n * sizeof(float), cudaMemcpyHostToDevice);
+    free(f);
+    CK(err);
+    return NLSE_OK;
+}
+
+/* the instantiations of k_atoms: atoms per block NA = 1, 2, .., 32 */
+#define MB_NA_SWITCH(na, CALL)                                                                 \
+    switch (na) {                                                                              \
+    case 1: CALL(1); break;                                                                    \
+    case 2: CALL(2); break;                                                                    \
+    case 4: CALL(4); break;                                                                    \
+    case 8: CALL(8); break;                                                                    \
+    case 16: CALL(16); break;                                                                  \
+    default: CALL(32); break;                                                                  \
+    }
+
+template <typename T> static int kernel_attr(int na, size_t smem, int *maxt)
+{
+    cudaFuncAttributes fa;
+    cudaError_t err = cudaSuccess;
+#define MB_ATTR(NA)                                                                            \
+    {                                                                                          \
+        err = cudaFuncGetAttributes(&fa, k_atoms<T, NA>);                                      \
+        if (err == cudaSuccess && smem)                                                        \
+            err = cudaFuncSetAttribute(k_atoms<T, NA>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                                       (int)smem);                                             \
+    }
+    MB_NA_SWITCH(na, MB_ATTR)
+#undef MB_ATTR
+    CK(err);
+    *maxt = fa.maxThreadsPerBlock;
+    return NLSE_OK;
+}
+
+static size_t smem_bytes(const nlse_mb *s, int na, int tt)
+{
+    const MBArgs *a = &s->a;
+    return 2 * rs(s) * (2 * (size_t)a->n_lev * na + 6 * (size_t)a->ncoef) +
+           rs(s) * ((size_t)a->n_g * a->n_e + (size_t)a->ncoef + (size_t)tt * na) +
+           sizeof(MBRow) * (size_t)a->n_f + 16;
+}
+
+/* Atoms per block: about 512 threads of one level each (the fastest on an
+ * H100 for source 004's test problem, bench/RESULTS.md), fewer when the
+ * registers or the shared memory do not allow them;
+ * NLSEPY_MB_ATOMS_PER_BLOCK (a power of two <= 32) overrides for tuning. */
+static int pick_tiles(nlse_mb *s)
+{
+    MBArgs *a = &s->a;
+    const int rows = ((a->n_lev + 31) / 32) * 32;
+    int maxt = 0;
+    CKS(s->p.dtype == NLSE_COMPLEX64 ? kernel_attr<float>(1, 0, &maxt) : kernel_attr<double>(1, 0, &maxt));
+    if (rows > maxt)
+        return nlse_fail(NLSE_ERR_VALUE, "n_g + n_e = %d levels exceed the CUDA kernel's %d per atom", a->n_lev,
+                         maxt);
+    int na = 1;
+    while (na < 32 && 2 * na * a->n_lev <= 512)
+        na *= 2;
+    const char *ena = getenv("NLSEPY_MB_ATOMS_PER_BLOCK");
+    if (ena && atoi(ena) >= 1 && atoi(ena) <= 32 && (atoi(ena) & (atoi(ena) - 1)) == 0)
+        na = atoi(ena);
+    int dev = 0, maxsm = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    for (;; na /= 2) {
+        const int threads = ((a->n_lev * na + 31) / 32) * 32;
+        CKS(s->p.dtype == NLSE_COMPLEX64 ? kernel_attr<float>(na, 0, &maxt)
+                                         : kernel_attr<double>(na, 0, &maxt));
+        if ((threads <= maxt && smem_bytes(s, na, threads / na) + 1024 <= (size_t)maxsm) || na == 1)
+            break;
+    }
+    s->na = na;
+    s->threads = ((a->n_lev * na + 31) / 32) * 32;
+    a->tt = s->threads / na;
+    a->split = na <= 16 && a->tt >= 2 * a->n_f;
+    s->nb = (a->n_atoms + na - 1) / na;
+    s->smem = smem_bytes(s, na, a->tt);
+    if (s->smem + 1024 > (size_t)maxsm)
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "the problem (n_g = %d, n_e = %d, %d couplings) needs %zu bytes of shared memory per "
+                         "block, the device has %d",
+                         a->n_g, a->n_e, a->ncoef, s->smem, maxsm);
+    return s->p.dtype == NLSE_COMPLEX64 ? kernel_attr<float>(na, s->smem, &maxt)
+                                        : kernel_attr<double>(na, s->smem, &maxt);
+}
+
+/* The coupling rows (ground rows conjugated) and the polarisation rows. */
+static int create_tables(nlse_mb *s, const double *F)
+{
+    const MBArgs *a = &s->a;
+    const int nrow = a->n_lev + a->n_f, n2 = 2 * a->ncoef;
+    MBRow *rows = (MBRow *)malloc((size_t)nrow * sizeof(MBRow));
+    int2 *ent = (int2 *)malloc((size_t)n2 * sizeof(int2) + 1);
+    if (!rows || !ent) {
+        free(rows);
+        free(ent);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    int q = 0;
+    for (int r = 0; r < a->n_lev; ++r) {
+        const int g = r < a->n_g, i = g ? r : r - a->n_g;
+        const int lo = g ? mb_lo_e(i, a->l_min) : mb_lo_g(i, a->l_max);
+        const int hi = g ? mb_hi_e(i, a->l_max, a->n_e) : mb_hi_g(i, a->l_min, a->n_g);
+        rows[r].off = q;
+        rows[r].cnt = hi >= lo ? hi - lo + 1 : 0;
+        rows[r].src = g ? a->n_g + lo : lo;
+        rows[r].pad = 1;
+        for (int x = lo; x <= hi; ++x, ++q) {
+            const int m = g ? i : x, n = g ? x : i;
+            ent[q] = make_int2(m * a->n_e + n, (n - m - a->l_min) | (g << 16));
+        }
+    }
+    int f = 0;
+    for (int li = 0; li < a->n_f; ++li) {
+        const int l = a->l_min + li, lo = mb_imax(0, -l), hi = mb_imin(a->n_g - 1, a->n_e - 1 - l);
+        MBRow *R = &rows[a->n_lev + li];
+        R->off = f;
+        R->cnt = hi >= lo ? hi - lo + 1 : 0;
+        R->src = lo;
+        R->pad = 0;
+        f += R->cnt;
+    }
+    int st = dalloc((void **)&s->rows, (size_t)nrow * sizeof(MBRow), "the coupling rows");
+    if (!st)
+        st = dalloc((void **)&s->ent, (size_t)n2 * sizeof(int2), "the coefficient table");
+    if (!st && cudaMemcpy(s->rows, rows, (size_t)nrow * sizeof(MBRow), cudaMemcpyHostToDevice))
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
+    if (!st && cudaMemcpy(s->ent, ent, (size_t)n2 * sizeof(int2), cudaMemcpyHostToDevice))
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
+    free(rows);
+    free(ent);
+    if (!st && (q != n2 || f != a->ncoef))
+        st = nlse_fail(NLSE_ERR_INTERNAL, "coupling tables: %d and %d entries for %d couplings", q, f, a->ncoef);
+    if (!st)
+        st = dalloc(&s->F, (size_t)a->n_g * a->n_e * rs(s), "F");
+    if (!st)
+        st = upload_real(s, s->F, F, (size_t)a->n_g * a->n_e);
+    return st;
+}
+
+static int create(nlse_mb *s, const double *F, const double *det, const double *w, const double *psi0,
+                  const double *fields0)
+{
+    const nlse_mb_params *p = &s->p;
+    MBArgs *a = &s->a;
+    a->n_g = p->n_g;
+    a->n_e = p->n_e;
+    a->n_lev = p->n_g + p->n_e;
+    a->l_min = p->l_min;
+    a->l_max = p->l_max;
+    a->n_f = p->l_max - p->l_min + 1;
+    a->n_t = p->n_t;
+    a->n_atoms = p->n_atoms;
+    a->ncoef = (int)nlse_mb_couplings(p);
+    a->h = p->h_t;
+    a->kg = p->kappa_g - p->delta;
+    a->ke = p->kappa_e - p->delta;
+    if (p->n_g > 32767 || p->n_e > 32767)
+        return nlse_fail(NLSE_ERR_VALUE, "n_g and n_e must be < 32768 on the CUDA backend");
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "no CUDA device available");
+    }
+    CKS(pick_tiles(s));
+    CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&s->ev0));
+    CK(cudaEventCreate(&s->ev1));
+    CKS(create_tables(s, F));
+    const size_t na = (size_t)a->n_atoms, nf = nfield(s);
+    CKS(dalloc(&s->det, na * rs(s), "the detunings"));
+    CKS(dalloc(&s->w, na * rs(s), "the weights"));
+    CKS(dalloc(&s->psi0, 2 * na * a->n_lev * rs(s), "the initial states"));
+    CKS(upload_real(s, s->det, det, na));
+    CKS(upload_real(s, s->w, w, na));
+    CKS(upload_real(s, s->psi0, psi0, 2 * na * a->n_lev));
+    for (int c = 0; c < 3; ++c)
+        CKS(dalloc((void **)&s->eps[c], nf * sizeof(double2), "the fields"));
+    CK(cudaMemcpy(s->eps[0], fields0, nf * sizeof(double2), cudaMemcpyHostToDevice));
+    CKS(dalloc((void **)&s->P, nf * sizeof(double2), "the polarisation"));
+    CKS(dalloc((void **)&s->Pprev, nf * sizeof(double2), "the polarisation"));
+    CK(cudaMemset(s->P, 0, nf * sizeof(double2)));
+    CKS(dalloc(&s->part, (size_t)s->nb * nf * 2 * rs(s), "the per-block polarisations"));
+    CKS(dalloc((void **)&s->pop, (size_t)a->n_t * a->n_lev * sizeof(double), "the populations"));
+    CK(cudaMemset(s->pop, 0, (size_t)a->n_t * a->n_lev * sizeof(double)));
+    CKS(dalloc((void **)&s->devb, (size_t)s->nb * sizeof(double), "the norm deviations"));
+    CKS(dalloc((void **)&s->flag, sizeof(int), "a flag"));
+    return NLSE_OK;
+}
+
+extern "C" void nlse_mb_destroy(nlse_mb *s)
+{
+    if (!s)
+        return;
+    void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
+                    s->part, s->ppart, s->pop, s->devb, s->flag};
+    for (size_t q = 0; q < sizeof ptrs / sizeof ptrs[0]; ++q)
+        cudaFree(ptrs[q]);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    if (s->ev0)
+        cudaEventDestroy(s->ev0);
+    if (s->ev1)
+        cudaEventDestroy(s->ev1);
+    free(s);
+}
+
+extern "C" int nlse_mb_create(const nlse_mb_params *p, const double *F, const double *detunings,
+                              const double *weights, const double *psi0, const double *fields0, nlse_mb **out)
+{
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_create: NULL output");
+    *out = NULL;
+    int st = nlse_mb_check_params(p);
+    if (!st)
+        st = mb_check_arrays(p, F, detunings, weights, psi0, fields0);
+    if (st)
+        return st;
+    nlse_mb *s = (nlse_mb *)calloc(1, sizeof(nlse_mb));
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->p = *p;
+    st = create(s, F, detunings, weights, psi0, fields0);
+    if (st) {
+        nlse_mb_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NLSE_OK;
+}
+
+/* every atom over the time grid at the fields eps[0]; P <- the polarisation */
+template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
+{
+    typedef typename C2<T>::t V;
+    MBArgs a = s->a;
+    a.want_pop = want_pop;
+    const size_t nf = nfield(s), np = (size_t)a.n_t * a.n_lev;
+    if (want_pop && !s->ppart)
+        CKS(dalloc(&s->ppart, (size_t)s->nb * np * rs(s), "the per-block populations"));
+#define MB_LAUNCH(NA)                                                                          \
+    k_atoms<T, NA><<<s->nb, s->threads, s->smem, s->stream>>>(                                 \
+        a, s->eps[0], (const V *)s->psi0, (const T *)s->det, (const T *)s->w,       \
+        (const T *)s->F, s->rows, s->ent, (V *)s->part, (T *)s->ppart, s->devb)
+    MB_NA_SWITCH(s->na, MB_LAUNCH)
+#undef MB_LAUNCH
+    CK(cudaGetLastError());
+    k_sum_blocks2<V><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const V *)s->part, s->nb, nf, s->p.beta,
+                                                                     s->P, s->flag);
+    if (want_pop)
+        k_sum_blocks<T><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const T *)s->ppart, s->nb, np, s->pop);
+    CK(cudaGetLastError());
+    return NLSE_OK;
+}
+
+static int atoms(nlse_mb *s, int want_pop)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? atoms_t<float>(s, want_pop) : atoms_t<double>(s, want_pop);
+}
+
+/* the norm deviations of the last atom solve into s->dev; the flag */
+static int finish(nlse_mb *s, int *flag)
+{
+    double *d = (double *)malloc((size_t)s->nb * sizeof(double));
+    if (!d)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    cudaError_t err = cudaMemcpyAsync(d, s->devb, (size_t)s->nb * sizeof(double), cudaMemcpyDeviceToHost,
+                                      s->stream);
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(flag, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(s->stream);
+    for (int b = 0; err == cudaSuccess && b < s->nb; ++b)
+        s->dev = fmax(s->dev, d[b]);
+    free(d);
+    CK(err);
+    return NLSE_OK;
+}
+
+static int clear_flag(nlse_mb *s)
+{
+    CK(cudaMemsetAsync(s->flag, 0, sizeof(int), s->stream));
+    return NLSE_OK;
+}
+
+static int atoms_checked(nlse_mb *s, int want_pop)
+{
+    int flag = 0;
+    CKS(clear_flag(s));
+    CKS(atoms(s, want_pop));
+    CKS(finish(s, &flag));
+    if (want_pop)
+        s->have_pop = 1;
+    if (flag)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the polarisation became non-finite at z index %ld", s->j);
+    return NLSE_OK;
+}
+
+/* eps[1] = eps[0] + i hz (c1 P + c0 Pprev); swap when finite */
+static int advance(nlse_mb *s, double hz, double c1, double c0)
+{
+    const size_t nf = nfield(s);
+    const int g = (int)((nf + 255) / 256);
+    int flag = 0;
+    CKS(clear_flag(s));
+    k_fields<<<g, 256, 0, s->stream>>>(s->eps[0], s->eps[1], s->P, s->Pprev, nf, hz, c1, c0, s->flag);
+    CK(cudaGetLastError());
+    CK(cudaMemcpyAsync(&flag, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    if (flag)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the fields became non-finite stepping from z index %ld", s->j);
+    double2 *t = s->eps[0];
+    s->eps[0] = s->eps[1];
+    s->eps[1] = t;
+    return NLSE_OK;
+}
+
+static int step(nlse_mb *s, int want_pop)
+{
+    const size_t pb = nfield(s) * sizeof(double2);
+    if (s->j == 0) { /* Euler start with euler_substeps steps of h_z / substeps */
+        const int sub = s->p.euler_substeps;
+        const size_t fb = nfield(s) * sizeof(double2);
+        CK(cudaMemcpyAsync(s->eps[2], s->eps[0], fb, cudaMemcpyDeviceToDevice, s->stream));
+        for (int q = 0; q < sub; ++q) {
+            int st = atoms_checked(s, want_pop && q == 0);
+            if (!st && q == 0 &&
+                cudaMemcpyAsync(s->Pprev, s->P, pb, cudaMemcpyDeviceToDevice, s->stream) != cudaSuccess)
+                st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpyAsync failed");
+            if (!st)
+                st = advance(s, s->p.h_z / sub, 1.0, 0.0);
+            if (st) { /* back to the fields of z_0 */
+                CK(cudaMemcpyAsync(s->eps[0], s->eps[2], fb, cudaMemcpyDeviceToDevice, s->stream));
+                CK(cudaStreamSynchronize(s->stream));
+                return st;
+            }
+        }
+        CK(cudaMemcpyAsync(s->P, s->Pprev, pb, cudaMemcpyDeviceToDevice, s->stream));
+    } else {
+        CKS(atoms_checked(s, want_pop));
+        CKS(advance(s, s->p.h_z, 1.5, -0.5));
+        CK(cudaMemcpyAsync(s->Pprev, s->P, pb, cudaMemcpyDeviceToDevice, s->stream));
+    }
+    s->j += 1;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mb_atoms(nlse_mb *s, int want_pop)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_atoms: NULL solver");
+    CK(cudaEventRecord(s->ev0, s->stream));
+    CKS(atoms_checked(s, want_pop));
+    CK(cudaEventRecord(s->ev1, s->stream));
+    CK(cudaEventSynchronize(s->ev1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, s->ev0, s->ev1));
+    s->last_seconds = 1e-3 * ms;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mb_step(nlse_mb *s, int want_pop)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_step: NULL solver");
+    CK(cudaEventRecord(s->ev0, s->stream));
+    CKS(step(s, want_pop));
+    CK(cudaEventRecord(s->ev1, s->stream));
+    CK(cudaEventSynchronize(s->ev1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, s->ev0, s->ev1));
+    s->last_seconds = 1e-3 * ms;
+    return NLSE_OK;
+}
+
+
+extern "C" int nlse_mb_get_fields(const nlse_mb *s, double *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_get_fields: NULL argument");
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(out, s->eps[0], nfield(s) * sizeof(double2), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mb_get_polarisation(const nlse_mb *s, double *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_get_polarisation: NULL argument");
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(out, s->P, nfield(s) * sizeof(double2), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mb_get_populations(const nlse_mb *s, double *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_get_populations: NULL argument");
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(out, s->pop, (size_t)s->a.n_t * s->a.n_lev * sizeof(double), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+extern "C" long nlse_mb_z_index(const nlse_mb *s) { return s ? s->j : -1; }
+extern "C" double nlse_mb_norm_deviation(const nlse_mb *s) { return s ? s->dev : NAN; }
+extern "C" double nlse_mb_last_seconds(const nlse_mb *s) { return s ? s->last_seconds : NAN; }

@@ -1,0 +1,579 @@
+"""Maxwell-Bloch propagation through multi-level atoms (``nl.MaxwellBloch``).
+
+The model and scheme of Demeter, "Solving the Maxwell-Bloch equations for
+resonant nonlinear optics using GPUs" (source 004): field modes
+:math:`\\varepsilon_l(z, t)`, ``l = l_min .. l_max``, in retarded time,
+propagate by eq. 2 through an inhomogeneously broadened ensemble of atoms
+with ``n_g`` ground and ``n_e`` excited levels obeying the optical Bloch
+equations (eq. 4) with the polarisation of eq. 6.  Units and equations are
+those of :mod:`nlsepy.reference_mbloch` (PHYSICS.md section 5): fields in
+Rabi-frequency units, :math:`\\partial_z\\varepsilon_l = iP_l`,
+:math:`P_l = \\beta\\sum_{D,m} w_D F_{m,m+l} a^{D*}_m b^D_{m+l}`.
+
+The scheme is algorithm 1: at each :math:`z_j` every atom marches the time
+grid by the RK4 of algorithm 2 from the initial state, the polarisation is
+reduced over the atoms and the fields advance by Adams-Bashforth 2 in z,
+started by ``euler_substeps`` Euler steps.  The atom march runs in C
+(OpenMP over blocks of atoms, :file:`csrc/mbloch.c`) or on the GPU; this
+module validates the input, loops over z steps and collects the output.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _backend, _validate
+from .errors import BlowUpError
+from .reference_mbloch import (absorption_coefficient, area_theorem, franck_condon,
+                               gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
+
+__all__ = ["MaxwellBloch", "MaxwellBlochResult", "franck_condon", "sech_pulse",
+           "gaussian_pulse", "gaussian_line", "lorentzian_line", "absorption_coefficient",
+           "area_theorem"]
+
+#: line shapes accepted by name in ``line=(name, width[, span])``
+LINES = {"gaussian": gaussian_line, "lorentzian": lorentzian_line}
+
+
+def _real_array(name: str, value: Any, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
+    """`value` as a finite float64 array (of `shape` when given)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "c":
+        if np.any(arr.imag != 0):
+            raise ValueError(f"{name} must be real, got complex values")
+        arr = arr.real
+    if arr.dtype.kind not in "fiu" or arr.dtype == bool:
+        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values (NaN or Inf)")
+    return arr
+
+
+@dataclass
+class MaxwellBlochResult:
+    """Output of :meth:`MaxwellBloch.run`.
+
+    Attributes
+    ----------
+    z : numpy.ndarray
+        Positions of `fields`, shape ``(n_save,)`` (every ``z_j`` with
+        ``full_map=True``).
+    t : numpy.ndarray
+        Time grid, shape ``(n_t,)``.
+    modes : numpy.ndarray
+        The mode numbers ``l_min .. l_max``.
+    fields : numpy.ndarray
+        :math:`\\varepsilon_l(z, t)`, complex128 of shape ``(n_save, n_t, N_F)``.
+    z_populations : numpy.ndarray
+        Positions of `populations` (the requested z).
+    populations : numpy.ndarray or None
+        :math:`\\sum_D w_D|\\psi^D_i(z, t)|^2`, shape ``(len(z_populations),
+        n_t, n_g + n_e)`` (ground levels first), or None when not asked for.
+    norm_deviation : float
+        :math:`\\max ||\\psi|^2 - 1|` over every atom, time and atom solve of
+        the run (Euler sub-steps included): the accuracy monitor of section 3.
+    seconds : float
+        Wall time of the run.
+    kernel_seconds : float
+        Time spent in the backend's steps (CUDA events on the device).
+    h_z : float
+        The z step.
+    """
+
+    z: np.ndarray
+    t: np.ndarray
+    modes: np.ndarray
+    fields: np.ndarray
+    z_populations: np.ndarray
+    populations: Optional[np.ndarray]
+    norm_deviation: float
+    seconds: float
+    kernel_seconds: float
+    h_z: float
+
+    @property
+    def h_t(self) -> float:
+        """The time step."""
+        return float(self.t[1] - self.t[0])
+
+    def _integral(self, f: np.ndarray) -> np.ndarray:
+        # trapezoidal rule over the time grid, axis 1 of (n_save, n_t, N_F)
+        return self.h_t * (f.sum(axis=1) - 0.5 * (f[:, 0] + f[:, -1]))
+
+    def areas(self) -> np.ndarray:
+        """Pulse areas :math:`\\theta_l(z) = \\int\\varepsilon_l(z, t)\\,dt`
+        (trapezoidal rule), complex of shape ``(n_save, N_F)``; real for real
+        input pulses on a symmetric line."""
+        return self._integral(self.fields)
+
+    def energies(self) -> np.ndarray:
+        """Pulse energies :math:`\\int|\\varepsilon_l(z, t)|^2 dt` per mode,
+        shape ``(n_save, N_F)``."""
+        return self._integral(self.fields.real ** 2 + self.fields.imag ** 2)
+
+    def field(self, l: int) -> np.ndarray:
+        """:math:`\\varepsilon_l(z, t)` of mode ``l``, shape ``(n_save, n_t)``."""
+        idx = int(l) - int(self.modes[0])
+        if not 0 <= idx < self.modes.size:
+            raise ValueError(f"mode l={l!r} is not in the mode set {self.modes[0]}..{self.modes[-1]}")
+        return self.fields[:, :, idx]
+
+    def plot(self, modes: Optional[Sequence[int]] = None, ax: Any = None, **kw: Any) -> Any:
+        """Maps of :math:`|\\varepsilon_l(z, t)|^2` over (t, z), one panel per mode.
+
+        Parameters
+        ----------
+        modes : sequence of int, optional
+            Modes to draw (default: those that carry intensity somewhere).
+        ax : matplotlib Axes or sequence of them, optional
+            Where to draw (default: a new figure with one row of panels).
+        **kw
+            Passed to ``Axes.pcolormesh``.
+
+        Returns
+        -------
+        list of matplotlib.axes.Axes
+
+        Raises
+        ------
+        ImportError
+            When matplotlib (the ``plot`` extra) is not installed.
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise ImportError("MaxwellBlochResult.plot needs matplotlib: pip install "
+                              "'nlsepy[plot]' (the 'plot' extra installs matplotlib)") from exc
+        I = self.fields.real ** 2 + self.fields.imag ** 2
+        if modes is None:
+            modes = [int(l) for q, l in enumerate(self.modes) if I[:, :, q].max() > 0]
+            modes = modes or [int(self.modes[0])]
+        if ax is None:
+            _, ax = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.5), squeeze=False)
+            ax = list(ax[0])
+        axes = list(np.atleast_1d(ax))
+        if len(axes) != len(modes):
+            raise ValueError(f"ax must hold one Axes per mode ({len(modes)}), got {len(axes)}")
+        for a, l in zip(axes, modes):
+            q = int(l) - int(self.modes[0])
+            if self.z.size > 1:
+                m = a.pcolormesh(self.t, self.z, I[:, :, q], shading="auto", **kw)
+                a.figure.colorbar(m, ax=a, label=f"|eps_{l}|^2")
+                a.set_ylabel("z")
+            else:
+                a.plot(self.t, I[0, :, q])
+                a.set_ylabel(f"|eps_{l}|^2 at z = {self.z[0]:g}")
+            a.set_xlabel("t (retarded)")
+            a.set_title(f"mode l = {l}")
+        return axes
+
+
+@dataclass
+class _RunState:
+    """What a run's callback sees after each z step."""
+
+    j: int
+    z: float
+    norm_deviation: float
+    _solver: Any = field(repr=False)
+
+    @property
+    def fields(self) -> np.ndarray:
+        """:math:`\\varepsilon_l(z_j, t)`, shape ``(n_t, N_F)``."""
+        return self._solver.get_fields()
+
+    @property
+    def polarisation(self) -> np.ndarray:
+        """The polarisation of the last atom solve, shape ``(n_t, N_F)``."""
+        return self._solver.get_polarisation()
+
+
+class MaxwellBloch:
+    """Maxwell-Bloch propagation of multimode pulses through an inhomogeneously
+    broadened ensemble of multi-level atoms (source 004, eqs. 1-6, algorithms 1-2).
+
+    Parameters
+    ----------
+    n_g, n_e : int, optional
+        Numbers of ground and excited levels (default 1, 1: the two-level atom).
+    modes : (int, int), optional
+        ``(l_min, l_max)``: mode l couples ground m to excited m + l.
+    F : array_like, optional
+        Real coupling matrix of shape ``(n_g, n_e)``, ``F[m, n]`` between
+        ground m and excited n (eqs. 4, 6), e.g. :func:`franck_condon`.
+        Required unless ``n_g = n_e = 1`` (then 1).
+    h_t : float
+        Time step (keyword).
+    n_t : int
+        Time grid points ``t_k = k h_t``, ``k = 0 .. n_t - 1`` (keyword).
+    kappa_g, kappa_e, delta : float, optional
+        Ground and excited level spacings and the mode spacing: the diagonal
+        of eq. 4 is :math:`m(\\kappa_g - \\delta) + \\Delta` (ground) and
+        :math:`n(\\kappa_e - \\delta)` (excited).
+    line : tuple, optional
+        The inhomogeneous line: ``("gaussian", sigma)`` or
+        ``("lorentzian", gamma)`` (optionally a third entry, the sampled
+        half-span in widths; see :func:`gaussian_line`), sampled by
+        `n_atoms` atoms; ``("single", detuning)`` for one atom of weight 1;
+        or ``(detunings, weights)`` arrays of your own.  Default
+        ``("gaussian", 1.0)``.
+    n_atoms : int, optional
+        Atoms sampling a named line (N_Delta).
+    beta : float, optional
+        Coupling constant of eq. 2 in these units (z in units of 1/beta).
+    initial_state : array_like, optional
+        Normalised amplitudes ``(a_0..a_{n_g-1}, b_0..b_{n_e-1})``, shape
+        ``(n_g + n_e,)`` for every atom or ``(N_Delta, n_g + n_e)``; default
+        ground level 0.
+    dtype : {numpy.complex128, numpy.complex64}, optional
+        Precision of the atoms' states and RK4 (the fields and the reductions
+        over atoms are kept in double).
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where the atoms are solved.
+
+    Examples
+    --------
+    >>> import numpy as np, nlsepy as nl
+    >>> mb = nl.MaxwellBloch(h_t=0.05, n_t=401, line=("gaussian", 1.0), n_atoms=64)
+    >>> e0 = nl.mbloch.sech_pulse(mb.t, 1.0, 8.0, area=2 * np.pi)
+    >>> out = mb.run(e0, h_z=0.1, n_z=10)
+    >>> out.fields.shape, bool(abs(out.areas()[-1, 0].real - 2 * np.pi) < 0.1)
+    ((11, 401, 1), True)
+    """
+
+    def __init__(self, n_g: int = 1, n_e: int = 1, modes: Tuple[int, int] = (0, 0),
+                 F: Optional[Any] = None, *, h_t: float, n_t: int, kappa_g: float = 0.0,
+                 kappa_e: float = 0.0, delta: float = 0.0,
+                 line: Tuple[Any, ...] = ("gaussian", 1.0), n_atoms: int = 128,
+                 beta: float = 1.0, initial_state: Optional[Any] = None,
+                 dtype: Any = np.complex128, backend: str = "auto") -> None:
+        self.n_g = _validate.count("n_g", n_g, 1)
+        self.n_e = _validate.count("n_e", n_e, 1)
+        self.modes = self._modes(modes)
+        if F is None:
+            if (self.n_g, self.n_e) != (1, 1):
+                raise ValueError(f"F is required for n_g={self.n_g}, n_e={self.n_e} "
+                                 f"(e.g. nl.mbloch.franck_condon(n_g, n_e, displacement))")
+            F = [[1.0]]
+        self.F = _real_array("F", F, (self.n_g, self.n_e))
+        self.h_t = _validate.real("h_t", h_t, positive=True)
+        self.n_t = _validate.count("n_t", n_t, 2)
+        self.kappa_g = _validate.real("kappa_g", kappa_g)
+        self.kappa_e = _validate.real("kappa_e", kappa_e)
+        self.delta = _validate.real("delta", delta)
+        self.beta = _validate.real("beta", beta)
+        self.detunings, self.weights = self._line(line, n_atoms)
+        self.initial_state = self._initial_state(initial_state)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, "
+                            f"got {dtype!r}") from exc
+        if dt not in (np.complex64, np.complex128):
+            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dt}")
+        self.dtype = dt.type
+        self.backend = _backend.resolve(backend, "MaxwellBloch")
+        self._core = _backend.module(self.backend)
+
+    # ------------------------------------------------------------ validation
+    def _modes(self, modes: Any) -> Tuple[int, int]:
+        try:
+            l_min, l_max = modes
+        except (TypeError, ValueError):
+            raise ValueError(f"modes must be (l_min, l_max), got {modes!r}") from None
+        for v in (l_min, l_max):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"modes must be two integers (l_min, l_max), got {modes!r}")
+        l_min, l_max = int(l_min), int(l_max)
+        if l_max < l_min:
+            raise ValueError(f"modes is an empty mode set: l_max={l_max} < l_min={l_min}")
+        if l_max < -(self.n_g - 1) or l_min > self.n_e - 1:
+            raise ValueError(f"modes=({l_min}, {l_max}) couple no ground level (0..{self.n_g - 1}) "
+                             f"to an excited level (0..{self.n_e - 1}): mode l couples m to m + l")
+        return l_min, l_max
+
+    def _line(self, line: Any, n_atoms: Any) -> Tuple[np.ndarray, np.ndarray]:
+        if not isinstance(line, (tuple, list)) or len(line) < 2:
+            raise ValueError(f"line must be (name, width[, span]) with name in "
+                             f"{sorted(LINES) + ['single']} or (detunings, weights), got {line!r}")
+        if isinstance(line[0], str):
+            name = line[0].lower()
+            if name == "single":
+                if len(line) != 2:
+                    raise ValueError(f"line=('single', detuning) takes one value, got {line!r}")
+                det = _validate.real("line detuning", line[1])
+                return np.array([det]), np.array([1.0])
+            if name not in LINES or len(line) > 3:
+                raise ValueError(f"line must be (name, width[, span]) with name in "
+                                 f"{sorted(LINES) + ['single']}, got {line!r}")
+            width = _validate.real(f"line width ({name})", line[1], positive=True)
+            n = _validate.count("n_atoms", n_atoms, 1)
+            kw = {}
+            if len(line) == 3:
+                kw["span"] = _validate.real("line span", line[2], positive=True)
+            return LINES[name](n, width, **kw)
+        if len(line) != 2:
+            raise ValueError(f"line must be (detunings, weights), got {len(line)} entries")
+        det = _real_array("detunings", line[0])
+        w = _real_array("weights", line[1])
+        if det.ndim != 1 or det.size < 1:
+            raise ValueError(f"detunings must be a non-empty 1-d array, got shape {det.shape}")
+        if w.shape != det.shape:
+            raise ValueError(f"weights must have the shape of detunings {det.shape}, got {w.shape}")
+        if np.any(w < 0):
+            raise ValueError(f"weights must be >= 0, got min {w.min()!r}")
+        return det, w
+
+    def _initial_state(self, psi0: Any) -> np.ndarray:
+        n_lev, n_at = self.n_levels, self.n_atoms
+        if psi0 is None:
+            psi = np.zeros((n_at, n_lev), dtype=np.complex128)
+            psi[:, 0] = 1.0
+            return psi
+        arr = np.asarray(psi0)
+        if arr.dtype.kind not in "fciu" or arr.dtype == bool:
+            raise TypeError(f"initial_state must be a numeric array, got dtype {arr.dtype}")
+        arr = arr.astype(np.complex128)
+        if arr.shape == (n_lev,):
+            arr = np.broadcast_to(arr, (n_at, n_lev))
+        if arr.shape != (n_at, n_lev):
+            raise ValueError(f"initial_state must have shape ({n_lev},) or ({n_at}, {n_lev}), "
+                             f"got {np.shape(psi0)}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("initial_state contains non-finite values (NaN or Inf)")
+        norm = (arr.real ** 2 + arr.imag ** 2).sum(axis=1)
+        bad = int(np.argmax(np.abs(norm - 1)))
+        if abs(norm[bad] - 1) > 1e-6:
+            raise ValueError(f"initial_state must be normalised (|psi|^2 = 1 per atom, the "
+                             f"norm monitor's reference): atom {bad} has |psi|^2 = {norm[bad]:g}")
+        return np.ascontiguousarray(arr)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def n_levels(self) -> int:
+        """n_g + n_e."""
+        return self.n_g + self.n_e
+
+    @property
+    def n_modes(self) -> int:
+        """N_F = l_max - l_min + 1."""
+        return self.modes[1] - self.modes[0] + 1
+
+    @property
+    def mode_numbers(self) -> np.ndarray:
+        """The modes ``l_min .. l_max``."""
+        return np.arange(self.modes[0], self.modes[1] + 1)
+
+    @property
+    def n_atoms(self) -> int:
+        """N_Delta, the atoms sampling the line."""
+        return int(self.detunings.size)
+
+    @property
+    def t(self) -> np.ndarray:
+        """The time grid ``t_k = k h_t``."""
+        return self.h_t * np.arange(self.n_t)
+
+    @property
+    def couplings(self) -> int:
+        """Nonzero couplings: pairs (m, n) with ``l_min <= n - m <= l_max``."""
+        m = np.arange(self.n_g)[:, None]
+        n = np.arange(self.n_e)[None, :]
+        return int(((n - m >= self.modes[0]) & (n - m <= self.modes[1])).sum())
+
+    def flops_per_atom_step(self) -> int:
+        """Floating-point operations of one atom over one time step, as counted
+        for the benchmarks (bench/mbloch.py): 4 RK4 stages x 2 off-diagonal
+        blocks x couplings x 8 (a complex multiply-add); per level 4 stages x
+        14 (diagonal term, stage combination, accumulator) + 2 (norm); the
+        polarisation of eq. 6, couplings x 8."""
+        return 64 * self.couplings + 58 * self.n_levels + 8 * self.couplings
+
+    # ------------------------------------------------------------ input
+    def input_fields(self, fields0: Any) -> np.ndarray:
+        """The input fields :math:`\\varepsilon_l(0, t_k)` as a complex128 array
+        of shape ``(n_t, N_F)``.
+
+        Parameters
+        ----------
+        fields0 : array_like or dict
+            An array ``(n_t, N_F)`` (or ``(n_t,)`` with one mode), or a dict
+            ``{l: (n_t,) array}`` for the modes that carry a pulse (the others
+            start at zero), e.g. ``{0: nl.mbloch.sech_pulse(mb.t, 1.0, 8.0,
+            area=2 * np.pi)}``.
+        """
+        nf, n_t = self.n_modes, self.n_t
+        if isinstance(fields0, Mapping):
+            out = np.zeros((n_t, nf), dtype=np.complex128)
+            for l, pulse in fields0.items():
+                if isinstance(l, bool) or not isinstance(l, (int, np.integer)) or \
+                        not self.modes[0] <= l <= self.modes[1]:
+                    raise ValueError(f"fields0: mode {l!r} is not in the mode set "
+                                     f"{self.modes[0]}..{self.modes[1]}")
+                p = np.asarray(pulse)
+                if p.shape != (n_t,):
+                    raise ValueError(f"fields0[{l}] must have shape ({n_t},), got {p.shape}")
+                out[:, int(l) - self.modes[0]] = self._numeric(p, f"fields0[{l}]")
+        else:
+            arr = np.asarray(fields0)
+            if arr.ndim == 1 and nf == 1:
+                arr = arr[:, None]
+            if arr.shape != (n_t, nf):
+                raise ValueError(f"fields0 must have shape (n_t, N_F) = ({n_t}, {nf})"
+                                 + (f" or ({n_t},)" if nf == 1 else "")
+                                 + f", got {np.shape(fields0)}")
+            out = np.ascontiguousarray(self._numeric(arr, "fields0"), dtype=np.complex128)
+        if not np.all(np.isfinite(out)):
+            bad = np.argwhere(~np.isfinite(out))[0]
+            raise ValueError(f"fields0 must be finite: t index {bad[0]}, mode "
+                             f"l={self.modes[0] + bad[1]} is {out[tuple(bad)]!r}")
+        return out
+
+    @staticmethod
+    def _numeric(arr: np.ndarray, name: str) -> np.ndarray:
+        if arr.dtype.kind not in "fciu" or arr.dtype == bool:
+            raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+        return arr.astype(np.complex128)
+
+    def _save_indices(self, save_every: Any, h_z: float, n_z: int) -> np.ndarray:
+        if np.ndim(save_every) == 0:
+            k = _validate.count("save_every", save_every, 1)
+            return np.array(sorted(set(range(0, n_z + 1, k)) | {n_z}))
+        z = _real_array("save_every (z positions)", save_every)
+        if z.ndim != 1 or z.size < 1:
+            raise ValueError(f"save_every must be an integer or a 1-d array of z positions, "
+                             f"got shape {z.shape}")
+        j = np.rint(z / h_z).astype(np.int64)
+        off = np.abs(j * h_z - z) > 1e-9 * max(1.0, n_z * h_z)
+        if np.any(off) or np.any(j < 0) or np.any(j > n_z):
+            q = int(np.argmax(off | (j < 0) | (j > n_z)))
+            raise ValueError(f"save_every: z = {z[q]!r} is not a point z_j = j h_z of the grid "
+                             f"0 .. {n_z * h_z:g} (h_z = {h_z:g})")
+        return np.unique(j)
+
+    # ------------------------------------------------------------ running
+    def run(self, fields0: Any, h_z: float, n_z: int, save_every: Any = 1,
+            full_map: bool = False, populations: bool = True, euler_substeps: int = 8,
+            progress: bool = False,
+            callback: Optional[Callable[[Any], Any]] = None) -> MaxwellBlochResult:
+        """Propagate `fields0` from z = 0 to ``n_z h_z`` (algorithm 1).
+
+        Parameters
+        ----------
+        fields0 : array_like or dict
+            The input fields :math:`\\varepsilon_l(0, t)` (see :meth:`input_fields`).
+        h_z : float
+            z step (> 0), in units of 1/beta.
+        n_z : int
+            Number of z steps (>= 1).
+        save_every : int or array_like, optional
+            Keep fields and populations at every `save_every`-th z point and
+            the last, or at these z positions (each a grid point ``j h_z``).
+        full_map : bool, optional
+            Keep the fields at every z point (the full z-t map); populations
+            still at the `save_every` points.
+        populations : bool, optional
+            Keep the level populations at the saved points.
+        euler_substeps : int, optional
+            Euler sub-steps of the start-up step z_0 -> z_1 (section 3).
+        progress : bool, optional
+            Show a tqdm progress bar over the z steps (needs ``tqdm``).
+        callback : callable, optional
+            Called after each z step with an object holding ``j``, ``z``,
+            ``norm_deviation`` and (fetched when read) ``fields`` and
+            ``polarisation``; raising ``StopIteration`` ends the run there (the
+            fields and populations of that z are kept).
+
+        Returns
+        -------
+        MaxwellBlochResult
+
+        Raises
+        ------
+        nlsepy.BlowUpError
+            When a field or the polarisation becomes non-finite; ``step`` is
+            the z index that failed, ``t`` its z, ``last_good`` the
+            ``(z, fields)`` kept.
+        """
+        t_start = time.perf_counter()
+        eps0 = self.input_fields(fields0)
+        h_z = _validate.real("h_z", h_z, positive=True)
+        n_z = _validate.count("n_z", n_z, 1)
+        euler_substeps = _validate.count("euler_substeps", euler_substeps, 1)
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        save = self._save_indices(save_every, h_z, n_z)
+        keep_pop = set(save.tolist()) if populations else set()
+        keep_fld = set(range(n_z + 1)) if full_map else set(save.tolist())
+        core = self._core
+        solver = core.MB(self.n_g, self.n_e, self.modes[0], self.modes[1], self.F,
+                         self.detunings, self.weights, self.initial_state, eps0, self.h_t, h_z,
+                         self.beta, self.kappa_g, self.kappa_e, self.delta, euler_substeps,
+                         core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128)
+        zf, fl, zp, pops = [], [], [], []
+        kernel = 0.0
+
+        def keep(j: int, fields: Optional[np.ndarray] = None) -> None:
+            if j in keep_fld:
+                zf.append(j * h_z)
+                fl.append(solver.get_fields() if fields is None else fields)
+            if j in keep_pop:
+                zp.append(j * h_z)
+                pops.append(solver.get_populations())
+
+        def solve(j: int, step: bool) -> None:
+            """The atoms at z_j, then (step) the fields to z_{j+1}."""
+            nonlocal kernel
+            try:
+                (solver.step if step else solver.atoms)(j in keep_pop)
+            except BlowUpError as exc:
+                raise BlowUpError(
+                    f"{exc} (MaxwellBloch: at z index {j}, z = {j * h_z:g}; reduce "
+                    f"h_z = {h_z:g} or h_t = {self.h_t:g}, or check the parameters)",
+                    step=j + 1, t=(j + 1) * h_z,
+                    last_good=(j * h_z, solver.get_fields())) from None
+            kernel += solver.last_seconds()
+
+        bar = None
+        if progress:
+            from .runner import _progress_bar
+            bar = _progress_bar(True, n_z)
+        try:
+            for j in range(n_z):
+                fields_j = solver.get_fields() if j in keep_fld else None
+                solve(j, step=True)
+                keep(j, fields_j)
+                if bar is not None:
+                    bar.update(1)
+                if callback is not None:
+                    try:
+                        callback(_RunState(j + 1, (j + 1) * h_z, solver.norm_deviation(), solver))
+                    except StopIteration:  # the run ends at z_{j+1}, a saved point
+                        n_z = j + 1
+                        keep_fld.add(n_z)
+                        if populations:
+                            keep_pop.add(n_z)
+                        break
+            solve(n_z, step=False)  # populations and the norm monitor at the last z
+            keep(n_z)
+        finally:
+            if bar is not None:
+                bar.close()
+        return MaxwellBlochResult(
+            z=np.array(zf), t=self.t, modes=self.mode_numbers, fields=np.array(fl),
+            z_populations=np.array(zp), populations=np.array(pops) if populations else None,
+            norm_deviation=float(solver.norm_deviation()),
+            seconds=time.perf_counter() - t_start, kernel_seconds=kernel, h_z=h_z)
+
+    def __repr__(self) -> str:
+        return (f"MaxwellBloch(n_g={self.n_g}, n_e={self.n_e}, modes={self.modes}, "
+                f"n_atoms={self.n_atoms}, n_t={self.n_t}, h_t={self.h_t:g}, "
+                f"dtype={np.dtype(self.dtype).name}, backend={self.backend!r})")
