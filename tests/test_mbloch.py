@@ -11,8 +11,8 @@ Every test runs on each backend of this build (the ``backend`` fixture).
   parameters of tests/test_reference_mbloch.py (Gaussian line sigma = 1 by 128
   atoms on [-4, 4], sech pulses of width 1, h_t = 0.05, beta = 1, so
   alpha = pi beta g(0) = 1.2533): Beer's law for a weak pulse, the McCall-Hahn
-  area theorem, the 2 pi soliton, the 4 pi split, and a norm deviation below
-  1e-10 in double on a fine time grid.
+  area theorem, the 2 pi soliton, the 4 pi split, and each of them again on
+  a time grid 40 times finer with a norm deviation below 1e-10 in double.
 - Single against double precision, Rabi flopping of one atom, the outputs
   (saved positions, full map, populations, areas, energies, plot), callbacks,
   blow-up and every bad input named in the issue.
@@ -191,6 +191,26 @@ def test_norm_below_1e10_fine_grid(backend):
     mb, e0, out = sech_run(backend, 2 * np.pi, 4.0, n_z=20, h_t=0.00125, n_t=32001)
     assert out.norm_deviation < 1e-10
     assert area(out.fields[-1, :, 0], 0.00125) == pytest.approx(2 * np.pi, rel=0.02)
+
+
+FINE = dict(h_t=0.00125, n_t=32001)  # the window of H_T, N_T at 1/40 of the step
+
+
+@pytest.mark.parametrize("theta0, alpha_z, n_z, delay", [
+    (0.01, 4.0, 20, T0), (0.5 * np.pi, 4.0, 20, T0), (1.5 * np.pi, 4.0, 20, T0),
+    (2.5 * np.pi, 4.0, 20, T0), (4 * np.pi, 12.0, 40, 6.0)],
+    ids=["beer", "0.5pi", "1.5pi", "2.5pi", "4pi"])
+def test_physics_runs_keep_the_norm_below_1e10(backend, theta0, alpha_z, n_z, delay):
+    """The runs above (Beer's law, the area theorem, the 4 pi split; the 2 pi
+    soliton is test_norm_below_1e10_fine_grid) on the fine time grid: norm
+    deviation below 1e-10 in double, and the same physics."""
+    mb, e0, out = sech_run(backend, theta0, alpha_z, n_z=n_z, delay=delay, **FINE)
+    assert out.norm_deviation < 1e-10
+    theta, theta_in = area(out.fields[-1, :, 0], FINE["h_t"]), area(e0, FINE["h_t"])
+    if theta0 < 0.1:
+        assert theta / theta_in == pytest.approx(math.exp(-alpha_z / 2), rel=0.01)
+    else:
+        assert abs(theta - rm.area_theorem(theta_in, alpha_z)) < 2e-3 * 2 * np.pi
 
 
 @pytest.mark.parametrize("theta", [np.pi / 2, np.pi, 2 * np.pi])

@@ -98,11 +98,13 @@ def test_float_on_the_device():
     scale = np.abs(d).max()
     err_gpu = np.abs(fg - d).max() / scale
     err_cpu = np.abs(fc - d).max() / scale
-    assert err_gpu < 1e-5
-    assert err_gpu < max(3 * err_cpu, 1e-6)
     # the dominant mode, relative to itself (section 5.2: below 1e-6 there)
     q = int(np.argmax(np.abs(d).max(axis=0)))
-    assert np.abs(fg[:, q] - d[:, q]).max() / np.abs(d[:, q]).max() < 1e-5
+    err_dom = np.abs(fg[:, q] - d[:, q]).max() / np.abs(d[:, q]).max()
+    print(f"float vs double: GPU {err_gpu:.2e}, CPU {err_cpu:.2e}, GPU dominant mode {err_dom:.2e}")
+    assert err_gpu < 1e-5
+    assert err_gpu < max(3 * err_cpu, 1e-6)
+    assert err_dom < 1e-5
 
 
 def test_blow_up_keeps_the_last_fields():
