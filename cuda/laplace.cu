@@ -53,7 +53,8 @@ struct nlse_lp {
     int *flags; /* [0] done iteration (-1: not yet), [1] diverged iteration */
     /* multigrid */
     int nlev, built_dirichlet;
-    lp_dlevel *lev;            /* 1..nlev */
+    lp_dlevel *lev;            /* 1..nlev; lev[0]: the fine level as an explicit operator (mg-cg) */
+    double *kv;                /* mg-cg: 8 Krylov vectors of nr * nz */
     double *r0, *e0;
     unsigned char *mask0;
     int m;                     /* coarsest unknowns */
@@ -380,6 +381,72 @@ __global__ void k_galerkin(lp_view f, int cnr, int cnz, double *A, unsigned char
     }
 }
 
+/* mg-cg: the fine rows of Table 2.1 as 9-point stencils (lev[0]) */
+__global__ void k_fine_explicit(const lp_row *rows, int nr, int nz, double gamma, int j1, double *A)
+{
+    const long long n = (long long)nr * nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(q / nz), j = (int)(q % nz);
+        double c[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (j >= rows[i].js && j <= rows[i].je)
+            lp_stencil_of(gamma, j1, &rows[i], j, c);
+        for (int k = 0; k < 9; ++k)
+            A[9 * q + k] = c[k];
+    }
+}
+
+/* out = A in with 9-point rows, 0 off the mask */
+__global__ void k_matvec9(const double *A, const unsigned char *mask, const double *in, double *out, int nr,
+                          int nz)
+{
+    const long long n = (long long)nr * nz;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        double v = 0.0;
+        if (mask[q]) {
+            const double *row = A + 9 * q;
+            for (int p = -1; p <= 1; ++p)
+                for (int c = -1; c <= 1; ++c) {
+                    const double a = row[3 * (p + 1) + (c + 1)];
+                    if (a != 0.0)
+                        v += a * in[q + (long long)p * nz + c];
+                }
+        }
+        out[q] = v;
+    }
+}
+
+/* part[block] = sum a b over the block's share (fixed order: deterministic) */
+__global__ void k_dot(const double *a, const double *b, long long n, double *part)
+{
+    __shared__ double sh[LP_BLK / 32];
+    double v = 0;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x)
+        v += a[q] * b[q];
+    const double t = lp_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = t;
+}
+
+/* the BiCGSTAB updates: p = r + beta (p - omega v); x += a y, r -= a v */
+__global__ void k_bicg_p(double *p, const double *r, const double *v, double beta, double omega, long long n)
+{
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x)
+        p[q] = r[q] + beta * (p[q] - omega * v[q]);
+}
+
+__global__ void k_bicg_xr(double *x, double *r, const double *y, const double *v, double a, long long n)
+{
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        x[q] += a * y[q];
+        r[q] -= a * v[q];
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* host side                                                          */
 /* ------------------------------------------------------------------ */
@@ -432,7 +499,7 @@ static int dalloc(void **p, size_t bytes, const char *what)
 static void mg_free(nlse_lp *s)
 {
     if (s->lev)
-        for (int l = 1; l <= s->nlev; ++l) {
+        for (int l = 0; l <= s->nlev; ++l) {
             cudaFree(s->lev[l].A);
             cudaFree(s->lev[l].b);
             cudaFree(s->lev[l].e);
@@ -443,6 +510,8 @@ static void mg_free(nlse_lp *s)
     cudaFree(s->r0);
     cudaFree(s->e0);
     cudaFree(s->mask0);
+    cudaFree(s->kv);
+    s->kv = NULL;
     cudaFree(s->nodes);
     cudaFree(s->inv);
     s->lev = NULL;
@@ -957,6 +1026,136 @@ static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_it
     return NLSE_OK;
 }
 
+/* sum of a kernel's partials, on the host */
+static int sum_parts(nlse_lp *s, int nb, double *out)
+{
+    double h[LP_NB];
+    CK(cudaMemcpyAsync(h, s->part, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    double t = 0;
+    for (int b = 0; b < nb; ++b)
+        t += h[b];
+    *out = t;
+    return NLSE_OK;
+}
+
+static int ddot(nlse_lp *s, const double *a, const double *b, long long n, double *out)
+{
+    const int nb = blocks_for(n);
+    k_dot<<<nb, LP_BLK, 0, s->stream>>>(a, b, n, s->part);
+    CK(cudaGetLastError());
+    return sum_parts(s, nb, out);
+}
+
+/* lev[0] (the fine operator, explicit) and the Krylov vectors */
+static int mgcg_setup(nlse_lp *s)
+{
+    lp_dlevel *L = &s->lev[0];
+    const size_t n = s->g.nr * s->g.nz;
+    if (!L->A) {
+        L->nr = (int)s->g.nr;
+        L->nz = (int)s->g.nz;
+        CKS(dalloc((void **)&L->A, 9 * n * sizeof(double), "the explicit fine operator"));
+        CKS(dalloc((void **)&L->b, n * sizeof(double), "a fine vector"));
+        CKS(dalloc((void **)&L->e, n * sizeof(double), "a fine vector"));
+        CKS(dalloc((void **)&L->r, n * sizeof(double), "a fine vector"));
+        CKS(dalloc((void **)&L->mask, n, "the fine mask"));
+        k_fine_explicit<<<blocks_for((long long)n), LP_BLK, 0, s->stream>>>(s->rows_d, L->nr, L->nz, s->g.gamma,
+                                                                           s->g.j1, L->A);
+        CK(cudaMemcpyAsync(L->mask, s->mask0, n, cudaMemcpyDeviceToDevice, s->stream));
+    }
+    if (!s->kv)
+        CKS(dalloc((void **)&s->kv, 8 * n * sizeof(double), "the Krylov vectors"));
+    return NLSE_OK;
+}
+
+/* z = M^{-1} v: one V(2,2) cycle on A z = v from z = 0 */
+static void precondition(nlse_lp *s, const double *v, double *z)
+{
+    lp_dlevel *L = &s->lev[0];
+    const size_t n = (size_t)L->nr * L->nz;
+    cudaMemcpyAsync(L->b, v, n * sizeof(double), cudaMemcpyDeviceToDevice, s->stream);
+    cudaMemsetAsync(L->e, 0, n * sizeof(double), s->stream);
+    vcycle(s, 0);
+    cudaMemcpyAsync(z, L->e, n * sizeof(double), cudaMemcpyDeviceToDevice, s->stream);
+}
+
+/* out = A in (lev[0]) on the unknowns, 0 elsewhere */
+static void matvec(nlse_lp *s, const double *in, double *out)
+{
+    lp_dlevel *L = &s->lev[0];
+    const long long n = (long long)L->nr * L->nz;
+    k_matvec9<<<blocks_for(n), LP_BLK, 0, s->stream>>>(L->A, L->mask, in, out, L->nr, L->nz);
+}
+
+/* BiCGSTAB with the V-cycle as right preconditioner on A d = r0 (as the CPU,
+ * laplace_mg.c: Table 2.1's rows are not symmetrisable); Phi += d. */
+template <typename T>
+static int mgcg_t(nlse_lp *s, double tol, long max_iter, double *history, long *iterations,
+                  double *rel_residual, int *converged)
+{
+    CKS(mgcg_setup(s));
+    const LPArgs a = args_of(s);
+    const long long n = (long long)s->g.nr * s->g.nz;
+    const int nb = blocks_for(n);
+    const double fn = denom(s);
+    double *x = s->kv, *r = x + n, *rh = r + n, *p = rh + n, *v = p + n, *y = v + n, *z = y + n, *t = z + n;
+    T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
+    CK(cudaEventRecord(s->ev0, s->stream));
+    CK(cudaMemsetAsync(s->kv, 0, 8 * (size_t)n * sizeof(double), s->stream));
+    k_fine_res<T><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, r);
+    CK(cudaMemcpyAsync(rh, r, (size_t)n * sizeof(double), cudaMemcpyDeviceToDevice, s->stream));
+    double rho = 1.0, alpha = 1.0, omega = 1.0;
+    int st = NLSE_OK;
+    for (long it = 1; it <= max_iter; ++it) {
+        double rho1, rv, tt, tr, rr;
+        if ((st = ddot(s, rh, r, n, &rho1)))
+            break;
+        const double beta = (rho1 / rho) * (alpha / omega);
+        rho = rho1;
+        k_bicg_p<<<nb, LP_BLK, 0, s->stream>>>(p, r, v, beta, omega, n);
+        precondition(s, p, y);
+        matvec(s, y, v);
+        if ((st = ddot(s, rh, v, n, &rv)))
+            break;
+        alpha = rho / rv;
+        k_bicg_xr<<<nb, LP_BLK, 0, s->stream>>>(x, r, y, v, alpha, n); /* s = r - alpha v, kept in r */
+        precondition(s, r, z);
+        matvec(s, z, t);
+        if ((st = ddot(s, t, t, n, &tt)) || (st = ddot(s, t, r, n, &tr)))
+            break;
+        omega = tt > 0 ? tr / tt : 0.0;
+        k_bicg_xr<<<nb, LP_BLK, 0, s->stream>>>(x, r, z, t, omega, n);
+        if ((st = ddot(s, r, r, n, &rr)))
+            break;
+        const double rel = sqrt(rr) / fn;
+        if (history)
+            history[it - 1] = rel;
+        *iterations = it;
+        *rel_residual = rel;
+        if (!isfinite(rel)) {
+            st = nlse_fail(NLSE_ERR_BLOWUP, "mg-cg diverged at iteration %ld", it);
+            break;
+        }
+        if (rel < tol) {
+            *converged = 1;
+            break;
+        }
+        if (omega == 0.0 || rho == 0.0)
+            break; /* breakdown: report the residual reached */
+    }
+    if (!st) {
+        k_fine_correct<T><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, x);
+        CK(cudaGetLastError());
+    }
+    CK(cudaEventRecord(s->ev1, s->stream));
+    CK(cudaEventSynchronize(s->ev1));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev0, s->ev1);
+    s->last_seconds = ms * 1e-3;
+    return st;
+}
+
 extern "C" int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, long max_iter,
                              double *history, long *iterations, double *rel_residual, int *converged)
 {
@@ -965,11 +1164,11 @@ extern "C" int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, l
     *iterations = 0;
     *rel_residual = NAN;
     *converged = 0;
-    if (method == NLSE_LP_GAUSS_SEIDEL || method == NLSE_LP_SOR || method == NLSE_LP_MGCG)
+    if (method == NLSE_LP_GAUSS_SEIDEL || method == NLSE_LP_SOR)
         return nlse_fail(NLSE_ERR_VALUE,
                          "method %d is not available on the CUDA backend: Gauss-Seidel and SOR in "
-                         "row order are serial by definition (use rbsor), mg-cg runs on the CPU "
-                         "(use multigrid)", method);
+                         "row order are serial by definition (use rbsor, their parallel ordering)",
+                         method);
     if (method < NLSE_LP_JACOBI || method > NLSE_LP_MGCG)
         return nlse_fail(NLSE_ERR_VALUE, "method must be 0-5, got %d", method);
     if (method == NLSE_LP_RBSOR && !(omega > 0 && omega < 2))
@@ -978,8 +1177,12 @@ extern "C" int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, l
         return nlse_fail(NLSE_ERR_VALUE, "tol must be finite and > 0, got %g", tol);
     if (max_iter < 1 || max_iter > (1L << 30))
         return nlse_fail(NLSE_ERR_VALUE, "max_iter must be in [1, 2^30], got %ld", max_iter);
-    if (method == NLSE_LP_MULTIGRID)
+    if (method == NLSE_LP_MULTIGRID || method == NLSE_LP_MGCG)
         CKS(mg_build(s));
+    if (method == NLSE_LP_MGCG)
+        return s->p.dtype == NLSE_COMPLEX64
+                   ? mgcg_t<float>(s, tol, max_iter, history, iterations, rel_residual, converged)
+                   : mgcg_t<double>(s, tol, max_iter, history, iterations, rel_residual, converged);
     return s->p.dtype == NLSE_COMPLEX64
                ? solve_t<float>(s, method, omega, tol, max_iter, history, iterations, rel_residual, converged)
                : solve_t<double>(s, method, omega, tol, max_iter, history, iterations, rel_residual, converged);

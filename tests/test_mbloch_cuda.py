@@ -8,8 +8,9 @@ to 1e-10 relative after several z steps, Euler start included).  In float
 the CUDA run is compared with a double run: source 004 section 5.2 reports
 relative differences below 1e-6 on the dominant fields between its float
 GPU and double CPU programs, and larger ones on the weak modes; the test
-asks for the dominant mode within 1e-5 and for the float run to be no
-worse than the CPU's own float run by more than 3x.
+asks for the fields within 1e-6 of their peak (an H100 gave 6.7e-9) and
+for the float run to be no worse than the CPU's own float run by more
+than 3x.
 """
 
 import numpy as np
@@ -102,9 +103,9 @@ def test_float_on_the_device():
     q = int(np.argmax(np.abs(d).max(axis=0)))
     err_dom = np.abs(fg[:, q] - d[:, q]).max() / np.abs(d[:, q]).max()
     print(f"float vs double: GPU {err_gpu:.2e}, CPU {err_cpu:.2e}, GPU dominant mode {err_dom:.2e}")
-    assert err_gpu < 1e-5
-    assert err_gpu < max(3 * err_cpu, 1e-6)
-    assert err_dom < 1e-5
+    assert err_gpu < 1e-6
+    assert err_gpu < max(3 * err_cpu, 1e-7)
+    assert err_dom < 1e-6
 
 
 def test_blow_up_keeps_the_last_fields():

@@ -34,8 +34,8 @@ MU0 = 4e-7 * math.pi
 METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4, "mg-cg": 5}
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
-#: methods the CUDA backend does not implement (serial orderings; mg-cg)
-_CPU_ONLY = ("gauss-seidel", "sor", "mg-cg")
+#: methods the CUDA backend does not implement (row-order sweeps, serial by definition)
+_CPU_ONLY = ("gauss-seidel", "sor")
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -155,8 +155,8 @@ class CoaxialMagnet:
         Precision of Phi and of the arithmetic.
     backend : {"auto", "cpu", "cuda"}, optional
         Where to solve: the CPU (C, OpenMP) or the GPU (Jacobi, red-black
-        SOR and multigrid; ``"gauss-seidel"``, ``"sor"`` and ``"mg-cg"`` are
-        CPU-only).  ``"auto"`` picks CUDA when ``nl.backends("CoaxialMagnet")``
+        SOR, multigrid and mg-cg; ``"gauss-seidel"`` and ``"sor"``, whose
+        row order is serial by definition, are CPU-only).  ``"auto"`` picks CUDA when ``nl.backends("CoaxialMagnet")``
         lists it, and the CPU for the CPU-only methods.
 
     Examples
