@@ -163,6 +163,35 @@ __global__ void __launch_bounds__(LP_BLK) k_rb(T *P0, T *P1, const lp_row *rows,
     }
 }
 
+/* Gauss-Seidel / SOR in row order (eqs. 2.42, 2.56): node (i, j) needs the
+ * new (i - 1, j) and (i, j - 1) and the old (i + 1, j) and (i, j + 1), so the
+ * anti-diagonal i + j = d can be updated at once after d - 1: sweeping d = 0,
+ * 1, .. reproduces the row order exactly.  One block per diagonal; its
+ * squared residuals are added to acc[0] by one thread, kernel after kernel
+ * in stream order (a fixed order: deterministic). */
+template <typename T>
+__global__ void __launch_bounds__(1024) k_diag(T *P0, T *P1, const lp_row *rows, LPArgs a, int d, T omega,
+                                               double *acc, const int *flags)
+{
+    __shared__ double sh[32];
+    if (flags[0] >= 0)
+        return;
+    const int i0 = d - (a.nz - 1) > 0 ? d - (a.nz - 1) : 0, i1 = d < a.nr - 1 ? d : a.nr - 1;
+    double ss = 0;
+    for (int i = i0 + (int)threadIdx.x; i <= i1; i += blockDim.x) {
+        const int j = d - i;
+        const lp_row R = rows[i];
+        if (j < R.js || j > R.je)
+            continue;
+        const double r = res_at(R, a, P0, P1, i, j);
+        at(P0, P1, a.hw, i, j) += (T)r * (omega / (T)R.e);
+        ss += r * r;
+    }
+    const double t = lp_block_sum(ss, sh);
+    if (threadIdx.x == 0)
+        acc[0] += t;
+}
+
 /* Jacobi (eq. 2.39): Q = P + r / e at every unknown, both colours. */
 template <typename T>
 __global__ void __launch_bounds__(LP_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q1, const lp_row *rows,
@@ -975,6 +1004,12 @@ static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_it
                     k_rb<T, true><<<gr, LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, c, (T)omega, s->part,
                                                                 s->flags);
                 k_final<<<1, 256, 0, s->stream>>>(s->part, 2 * (int)(gr.x * gr.y), fn, tol, s->hist, (int)it, s->flags);
+            } else if (method == NLSE_LP_GAUSS_SEIDEL || method == NLSE_LP_SOR) {
+                const T w = (T)(method == NLSE_LP_SOR ? omega : 1.0);
+                CK(cudaMemsetAsync(s->part, 0, sizeof(double), s->stream));
+                for (int d = 0; d <= a.nr + a.nz - 2; ++d)
+                    k_diag<T><<<1, 1024, 0, s->stream>>>(P0, P1, s->rows_d, a, d, w, s->part, s->flags);
+                k_final<<<1, 32, 0, s->stream>>>(s->part, 1, fn, tol, s->hist, (int)it, s->flags);
             } else if (method == NLSE_LP_JACOBI) {
                 k_jacobi<T><<<nb, LP_BLK, 0, s->stream>>>(P0, P1, (T *)s->Q[0], (T *)s->Q[1], s->rows_d, a,
                                                           s->part);
@@ -1164,14 +1199,9 @@ extern "C" int nlse_lp_solve(nlse_lp *s, int method, double omega, double tol, l
     *iterations = 0;
     *rel_residual = NAN;
     *converged = 0;
-    if (method == NLSE_LP_GAUSS_SEIDEL || method == NLSE_LP_SOR)
-        return nlse_fail(NLSE_ERR_VALUE,
-                         "method %d is not available on the CUDA backend: Gauss-Seidel and SOR in "
-                         "row order are serial by definition (use rbsor, their parallel ordering)",
-                         method);
     if (method < NLSE_LP_JACOBI || method > NLSE_LP_MGCG)
         return nlse_fail(NLSE_ERR_VALUE, "method must be 0-5, got %d", method);
-    if (method == NLSE_LP_RBSOR && !(omega > 0 && omega < 2))
+    if ((method == NLSE_LP_RBSOR || method == NLSE_LP_SOR) && !(omega > 0 && omega < 2))
         return nlse_fail(NLSE_ERR_VALUE, "omega must be in (0, 2), got %g", omega);
     if (!(tol > 0) || !isfinite(tol))
         return nlse_fail(NLSE_ERR_VALUE, "tol must be finite and > 0, got %g", tol);

@@ -34,8 +34,6 @@ MU0 = 4e-7 * math.pi
 METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4, "mg-cg": 5}
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
-#: methods the CUDA backend does not implement (row-order sweeps, serial by definition)
-_CPU_ONLY = ("gauss-seidel", "sor")
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -154,10 +152,10 @@ class CoaxialMagnet:
     dtype : {numpy.float64, numpy.float32}, optional
         Precision of Phi and of the arithmetic.
     backend : {"auto", "cpu", "cuda"}, optional
-        Where to solve: the CPU (C, OpenMP) or the GPU (Jacobi, red-black
-        SOR, multigrid and mg-cg; ``"gauss-seidel"`` and ``"sor"``, whose
-        row order is serial by definition, are CPU-only).  ``"auto"`` picks CUDA when ``nl.backends("CoaxialMagnet")``
-        lists it, and the CPU for the CPU-only methods.
+        Where to solve: the CPU (C, OpenMP) or the GPU (every method; the
+        row-order sweeps of ``"gauss-seidel"`` and ``"sor"`` run one
+        anti-diagonal at a time there).  ``"auto"`` picks CUDA when
+        ``nl.backends("CoaxialMagnet")`` lists it.
 
     Examples
     --------
@@ -188,7 +186,6 @@ class CoaxialMagnet:
         if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
         self.dtype = dt.type
-        self._auto = backend == "auto"
         self.backend = _backend.resolve(backend, "CoaxialMagnet")
         from . import _core
         self._core = _backend.module(self.backend)
@@ -279,10 +276,7 @@ class CoaxialMagnet:
                 raise ValueError(f"omega must be in (0, 2), got {omega!r}")
         elif omega is not None:
             raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
-        core = self._core
-        if self._auto and self.backend == "cuda" and method in _CPU_ONLY:
-            core = _backend.module("cpu")  # "auto": the backend that has the method
-        solver = core.LP(*self._args)
+        solver = self._core.LP(*self._args)
         if boundary_values is not None:
             if callable(boundary_values):
                 rr, zz = np.meshgrid(self.r, self.z, indexing="ij")
