@@ -767,12 +767,13 @@ static int step(nlse_mb *s, int want_pop)
     return NLSE_OK;
 }
 
-extern "C" int nlse_mb_atoms(nlse_mb *s, int want_pop)
+/* run fn (an atom solve or a z step) and time it with CUDA events */
+static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int want_pop, const char *what)
 {
     if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_atoms: NULL solver");
+        return nlse_fail(NLSE_ERR_VALUE, "%s: NULL solver", what);
     CK(cudaEventRecord(s->ev0, s->stream));
-    CKS(atoms_checked(s, want_pop));
+    CKS(fn(s, want_pop));
     CK(cudaEventRecord(s->ev1, s->stream));
     CK(cudaEventSynchronize(s->ev1));
     float ms = 0;
@@ -781,20 +782,9 @@ extern "C" int nlse_mb_atoms(nlse_mb *s, int want_pop)
     return NLSE_OK;
 }
 
-extern "C" int nlse_mb_step(nlse_mb *s, int want_pop)
-{
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_step: NULL solver");
-    CK(cudaEventRecord(s->ev0, s->stream));
-    CKS(step(s, want_pop));
-    CK(cudaEventRecord(s->ev1, s->stream));
-    CK(cudaEventSynchronize(s->ev1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, s->ev0, s->ev1));
-    s->last_seconds = 1e-3 * ms;
-    return NLSE_OK;
-}
+extern "C" int nlse_mb_atoms(nlse_mb *s, int want_pop) { return timed(s, atoms_checked, want_pop, "nlse_mb_atoms"); }
 
+extern "C" int nlse_mb_step(nlse_mb *s, int want_pop) { return timed(s, step, want_pop, "nlse_mb_step"); }
 
 extern "C" int nlse_mb_get_fields(const nlse_mb *s, double *out)
 {

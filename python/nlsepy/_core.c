@@ -62,18 +62,22 @@ typedef struct {
     int busy; /* set while the GIL is released inside a kernel */
 } FDObject;
 
-static int fd_ready(FDObject *self)
+/* 1 when a binding's solver handle can be used now, else 0 with an exception
+ * set (not created yet, or busy in a kernel on another thread). */
+static int handle_ready(const void *handle, int busy)
 {
-    if (!self->s) {
+    if (!handle) {
         PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
         return 0;
     }
-    if (self->busy) {
+    if (busy) {
         PyErr_SetString(PyExc_RuntimeError, "solver is in use by another thread");
         return 0;
     }
     return 1;
 }
+
+static int fd_ready(FDObject *self) { return handle_ready(self->s, self->busy); }
 
 static int parse_triple(PyObject *seq, int ndim, const char *name, double *outd, size_t *outz)
 {

@@ -10,14 +10,7 @@ typedef struct {
     size_t nr, nz;
 } LPObject;
 
-static int lp_ready(LPObject *self)
-{
-    if (!self->s) {
-        PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
-        return 0;
-    }
-    return 1;
-}
+static int lp_ready(LPObject *self) { return handle_ready(self->s, 0); }
 
 static int lp_parse(PyObject *args, PyObject *kw, nlse_lp_params *p)
 {

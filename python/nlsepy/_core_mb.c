@@ -15,18 +15,7 @@ typedef struct {
     int busy; /* set while the GIL is released inside a kernel */
 } MBObject;
 
-static int mb_ready(MBObject *self)
-{
-    if (!self->s) {
-        PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
-        return 0;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "solver is in use by another thread");
-        return 0;
-    }
-    return 1;
-}
+static int mb_ready(MBObject *self) { return handle_ready(self->s, self->busy); }
 
 /* `obj` as an aligned C-contiguous array of `type` with `ndim` dimensions;
  * dims[q] >= 0 must match, dims[q] < 0 is filled in.  New reference or NULL. */

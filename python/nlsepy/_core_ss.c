@@ -12,18 +12,7 @@ typedef struct {
     int busy;
 } SSObject;
 
-static int ss_ready(SSObject *self)
-{
-    if (!self->s) {
-        PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
-        return 0;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "solver is in use by another thread");
-        return 0;
-    }
-    return 1;
-}
+static int ss_ready(SSObject *self) { return handle_ready(self->s, self->busy); }
 
 static int ss_init(SSObject *self, PyObject *args, PyObject *kw)
 {
