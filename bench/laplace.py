@@ -107,25 +107,20 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                      wall=wall, updates_per_s=ups, gbps=gbps, fraction=gbps * 1e9 / bw, note=note))
     print(f"rbsor: {rb.iterations} iterations, {rb.solve_seconds:.3f} s, {ups:.3e} updates/s, "
           f"{gbps:.1f} GB/s = {gbps * 1e9 / bw:.2f} of copy; {note}", flush=True)
-    t0 = time.perf_counter()
-    mg = mag.solve("multigrid", tol=a.tol, max_iter=200)
-    wall = time.perf_counter() - t0
-    rows.append(dict(solver="multigrid", grid=grid, dtype=a.dtype, iterations=mg.iterations,
-                     converged=mg.converged, residual=mg.residual, seconds=mg.solve_seconds,
-                     wall=wall, updates_per_s=None, gbps=None, fraction=None,
-                     note="V(2,2) cycles; wall time includes building the hierarchy"))
-    print(f"multigrid: {mg.iterations} cycles, {mg.solve_seconds:.3f} s (iterations), "
-          f"{mg.seconds:.3f} s (solve call, with building the hierarchy), "
-          f"{wall:.3f} s wall (with creating the solver and returning Phi)", flush=True)
-    t0 = time.perf_counter()
-    kc = mag.solve("mg-cg", tol=a.tol, max_iter=200)
-    wall = time.perf_counter() - t0
-    rows.append(dict(solver="mg-cg", grid=grid, dtype=a.dtype, iterations=kc.iterations,
-                     converged=kc.converged, residual=kc.residual, seconds=kc.solve_seconds,
-                     wall=wall, updates_per_s=None, gbps=None, fraction=None,
-                     note="BiCGSTAB, one V(2,2) cycle per preconditioning (two per iteration)"))
-    print(f"mg-cg: {kc.iterations} iterations, {kc.solve_seconds:.3f} s (iterations), "
-          f"{kc.seconds:.3f} s (solve call), {wall:.3f} s wall", flush=True)
+    def timed(method: str, note: str) -> Any:
+        t0 = time.perf_counter()
+        sol = mag.solve(method, tol=a.tol, max_iter=200)
+        wall = time.perf_counter() - t0
+        rows.append(dict(solver=method, grid=grid, dtype=a.dtype, iterations=sol.iterations,
+                         converged=sol.converged, residual=sol.residual, seconds=sol.solve_seconds,
+                         wall=wall, updates_per_s=None, gbps=None, fraction=None, note=note))
+        print(f"{method}: {sol.iterations} iterations, {sol.solve_seconds:.3f} s (iterations), "
+              f"{sol.seconds:.3f} s (solve call, with building the hierarchy), "
+              f"{wall:.3f} s wall (with creating the solver and returning Phi)", flush=True)
+        return sol
+
+    mg = timed("multigrid", "V(2,2) cycles; wall time includes building the hierarchy")
+    timed("mg-cg", "BiCGSTAB, one V(2,2) cycle per preconditioning (two per iteration)")
     diff = np.nanmax(np.abs(mg.phi - rb.phi)) / np.nanmax(np.abs(mg.phi)) if rb.converged else math.nan
     if rb.converged:
         print(f"max |Phi_mg - Phi_rbsor| / max |Phi| = {diff:.2e}")

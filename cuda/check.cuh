@@ -10,6 +10,10 @@
 
 extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
 
+/* cudaMalloc of `bytes` (at least 1) into *p; on failure *p = NULL and
+ * NLSE_ERR_BACKEND saying what needed how much and how much is free. */
+extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what);
+
 /* return the nlsepy status of a failed CUDA runtime call */
 #define CK(call)                                                        \
     do {                                                                \

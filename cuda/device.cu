@@ -1,7 +1,7 @@
 /*
  * device.cu -- the device layer shared by the CUDA backends: counting the
- * GPUs and turning CUDA runtime errors into nlsepy status codes
- * (NLSE_ERR_BACKEND with the runtime's message).
+ * GPUs, turning CUDA runtime errors into nlsepy status codes
+ * (NLSE_ERR_BACKEND with the runtime's message), device allocation.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -13,6 +13,20 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what)
     if (err == cudaSuccess)
         return NLSE_OK;
     return nlse_fail(NLSE_ERR_BACKEND, "CUDA error in %s: %s", what, cudaGetErrorString(err));
+}
+
+extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what)
+{
+    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        *p = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory: %s needs %zu bytes, %zu of %zu free", what,
+                         bytes, fr, tot);
+    }
+    return NLSE_OK;
 }
 
 /* Number of usable CUDA devices (0 when there is no driver or no GPU). */

@@ -242,19 +242,6 @@ __global__ void k_final(const double *part, int n, double fn, double tol, double
     }
 }
 
-/* partial sums of r^2 (natural layout) */
-__global__ void k_sumsq(const double *r, long long n, double *part)
-{
-    __shared__ double sh[LP_BLK / 32];
-    double v = 0;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x)
-        v += r[q] * r[q];
-    const double t = lp_block_sum(v, sh);
-    if (threadIdx.x == 0)
-        part[blockIdx.x] = t;
-}
-
 /* fine residual into the natural layout (double), 0 off the unknowns */
 template <typename T>
 __global__ void k_fine_res(T *P0, T *P1, const lp_row *rows, LPArgs a, double *r)
@@ -511,19 +498,8 @@ static LPArgs args_of(const nlse_lp *s)
 
 static size_t rsize(const nlse_lp *s) { return s->p.dtype == NLSE_COMPLEX64 ? 4 : 8; }
 
-static int dalloc(void **p, size_t bytes, const char *what)
-{
-    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
-    if (err != cudaSuccess) {
-        size_t fr = 0, tot = 0;
-        (void)cudaGetLastError();
-        cudaMemGetInfo(&fr, &tot);
-        *p = NULL;
-        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory: %s needs %zu bytes, %zu of %zu free",
-                         what, bytes, fr, tot);
-    }
-    return NLSE_OK;
-}
+/* cudaMalloc, or NLSE_ERR_BACKEND naming `what` and the free memory */
+static int dalloc(void **p, size_t bytes, const char *what) { return nlse_cuda_alloc(p, bytes, what); }
 
 static void mg_free(nlse_lp *s)
 {
@@ -1026,7 +1002,7 @@ static int solve_t(nlse_lp *s, int method, double omega, double tol, long max_it
                 const long long nn = (long long)s->g.nr * s->g.nz;
                 k_fine_res<T><<<blocks_for(nn), LP_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, s->r0);
                 const int nbr = blocks_for(nn);
-                k_sumsq<<<nbr, LP_BLK, 0, s->stream>>>(s->r0, nn, s->part);
+                k_dot<<<nbr, LP_BLK, 0, s->stream>>>(s->r0, s->r0, nn, s->part);
                 k_final<<<1, 256, 0, s->stream>>>(s->part, nbr, fn, tol, s->hist, (int)it, s->flags);
             }
         }

@@ -390,19 +390,8 @@ __global__ void k_fields(const double2 *eps, double2 *out, const double2 *P, con
 /* host side                                                          */
 /* ------------------------------------------------------------------ */
 
-static int dalloc(void **p, size_t bytes, const char *what)
-{
-    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
-    if (err != cudaSuccess) {
-        size_t fr = 0, tot = 0;
-        (void)cudaGetLastError();
-        cudaMemGetInfo(&fr, &tot);
-        *p = NULL;
-        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory: %s needs %zu bytes, %zu of %zu free", what,
-                         bytes, fr, tot);
-    }
-    return NLSE_OK;
-}
+/* cudaMalloc, or NLSE_ERR_BACKEND naming `what` and the free memory */
+static int dalloc(void **p, size_t bytes, const char *what) { return nlse_cuda_alloc(p, bytes, what); }
 
 static size_t rs(const nlse_mb *s) { return s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double); }
 static size_t nfield(const nlse_mb *s) { return (size_t)s->a.n_t * s->a.n_f; }

@@ -27,6 +27,18 @@ def count(name: str, value: Any, minimum: int = 0) -> int:
     return int(value)
 
 
+def complex_dtype(value: Any) -> np.dtype:
+    """`value` as numpy.complex64 or numpy.complex128, else raise TypeError."""
+    try:
+        dtype = np.dtype(value)
+    except TypeError as exc:
+        raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, "
+                        f"got {value!r}") from exc
+    if dtype not in (np.complex64, np.complex128):
+        raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dtype}")
+    return dtype
+
+
 def potential(value: Any, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A static real potential on the grid: checked, contiguous, in the real
     precision of the complex `dtype`."""

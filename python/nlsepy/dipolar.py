@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _backend, runner
+from ._validate import complex_dtype as _complex_dtype
 from ._validate import count as _count
 from ._validate import potential as _potential
 from ._validate import real as _real
@@ -192,12 +193,7 @@ class DipolarGPE:
         self._g = _real("g", g)
         self._gdd = _real("gdd", gdd)
         self.cutoff = None if cutoff is None else _real("cutoff", cutoff, positive=True)
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError as exc:
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dtype!r}") from exc
-        if dtype not in (np.complex64, np.complex128):
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dtype}")
+        dtype = _complex_dtype(dtype)
         self.dtype = dtype
         if not isinstance(fft_effort, str) or fft_effort not in _FFT_EFFORT:
             raise ValueError(f"fft_effort must be one of {sorted(_FFT_EFFORT)}, got {fft_effort!r}")

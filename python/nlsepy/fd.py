@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _backend, runner
+from ._validate import complex_dtype as _complex_dtype
 from ._validate import potential as _potential
 from ._validate import real as _check_real
 from .errors import BlowUpError
@@ -150,13 +151,7 @@ class NLSE:
                              f"(shape {arr.shape})")
         if dtype is None:
             dtype = np.complex64 if arr.dtype in (np.float32, np.complex64) else np.complex128
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError as exc:
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, "
-                            f"got {dtype!r}") from exc
-        if dtype not in (np.complex64, np.complex128):
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dtype}")
+        dtype = _complex_dtype(dtype)
         self.scheme = _name("scheme", scheme, _SCHEMES)
         self.bc = _name("bc", bc, _BCS, _BC_ALIASES)
         if self.bc == "one-sided" and arr.ndim != 1:

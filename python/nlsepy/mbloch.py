@@ -272,13 +272,7 @@ class MaxwellBloch:
         self.beta = _validate.real("beta", beta)
         self.detunings, self.weights = self._line(line, n_atoms)
         self.initial_state = self._initial_state(initial_state)
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as exc:
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, "
-                            f"got {dtype!r}") from exc
-        if dt not in (np.complex64, np.complex128):
-            raise TypeError(f"dtype must be numpy.complex64 or numpy.complex128, got {dt}")
+        dt = _validate.complex_dtype(dtype)
         self.dtype = dt.type
         self.backend = _backend.resolve(backend, "MaxwellBloch")
         self._core = _backend.module(self.backend)
