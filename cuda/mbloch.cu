@@ -51,26 +51,6 @@ struct MBRow {
     int off, cnt, src, pad;
 };
 
-struct nlse_mb {
-    nlse_mb_params p;
-    MBArgs a;
-    int nb, threads, na;
-    size_t smem;
-    void *F, *det, *w, *psi0;     /* T; T2 for psi0 */
-    MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
-    int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
-    double2 *eps[3];              /* fields (double in both precisions): current, scratch, z_0 kept
-                                     during the Euler start */
-    double2 *P, *Pprev;           /* n_t x n_f */
-    void *part, *ppart;           /* T2 nb x n_t x n_f, T nb x n_t x n_lev */
-    double *pop, *devb;           /* n_t x n_lev, nb */
-    int *flag;
-    long j;
-    double dev, last_seconds;
-    int have_pop;
-    cudaStream_t stream;
-    cudaEvent_t ev0, ev1;
-};
 
 /* ------------------------------------------------------------------ */
 /* complex helpers                                                    */
@@ -107,6 +87,32 @@ template <int NA, typename T> __device__ __forceinline__ T warp_sum_atoms(T v)
         v += __shfl_xor_sync(0xffffffffu, v, d);
     return v;
 }
+
+#include "mbloch_tc.cuh"
+
+struct nlse_mb {
+    nlse_mb_params p;
+    MBArgs a;
+    int nb, threads, na;
+    size_t smem;
+    void *F, *det, *w, *psi0;     /* T; T2 for psi0 */
+    MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
+    int tc;                       /* tensor-core kernel: its NT (k_atoms_tc), 0: the plain kernel */
+    MBTc targ;                    /* its arguments */
+    MBCoef *coef;                 /* its coupling list */
+    int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
+    double2 *eps[3];              /* fields (double in both precisions): current, scratch, z_0 kept
+                                     during the Euler start */
+    double2 *P, *Pprev;           /* n_t x n_f */
+    void *part, *ppart;           /* T2 nb x n_t x n_f, T nb x n_t x n_lev */
+    double *pop, *devb;           /* n_t x n_lev, nb */
+    int *flag;
+    long j;
+    double dev, last_seconds;
+    int have_pop;
+    cudaStream_t stream;
+    cudaEvent_t ev0, ev1;
+};
 
 /* ------------------------------------------------------------------ */
 /* the atoms: algorithm 1, lines 2-7, with the RK4 of algorithm 2     */
@@ -394,6 +400,8 @@ __global__ void k_fields(const double2 *eps, double2 *out, const double2 *P, con
 static int dalloc(void **p, size_t bytes, const char *what) { return nlse_cuda_alloc(p, bytes, what); }
 
 static size_t rs(const nlse_mb *s) { return s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double); }
+/* the precision of the per-block partial sums: double in the tensor-core kernel */
+static size_t prs(const nlse_mb *s) { return s->tc ? sizeof(double) : rs(s); }
 static size_t nfield(const nlse_mb *s) { return (size_t)s->a.n_t * s->a.n_f; }
 
 /* doubles -> T on the device (through a host buffer) */
@@ -495,6 +503,93 @@ static int pick_tiles(nlse_mb *s)
                                         : kernel_attr<double>(na, s->smem, &maxt);
 }
 
+/* k_atoms_tc's attributes for NT (its shared memory when smem > 0) */
+template <typename T> static int tc_attr(int NT, size_t smem)
+{
+    cudaError_t err = cudaSuccess;
+#define MB_TC_ATTR(N)                                                                          \
+    err = cudaFuncSetAttribute(k_atoms_tc<T, N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+    switch (NT) {
+    case 1: MB_TC_ATTR(1); break;
+    case 2: MB_TC_ATTR(2); break;
+    case 3: MB_TC_ATTR(3); break;
+    default: MB_TC_ATTR(4); break;
+    }
+#undef MB_TC_ATTR
+    CK(err);
+    return NLSE_OK;
+}
+
+/* The tensor-core kernel when the device has FP64 mma (sm_80 and later),
+ * both halves have at most 32 levels and its shared memory fits;
+ * NLSEPY_MB_KERNEL=simt forces the plain kernel.  Sets s->tc (0 when not
+ * taken), the grid and the coupling list in fragment positions. */
+static int pick_tc(nlse_mb *s, const double *F)
+{
+    const MBArgs *a = &s->a;
+    s->tc = 0;
+    const char *env = getenv("NLSEPY_MB_KERNEL");
+    if (env && strcmp(env, "simt") == 0)
+        return NLSE_OK;
+    int dev = 0, major = 0, maxsm = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int NT = (mb_imax(a->n_g, a->n_e) + 7) / 8;
+    const size_t smem = tc_smem_bytes(NT, a->n_f, a->ncoef);
+    if (major < 8 || NT > 4 || smem + 1024 > (size_t)maxsm)
+        return NLSE_OK;
+    const int L = 8 * NT, KT = 2 * NT;
+    MBCoef *c = (MBCoef *)malloc((size_t)a->ncoef * sizeof(MBCoef) + 1);
+    if (!c)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    unsigned long long mask = 0;
+    int q = 0;
+    for (int m = 0; m < a->n_g; ++m)
+        for (int n = mb_lo_e(m, a->l_min); n <= mb_hi_e(m, a->l_max, a->n_e) && q < a->ncoef; ++n, ++q) {
+            /* excited half: out n, in m; ground half: out m, in n (lane 4 g + q) */
+            const int bE = (1 * NT + n / 8) * KT + m / 4, bG = (0 * NT + m / 8) * KT + n / 4;
+            c[q].f = 0.5 * F[(size_t)m * a->n_e + n];
+            c[q].li = n - m - a->l_min;
+            c[q].posE = bE * 32 + 4 * (n % 8) + m % 4;
+            c[q].posG = bG * 32 + 4 * (m % 8) + n % 4;
+            c[q].pad = 0;
+            mask |= (1ull << bE) | (1ull << bG);
+        }
+    int st = q == a->ncoef ? NLSE_OK
+                           : nlse_fail(NLSE_ERR_INTERNAL, "coupling list: %d entries for %d couplings", q, a->ncoef);
+    if (!st)
+        st = dalloc((void **)&s->coef, (size_t)a->ncoef * sizeof(MBCoef) + 16, "the coupling list");
+    if (!st && cudaMemcpy(s->coef, c, (size_t)a->ncoef * sizeof(MBCoef), cudaMemcpyHostToDevice) != cudaSuccess)
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
+    free(c);
+    if (!st)
+        st = s->p.dtype == NLSE_COMPLEX64 ? tc_attr<float>(NT, smem) : tc_attr<double>(NT, smem);
+    if (st)
+        return st;
+    MBTc *t = &s->targ;
+    t->n_g = a->n_g;
+    t->n_e = a->n_e;
+    t->n_lev = a->n_lev;
+    t->l_min = a->l_min;
+    t->n_f = a->n_f;
+    t->n_t = a->n_t;
+    t->n_atoms = a->n_atoms;
+    t->ncoef = a->ncoef;
+    t->want_pop = 0;
+    t->S = 2 * L + 4;
+    t->mask = mask;
+    t->h = a->h;
+    t->kg = a->kg;
+    t->ke = a->ke;
+    s->tc = NT;
+    s->na = MB_TC_ATOMS;
+    s->threads = 64 * NT;
+    s->nb = (a->n_atoms + MB_TC_ATOMS - 1) / MB_TC_ATOMS;
+    s->smem = smem;
+    return NLSE_OK;
+}
+
 /* The coupling rows (ground rows conjugated) and the polarisation rows. */
 static int create_tables(nlse_mb *s, const double *F)
 {
@@ -573,7 +668,9 @@ static int create(nlse_mb *s, const double *F, const double *det, const double *
         (void)cudaGetLastError();
         return nlse_fail(NLSE_ERR_BACKEND, "no CUDA device available");
     }
-    CKS(pick_tiles(s));
+    CKS(pick_tc(s, F));
+    if (!s->tc)
+        CKS(pick_tiles(s));
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     CK(cudaEventCreate(&s->ev0));
     CK(cudaEventCreate(&s->ev1));
@@ -591,7 +688,7 @@ static int create(nlse_mb *s, const double *F, const double *det, const double *
     CKS(dalloc((void **)&s->P, nf * sizeof(double2), "the polarisation"));
     CKS(dalloc((void **)&s->Pprev, nf * sizeof(double2), "the polarisation"));
     CK(cudaMemset(s->P, 0, nf * sizeof(double2)));
-    CKS(dalloc(&s->part, (size_t)s->nb * nf * 2 * rs(s), "the per-block polarisations"));
+    CKS(dalloc(&s->part, (size_t)s->nb * nf * 2 * prs(s), "the per-block polarisations"));
     CKS(dalloc((void **)&s->pop, (size_t)a->n_t * a->n_lev * sizeof(double), "the populations"));
     CK(cudaMemset(s->pop, 0, (size_t)a->n_t * a->n_lev * sizeof(double)));
     CKS(dalloc((void **)&s->devb, (size_t)s->nb * sizeof(double), "the norm deviations"));
@@ -604,7 +701,7 @@ extern "C" void nlse_mb_destroy(nlse_mb *s)
     if (!s)
         return;
     void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
-                    s->part, s->ppart, s->pop, s->devb, s->flag};
+                    s->part, s->ppart, s->pop, s->devb, s->flag, s->coef};
     for (size_t q = 0; q < sizeof ptrs / sizeof ptrs[0]; ++q)
         cudaFree(ptrs[q]);
     if (s->stream)
@@ -648,7 +745,30 @@ template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
     a.want_pop = want_pop;
     const size_t nf = nfield(s), np = (size_t)a.n_t * a.n_lev;
     if (want_pop && !s->ppart)
-        CKS(dalloc(&s->ppart, (size_t)s->nb * np * rs(s), "the per-block populations"));
+        CKS(dalloc(&s->ppart, (size_t)s->nb * np * prs(s), "the per-block populations"));
+    if (s->tc) {
+        MBTc t = s->targ;
+        t.want_pop = want_pop;
+#define MB_TC_LAUNCH(N)                                                                        \
+    k_atoms_tc<T, N><<<s->nb, s->threads, s->smem, s->stream>>>(                               \
+        t, s->eps[0], (const V *)s->psi0, (const T *)s->det, (const T *)s->w, (const T *)s->F, s->coef, \
+        (double2 *)s->part, (double *)s->ppart, s->devb)
+        switch (s->tc) {
+        case 1: MB_TC_LAUNCH(1); break;
+        case 2: MB_TC_LAUNCH(2); break;
+        case 3: MB_TC_LAUNCH(3); break;
+        default: MB_TC_LAUNCH(4); break;
+        }
+#undef MB_TC_LAUNCH
+        CK(cudaGetLastError());
+        k_sum_blocks2<double2><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const double2 *)s->part, s->nb, nf,
+                                                                               s->p.beta, s->P, s->flag);
+        if (want_pop)
+            k_sum_blocks<double><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const double *)s->ppart, s->nb,
+                                                                                 np, s->pop);
+        CK(cudaGetLastError());
+        return NLSE_OK;
+    }
 #define MB_LAUNCH(NA)                                                                          \
     k_atoms<T, NA><<<s->nb, s->threads, s->smem, s->stream>>>(                                 \
         a, s->eps[0], (const V *)s->psi0, (const T *)s->det, (const T *)s->w,       \

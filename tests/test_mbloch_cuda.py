@@ -61,9 +61,19 @@ def run(mod, kw, steps, dtype):
     return s.get_fields(), s.get_polarisation(), s.get_populations(), np.array(pops), s
 
 
+@pytest.fixture(params=["tc", "simt"])
+def kernel(request, monkeypatch):
+    """Both CUDA atom kernels: the tensor-core one (the default where the
+    device has FP64 mma and the levels fit) and the plain one."""
+    monkeypatch.setenv("NLSEPY_MB_KERNEL", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("shape", [dict(), dict(n_g=1, n_e=1, modes=(0, 0), n_atoms=70),
-                                   dict(n_g=9, n_e=7, modes=(-3, 1), n_atoms=8)])
-def test_double_agrees_with_the_cpu(shape):
+                                   dict(n_g=9, n_e=7, modes=(-3, 1), n_atoms=8),
+                                   dict(n_g=20, n_e=17, modes=(-4, 6), n_atoms=19, n_t=150),
+                                   dict(n_g=32, n_e=32, modes=(-9, 9), n_atoms=24, n_t=150)])
+def test_double_agrees_with_the_cpu(shape, kernel):
     core, cuda = _modules()
     kw = problem(**shape)
     a = run(core, kw, 5, core.COMPLEX128)
@@ -75,7 +85,7 @@ def test_double_agrees_with_the_cpu(shape):
     assert abs(a[4].norm_deviation() - b[4].norm_deviation()) < 1e-12
 
 
-def test_matches_the_reference_scheme():
+def test_matches_the_reference_scheme(kernel):
     """The GPU against the NumPy statement of algorithms 1-2."""
     _, cuda = _modules()
     kw = problem(n_atoms=20, n_t=200)
@@ -90,7 +100,7 @@ def test_matches_the_reference_scheme():
     assert abs(s.norm_deviation() - r.norm_deviation) < 1e-12
 
 
-def test_float_on_the_device():
+def test_float_on_the_device(kernel):
     core, cuda = _modules()
     kw = problem(n_atoms=64)
     d = run(core, kw, 4, core.COMPLEX128)[0]
