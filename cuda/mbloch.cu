@@ -97,7 +97,7 @@ struct nlse_mb {
     size_t smem;
     void *F, *det, *w, *psi0;     /* T; T2 for psi0 */
     MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
-    int tc;                       /* tensor-core kernel: its NT (k_atoms_tc), 0: the plain kernel */
+    int tc;                       /* tensor-core kernel: its MT (k_atoms_tc), 0: the plain kernel */
     MBTc targ;                    /* its arguments */
     MBCoef *coef;                 /* its coupling list */
     int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
@@ -503,27 +503,21 @@ static int pick_tiles(nlse_mb *s)
                                         : kernel_attr<double>(na, s->smem, &maxt);
 }
 
-/* k_atoms_tc's attributes for NT (its shared memory when smem > 0) */
-template <typename T> static int tc_attr(int NT, size_t smem)
+/* k_atoms_tc's shared memory for MT */
+template <typename T> static int tc_attr(int MT, size_t smem)
 {
-    cudaError_t err = cudaSuccess;
-#define MB_TC_ATTR(N)                                                                          \
-    err = cudaFuncSetAttribute(k_atoms_tc<T, N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-    switch (NT) {
-    case 1: MB_TC_ATTR(1); break;
-    case 2: MB_TC_ATTR(2); break;
-    case 3: MB_TC_ATTR(3); break;
-    default: MB_TC_ATTR(4); break;
-    }
-#undef MB_TC_ATTR
+    cudaError_t err = MT == 1 ? cudaFuncSetAttribute(k_atoms_tc<T, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)smem)
+                              : cudaFuncSetAttribute(k_atoms_tc<T, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)smem);
     CK(err);
     return NLSE_OK;
 }
 
 /* The tensor-core kernel when the device has FP64 mma (sm_80 and later),
  * both halves have at most 32 levels and its shared memory fits;
- * NLSEPY_MB_KERNEL=simt forces the plain kernel.  Sets s->tc (0 when not
- * taken), the grid and the coupling list in fragment positions. */
+ * NLSEPY_MB_KERNEL=simt forces the plain kernel.  Sets s->tc (its MT, 0
+ * when not taken), the grid and the coupling list in fragment places. */
 static int pick_tc(nlse_mb *s, const double *F)
 {
     const MBArgs *a = &s->a;
@@ -535,26 +529,22 @@ static int pick_tc(nlse_mb *s, const double *F)
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int NT = (mb_imax(a->n_g, a->n_e) + 7) / 8;
-    const size_t smem = tc_smem_bytes(NT, a->n_f, a->ncoef);
-    if (major < 8 || NT > 4 || smem + 1024 > (size_t)maxsm)
+    const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
+    const size_t smem = tc_smem_bytes(MT, a->n_f, a->ncoef);
+    if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
-    const int L = 8 * NT, KT = 2 * NT;
     MBCoef *c = (MBCoef *)malloc((size_t)a->ncoef * sizeof(MBCoef) + 1);
     if (!c)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    unsigned long long mask = 0;
+    unsigned int mask = 0;
     int q = 0;
     for (int m = 0; m < a->n_g; ++m)
         for (int n = mb_lo_e(m, a->l_min); n <= mb_hi_e(m, a->l_max, a->n_e) && q < a->ncoef; ++n, ++q) {
-            /* excited half: out n, in m; ground half: out m, in n (lane 4 g + q) */
-            const int bE = (1 * NT + n / 8) * KT + m / 4, bG = (0 * NT + m / 8) * KT + n / 4;
+            int bE, bG; /* excited half: out n, in m; ground half: out m, in n */
             c[q].f = 0.5 * F[(size_t)m * a->n_e + n];
-            c[q].li = n - m - a->l_min;
-            c[q].posE = bE * 32 + 4 * (n % 8) + m % 4;
-            c[q].posG = bG * 32 + 4 * (m % 8) + n % 4;
-            c[q].pad = 0;
-            mask |= (1ull << bE) | (1ull << bG);
+            c[q].posE_li = tc_pos(MT, KS, 1, n, m, &bE) | ((n - m - a->l_min) << 16);
+            c[q].posG = tc_pos(MT, KS, 0, m, n, &bG);
+            mask |= (1u << bE) | (1u << bG);
         }
     int st = q == a->ncoef ? NLSE_OK
                            : nlse_fail(NLSE_ERR_INTERNAL, "coupling list: %d entries for %d couplings", q, a->ncoef);
@@ -564,7 +554,7 @@ static int pick_tc(nlse_mb *s, const double *F)
         st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
     free(c);
     if (!st)
-        st = s->p.dtype == NLSE_COMPLEX64 ? tc_attr<float>(NT, smem) : tc_attr<double>(NT, smem);
+        st = s->p.dtype == NLSE_COMPLEX64 ? tc_attr<float>(MT, smem) : tc_attr<double>(MT, smem);
     if (st)
         return st;
     MBTc *t = &s->targ;
@@ -577,14 +567,13 @@ static int pick_tc(nlse_mb *s, const double *F)
     t->n_atoms = a->n_atoms;
     t->ncoef = a->ncoef;
     t->want_pop = 0;
-    t->S = 2 * L + 4;
     t->mask = mask;
     t->h = a->h;
     t->kg = a->kg;
     t->ke = a->ke;
-    s->tc = NT;
+    s->tc = MT;
     s->na = MB_TC_ATOMS;
-    s->threads = 64 * NT;
+    s->threads = 64 * MT;
     s->nb = (a->n_atoms + MB_TC_ATOMS - 1) / MB_TC_ATOMS;
     s->smem = smem;
     return NLSE_OK;
@@ -753,12 +742,10 @@ template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
     k_atoms_tc<T, N><<<s->nb, s->threads, s->smem, s->stream>>>(                               \
         t, s->eps[0], (const V *)s->psi0, (const T *)s->det, (const T *)s->w, (const T *)s->F, s->coef, \
         (double2 *)s->part, (double *)s->ppart, s->devb)
-        switch (s->tc) {
-        case 1: MB_TC_LAUNCH(1); break;
-        case 2: MB_TC_LAUNCH(2); break;
-        case 3: MB_TC_LAUNCH(3); break;
-        default: MB_TC_LAUNCH(4); break;
-        }
+        if (s->tc == 1)
+            MB_TC_LAUNCH(1);
+        else
+            MB_TC_LAUNCH(2);
 #undef MB_TC_LAUNCH
         CK(cudaGetLastError());
         k_sum_blocks2<double2><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const double2 *)s->part, s->nb, nf,

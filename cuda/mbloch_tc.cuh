@@ -7,238 +7,386 @@
  * fields at one time) to its stage vector; only the diagonal (the level
  * energies and the atom's detuning) differs between atoms.  Over a group
  * of eight atoms a stage is therefore a small matrix product,
- *     D[atom][out] = e[atom][out] Y[atom][out] + sum_in Y[atom][in] C[in][out],
- * which the FP64 tensor-core instruction mma.m8n8k4 computes in
- * double precision: the atoms are the rows (M = 8), four source levels a
- * k step (K = 4) and eight output levels a tile (N = 8).  The two halves of
- * the level set (ground, excited) are padded to L = 8 NT levels; warp
- * (h, j) of a block owns output tile j of half h for the block's eight
- * atoms, keeps their psi and RK4 sum in registers and reads the stage
- * vectors of the other half from shared memory, where every warp writes
- * its tile of the next stage vector (two buffers, one barrier a stage).
- * The zero blocks of eq. 4 are never formed: a ground tile only reads
- * excited levels and the other way round, and k steps that hold no
- * coupling of the band (a bit mask made on the host) are skipped.
+ *     D[out][atom] = e[out][atom] Y[atom][out] + sum_in C[out][in] Y[atom][in],
+ * computed in double precision on the FP64 tensor cores by
+ * mma.m16n8k8 (sm_90; four mma.m8n8k4 with the same fragments on sm_80):
+ * sixteen output levels a tile (M), the eight atoms (N), eight source
+ * levels a k step (K).  The two halves of the level set (ground, excited)
+ * are padded to L = 16 MT levels; warp (h, mt) of a block owns output tile
+ * mt of half h for the block's atoms, keeps their psi and RK4 sum in
+ * registers and reads the stage vectors of the other half from shared
+ * memory, where every warp writes its part of the next stage vector (two
+ * buffers, one barrier a stage).  The zero blocks of eq. 4 are never
+ * formed (a ground tile reads only excited levels and the other way
+ * round), and k steps without a coupling of the band (a bit mask made on
+ * the host) are skipped.
  *
  * The coupling coefficients 0.5 F eps_l (conjugated for the ground rows)
- * are kept as ready-made mma operand fragments, three sets (t_{k-1}, the
+ * are kept as ready-made operand fragments, three sets (t_{k-1}, the
  * midpoint mean of algorithm 2, t_k) rotated per time step; each step
- * forms two of them from a list of the band's nonzero couplings.
+ * forms two of them from a list of the band's nonzero couplings, with the
+ * fields of the next time step prefetched into a ring of rows.
  *
  * The polarisation of t_k, P_l = sum_a w_a sum_m F[m][m + l]
  * conj(psi_g,m) psi_e,m+l, is a product over the atoms,
- * M = conj(G)^T (w E) (ground x excited, K = the block's atoms), on the
- * same instruction; F M is summed along its diagonals per mode by one warp
- * a mode (shuffles, fixed order).  Per-block partials go to global memory
- * in double as in the plain kernel.  Everything here is double whatever
- * the stored precision T of the inputs.
+ * M = conj(G)^T (w E) (ground x excited, K = the block's eight atoms), on
+ * the same instruction; F M is summed along its diagonals per mode (eight
+ * lanes a mode, fixed order).  Per-block partials go to global memory in
+ * double as in the plain kernel.  Everything here is double whatever the
+ * stored precision T of the inputs.
+ *
+ * Shared memory holds real and imaginary parts in separate planes, so that
+ * operands load straight into the registers the mma reads: the stage
+ * buffers are [level][atom] (stride MB_TC_SA, no bank conflicts on the
+ * operand loads), a k step's source levels 2q and 2q + 1 sit in fragment
+ * columns q and q + 4, and the coefficient fragments are stored as the
+ * (a0, a1), (a2, a3) pairs of each lane.
  */
 
 #define MB_TC_ATOMS 8
 
-/* d += a b for one m8n8k4 tile: a and b one double a lane, d two */
-__device__ __forceinline__ void dmma(double &d0, double &d1, double a, double b)
+/* d (two doubles) += a b, one m8n8k4 tile */
+__device__ __forceinline__ void dmma8(double &d0, double &d1, double a, double b)
 {
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
         : "+d"(d0), "+d"(d1)
         : "d"(a), "d"(b));
 }
 
-/* one nonzero coupling (m, n) of the band: 0.5 F[m][n], the mode index,
- * its places in the excited (c) and ground (conj c) fragment sets */
+/* d += a b for one m16n8k8 tile (a: 4 doubles a lane, b: 2, d: 4); on
+ * sm_80 as four m8n8k4 tiles, whose fragments are exactly these */
+__device__ __forceinline__ void dmma16(double d[4], const double a[4], double b0, double b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b0), "d"(b1));
+#else
+    dmma8(d[0], d[1], a[0], b0);
+    dmma8(d[2], d[3], a[1], b0);
+    dmma8(d[0], d[1], a[2], b1);
+    dmma8(d[2], d[3], a[3], b1);
+#endif
+}
+
+/* one nonzero coupling (m, n) of the band: 0.5 F[m][n]; its places (in
+ * doubles, real part) in the excited (c) and ground (conj c) fragment
+ * sets, the mode index in the high bits of the first */
 struct MBCoef {
     double f;
-    int li, posE, posG, pad;
+    int posE_li, posG;
 };
 
 struct MBTc {
     int n_g, n_e, n_lev, l_min, n_f, n_t, n_atoms, ncoef, want_pop;
-    int S;                   /* atom stride of the stage buffers (complex) */
-    unsigned long long mask; /* bit (h NT + j) 2NT + kt: k step kt of tile (h, j) holds couplings */
+    unsigned int mask; /* bit (h MT + mt) KS + s: k step s of tile (h, mt) holds couplings */
     double h, kg, ke;
 };
 
-/* shared memory of k_atoms_tc<NT>: see its layout */
-static size_t tc_smem_bytes(int NT, int n_f, int ncoef)
+#define MB_TC_SA 10 /* atom stride of a level row in the stage buffers (doubles) */
+
+/* the fragment column (0..7) of a k step's source level r (0..7) */
+static inline int tc_col(int r) { return (r & 1) * 4 + (r >> 1); }
+
+/* the place (doubles, real part; the imaginary part 128 further) of
+ * coefficient (out o, in x) of half h in a set, and its k-step block */
+static inline int tc_pos(int MT, int KS, int h, int o, int x, int *block)
 {
-    const size_t L = 8 * (size_t)NT, S = 2 * L + 4;
-    return 16 * (3 * (size_t)(4 * NT * NT * 32) + 2 * MB_TC_ATOMS * S + (size_t)n_f * 32) +
-           8 * (L * L + 2 * (size_t)NT * MB_TC_ATOMS + MB_TC_ATOMS) + sizeof(MBCoef) * (size_t)ncoef + 16;
+    const int row = o % 16, col = tc_col(x % 8);
+    *block = (h * MT + o / 16) * KS + x / 8;
+    const int i = (row >= 8) + 2 * (col >= 4); /* a0 .. a3 */
+    return ((*block * 4 + (i >> 1)) * 32 + 4 * (row % 8) + col % 4) * 2 + (i & 1);
 }
 
-template <int NT> struct TcTile {
-    static constexpr int L = 8 * NT;            /* padded levels a half */
-    static constexpr int KT = 2 * NT;           /* k steps over a half */
-    static constexpr int SETN = 2 * NT * KT * 32; /* double2 in one coefficient set */
+/* shared memory of k_atoms_tc<MT> */
+static size_t tc_smem_bytes(int MT, int n_f, int ncoef)
+{
+    const size_t L = 16 * (size_t)MT, KS = L / 8;
+    return 8 * (3 * (2 * MT * KS * 256) + 2 * 2 * 2 * L * MB_TC_SA) + 16 * ((size_t)n_f * 32 + 3 * (size_t)n_f) +
+           8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + sizeof(MBCoef) * (size_t)ncoef + 32;
+}
+
+template <int MT> struct TcTile {
+    static constexpr int L = 16 * MT;              /* padded levels a half */
+    static constexpr int KS = L / 8;               /* k steps over a half */
+    static constexpr int SETN = 2 * MT * KS * 256; /* doubles in one coefficient set */
+    static constexpr int PL = 2 * L * MB_TC_SA;    /* doubles in one plane of a stage buffer */
 };
 
-/* D (two output levels of the lane, complex) = e y + sum_kt Y_src C: one
- * RK4 stage's right-hand side for tile (h, j); even and odd k steps in
- * separate accumulators */
-template <int NT>
-__device__ __forceinline__ void tc_deriv(const MBTc &a, const double2 *Yb, const double2 *Bs, int h, int j, int g,
-                                         int q, int lane, const double e[2], const double2 y[2], double2 d[2])
+/* a stage buffer: real and imaginary planes [level][atom] */
+struct TcBuf {
+    double *re, *im;
+};
+
+/* the coefficient operands of tile (h, mt) for every k step: loaded once
+ * per set and kept in registers (stages 2 and 3 share the mean set; stage
+ * 4's K(t_k) is the next step's stage 1 set) */
+template <int MT> struct TcA {
+    double2 r[TcTile<MT>::KS][2], i[TcTile<MT>::KS][2];
+};
+
+template <int MT>
+__device__ __forceinline__ void tc_load_a(TcA<MT> &A, const double *Bs, int h, int mt, int lane)
 {
-    typedef TcTile<NT> TT;
-    double r0[2] = {0, 0}, i0[2] = {0, 0}, r1[2] = {0, 0}, i1[2] = {0, 0};
-    const double2 *ya = Yb + g * a.S + (1 - h) * TT::L + q;
-    const double2 *bp = Bs + (h * NT + j) * TT::KT * 32 + lane;
-    const unsigned long long m = a.mask >> ((h * NT + j) * TT::KT);
+    const double2 *bp = (const double2 *)Bs + (h * MT + mt) * TcTile<MT>::KS * 128 + lane;
 #pragma unroll
-    for (int kt = 0; kt < TT::KT; ++kt) {
-        if (!((m >> kt) & 1ull))
-            continue;
-        const double2 A = ya[4 * kt], B = bp[kt * 32];
-        if (kt & 1) {
-            dmma(r1[0], r1[1], A.x, B.x);
-            dmma(i1[0], i1[1], A.x, B.y);
-            dmma(r1[0], r1[1], -A.y, B.y);
-            dmma(i1[0], i1[1], A.y, B.x);
-        } else {
-            dmma(r0[0], r0[1], A.x, B.x);
-            dmma(i0[0], i0[1], A.x, B.y);
-            dmma(r0[0], r0[1], -A.y, B.y);
-            dmma(i0[0], i0[1], A.y, B.x);
-        }
+    for (int s = 0; s < TcTile<MT>::KS; ++s) {
+        A.r[s][0] = bp[(4 * s) * 32];
+        A.r[s][1] = bp[(4 * s + 1) * 32];
+        A.i[s][0] = bp[(4 * s + 2) * 32];
+        A.i[s][1] = bp[(4 * s + 3) * 32];
     }
+}
+
+/* D (the lane's four outputs, complex) = e y + sum_s C Y_src: one RK4
+ * stage's right-hand side for tile (h, mt).  Lane (g, q) holds output
+ * levels g and g + 8 of the tile for atoms 2q and 2q + 1 (c = 2 (level
+ * half) + atom).  mid() runs while the products are in flight. */
+template <int MT, class Mid>
+__device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf Y, const TcA<MT> &A, int h, int mt, int g, int q,
+                                         const double e[4], const double2 y[4], double2 d[4], Mid mid)
+{
+    typedef TcTile<MT> TT;
+    const int yo = ((1 - h) * TT::L + 2 * q) * MB_TC_SA + g;
+    double br[TT::KS][2], bi[TT::KS][2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
-        d[i] = make_double2(fma(e[i], y[i].x, r0[i] + r1[i]), fma(e[i], y[i].y, i0[i] + i1[i]));
+    for (int s = 0; s < TT::KS; ++s) {
+        br[s][0] = Y.re[yo + 8 * s * MB_TC_SA];
+        br[s][1] = Y.re[yo + (8 * s + 1) * MB_TC_SA];
+        bi[s][0] = Y.im[yo + 8 * s * MB_TC_SA];
+        bi[s][1] = Y.im[yo + (8 * s + 1) * MB_TC_SA];
+    }
+    double r[2][4], im[2][4];
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            r[p][c] = im[p][c] = 0;
+    const unsigned int m = a.mask >> ((h * MT + mt) * TT::KS);
+#pragma unroll
+    for (int s = 0; s < TT::KS; ++s) {
+        if (!((m >> s) & 1u))
+            continue;
+        const double ar[4] = {A.r[s][0].x, A.r[s][0].y, A.r[s][1].x, A.r[s][1].y};
+        const double ai[4] = {A.i[s][0].x, A.i[s][0].y, A.i[s][1].x, A.i[s][1].y};
+        dmma16(r[s & 1], ar, br[s][0], br[s][1]);
+        dmma16(im[s & 1], ar, bi[s][0], bi[s][1]);
+        dmma16(r[s & 1], ai, -bi[s][0], -bi[s][1]);
+        dmma16(im[s & 1], ai, br[s][0], br[s][1]);
+    }
+    mid();
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+        d[c] = make_double2(fma(e[c], y[c].x, r[0][c] + r[1][c]), fma(e[c], y[c].y, im[0][c] + im[1][c]));
 }
 
 /* M = conj(G)^T (w E) over the block's atoms for this warp's tiles of the
- * ground x excited product; F M on the band into PM[mode][m] */
-template <int NT>
-__device__ __forceinline__ void tc_pol_tiles(const MBTc &a, const double2 *Yb, const double *wsm, const double *Fd,
+ * ground x excited product (16 x 8 a tile; k column q: atom 2q, q + 4:
+ * atom 2q + 1); F M on the band into PM[mode][m] */
+template <int MT>
+__device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const double *wsm, const double *Fd,
                                              double2 *PM, int warp, int g, int q)
 {
-    typedef TcTile<NT> TT;
-    for (int t = warp; t < NT * NT; t += 2 * NT) {
-        const int mt = t / NT, nt = t % NT;
-        double r[2] = {0, 0}, im[2] = {0, 0};
+    typedef TcTile<MT> TT;
+    for (int t = warp; t < MT * TT::KS; t += 2 * MT) {
+        const int mt = t / TT::KS, nt = t % TT::KS, dl = 8 * nt - 16 * mt;
+        if (dl + 7 < a.l_min || dl - 15 > a.l_min + a.n_f - 1)
+            continue; /* no mode of the band in this tile */
+        const int o0 = (16 * mt + g) * MB_TC_SA + 2 * q, o1 = o0 + 8 * MB_TC_SA;
+        const int oe = (TT::L + 8 * nt + g) * MB_TC_SA + 2 * q;
+        const double2 G0r = *(const double2 *)(Y.re + o0), G1r = *(const double2 *)(Y.re + o1);
+        const double2 G0i = *(const double2 *)(Y.im + o0), G1i = *(const double2 *)(Y.im + o1);
+        const double2 Er = *(const double2 *)(Y.re + oe), Ei = *(const double2 *)(Y.im + oe);
+        const double w0 = wsm[2 * q], w1 = wsm[2 * q + 1];
+        const double gr[4] = {G0r.x, G1r.x, G0r.y, G1r.y}, gi[4] = {G0i.x, G1i.x, G0i.y, G1i.y};
+        const double er0 = w0 * Er.x, er1 = w1 * Er.y, ei0 = w0 * Ei.x, ei1 = w1 * Ei.y;
+        double r[4] = {0, 0, 0, 0}, im[4] = {0, 0, 0, 0};
+        dmma16(r, gr, er0, er1);
+        dmma16(r, gi, ei0, ei1);
+        dmma16(im, gr, ei0, ei1);
+        dmma16(im, gi, -er0, -er1);
 #pragma unroll
-        for (int ks = 0; ks < MB_TC_ATOMS / 4; ++ks) {
-            const int at = 4 * ks + q;
-            const double2 G = Yb[at * a.S + 8 * mt + g], E = Yb[at * a.S + TT::L + 8 * nt + g];
-            const double wq = wsm[at], ex = wq * E.x, ey = wq * E.y;
-            dmma(r[0], r[1], G.x, ex);
-            dmma(im[0], im[1], G.x, ey);
-            dmma(r[0], r[1], G.y, ey);
-            dmma(im[0], im[1], -G.y, ex);
-        }
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int m = 8 * mt + g, n = 8 * nt + 2 * q + i, li = n - m - a.l_min;
+        for (int c = 0; c < 4; ++c) {
+            const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
             if (m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f) {
                 const double f = Fd[m * TT::L + n];
-                PM[li * 32 + m] = make_double2(f * r[i], f * im[i]);
+                PM[li * 32 + m] = make_double2(f * r[c], f * im[c]);
             }
         }
     }
 }
 
-/* the mode sums of PM (one warp a mode) and the atoms' norms for t_k */
-template <int NT>
+/* the mode sums of PM (four lanes a mode: eight entries each, then two
+ * shuffles, fixed order) and the atoms' norms for t_k */
+template <int MT>
 __device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 *PM, const double *nrm, int warp,
                                             int lane, double2 *part, double &dev)
 {
-    for (int li = warp; li < a.n_f; li += 2 * NT) {
-        double2 v = PM[li * 32 + lane];
+    for (int li = 8 * warp + (lane >> 2); li - (lane >> 2) < a.n_f; li += 16 * MT) {
+        const int s4 = lane & 3;
+        double2 v = make_double2(0, 0);
+        if (li < a.n_f) {
+            const double2 *pm = PM + li * 32 + s4;
+            double2 u[8];
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) {
+            for (int i = 0; i < 8; ++i)
+                u[i] = pm[4 * i];
+            v = make_double2(((u[0].x + u[1].x) + (u[2].x + u[3].x)) + ((u[4].x + u[5].x) + (u[6].x + u[7].x)),
+                             ((u[0].y + u[1].y) + (u[2].y + u[3].y)) + ((u[4].y + u[5].y) + (u[6].y + u[7].y)));
+        }
+#pragma unroll
+        for (int d = 2; d > 0; d >>= 1) {
             v.x += __shfl_xor_sync(0xffffffffu, v.x, d);
             v.y += __shfl_xor_sync(0xffffffffu, v.y, d);
         }
-        if (lane == 0)
+        if (s4 == 0 && li < a.n_f)
             part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = v;
     }
     if (threadIdx.x < MB_TC_ATOMS && (int)(blockIdx.x * MB_TC_ATOMS + threadIdx.x) < a.n_atoms) {
         double s = 0;
-        for (int w = 0; w < 2 * NT; ++w)
+        for (int w = 0; w < 2 * MT; ++w)
             s += nrm[w * MB_TC_ATOMS + threadIdx.x];
         dev = fmax(dev, fabs(s - 1.0));
     }
 }
 
-/* The lane's two levels of psi: the next stage vector into Yb, their
- * |psi|^2 summed over the quad into nrm, and (want_pop) the weighted
- * populations summed over the block's atoms into ppart. */
-template <int NT>
-__device__ __forceinline__ void tc_store_psi(const MBTc &a, int k, double2 *Yb, double *nrm, const double2 psi[2],
-                                             int h, int j, int g, int q, int warp, const double *wsm,
-                                             double *ppart)
+/* the lane's four values of a stage vector into Y: levels g, g + 8 of the
+ * tile, atoms 2q and 2q + 1 side by side */
+template <int MT>
+__device__ __forceinline__ void tc_put(TcBuf Y, const double2 v[4], int h, int mt, int g, int q)
 {
-    typedef TcTile<NT> TT;
-    double2 *yo = Yb + g * a.S + h * TT::L + 8 * j + 2 * q;
-    yo[0] = psi[0];
-    yo[1] = psi[1];
-    const double p0 = psi[0].x * psi[0].x + psi[0].y * psi[0].y, p1 = psi[1].x * psi[1].x + psi[1].y * psi[1].y;
-    double s = p0 + p1;
-    s += __shfl_xor_sync(0xffffffffu, s, 1);
-    s += __shfl_xor_sync(0xffffffffu, s, 2);
-    if (q == 0)
-        nrm[warp * MB_TC_ATOMS + g] = s;
-    if (a.want_pop) {
-        double v[2] = {wsm[g] * p0, wsm[g] * p1};
+    const int o = (h * TcTile<MT>::L + 16 * mt + g) * MB_TC_SA + 2 * q, o8 = o + 8 * MB_TC_SA;
+    *(double2 *)(Y.re + o) = make_double2(v[0].x, v[1].x);
+    *(double2 *)(Y.im + o) = make_double2(v[0].y, v[1].y);
+    *(double2 *)(Y.re + o8) = make_double2(v[2].x, v[3].x);
+    *(double2 *)(Y.im + o8) = make_double2(v[2].y, v[3].y);
+}
+
+/* psi of t_k (the lane's four values): |psi|^2 per atom summed over the
+ * warp's levels into nrm, and (want_pop) the weighted populations summed
+ * over the block's atoms into ppart */
+template <int MT>
+__device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, const double2 psi[4], int h, int mt,
+                                         int g, int q, int warp, const double *wsm, double *ppart)
+{
+    double p[4];
 #pragma unroll
-        for (int i = 0; i < 2; ++i)
-            for (int d = 4; d < 32; d <<= 1)
-                v[i] += __shfl_xor_sync(0xffffffffu, v[i], d);
-        const int nh = h ? a.n_e : a.n_g;
-        for (int i = 0; i < 2; ++i) {
-            const int lev = 8 * j + 2 * q + i;
-            if (g == 0 && lev < nh)
-                ppart[((size_t)blockIdx.x * a.n_t + k) * a.n_lev + (h ? a.n_g : 0) + lev] = v[i];
+    for (int c = 0; c < 4; ++c)
+        p[c] = psi[c].x * psi[c].x + psi[c].y * psi[c].y;
+    double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 2q, 2q + 1 */
+#pragma unroll
+    for (int d = 4; d < 32; d <<= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, d);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, d);
+    }
+    if (g == 0)
+        *(double2 *)(nrm + warp * MB_TC_ATOMS + 2 * q) = make_double2(s0, s1);
+    if (a.want_pop) {
+        const double w0 = wsm[2 * q], w1 = wsm[2 * q + 1];
+        double v0 = w0 * p[0] + w1 * p[1], v1 = w0 * p[2] + w1 * p[3]; /* levels g, g + 8 */
+        for (int d = 1; d < 4; d <<= 1) {
+            v0 += __shfl_xor_sync(0xffffffffu, v0, d);
+            v1 += __shfl_xor_sync(0xffffffffu, v1, d);
         }
+        const int nh = h ? a.n_e : a.n_g, lev = 16 * mt + g;
+        double *pp = ppart + ((size_t)blockIdx.x * a.n_t + k) * a.n_lev + (h ? a.n_g : 0);
+        if (q == 0 && lev < nh)
+            pp[lev] = v0;
+        if (q == 0 && lev + 8 < nh)
+            pp[lev + 8] = v1;
     }
 }
 
-/* the coefficient set of fields e1 (mean = false) or (e0 + e1) / 2 */
-template <int NT>
-__device__ __forceinline__ void tc_form(const MBTc &a, double2 *B, const MBCoef *cf, const double2 *e0,
-                                        const double2 *e1, bool mean)
+/* one coefficient set: of the fields e1, or of (e0 + e1) / 2 when e0 is
+ * not NULL; four couplings a thread at a time, their loads first */
+__device__ __forceinline__ void tc_form(const MBTc &a, double *B, const MBCoef *cf, const double2 *e0,
+                                        const double2 *e1)
 {
-    for (int c = threadIdx.x; c < a.ncoef; c += blockDim.x) {
-        const MBCoef C = cf[c];
-        double2 e = e1[C.li];
-        if (mean) {
-            const double2 o = e0[C.li];
-            e.x = 0.5 * (e.x + o.x);
-            e.y = 0.5 * (e.y + o.y);
+    for (int c0 = threadIdx.x; c0 < a.ncoef; c0 += 4 * blockDim.x) {
+        MBCoef C[4];
+        double2 e[4], o[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int c = c0 + u * blockDim.x;
+            C[u] = cf[c < a.ncoef ? c : 0];
         }
-        const double2 v = make_double2(C.f * e.x, C.f * e.y);
-        B[C.posE] = v;
-        B[C.posG] = make_double2(v.x, -v.y);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int li = C[u].posE_li >> 16;
+            e[u] = e1[li];
+            o[u] = e0 ? e0[li] : e[u];
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            if (c0 + u * (int)blockDim.x >= a.ncoef)
+                break;
+            const int pE = C[u].posE_li & 0xffff, pG = C[u].posG;
+            double vx = e[u].x, vy = e[u].y;
+            if (e0) {
+                vx = 0.5 * (vx + o[u].x);
+                vy = 0.5 * (vy + o[u].y);
+            }
+            vx *= C[u].f;
+            vy *= C[u].f;
+            B[pE] = vx;
+            B[pE + 128] = vy;
+            B[pG] = vx;
+            B[pG + 128] = -vy;
+        }
     }
 }
 
-template <typename T, int NT>
-__global__ void __launch_bounds__(64 * NT) k_atoms_tc(MBTc a, const double2 *eps, const typename C2<T>::t *psi0,
+/* one RK4 stage's update of the lane's four values: k = i h S, then
+ * acc (wa: 0 sets, else adds wa k) and the next stage vector psi + wy k */
+__device__ __forceinline__ void tc_rk(const double2 d[4], double ht, double wa, double wy, const double2 psi[4],
+                                      double2 acc[4], double2 y[4])
+{
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const double2 kk = make_double2(-ht * d[c].y, ht * d[c].x); /* i h S */
+        if (wa == 0)
+            acc[c] = kk;
+        else {
+            acc[c].x += wa * kk.x;
+            acc[c].y += wa * kk.y;
+        }
+        y[c] = make_double2(psi[c].x + wy * kk.x, psi[c].y + wy * kk.y);
+    }
+}
+
+template <typename T, int MT>
+__global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps, const typename C2<T>::t *psi0,
                                                       const T *det, const T *w, const T *Fg, const MBCoef *coef,
                                                       double2 *part, double *ppart, double *devb)
 {
-    typedef TcTile<NT> TT;
+    typedef TcTile<MT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
-    /* layout: 3 coefficient sets | 2 stage buffers [atom][2L + 4] | PM [n_f][32]
-     * | F [L][L] | norms [2NT][8] | weights [8] | couplings */
-    double2 *Bf = (double2 *)smem;
-    double2 *Yv = Bf + 3 * TT::SETN;
-    double2 *PM = Yv + 2 * MB_TC_ATOMS * a.S;
-    double *Fd = (double *)(PM + a.n_f * 32);
+    /* layout: 3 coefficient sets | 2 stage buffers (2 planes each) | PM
+     * [n_f][32] | field ring [3][n_f] | F [L][L] | norms [2MT][8] |
+     * weights [8] | couplings */
+    double *Bf = (double *)smem;
+    double *Yv = Bf + 3 * TT::SETN;
+    double2 *PM = (double2 *)(Yv + 4 * TT::PL);
+    double2 *Er = PM + a.n_f * 32;
+    double *Fd = (double *)(Er + 3 * a.n_f);
     double *nrm = Fd + TT::L * TT::L;
-    double *wsm = nrm + 2 * NT * MB_TC_ATOMS;
+    double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
     MBCoef *cf = (MBCoef *)(wsm + MB_TC_ATOMS);
-    double2 *Ybuf[2] = {Yv, Yv + MB_TC_ATOMS * a.S};
+    const TcBuf Y0 = {Yv, Yv + TT::PL}, Y1 = {Yv + 2 * TT::PL, Yv + 3 * TT::PL};
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, q = lane & 3, h = warp / NT, j = warp % NT;
-    const int atom0 = blockIdx.x * MB_TC_ATOMS, D = atom0 + g;
-    const bool valid = D < a.n_atoms;
+    const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
+    const int atom0 = blockIdx.x * MB_TC_ATOMS;
 
     for (int i = threadIdx.x; i < 3 * TT::SETN; i += blockDim.x)
-        Bf[i] = make_double2(0, 0);
+        Bf[i] = 0;
+    for (int i = threadIdx.x; i < 4 * TT::PL; i += blockDim.x)
+        Yv[i] = 0;
     for (int i = threadIdx.x; i < a.n_f * 32; i += blockDim.x)
         PM[i] = make_double2(0, 0);
+    for (int i = threadIdx.x; i < 3 * a.n_f && i < a.n_t * a.n_f; i += blockDim.x)
+        Er[i] = eps[i];
     for (int i = threadIdx.x; i < TT::L * TT::L; i += blockDim.x) {
         const int m = i / TT::L, n = i % TT::L;
         Fd[i] = m < a.n_g && n < a.n_e ? (double)Fg[m * a.n_e + n] : 0.0;
@@ -247,99 +395,98 @@ __global__ void __launch_bounds__(64 * NT) k_atoms_tc(MBTc a, const double2 *eps
         cf[i] = coef[i];
     if (threadIdx.x < MB_TC_ATOMS)
         wsm[threadIdx.x] = atom0 + (int)threadIdx.x < a.n_atoms ? (double)w[atom0 + threadIdx.x] : 0.0;
-    __syncthreads(); /* the couplings before the first coefficient set */
+    __syncthreads(); /* the couplings and fields before the first coefficient set */
 
-    /* the lane's two levels: energies, psi */
+    /* the lane's four values: levels 16 mt + g (+ 8) of half h, atoms 2q (+ 1) */
     const int nh = h ? a.n_e : a.n_g;
-    double e[2];
-    double2 psi[2], acc[2], y[2];
+    double e[4];
+    double2 psi[4], acc[4], y[4], d[4];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const int lev = 8 * j + 2 * q + i;
-        e[i] = h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0);
-        psi[i] = make_double2(0, 0);
+    for (int c = 0; c < 4; ++c) {
+        const int lev = 16 * mt + g + 8 * (c >> 1), D = atom0 + 2 * q + (c & 1);
+        const bool valid = D < a.n_atoms;
+        e[c] = h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0);
+        psi[c] = make_double2(0, 0);
         if (valid && lev < nh) {
             const typename C2<T>::t v = psi0[(size_t)D * a.n_lev + (h ? a.n_g : 0) + lev];
-            psi[i] = make_double2((double)v.x, (double)v.y);
+            psi[c] = make_double2((double)v.x, (double)v.y);
         }
-        y[i] = psi[i];
-        acc[i] = make_double2(0, 0);
+        y[c] = psi[c];
+        acc[c] = make_double2(0, 0);
     }
-    int prv = 1, mid = 2, nxt = 0, cur = 0;
-    tc_form<NT>(a, Bf + nxt * TT::SETN, cf, eps, eps, false);
-    tc_store_psi<NT>(a, 0, Ybuf[cur], nrm, psi, h, j, g, q, warp, wsm, ppart);
+    /* coefficient slots: P = K(t_{k-1}), M = the mean, N = K(t_k) for step k */
+    int P = 0, M = 1, N = 2;
+    tc_form(a, Bf + P * TT::SETN, cf, NULL, Er);
+    if (a.n_t > 1) {
+        tc_form(a, Bf + M * TT::SETN, cf, Er, Er + a.n_f);
+        tc_form(a, Bf + N * TT::SETN, cf, NULL, Er + a.n_f);
+    }
+    tc_put<MT>(Y0, psi, h, mt, g, q);
     __syncthreads();
-    tc_pol_tiles<NT>(a, Ybuf[cur], wsm, Fd, PM, warp, g, q);
+    TcA<MT> A; /* the operands of K(t_0) */
+    tc_load_a<MT>(A, Bf + P * TT::SETN, h, mt, lane);
     double dev = 0;
     const double ht = a.h, sixth = 1.0 / 6.0;
-    double2 d[2];
     for (int k = 1; k < a.n_t; ++k) {
-        const int t0 = prv;
-        prv = nxt;
-        nxt = mid;
-        mid = t0;
-        tc_form<NT>(a, Bf + mid * TT::SETN, cf, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
-        tc_form<NT>(a, Bf + nxt * TT::SETN, cf, NULL, eps + (size_t)k * a.n_f, false);
-        /* stage 1: K(t_{k-1}) on psi */
-        tc_deriv<NT>(a, Ybuf[cur], Bf + prv * TT::SETN, h, j, g, q, lane, e, y, d);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const double2 kk = make_double2(-ht * d[i].y, ht * d[i].x); /* i h S */
-            acc[i] = kk;
-            y[i] = make_double2(psi[i].x + 0.5 * kk.x, psi[i].y + 0.5 * kk.y);
-        }
-        {
-            double2 *yo = Ybuf[cur ^ 1] + g * a.S + h * TT::L + 8 * j + 2 * q;
-            yo[0] = y[0];
-            yo[1] = y[1];
-        }
+        const bool more = k + 1 < a.n_t, pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
+        double2 ef = make_double2(0, 0);
+        /* stage 1: K(t_{k-1}) on psi (in Y0); meanwhile the polarisation
+         * products and the norms of psi (t_{k-1}) */
+        tc_deriv<MT>(a, Y0, A, h, mt, g, q, e, y, d, [&] {
+            tc_load_a<MT>(A, Bf + M * TT::SETN, h, mt, lane); /* the mean, for stages 2 and 3 */
+            tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
+            tc_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+        });
+        tc_rk(d, ht, 0.0, 0.5, psi, acc, y);
+        tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
-        tc_pol_sums<NT>(a, k - 1, PM, nrm, warp, lane, part, dev);
-        /* stage 2: midpoint */
-        tc_deriv<NT>(a, Ybuf[cur ^ 1], Bf + mid * TT::SETN, h, j, g, q, lane, e, y, d);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const double2 kk = make_double2(-ht * d[i].y, ht * d[i].x);
-            acc[i].x += 2 * kk.x;
-            acc[i].y += 2 * kk.y;
-            y[i] = make_double2(psi[i].x + 0.5 * kk.x, psi[i].y + 0.5 * kk.y);
-        }
-        {
-            double2 *yo = Ybuf[cur] + g * a.S + h * TT::L + 8 * j + 2 * q;
-            yo[0] = y[0];
-            yo[1] = y[1];
-        }
+        /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} and the
+         * mean set of step k + 1 into P (free after stage 1) */
+        tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d, [&] {
+            tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, part, dev);
+            if (more)
+                tc_form(a, Bf + P * TT::SETN, cf, Er + (k % 3) * a.n_f, Er + ((k + 1) % 3) * a.n_f);
+        });
+        tc_rk(d, ht, 2.0, 0.5, psi, acc, y);
+        tc_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
-        /* stage 3: midpoint */
-        tc_deriv<NT>(a, Ybuf[cur], Bf + mid * TT::SETN, h, j, g, q, lane, e, y, d);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const double2 kk = make_double2(-ht * d[i].y, ht * d[i].x);
-            acc[i].x += 2 * kk.x;
-            acc[i].y += 2 * kk.y;
-            y[i] = make_double2(psi[i].x + kk.x, psi[i].y + kk.y);
-        }
-        {
-            double2 *yo = Ybuf[cur ^ 1] + g * a.S + h * TT::L + 8 * j + 2 * q;
-            yo[0] = y[0];
-            yo[1] = y[1];
-        }
+        /* stage 3: midpoint; meanwhile the fields of t_{k+2} are fetched */
+        tc_deriv<MT>(a, Y0, A, h, mt, g, q, e, y, d, [&] {
+            tc_load_a<MT>(A, Bf + N * TT::SETN, h, mt, lane); /* K(t_k), for stage 4 and the next stage 1 */
+            if (pre)
+                ef = eps[(size_t)(k + 2) * a.n_f + threadIdx.x];
+        });
+        tc_rk(d, ht, 2.0, 1.0, psi, acc, y);
+        tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
-        /* stage 4: K(t_k); the new psi */
-        tc_deriv<NT>(a, Ybuf[cur ^ 1], Bf + nxt * TT::SETN, h, j, g, q, lane, e, y, d);
+        /* stage 4: K(t_k), the new psi; meanwhile K(t_{k+1}) into M (free
+         * after stage 3) and the fields of t_{k+2} into the ring row of
+         * t_{k-1} */
+        tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d, [&] {
+            if (more)
+                tc_form(a, Bf + M * TT::SETN, cf, NULL, Er + ((k + 1) % 3) * a.n_f);
+            if (pre)
+                Er[((k + 2) % 3) * a.n_f + threadIdx.x] = ef;
+        });
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const double2 kk = make_double2(-ht * d[i].y, ht * d[i].x);
-            psi[i].x += sixth * (acc[i].x + kk.x);
-            psi[i].y += sixth * (acc[i].y + kk.y);
-            y[i] = psi[i];
+        for (int c = 0; c < 4; ++c) {
+            const double2 kk = make_double2(-ht * d[c].y, ht * d[c].x);
+            psi[c].x += sixth * (acc[c].x + kk.x);
+            psi[c].y += sixth * (acc[c].y + kk.y);
+            y[c] = psi[c];
         }
-        tc_store_psi<NT>(a, k, Ybuf[cur], nrm, psi, h, j, g, q, warp, wsm, ppart);
+        tc_put<MT>(Y0, psi, h, mt, g, q);
         __syncthreads();
-        tc_pol_tiles<NT>(a, Ybuf[cur], wsm, Fd, PM, warp, g, q);
+        const int t0 = P; /* step k + 1: P <- N, M <- P (the mean), N <- M */
+        P = N;
+        N = M;
+        M = t0;
     }
+    /* the record of the last time */
+    tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
+    tc_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
-    tc_pol_sums<NT>(a, a.n_t - 1, PM, nrm, warp, lane, part, dev);
+    tc_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, part, dev);
     if (threadIdx.x < MB_TC_ATOMS) { /* the block's largest norm deviation: lanes 0-7 of warp 0 */
         for (int s = 4; s > 0; s >>= 1)
             dev = fmax(dev, __shfl_xor_sync(0xffu, dev, s));
