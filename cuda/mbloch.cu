@@ -99,7 +99,7 @@ struct nlse_mb {
     MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
     int tc;                       /* tensor-core kernel: its MT (k_atoms_tc), 0: the plain kernel */
     MBTc targ;                    /* its arguments */
-    MBCoef *coef;                 /* its coupling list */
+    double *coef;                 /* its per-lane coupling operands 0.5 F */
     int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
     double2 *eps[3];              /* fields (double in both precisions): current, scratch, z_0 kept
                                      during the Euler start */
@@ -530,29 +530,32 @@ static int pick_tc(nlse_mb *s, const double *F)
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    const size_t smem = tc_smem_bytes(MT, a->n_f, a->ncoef);
+    const size_t smem = tc_smem_bytes(MT, a->n_f);
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
-    MBCoef *c = (MBCoef *)malloc((size_t)a->ncoef * sizeof(MBCoef) + 1);
-    if (!c)
+    /* every lane's operands 0.5 F[m][n] (zero off the band), and the k
+     * steps of each warp that hold couplings */
+    const size_t nft = (size_t)2 * MT * KS * 128;
+    double *ft = (double *)calloc(nft, sizeof(double));
+    if (!ft)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     unsigned int mask = 0;
-    int q = 0;
-    for (int m = 0; m < a->n_g; ++m)
-        for (int n = mb_lo_e(m, a->l_min); n <= mb_hi_e(m, a->l_max, a->n_e) && q < a->ncoef; ++n, ++q) {
-            int bE, bG; /* excited half: out n, in m; ground half: out m, in n */
-            c[q].f = 0.5 * F[(size_t)m * a->n_e + n];
-            c[q].posE_li = tc_pos(MT, KS, 1, n, m, &bE) | ((n - m - a->l_min) << 16);
-            c[q].posG = tc_pos(MT, KS, 0, m, n, &bG);
-            mask |= (1u << bE) | (1u << bG);
-        }
-    int st = q == a->ncoef ? NLSE_OK
-                           : nlse_fail(NLSE_ERR_INTERNAL, "coupling list: %d entries for %d couplings", q, a->ncoef);
-    if (!st)
-        st = dalloc((void **)&s->coef, (size_t)a->ncoef * sizeof(MBCoef) + 16, "the coupling list");
-    if (!st && cudaMemcpy(s->coef, c, (size_t)a->ncoef * sizeof(MBCoef), cudaMemcpyHostToDevice) != cudaSuccess)
+    for (int wt = 0; wt < 2 * MT; ++wt)
+        for (int ks = 0; ks < KS; ++ks)
+            for (int i = 0; i < 4; ++i)
+                for (int lane = 0; lane < 32; ++lane) {
+                    const int h = wt / MT, out = tc_out(wt % MT, lane >> 2, i), in = tc_in(ks, lane & 3, i);
+                    const int m = h ? in : out, n = h ? out : in;
+                    if (m >= a->n_g || n >= a->n_e || n - m < a->l_min || n - m > a->l_max)
+                        continue;
+                    ft[(((size_t)(wt * KS + ks) * 2 + i / 2) * 32 + lane) * 2 + i % 2] =
+                        0.5 * F[(size_t)m * a->n_e + n];
+                    mask |= 1u << (wt * KS + ks);
+                }
+    int st = dalloc((void **)&s->coef, nft * sizeof(double), "the coupling operands");
+    if (!st && cudaMemcpy(s->coef, ft, nft * sizeof(double), cudaMemcpyHostToDevice) != cudaSuccess)
         st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
-    free(c);
+    free(ft);
     if (!st)
         st = s->p.dtype == NLSE_COMPLEX64 ? tc_attr<float>(MT, smem) : tc_attr<double>(MT, smem);
     if (st)
@@ -565,7 +568,6 @@ static int pick_tc(nlse_mb *s, const double *F)
     t->n_f = a->n_f;
     t->n_t = a->n_t;
     t->n_atoms = a->n_atoms;
-    t->ncoef = a->ncoef;
     t->want_pop = 0;
     t->mask = mask;
     t->h = a->h;

@@ -22,10 +22,13 @@
  * the host) are skipped.
  *
  * The coupling coefficients 0.5 F eps_l (conjugated for the ground rows)
- * are kept as ready-made operand fragments, three sets (t_{k-1}, the
- * midpoint mean of algorithm 2, t_k) rotated per time step; each step
- * forms two of them from a list of the band's nonzero couplings, with the
- * fields of the next time step prefetched into a ring of rows.
+ * are formed by each lane for its own operand fragments, straight into
+ * registers: 0.5 F from a per-lane table (zero off the band), eps_l from a
+ * ring of field rows in shared memory (the rows t_{k-1}, t_k, t_{k+1} and
+ * the midpoint means of algorithm 2, prefetched two steps ahead).  Stages
+ * 2 and 3 share the mean set; stage 4's K(t_k) is the next step's stage 1
+ * set, so two sets are formed per step, while the products of the
+ * previous stage are in flight.
  *
  * The polarisation of t_k, P_l = sum_a w_a sum_m F[m][m + l]
  * conj(psi_g,m) psi_e,m+l, is a product over the atoms,
@@ -70,47 +73,34 @@ __device__ __forceinline__ void dmma16(double d[4], const double a[4], double b0
 #endif
 }
 
-/* one nonzero coupling (m, n) of the band: 0.5 F[m][n]; its places (in
- * doubles, real part) in the excited (c) and ground (conj c) fragment
- * sets, the mode index in the high bits of the first */
-struct MBCoef {
-    double f;
-    int posE_li, posG;
-};
-
 struct MBTc {
-    int n_g, n_e, n_lev, l_min, n_f, n_t, n_atoms, ncoef, want_pop;
+    int n_g, n_e, n_lev, l_min, n_f, n_t, n_atoms, want_pop;
     unsigned int mask; /* bit (h MT + mt) KS + s: k step s of tile (h, mt) holds couplings */
     double h, kg, ke;
 };
 
 #define MB_TC_SA 10 /* atom stride of a level row in the stage buffers (doubles) */
 
-/* the fragment column (0..7) of a k step's source level r (0..7) */
-static inline int tc_col(int r) { return (r & 1) * 4 + (r >> 1); }
-
-/* the place (doubles, real part; the imaginary part 128 further) of
- * coefficient (out o, in x) of half h in a set, and its k-step block */
-static inline int tc_pos(int MT, int KS, int h, int o, int x, int *block)
-{
-    const int row = o % 16, col = tc_col(x % 8);
-    *block = (h * MT + o / 16) * KS + x / 8;
-    const int i = (row >= 8) + 2 * (col >= 4); /* a0 .. a3 */
-    return ((*block * 4 + (i >> 1)) * 32 + 4 * (row % 8) + col % 4) * 2 + (i & 1);
-}
+#define MB_TC_PMS 36 /* row stride of the mode sums PM (complex): no bank conflicts */
 
 /* shared memory of k_atoms_tc<MT> */
-static size_t tc_smem_bytes(int MT, int n_f, int ncoef)
+static size_t tc_smem_bytes(int MT, int n_f)
 {
     const size_t L = 16 * (size_t)MT, KS = L / 8;
-    return 8 * (3 * (2 * MT * KS * 256) + 2 * 2 * 2 * L * MB_TC_SA) + 16 * ((size_t)n_f * 32 + 3 * (size_t)n_f) +
-           8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + sizeof(MBCoef) * (size_t)ncoef + 32;
+    return 8 * (2 * MT * KS * 128 + 2 * 2 * 2 * L * MB_TC_SA) + 16 * ((size_t)n_f * MB_TC_PMS + 6 * (size_t)n_f) +
+           8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + 32;
 }
+
+/* Lane (g, q) of warp (h, mt), k step s, operand element i (a0 .. a3):
+ * output level 16 mt + g + 8 (i & 1) of half h, source level 8 s + 2q +
+ * (i >> 1) of the other half (columns q and q + 4 of a k step hold source
+ * levels 2q and 2q + 1). */
+static __host__ __device__ inline int tc_out(int mt, int g, int i) { return 16 * mt + g + 8 * (i & 1); }
+static __host__ __device__ inline int tc_in(int s, int q, int i) { return 8 * s + 2 * q + (i >> 1); }
 
 template <int MT> struct TcTile {
     static constexpr int L = 16 * MT;              /* padded levels a half */
     static constexpr int KS = L / 8;               /* k steps over a half */
-    static constexpr int SETN = 2 * MT * KS * 256; /* doubles in one coefficient set */
     static constexpr int PL = 2 * L * MB_TC_SA;    /* doubles in one plane of a stage buffer */
 };
 
@@ -126,17 +116,28 @@ template <int MT> struct TcA {
     double2 r[TcTile<MT>::KS][2], i[TcTile<MT>::KS][2];
 };
 
+/* the lane's operands of the set of fields E (a row of n_f modes):
+ * 0.5 F eps_l, conjugated on the ground half */
 template <int MT>
-__device__ __forceinline__ void tc_load_a(TcA<MT> &A, const double *Bs, int h, int mt, int lane)
+__device__ __forceinline__ void tc_make_a(TcA<MT> &A, const double2 *Ft, const double2 *E, const MBTc &a, int h,
+                                          int mt, int g, int q)
 {
-    const double2 *bp = (const double2 *)Bs + (h * MT + mt) * TcTile<MT>::KS * 128 + lane;
+    const double sg = h ? 1.0 : -1.0;
 #pragma unroll
-    for (int s = 0; s < TcTile<MT>::KS; ++s) {
-        A.r[s][0] = bp[(4 * s) * 32];
-        A.r[s][1] = bp[(4 * s + 1) * 32];
-        A.i[s][0] = bp[(4 * s + 2) * 32];
-        A.i[s][1] = bp[(4 * s + 3) * 32];
-    }
+    for (int s = 0; s < TcTile<MT>::KS; ++s)
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            const double2 f = Ft[(s * 2 + p) * 32];
+            double2 ev[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = 2 * p + u, l = tc_out(mt, g, i) - tc_in(s, q, i);
+                const int li = min(max((h ? l : -l) - a.l_min, 0), a.n_f - 1); /* f = 0 off the band */
+                ev[u] = E[li];
+            }
+            A.r[s][p] = make_double2(f.x * ev[0].x, f.y * ev[1].x);
+            A.i[s][p] = make_double2(sg * (f.x * ev[0].y), sg * (f.y * ev[1].y));
+        }
 }
 
 /* D (the lane's four outputs, complex) = e y + sum_s C Y_src: one RK4
@@ -211,7 +212,7 @@ __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const doubl
             const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
             if (m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f) {
                 const double f = Fd[m * TT::L + n];
-                PM[li * 32 + m] = make_double2(f * r[c], f * im[c]);
+                PM[li * MB_TC_PMS + m] = make_double2(f * r[c], f * im[c]);
             }
         }
     }
@@ -227,7 +228,7 @@ __device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 
         const int s4 = lane & 3;
         double2 v = make_double2(0, 0);
         if (li < a.n_f) {
-            const double2 *pm = PM + li * 32 + s4;
+            const double2 *pm = PM + li * MB_TC_PMS + s4;
             double2 u[8];
 #pragma unroll
             for (int i = 0; i < 8; ++i)
@@ -298,45 +299,6 @@ __device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, cons
     }
 }
 
-/* one coefficient set: of the fields e1, or of (e0 + e1) / 2 when e0 is
- * not NULL; four couplings a thread at a time, their loads first */
-__device__ __forceinline__ void tc_form(const MBTc &a, double *B, const MBCoef *cf, const double2 *e0,
-                                        const double2 *e1)
-{
-    for (int c0 = threadIdx.x; c0 < a.ncoef; c0 += 4 * blockDim.x) {
-        MBCoef C[4];
-        double2 e[4], o[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int c = c0 + u * blockDim.x;
-            C[u] = cf[c < a.ncoef ? c : 0];
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int li = C[u].posE_li >> 16;
-            e[u] = e1[li];
-            o[u] = e0 ? e0[li] : e[u];
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            if (c0 + u * (int)blockDim.x >= a.ncoef)
-                break;
-            const int pE = C[u].posE_li & 0xffff, pG = C[u].posG;
-            double vx = e[u].x, vy = e[u].y;
-            if (e0) {
-                vx = 0.5 * (vx + o[u].x);
-                vy = 0.5 * (vy + o[u].y);
-            }
-            vx *= C[u].f;
-            vy *= C[u].f;
-            B[pE] = vx;
-            B[pE + 128] = vy;
-            B[pG] = vx;
-            B[pG + 128] = -vy;
-        }
-    }
-}
-
 /* one RK4 stage's update of the lane's four values: k = i h S, then
  * acc (wa: 0 sets, else adds wa k) and the next stage vector psi + wy k */
 __device__ __forceinline__ void tc_rk(const double2 d[4], double ht, double wa, double wy, const double2 psi[4],
@@ -357,42 +319,43 @@ __device__ __forceinline__ void tc_rk(const double2 d[4], double ht, double wa, 
 
 template <typename T, int MT>
 __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps, const typename C2<T>::t *psi0,
-                                                      const T *det, const T *w, const T *Fg, const MBCoef *coef,
+                                                      const T *det, const T *w, const T *Fg, const double *ftab,
                                                       double2 *part, double *ppart, double *devb)
 {
     typedef TcTile<MT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
-    /* layout: 3 coefficient sets | 2 stage buffers (2 planes each) | PM
-     * [n_f][32] | field ring [3][n_f] | F [L][L] | norms [2MT][8] |
-     * weights [8] | couplings */
-    double *Bf = (double *)smem;
-    double *Yv = Bf + 3 * TT::SETN;
+    /* layout: the lanes' 0.5 F operands [warp][KS][2][32] double2 | 2
+     * stage buffers (2 planes each) | PM [n_f][PMS] | field ring [3][n_f]
+     * | mean ring [3][n_f] | F [L][L] | norms [2MT][8] | weights [8] */
+    double2 *Ft = (double2 *)smem;
+    double *Yv = (double *)(Ft + 2 * MT * TT::KS * 64);
     double2 *PM = (double2 *)(Yv + 4 * TT::PL);
-    double2 *Er = PM + a.n_f * 32;
-    double *Fd = (double *)(Er + 3 * a.n_f);
+    double2 *Er = PM + a.n_f * MB_TC_PMS;
+    double2 *Em = Er + 3 * a.n_f;
+    double *Fd = (double *)(Em + 3 * a.n_f);
     double *nrm = Fd + TT::L * TT::L;
     double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
-    MBCoef *cf = (MBCoef *)(wsm + MB_TC_ATOMS);
     const TcBuf Y0 = {Yv, Yv + TT::PL}, Y1 = {Yv + 2 * TT::PL, Yv + 3 * TT::PL};
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
     const int atom0 = blockIdx.x * MB_TC_ATOMS;
 
-    for (int i = threadIdx.x; i < 3 * TT::SETN; i += blockDim.x)
-        Bf[i] = 0;
+    for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
+        ((double *)Ft)[i] = ftab[i];
     for (int i = threadIdx.x; i < 4 * TT::PL; i += blockDim.x)
         Yv[i] = 0;
-    for (int i = threadIdx.x; i < a.n_f * 32; i += blockDim.x)
+    for (int i = threadIdx.x; i < a.n_f * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_double2(0, 0);
-    for (int i = threadIdx.x; i < 3 * a.n_f && i < a.n_t * a.n_f; i += blockDim.x)
-        Er[i] = eps[i];
+    for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
+        Er[i] = i < a.n_t * a.n_f ? eps[i] : make_double2(0, 0);
+        if (i >= a.n_f && i < a.n_t * a.n_f)
+            Em[i] = make_double2(0.5 * (eps[i].x + eps[i - a.n_f].x), 0.5 * (eps[i].y + eps[i - a.n_f].y));
+    }
     for (int i = threadIdx.x; i < TT::L * TT::L; i += blockDim.x) {
         const int m = i / TT::L, n = i % TT::L;
         Fd[i] = m < a.n_g && n < a.n_e ? (double)Fg[m * a.n_e + n] : 0.0;
     }
-    for (int i = threadIdx.x; i < a.ncoef; i += blockDim.x)
-        cf[i] = coef[i];
     if (threadIdx.x < MB_TC_ATOMS)
         wsm[threadIdx.x] = atom0 + (int)threadIdx.x < a.n_atoms ? (double)w[atom0 + threadIdx.x] : 0.0;
     __syncthreads(); /* the couplings and fields before the first coefficient set */
@@ -414,59 +377,49 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
         y[c] = psi[c];
         acc[c] = make_double2(0, 0);
     }
-    /* coefficient slots: P = K(t_{k-1}), M = the mean, N = K(t_k) for step k */
-    int P = 0, M = 1, N = 2;
-    tc_form(a, Bf + P * TT::SETN, cf, NULL, Er);
-    if (a.n_t > 1) {
-        tc_form(a, Bf + M * TT::SETN, cf, Er, Er + a.n_f);
-        tc_form(a, Bf + N * TT::SETN, cf, NULL, Er + a.n_f);
-    }
+    const double2 *ft = Ft + warp * TT::KS * 64 + lane;
     tc_put<MT>(Y0, psi, h, mt, g, q);
     __syncthreads();
     TcA<MT> A; /* the operands of K(t_0) */
-    tc_load_a<MT>(A, Bf + P * TT::SETN, h, mt, lane);
+    tc_make_a<MT>(A, ft, Er, a, h, mt, g, q);
     double dev = 0;
     const double ht = a.h, sixth = 1.0 / 6.0;
     for (int k = 1; k < a.n_t; ++k) {
-        const bool more = k + 1 < a.n_t, pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
+        const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi (in Y0); meanwhile the polarisation
          * products and the norms of psi (t_{k-1}) */
         tc_deriv<MT>(a, Y0, A, h, mt, g, q, e, y, d, [&] {
-            tc_load_a<MT>(A, Bf + M * TT::SETN, h, mt, lane); /* the mean, for stages 2 and 3 */
+            tc_make_a<MT>(A, ft, Em + (k % 3) * a.n_f, a, h, mt, g, q); /* the mean, for stages 2 and 3 */
             tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
             tc_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
         });
         tc_rk(d, ht, 0.0, 0.5, psi, acc, y);
         tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
-        /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} and the
-         * mean set of step k + 1 into P (free after stage 1) */
-        tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d, [&] {
-            tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, part, dev);
-            if (more)
-                tc_form(a, Bf + P * TT::SETN, cf, Er + (k % 3) * a.n_f, Er + ((k + 1) % 3) * a.n_f);
-        });
+        /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
+        tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d,
+                     [&] { tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, part, dev); });
         tc_rk(d, ht, 2.0, 0.5, psi, acc, y);
         tc_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
         /* stage 3: midpoint; meanwhile the fields of t_{k+2} are fetched */
         tc_deriv<MT>(a, Y0, A, h, mt, g, q, e, y, d, [&] {
-            tc_load_a<MT>(A, Bf + N * TT::SETN, h, mt, lane); /* K(t_k), for stage 4 and the next stage 1 */
+            tc_make_a<MT>(A, ft, Er + (k % 3) * a.n_f, a, h, mt, g, q); /* K(t_k): stage 4, next stage 1 */
             if (pre)
                 ef = eps[(size_t)(k + 2) * a.n_f + threadIdx.x];
         });
         tc_rk(d, ht, 2.0, 1.0, psi, acc, y);
         tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
-        /* stage 4: K(t_k), the new psi; meanwhile K(t_{k+1}) into M (free
-         * after stage 3) and the fields of t_{k+2} into the ring row of
-         * t_{k-1} */
+        /* stage 4: K(t_k), the new psi; meanwhile the fields of t_{k+2}
+         * and their mean with t_{k+1} into the ring rows of t_{k-1} */
         tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d, [&] {
-            if (more)
-                tc_form(a, Bf + M * TT::SETN, cf, NULL, Er + ((k + 1) % 3) * a.n_f);
-            if (pre)
+            if (pre) {
+                const double2 o = Er[((k + 1) % 3) * a.n_f + threadIdx.x];
                 Er[((k + 2) % 3) * a.n_f + threadIdx.x] = ef;
+                Em[((k + 2) % 3) * a.n_f + threadIdx.x] = make_double2(0.5 * (ef.x + o.x), 0.5 * (ef.y + o.y));
+            }
         });
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
@@ -477,10 +430,6 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
         }
         tc_put<MT>(Y0, psi, h, mt, g, q);
         __syncthreads();
-        const int t0 = P; /* step k + 1: P <- N, M <- P (the mean), N <- M */
-        P = N;
-        N = M;
-        M = t0;
     }
     /* the record of the last time */
     tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
