@@ -87,7 +87,7 @@ struct MBTc {
 static size_t tc_smem_bytes(int MT, int n_f)
 {
     const size_t L = 16 * (size_t)MT, KS = L / 8;
-    return 8 * (2 * MT * KS * 128 + 2 * 2 * 2 * L * MB_TC_SA) + 16 * ((size_t)n_f * MB_TC_PMS + 6 * (size_t)n_f) +
+    return 8 * (2 * MT * KS * 128 + 2 * 2 * 2 * L * MB_TC_SA) + 16 * (((size_t)n_f + 1) * MB_TC_PMS + 6 * (size_t)n_f) +
            8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + 32;
 }
 
@@ -184,16 +184,16 @@ __device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf Y, const TcA<MT> &
 
 /* M = conj(G)^T (w E) over the block's atoms for this warp's tiles of the
  * ground x excited product (16 x 8 a tile; k column q: atom 2q, q + 4:
- * atom 2q + 1); F M on the band into PM[mode][m] */
+ * atom 2q + 1); F M on the band into PM[mode][m], the rest into the
+ * scratch row PM[n_f] */
 template <int MT>
 __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const double *wsm, const double *Fd,
                                              double2 *PM, int warp, int g, int q)
 {
     typedef TcTile<MT> TT;
-    for (int t = warp; t < MT * TT::KS; t += 2 * MT) {
-        const int mt = t / TT::KS, nt = t % TT::KS, dl = 8 * nt - 16 * mt;
-        if (dl + 7 < a.l_min || dl - 15 > a.l_min + a.n_f - 1)
-            continue; /* no mode of the band in this tile */
+#pragma unroll
+    for (int j = 0; j < MT; ++j) { /* MT tiles a warp, straight-line code */
+        const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
         const int o0 = (16 * mt + g) * MB_TC_SA + 2 * q, o1 = o0 + 8 * MB_TC_SA;
         const int oe = (TT::L + 8 * nt + g) * MB_TC_SA + 2 * q;
         const double2 G0r = *(const double2 *)(Y.re + o0), G1r = *(const double2 *)(Y.re + o1);
@@ -210,10 +210,9 @@ __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const doubl
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
-            if (m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f) {
-                const double f = Fd[m * TT::L + n];
-                PM[li * MB_TC_PMS + m] = make_double2(f * r[c], f * im[c]);
-            }
+            const bool band = m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f;
+            const double f = Fd[m * TT::L + n];
+            PM[(band ? li : a.n_f) * MB_TC_PMS + m] = make_double2(f * r[c], f * im[c]); /* row n_f: scratch */
         }
     }
 }
@@ -330,7 +329,7 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
     double2 *Ft = (double2 *)smem;
     double *Yv = (double *)(Ft + 2 * MT * TT::KS * 64);
     double2 *PM = (double2 *)(Yv + 4 * TT::PL);
-    double2 *Er = PM + a.n_f * MB_TC_PMS;
+    double2 *Er = PM + (a.n_f + 1) * MB_TC_PMS;
     double2 *Em = Er + 3 * a.n_f;
     double *Fd = (double *)(Em + 3 * a.n_f);
     double *nrm = Fd + TT::L * TT::L;
