@@ -22,6 +22,12 @@ coefficients (once per time step for a block of atoms) is not counted.
 
 The GPU's peak is the number of SMs x FP64 (FP32) lanes per SM x 2 x the
 maximum SM clock (64 and 128 lanes per SM on sm_90, 32 and 64 on sm_80).
+Where both halves of the level set have at most 32 levels the CUDA backend
+runs its tensor-core kernel in double for either dtype (docs/ARCHITECTURE.md):
+it multiplies dense 16-level tiles (L = 32 here), 4 stages x 2 halves x L^2
+complex multiply-adds plus L^2 for the polarisation, 73 728 tensor-core flops
+per atom step for the test problem, against the FP64 tensor-core peak (twice
+the FP64 lanes' on sm_80 and sm_90); the last column reports that fraction.
 
 Usage::
 
@@ -49,6 +55,7 @@ COLUMNS = [("backend", "backend", "{}"), ("dtype", "dtype", "{}"), ("threads", "
            ("per_step_ms", "ms per z step", "{:.2f}"),
            ("atom_steps", "atom steps/s", "{:.3e}"), ("gflops", "GFLOP/s", "{:.1f}"),
            ("peak", "fraction of GPU peak", "{:.3f}"), ("speedup", "speedup over CPU", "{:.1f}"),
+           ("tc_peak", "fraction of FP64 tensor peak", "{:.3f}"),
            ("norm_dev", "max ||psi|^2-1|", "{:.1e}")]
 
 
@@ -96,10 +103,20 @@ def flops_per_atom_step(kw: Dict[str, Any]) -> int:
     return 64 * K + 58 * N + 8 * K
 
 
+def tc_flops_per_atom_step(kw: Dict[str, Any]) -> Optional[int]:
+    """Tensor-core flops of one atom step of the CUDA tensor-core kernel
+    (dense 16-level tiles), or None where it does not run."""
+    n = max(kw["model"]["n_g"], kw["model"]["n_e"])
+    if n > 32:
+        return None
+    L = 16 * ((n + 15) // 16)
+    return 4 * 2 * L * L * 8 + L * L * 8
+
+
 def gpu_peak() -> Dict[str, Optional[float]]:
     """FP64 and FP32 peak in flop/s from the SM count, the arch and the max clock."""
     cp = cupy_or_none()
-    out: Dict[str, Optional[float]] = {"fp64": None, "fp32": None, "sms": None, "mhz": None}
+    out: Dict[str, Optional[float]] = {"fp64": None, "fp32": None, "fp64_tc": None, "sms": None, "mhz": None}
     if cp is None:
         return out
     dev = cp.cuda.Device(0)
@@ -112,6 +129,7 @@ def gpu_peak() -> Dict[str, Optional[float]]:
     if lanes and mhz:
         out["fp64"] = sms * lanes[0] * 2 * mhz * 1e6
         out["fp32"] = sms * lanes[1] * 2 * mhz * 1e6
+        out["fp64_tc"] = 2 * out["fp64"]
     return out
 
 
@@ -142,6 +160,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     nl.set_num_threads(threads)
     kw = problem(a)
     fl = flops_per_atom_step(kw)
+    tcf = tc_flops_per_atom_step(kw)
     peak = gpu_peak()
     info = machine_info(",".join(a.backends.split(",")), threads=threads)
     print("nlsepy MaxwellBloch benchmark (source 004, third test problem)")
@@ -150,7 +169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     tf = {k: "n/a" if peak[k] is None else f"{peak[k] / 1e12:.2f}" for k in ("fp64", "fp32")}
     print(f"N_F = {a.modes}, n_g = n_e = {a.levels}, {couplings(kw)} couplings, N_Delta = {a.atoms}, "
           f"N_t = {a.nt}, {a.z_steps} z steps; {fl} flops per atom step; GPU peak FP64 "
-          f"{tf['fp64']} TFLOP/s, FP32 {tf['fp32']} TFLOP/s ({peak['sms']} SMs, {peak['mhz']} MHz)",
+          f"{tf['fp64']} TFLOP/s, FP32 {tf['fp32']} TFLOP/s ({peak['sms']} SMs, {peak['mhz']} MHz); "
+          f"tensor-core kernel: {tcf} flops per atom step",
           flush=True)
     # atom solves: euler_substeps for the Euler start, one per later z step,
     # one at the last z (its populations and the norm monitor)
@@ -171,7 +191,9 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                        z_steps=a.z_steps, seconds=r["seconds"], per_step_ms=1e3 * r["seconds"] / a.z_steps,
                        atom_steps=atom_steps, gflops=gfl,
                        peak=(gfl * 1e9 / pk) if (backend == "cuda" and pk) else None,
-                       speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"])
+                       speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"],
+                       tc_peak=(atom_steps * tcf / peak["fp64_tc"])
+                       if (backend == "cuda" and tcf and peak["fp64_tc"]) else None)
             rows.append(row)
             print(f"{backend} {dtype}: {r['seconds']:.3f} s ({r['kernel']:.3f} s in the solver), "
                   f"{1e3 * r['seconds'] / a.z_steps:.2f} ms per z step, "
@@ -201,7 +223,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     print(format_table(rows, COLUMNS, missing="n/a"))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"header": info, "peak": peak, "flops_per_atom_step": fl,
+            json.dump({"header": info, "peak": peak, "flops_per_atom_step": fl, "tc_flops_per_atom_step": tcf,
                        "rows": rows}, f, indent=1, default=str)
     return rows
 

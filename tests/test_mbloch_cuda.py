@@ -4,7 +4,11 @@ Skipped without a CUDA device.  Both backends run algorithms 1-2 with the
 same arithmetic; they differ in the order of the sums over atoms (per
 thread on the CPU, per block and then over blocks on the GPU) and in the
 GPU's fused multiply-adds, so double precision agrees to rounding (checked
-to 1e-10 relative after several z steps, Euler start included).  In float
+to 1e-10 relative after several z steps, Euler start included).  Every
+case runs on both CUDA atom kernels (the ``kernel`` fixture): the
+tensor-core kernel, which computes in double for either dtype, at 1 + 1 to
+32 + 32 levels (one and two 16-level tiles a half, narrow and wide bands),
+and the plain one.  In float
 the CUDA run is compared with a double run: source 004 section 5.2 reports
 relative differences below 1e-6 on the dominant fields between its float
 GPU and double CPU programs, and larger ones on the weak modes; the test

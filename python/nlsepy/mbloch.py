@@ -235,7 +235,11 @@ class MaxwellBloch:
         ground level 0.
     dtype : {numpy.complex128, numpy.complex64}, optional
         Precision of the atoms' states and RK4 (the fields and the reductions
-        over atoms are kept in double).
+        over atoms are kept in double).  On the CUDA backend, where both
+        manifolds have at most 32 levels and the GPU has FP64 tensor cores
+        (sm_80 and later), the atoms run in double on the tensor cores for
+        either dtype, which there is also the fastest choice; complex64 then
+        only sets how the inputs are stored.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the atoms are solved.
 
