@@ -510,6 +510,25 @@ int nlse_mb_step(nlse_mb *s, int want_pop)
     return st;
 }
 
+int nlse_mb_steps(nlse_mb *s, int n)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_steps: NULL solver");
+    if (n < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_steps: n = %d must be >= 0", n);
+    double sec = 0;
+    for (int q = 0; q < n; ++q) {
+        const int st = nlse_mb_step(s, 0);
+        sec += s->last_seconds;
+        if (st)
+            return st;
+    }
+    s->last_seconds = sec;
+    return NLSE_OK;
+}
+
+int nlse_mb_pipeline(const nlse_mb *s) { return s ? 1 : 0; }
+
 static int get(const nlse_mb *s, const double *src, size_t n, double *out)
 {
     if (!s || !out)

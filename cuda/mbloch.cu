@@ -26,6 +26,14 @@
  * kernel sums the partials over blocks in a fixed order (deterministic)
  * in double and multiplies by beta.  The fields advance by AB2 (or the
  * Euler start) in a third kernel that also checks them for finiteness.
+ *
+ * nlse_mb_steps runs several z steps in one launch of the tensor-core
+ * kernel where the device holds the blocks of several z slices at once
+ * (mbloch_tc.cuh: slice j + 1 follows slice j along the time grid, its
+ * fields made from slice j's partials a chunk of rows at a time, in the
+ * order and with the roundings of k_sum_warp and k_fields, so the result
+ * is that of one z step a launch, bit for bit).  A blow-up inside such a
+ * launch is found again one z step a launch from the launch's start.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -88,6 +96,37 @@ template <int NA, typename T> __device__ __forceinline__ T warp_sum_atoms(T v)
     return v;
 }
 
+/* sum over nb per-block partials p[b * stride] in a fixed order (lane L
+ * takes b = L, L + 32, ..; then a butterfly, which leaves the same sum in
+ * every lane), through L2 */
+__device__ __forceinline__ double2 mb_warp_sum(const double2 *p, int nb, size_t stride, int lane)
+{
+    double x = 0, y = 0;
+    for (int b = lane; b < nb; b += 32) {
+        const double2 v = __ldcg(p + (size_t)b * stride);
+        x += v.x;
+        y += v.y;
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        x += __shfl_xor_sync(0xffffffffu, x, d);
+        y += __shfl_xor_sync(0xffffffffu, y, d);
+    }
+    return make_double2(x, y);
+}
+
+/* eps + i hz (c1 P + c0 Pp) (AB2: c1 = 3/2, c0 = -1/2; Euler: 1, 0, Pp
+ * unused), every rounding explicit so that every caller gets the same bits */
+__device__ __forceinline__ double2 mb_new_field(double2 eps, double2 P, double2 Pp, double hz, double c1, double c0)
+{
+    double px = __dmul_rn(c1, P.x), py = __dmul_rn(c1, P.y);
+    if (c0 != 0) {
+        px = __fma_rn(c0, Pp.x, px);
+        py = __fma_rn(c0, Pp.y, py);
+    }
+    return make_double2(__fma_rn(-hz, py, eps.x), __fma_rn(hz, px, eps.y));
+}
+
 #include "mbloch_tc.cuh"
 
 struct nlse_mb {
@@ -107,6 +146,9 @@ struct nlse_mb {
     void *part, *ppart;           /* T2 nb x n_t x n_f, T nb x n_t x n_lev */
     double *pop, *devb;           /* n_t x n_lev, nb */
     int *flag;
+    int pipe, pc;                 /* z slices a tensor-core launch holds (1: one z step), rows a chunk */
+    double2 *pE, *pP, *Psave;     /* (pipe - 1) n_t n_f fields and polarisations; Pprev kept for a group */
+    int *pcnt;                    /* 2 pipe chunks counters */
     long j;
     double dev, last_seconds;
     int have_pop;
@@ -375,19 +417,31 @@ __global__ void k_sum_blocks(const T *part, int nb, size_t n, double *out)
     }
 }
 
+/* the tensor-core kernel's reduction: P[q] = scale sum_b part[b n + q],
+ * a warp a value in mb_warp_sum's order (that of the z pipeline) */
+__global__ void k_sum_warp(const double2 *part, int nb, size_t n, double scale, double2 *out, int *flag)
+{
+    const int lane = threadIdx.x & 31;
+    const size_t w0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, nw = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t q = w0; q < n; q += nw) {
+        double2 v = mb_warp_sum(part + q, nb, n, lane);
+        v = make_double2(v.x * scale, v.y * scale);
+        if (lane == 0) {
+            if (!isfinite(v.x) || !isfinite(v.y))
+                atomicOr(flag, 1);
+            out[q] = v;
+        }
+    }
+}
+
 /* eps_new = eps + i hz (c1 P + c0 Pprev) (AB2: c1 = 3/2, c0 = -1/2; Euler: 1, 0) */
 __global__ void k_fields(const double2 *eps, double2 *out, const double2 *P, const double2 *Pp, size_t n, double hz,
                          double c1, double c0, int *flag)
 {
     for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
-        double px = c1 * P[q].x, py = c1 * P[q].y;
-        if (c0 != 0) {
-            px += c0 * Pp[q].x;
-            py += c0 * Pp[q].y;
-        }
-        const double2 v = make_double2(eps[q].x - hz * py, eps[q].y + hz * px);
+        const double2 v = mb_new_field(eps[q], P[q], c0 != 0 ? Pp[q] : P[q], hz, c1, c0);
         if (!isfinite(v.x) || !isfinite(v.y))
-            *flag = 1;
+            atomicOr(flag, 1);
         out[q] = v;
     }
 }
@@ -635,6 +689,58 @@ static int create_tables(nlse_mb *s, const double *F)
     return st;
 }
 
+static int pipe_chunks(const nlse_mb *s) { return (s->a.n_t + s->pc - 1) / s->pc; }
+
+/* cudaMalloc without a recorded error (0: failed) */
+static int try_alloc(void **p, size_t bytes)
+{
+    if (cudaMalloc(p, bytes) == cudaSuccess)
+        return 1;
+    (void)cudaGetLastError();
+    *p = NULL;
+    return 0;
+}
+
+template <typename T> static int tc_occupancy(int MT, int threads, size_t smem, int *per)
+{
+    CK(MT == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per, k_atoms_tc<T, 1>, threads, smem)
+               : cudaOccupancyMaxActiveBlocksPerMultiprocessor(per, k_atoms_tc<T, 2>, threads, smem));
+    return NLSE_OK;
+}
+
+/* The z slices a launch of the tensor-core kernel holds: as many groups of
+ * the grid as the device keeps resident at once (cooperative launch), at
+ * most MB_PIPE_MAX, fewer when their buffers do not fit in a quarter of the
+ * free memory; 1 for the plain kernel.  NLSEPY_MB_PIPE caps it (1: one z
+ * step a launch). */
+static int setup_pipe(nlse_mb *s)
+{
+    s->pipe = 1;
+    s->pc = mb_imax(4, mb_imin(32, s->a.n_t / 16));
+    if (!s->tc)
+        return NLSE_OK;
+    int dev = 0, coop = 0, nsm = 0, per = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    CKS(s->p.dtype == NLSE_COMPLEX64 ? tc_occupancy<float>(s->tc, s->threads, s->smem, &per)
+                                     : tc_occupancy<double>(s->tc, s->threads, s->smem, &per));
+    int S = coop ? mb_imin(MB_PIPE_MAX, per * nsm / s->nb) : 1;
+    const char *env = getenv("NLSEPY_MB_PIPE");
+    if (env && atoi(env) >= 1)
+        S = mb_imin(S, atoi(env));
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    const size_t nf = nfield(s) * sizeof(double2);
+    while (S > 1 && (size_t)(S - 1) * nf * ((size_t)s->nb + 2) > fr / 4)
+        --S;
+    if (S > 1 && try_alloc((void **)&s->pE, (S - 1) * nf) && try_alloc((void **)&s->pP, (S - 1) * nf) &&
+        try_alloc((void **)&s->Psave, nf) &&
+        try_alloc((void **)&s->pcnt, (size_t)2 * S * pipe_chunks(s) * sizeof(int)))
+        s->pipe = S;
+    return NLSE_OK;
+}
+
 static int create(nlse_mb *s, const double *F, const double *det, const double *w, const double *psi0,
                   const double *fields0)
 {
@@ -679,10 +785,11 @@ static int create(nlse_mb *s, const double *F, const double *det, const double *
     CKS(dalloc((void **)&s->P, nf * sizeof(double2), "the polarisation"));
     CKS(dalloc((void **)&s->Pprev, nf * sizeof(double2), "the polarisation"));
     CK(cudaMemset(s->P, 0, nf * sizeof(double2)));
-    CKS(dalloc(&s->part, (size_t)s->nb * nf * 2 * prs(s), "the per-block polarisations"));
+    CKS(setup_pipe(s));
+    CKS(dalloc(&s->part, (size_t)s->pipe * s->nb * nf * 2 * prs(s), "the per-block polarisations"));
     CKS(dalloc((void **)&s->pop, (size_t)a->n_t * a->n_lev * sizeof(double), "the populations"));
     CK(cudaMemset(s->pop, 0, (size_t)a->n_t * a->n_lev * sizeof(double)));
-    CKS(dalloc((void **)&s->devb, (size_t)s->nb * sizeof(double), "the norm deviations"));
+    CKS(dalloc((void **)&s->devb, (size_t)s->pipe * s->nb * sizeof(double), "the norm deviations"));
     CKS(dalloc((void **)&s->flag, sizeof(int), "a flag"));
     return NLSE_OK;
 }
@@ -692,7 +799,7 @@ extern "C" void nlse_mb_destroy(nlse_mb *s)
     if (!s)
         return;
     void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
-                    s->part, s->ppart, s->pop, s->devb, s->flag, s->coef};
+                    s->part, s->ppart, s->pop, s->devb, s->flag, s->coef, s->pE, s->pP, s->Psave, s->pcnt};
     for (size_t q = 0; q < sizeof ptrs / sizeof ptrs[0]; ++q)
         cudaFree(ptrs[q]);
     if (s->stream)
@@ -728,6 +835,32 @@ extern "C" int nlse_mb_create(const nlse_mb_params *p, const double *F, const do
     return NLSE_OK;
 }
 
+/* k_atoms_tc over pp.S slices (the first at the fields eps[0]), then the
+ * last slice's polarisation into P */
+template <typename T> static int launch_tc(nlse_mb *s, MBPipe pp, int want_pop)
+{
+    typedef typename C2<T>::t V;
+    MBTc t = s->targ;
+    t.want_pop = want_pop;
+    const double2 *e0 = s->eps[0];
+    const V *psi0 = (const V *)s->psi0;
+    const T *det = (const T *)s->det, *w = (const T *)s->w, *F = (const T *)s->F;
+    const double *coef = s->coef;
+    double2 *part = (double2 *)s->part;
+    double *ppart = (double *)s->ppart, *devb = s->devb;
+    void *args[] = {&t, &pp, &e0, &psi0, &det, &w, &F, &coef, &part, &ppart, &devb};
+    const void *fn = s->tc == 1 ? (const void *)k_atoms_tc<T, 1> : (const void *)k_atoms_tc<T, 2>;
+    if (pp.S > 1)
+        CK(cudaLaunchCooperativeKernel(fn, dim3(pp.S * s->nb), dim3(s->threads), args, s->smem, s->stream));
+    else
+        CK(cudaLaunchKernel(fn, dim3(s->nb), dim3(s->threads), args, s->smem, s->stream));
+    const size_t nf = nfield(s);
+    k_sum_warp<<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)(pp.S - 1) * s->nb * nf, s->nb, nf,
+                                                         s->p.beta, s->P, s->flag);
+    CK(cudaGetLastError());
+    return NLSE_OK;
+}
+
 /* every atom over the time grid at the fields eps[0]; P <- the polarisation */
 template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
 {
@@ -738,20 +871,10 @@ template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
     if (want_pop && !s->ppart)
         CKS(dalloc(&s->ppart, (size_t)s->nb * np * prs(s), "the per-block populations"));
     if (s->tc) {
-        MBTc t = s->targ;
-        t.want_pop = want_pop;
-#define MB_TC_LAUNCH(N)                                                                        \
-    k_atoms_tc<T, N><<<s->nb, s->threads, s->smem, s->stream>>>(                               \
-        t, s->eps[0], (const V *)s->psi0, (const T *)s->det, (const T *)s->w, (const T *)s->F, s->coef, \
-        (double2 *)s->part, (double *)s->ppart, s->devb)
-        if (s->tc == 1)
-            MB_TC_LAUNCH(1);
-        else
-            MB_TC_LAUNCH(2);
-#undef MB_TC_LAUNCH
-        CK(cudaGetLastError());
-        k_sum_blocks2<double2><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const double2 *)s->part, s->nb, nf,
-                                                                               s->p.beta, s->P, s->flag);
+        MBPipe pp;
+        memset(&pp, 0, sizeof pp);
+        pp.S = 1;
+        CKS(launch_tc<T>(s, pp, want_pop));
         if (want_pop)
             k_sum_blocks<double><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const double *)s->ppart, s->nb,
                                                                                  np, s->pop);
@@ -779,18 +902,18 @@ static int atoms(nlse_mb *s, int want_pop)
 }
 
 /* the norm deviations of the last atom solve into s->dev; the flag */
-static int finish(nlse_mb *s, int *flag)
+static int finish(nlse_mb *s, int *flag, int nblocks)
 {
-    double *d = (double *)malloc((size_t)s->nb * sizeof(double));
+    double *d = (double *)malloc((size_t)nblocks * sizeof(double));
     if (!d)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    cudaError_t err = cudaMemcpyAsync(d, s->devb, (size_t)s->nb * sizeof(double), cudaMemcpyDeviceToHost,
+    cudaError_t err = cudaMemcpyAsync(d, s->devb, (size_t)nblocks * sizeof(double), cudaMemcpyDeviceToHost,
                                       s->stream);
     if (err == cudaSuccess)
         err = cudaMemcpyAsync(flag, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream);
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(s->stream);
-    for (int b = 0; err == cudaSuccess && b < s->nb; ++b)
+    for (int b = 0; err == cudaSuccess && b < nblocks; ++b)
         s->dev = fmax(s->dev, d[b]);
     free(d);
     CK(err);
@@ -808,7 +931,7 @@ static int atoms_checked(nlse_mb *s, int want_pop)
     int flag = 0;
     CKS(clear_flag(s));
     CKS(atoms(s, want_pop));
-    CKS(finish(s, &flag));
+    CKS(finish(s, &flag, s->nb));
     if (want_pop)
         s->have_pop = 1;
     if (flag)
@@ -865,6 +988,106 @@ static int step(nlse_mb *s, int want_pop)
     return NLSE_OK;
 }
 
+/* m z steps in one launch of pipe slices: each AB2 (h_z, 3/2, -1/2) or
+ * Euler (h_z / substeps, 1, 0); eps[0] and P advance as m calls of
+ * advance() would (the same bits); a non-finite value: NLSE_ERR_BLOWUP
+ * with nothing kept */
+template <typename T> static int group_t(nlse_mb *s, int m, double hz, double c1, double c0)
+{
+    const size_t nf = nfield(s);
+    MBPipe pp;
+    memset(&pp, 0, sizeof pp);
+    pp.S = m;
+    pp.C = s->pc;
+    pp.nch = pipe_chunks(s);
+    pp.nb = s->nb;
+    pp.E = s->pE;
+    pp.P = s->pP;
+    pp.Pprev = s->Pprev;
+    pp.done = s->pcnt;
+    pp.red = s->pcnt + (size_t)m * pp.nch;
+    pp.flag = s->flag;
+    pp.beta = s->p.beta;
+    pp.hz = hz;
+    pp.c1 = c1;
+    pp.c0 = c0;
+    CK(cudaMemsetAsync(s->pcnt, 0, (size_t)2 * m * pp.nch * sizeof(int), s->stream));
+    CKS(clear_flag(s));
+    CKS(launch_tc<T>(s, pp, 0));
+    const double2 *Em = m > 1 ? s->pE + (m - 2) * nf : s->eps[0], *Pp = m > 1 ? s->pP + (m - 2) * nf : s->Pprev;
+    k_fields<<<(int)((nf + 255) / 256), 256, 0, s->stream>>>(Em, s->eps[1], s->P, Pp, nf, hz, c1, c0, s->flag);
+    CK(cudaGetLastError());
+    int flag = 0;
+    CKS(finish(s, &flag, m * s->nb));
+    if (flag & 2) /* not expected: the solver goes on one z step a launch */
+        s->pipe = 1;
+    if (flag) /* the caller finds the step again one z step a launch */
+        return nlse_fail(NLSE_ERR_BLOWUP, "non-finite values in z steps from index %ld", s->j);
+    double2 *t = s->eps[0];
+    s->eps[0] = s->eps[1];
+    s->eps[1] = t;
+    return NLSE_OK;
+}
+
+static int group(nlse_mb *s, int m, double hz, double c1, double c0)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? group_t<float>(s, m, hz, c1, c0) : group_t<double>(s, m, hz, c1, c0);
+}
+
+static int copy_dd(nlse_mb *s, void *dst, const void *src)
+{
+    CK(cudaMemcpyAsync(dst, src, nfield(s) * sizeof(double2), cudaMemcpyDeviceToDevice, s->stream));
+    return NLSE_OK;
+}
+
+/* the z step of the Euler start, its substeps in groups; the polarisation
+ * of z_0 into P and Pprev as step() leaves them */
+static int euler_groups(nlse_mb *s)
+{
+    const int sub = s->p.euler_substeps;
+    for (int q = 0, m; q < sub; q += m) {
+        m = mb_imin(s->pipe, sub - q);
+        CKS(group(s, m, s->p.h_z / sub, 1.0, 0.0));
+        if (q == 0)
+            CKS(copy_dd(s, s->Pprev, m > 1 ? s->pP : s->P));
+    }
+    return copy_dd(s, s->P, s->Pprev);
+}
+
+/* n z steps without populations, as n calls of step(s, 0) give them; up
+ * to pipe steps a launch.  A blow-up inside a group is found again step
+ * by step from the group's start, for the error of step(). */
+static int steps(nlse_mb *s, int n)
+{
+    for (int done = 0; done < n;) {
+        if (s->pipe <= 1 || (s->j > 0 && n - done == 1)) {
+            CKS(step(s, 0));
+            ++done;
+            continue;
+        }
+        CKS(copy_dd(s, s->eps[2], s->eps[0]));
+        CKS(copy_dd(s, s->Psave, s->Pprev));
+        const int m = s->j == 0 ? 1 : mb_imin(s->pipe, n - done);
+        int st = s->j == 0 ? euler_groups(s) : group(s, m, s->p.h_z, 1.5, -0.5);
+        if (!st && s->j > 0)
+            st = copy_dd(s, s->Pprev, s->P);
+        if (st == NLSE_ERR_BLOWUP) {
+            CKS(copy_dd(s, s->eps[0], s->eps[2]));
+            CKS(copy_dd(s, s->Pprev, s->Psave));
+            for (int q = 0; q < m; ++q)
+                CKS(step(s, 0));
+        } else if (st) {
+            return st;
+        } else {
+            s->j += m;
+        }
+        done += m;
+    }
+    return NLSE_OK;
+}
+
+static int steps_fn(nlse_mb *s, int n) { return steps(s, n); }
+
 /* run fn (an atom solve or a z step) and time it with CUDA events */
 static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int want_pop, const char *what)
 {
@@ -883,6 +1106,15 @@ static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int want_pop, const char
 extern "C" int nlse_mb_atoms(nlse_mb *s, int want_pop) { return timed(s, atoms_checked, want_pop, "nlse_mb_atoms"); }
 
 extern "C" int nlse_mb_step(nlse_mb *s, int want_pop) { return timed(s, step, want_pop, "nlse_mb_step"); }
+
+extern "C" int nlse_mb_steps(nlse_mb *s, int n)
+{
+    if (n < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_steps: n = %d must be >= 0", n);
+    return timed(s, steps_fn, n, "nlse_mb_steps");
+}
+
+extern "C" int nlse_mb_pipeline(const nlse_mb *s) { return s ? s->pipe : 0; }
 
 extern "C" int nlse_mb_get_fields(const nlse_mb *s, double *out)
 {

@@ -79,6 +79,84 @@ struct MBTc {
     double h, kg, ke;
 };
 
+/* z slices in flight (algorithm 1 pipelined in z).  The fields of
+ * z_{j+1} at t_k need only the polarisation of z_j (and z_{j-1}) at t_k,
+ * so slice s + 1 can follow slice s along the time grid a few chunks of
+ * C rows behind: the blocks of slice s count their finished chunks in
+ * done[s][c]; every block of slice s + 1 reduces a share of each chunk of
+ * slice s's per-block partials (fixed order, as k_sum_warp), computes
+ * those fields by AB2 or Euler (mb_new_field, as k_fields) and counts its
+ * share in red[s + 1][c]; a chunk's fields are read once all shares are
+ * in.  A block reduces the shares of chunk c + 1 when it needs chunk c, so
+ * the waits fall on work finished a chunk earlier.  All blocks are
+ * resident (a cooperative launch).  S = 1: one z step, no waits. */
+#define MB_PIPE_MAX 8
+
+struct MBPipe {
+    int S, C, nch, nb;     /* slices, rows a chunk, chunks, blocks a slice */
+    double2 *E;            /* the fields of slices 1 .. S-1: E + (s - 1) n */
+    double2 *P;            /* the polarisations of slices 0 .. S-2: P + s n */
+    const double2 *Pprev;  /* the polarisation of the z before slice 0 */
+    int *done, *red;       /* [S][nch] counters, zero at launch */
+    int *flag;             /* 1: a polarisation or field is not finite; bit 2: a wait stalled */
+    double beta, hz, c1, c0; /* slice s -> s + 1: AB2 (h_z, 3/2, -1/2) or Euler (h_z / substeps, 1, 0) */
+};
+
+/* the block waits until *cnt >= target (thread 0 polls; the data behind
+ * the counter is then read through L2).  A wait far beyond any chunk's
+ * time (2^27 polls, seconds) marks the launch stalled (flag bit 2) and
+ * goes on, so that a fault ends in an error, not a hang. */
+__device__ __forceinline__ void mb_wait(const int *cnt, int target, int *flag)
+{
+    if (threadIdx.x == 0) {
+        for (long long it = 0; *(volatile const int *)cnt < target; ++it) {
+            if (it > (1ll << 27)) {
+                atomicOr(flag, 2);
+                break;
+            }
+            __nanosleep(64);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* the block's writes before it are visible, then *cnt += 1 */
+__device__ __forceinline__ void mb_signal(int *cnt)
+{
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd(cnt, 1);
+}
+
+/* block b of slice s (>= 1) reduces its share of chunk c of slice s - 1
+ * into P_{s-1} and the fields E_s */
+template <int MT>
+__device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int s, int b, int c, const double2 *eps,
+                                      const double2 *part, int warp, int lane)
+{
+    mb_wait(pp.done + (s - 1) * pp.nch + c, pp.nb, pp.flag);
+    const size_t n = (size_t)a.n_t * a.n_f, r0 = (size_t)c * pp.C * a.n_f;
+    const size_t V = (size_t)(min((c + 1) * pp.C, a.n_t) - c * pp.C) * a.n_f;
+    const size_t lo = r0 + V * b / pp.nb, hi = r0 + V * (b + 1) / pp.nb;
+    const double2 *ps = part + (size_t)(s - 1) * pp.nb * n;
+    const double2 *Ein = s == 1 ? eps : pp.E + (size_t)(s - 2) * n;
+    const double2 *Pp = s == 1 ? pp.Pprev : pp.P + (size_t)(s - 2) * n;
+    for (size_t v = lo + warp; v < hi; v += 2 * MT) {
+        double2 P = mb_warp_sum(ps + v, pp.nb, n, lane);
+        P = make_double2(P.x * pp.beta, P.y * pp.beta);
+        if (lane == 0) {
+            const double2 e = mb_new_field(__ldcg(Ein + v), P, pp.c0 != 0 ? __ldcg(Pp + v) : P, pp.hz, pp.c1, pp.c0);
+            if (!isfinite(P.x) || !isfinite(P.y) || !isfinite(e.x) || !isfinite(e.y))
+                atomicOr(pp.flag, 1);
+            pp.P[(size_t)(s - 1) * n + v] = P;
+            pp.E[(size_t)(s - 1) * n + v] = e;
+        }
+    }
+    mb_signal(pp.red + s * pp.nch + c);
+}
+
 #define MB_TC_SA 10 /* atom stride of a level row in the stage buffers (doubles) */
 
 #define MB_TC_PMS 36 /* row stride of the mode sums PM (complex): no bank conflicts */
@@ -221,7 +299,7 @@ __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const doubl
  * shuffles, fixed order) and the atoms' norms for t_k */
 template <int MT>
 __device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 *PM, const double *nrm, int warp,
-                                            int lane, double2 *part, double &dev)
+                                            int lane, int atom0, double2 *part, double &dev)
 {
     for (int li = 8 * warp + (lane >> 2); li - (lane >> 2) < a.n_f; li += 16 * MT) {
         const int s4 = lane & 3;
@@ -243,7 +321,7 @@ __device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 
         if (s4 == 0 && li < a.n_f)
             part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = v;
     }
-    if (threadIdx.x < MB_TC_ATOMS && (int)(blockIdx.x * MB_TC_ATOMS + threadIdx.x) < a.n_atoms) {
+    if (threadIdx.x < MB_TC_ATOMS && atom0 + (int)threadIdx.x < a.n_atoms) {
         double s = 0;
         for (int w = 0; w < 2 * MT; ++w)
             s += nrm[w * MB_TC_ATOMS + threadIdx.x];
@@ -317,9 +395,11 @@ __device__ __forceinline__ void tc_rk(const double2 d[4], double ht, double wa, 
 }
 
 template <typename T, int MT>
-__global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps, const typename C2<T>::t *psi0,
-                                                      const T *det, const T *w, const T *Fg, const double *ftab,
-                                                      double2 *part, double *ppart, double *devb)
+__global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MBTc a,
+                                                      const __grid_constant__ MBPipe pp, const double2 *eps,
+                                                      const typename C2<T>::t *psi0, const T *det, const T *w,
+                                                      const T *Fg, const double *ftab, double2 *part,
+                                                      double *ppart, double *devb)
 {
     typedef TcTile<MT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -338,7 +418,15 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
-    const int atom0 = blockIdx.x * MB_TC_ATOMS;
+    /* slice sl of the z pipeline, block bl of it */
+    const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
+    const int atom0 = bl * MB_TC_ATOMS;
+    const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
+    if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
+        for (int c = 0; c < min(2, pp.nch); ++c)
+            tc_share<MT>(a, pp, sl, bl, c, eps, part, warp, lane);
+        mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
+    }
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
         ((double *)Ft)[i] = ftab[i];
@@ -347,9 +435,12 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
     for (int i = threadIdx.x; i < a.n_f * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_double2(0, 0);
     for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
-        Er[i] = i < a.n_t * a.n_f ? eps[i] : make_double2(0, 0);
-        if (i >= a.n_f && i < a.n_t * a.n_f)
-            Em[i] = make_double2(0.5 * (eps[i].x + eps[i - a.n_f].x), 0.5 * (eps[i].y + eps[i - a.n_f].y));
+        const double2 ei = i < a.n_t * a.n_f ? __ldcg(E + i) : make_double2(0, 0);
+        Er[i] = ei;
+        if (i >= a.n_f && i < a.n_t * a.n_f) {
+            const double2 eo = __ldcg(E + i - a.n_f);
+            Em[i] = make_double2(0.5 * (ei.x + eo.x), 0.5 * (ei.y + eo.y));
+        }
     }
     for (int i = threadIdx.x; i < TT::L * TT::L; i += blockDim.x) {
         const int m = i / TT::L, n = i % TT::L;
@@ -385,6 +476,18 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
     const double ht = a.h, sixth = 1.0 / 6.0;
     for (int k = 1; k < a.n_t; ++k) {
         const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
+        if (pp.S > 1) {
+            /* the partials of rows < k - 1 are written: chunk (k-1)/C - 1 is done */
+            if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
+                mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
+            /* row k + 2 (fetched below) opens chunk c: share c + 1, wait for c */
+            if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
+                const int c = (k + 2) / pp.C;
+                if (c + 1 < pp.nch)
+                    tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
+                mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
+            }
+        }
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi (in Y0); meanwhile the polarisation
          * products and the norms of psi (t_{k-1}) */
@@ -398,7 +501,7 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
         __syncthreads();
         /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
         tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d,
-                     [&] { tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, part, dev); });
+                     [&] { tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
         tc_rk(d, ht, 2.0, 0.5, psi, acc, y);
         tc_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
@@ -406,7 +509,7 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
         tc_deriv<MT>(a, Y0, A, h, mt, g, q, e, y, d, [&] {
             tc_make_a<MT>(A, ft, Er + (k % 3) * a.n_f, a, h, mt, g, q); /* K(t_k): stage 4, next stage 1 */
             if (pre)
-                ef = eps[(size_t)(k + 2) * a.n_f + threadIdx.x];
+                ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
         tc_rk(d, ht, 2.0, 1.0, psi, acc, y);
         tc_put<MT>(Y1, y, h, mt, g, q);
@@ -434,7 +537,10 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(MBTc a, const double2 *eps
     tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
     tc_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
-    tc_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, part, dev);
+    tc_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+    if (pp.S > 1) /* the chunks not yet counted */
+        for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
+            mb_signal(pp.done + sl * pp.nch + c);
     if (threadIdx.x < MB_TC_ATOMS) { /* the block's largest norm deviation: lanes 0-7 of warp 0 */
         for (int s = 4; s > 0; s >>= 1)
             dev = fmax(dev, __shfl_xor_sync(0xffu, dev, s));

@@ -149,3 +149,86 @@ def test_large_level_count_is_a_clear_error_or_runs():
     else:
         s.step(False)
         assert np.all(np.isfinite(s.get_fields()))
+
+
+def _pipelined_and_single(cuda, kw, dtype, monkeypatch):
+    """Two tensor-core solvers of kw: the default (several z slices a
+    launch) and one z step a launch (NLSEPY_MB_PIPE=1)."""
+    monkeypatch.setenv("NLSEPY_MB_KERNEL", "tc")
+    s = cuda.MB(**kw, dtype=dtype)
+    monkeypatch.setenv("NLSEPY_MB_PIPE", "1")
+    r = cuda.MB(**kw, dtype=dtype)
+    monkeypatch.delenv("NLSEPY_MB_PIPE")
+    assert r.pipeline() == 1
+    if s.pipeline() < 2:
+        pytest.skip("the tensor-core kernel is not taken on this device (no FP64 mma)")
+    return s, r
+
+
+@pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
+@pytest.mark.parametrize("shape", [dict(n_atoms=64, n_t=150),
+                                   dict(n_g=20, n_e=17, modes=(-4, 6), n_atoms=40, n_t=97),
+                                   dict(n_g=1, n_e=1, modes=(0, 0), n_atoms=30, n_t=300)])
+def test_z_pipeline_gives_the_bits_of_single_steps(shape, dtype, monkeypatch):
+    """Several z slices in one launch (slice j + 1 follows slice j along
+    the time grid, its fields made from slice j's polarisation a chunk at a
+    time) against one z step a launch: the same bits for the fields, the
+    polarisation, the norm monitor and the populations after, through an
+    Euler start of 11 substeps (two launches of slices), launches shorter
+    than the pipeline and time chunks that do not divide the grid."""
+    _, cuda = _modules()
+    kw = problem(**shape)
+    kw["euler_substeps"] = 11
+    s, r = _pipelined_and_single(cuda, kw, getattr(cuda, dtype), monkeypatch)
+    calls = [1, 3, s.pipeline() + 2, 1, 2]
+    for n in calls:
+        s.steps(n)
+        for _ in range(n):
+            r.step(False)
+        assert s.z_index() == r.z_index()
+        assert np.array_equal(s.get_fields(), r.get_fields())
+        assert np.array_equal(s.get_polarisation(), r.get_polarisation())
+        assert s.norm_deviation() == r.norm_deviation()
+    assert s.z_index() == sum(calls)
+    assert s.norm_deviation() > 0
+    s.atoms(True)
+    r.atoms(True)
+    assert np.array_equal(s.get_populations(), r.get_populations())
+
+
+def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(monkeypatch):
+    """A blow-up inside a launch of several z slices is reported at the z
+    step where one z step a launch reports it, with the same fields kept."""
+    _, cuda = _modules()
+    kw = problem(n_atoms=16, n_t=100)
+    kw["beta"] = 1e305
+    s, r = _pipelined_and_single(cuda, kw, cuda.COMPLEX128, monkeypatch)
+    with pytest.raises(nl.BlowUpError):
+        s.steps(6)
+    with pytest.raises(nl.BlowUpError):
+        for _ in range(6):
+            r.step(False)
+    assert s.z_index() == r.z_index()
+    assert np.all(np.isfinite(s.get_fields()))
+    assert np.array_equal(s.get_fields(), r.get_fields())
+
+
+def test_run_with_the_z_pipeline_matches_one_step_a_launch(monkeypatch):
+    """MaxwellBloch.run takes the steps between kept z points several a
+    launch: its fields and populations equal those of one step a launch."""
+    monkeypatch.setenv("NLSEPY_MB_KERNEL", "tc")
+    F = nl.mbloch.franck_condon(6, 5, 1.1)
+    out = []
+    for pipe in (None, "1"):
+        if pipe:
+            monkeypatch.setenv("NLSEPY_MB_PIPE", pipe)
+        mb = nl.MaxwellBloch(6, 5, (-2, 2), F, h_t=0.02, n_t=300, n_atoms=48,
+                             line=("gaussian", 1.3), beta=2.0, kappa_g=0.3, kappa_e=0.25,
+                             delta=0.1, backend="cuda")
+        e0 = {0: nl.mbloch.sech_pulse(mb.t, 0.6, 3.0, area=1.2 * np.pi)}
+        out.append(mb.run(e0, 0.05, 23, save_every=[0.0, 0.35, 1.15], populations=True))
+    a, b = out
+    assert np.array_equal(a.z, b.z) and len(a.z) == 3
+    assert np.array_equal(a.fields, b.fields)
+    assert np.array_equal(a.populations, b.populations)
+    assert a.norm_deviation == b.norm_deviation

@@ -132,6 +132,37 @@ static PyObject *mb_run(MBObject *self, PyObject *arg, int (*fn)(nlse_mb *, int)
 static PyObject *mb_atoms(MBObject *self, PyObject *arg) { return mb_run(self, arg, nlse_mb_atoms); }
 static PyObject *mb_step(MBObject *self, PyObject *arg) { return mb_run(self, arg, nlse_mb_step); }
 
+/* steps(n): n z steps without populations (several a launch where the
+ * backend can), the GIL released */
+static PyObject *mb_steps(MBObject *self, PyObject *arg)
+{
+    if (!mb_ready(self))
+        return NULL;
+    const long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0 || n > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "steps: n = %ld must be in [0, %d]", n, INT_MAX);
+        return NULL;
+    }
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_mb_steps(self->s, (int)n);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mb_pipeline(MBObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mb_ready(self))
+        return NULL;
+    return PyLong_FromLong(nlse_mb_pipeline(self->s));
+}
+
 /* A new (n_t, cols) array of `type` filled by `get`. */
 static PyObject *mb_get(MBObject *self, int (*get)(const nlse_mb *, double *), int cols, int type)
 {
@@ -198,6 +229,10 @@ static PyMethodDef mb_methods[] = {
      "atoms(want_pop): solve every atom at the current z (polarisation, populations)."},
     {"step", (PyCFunction)mb_step, METH_O,
      "step(want_pop): one z step (atoms at z_j, then AB2 or the Euler start)."},
+    {"steps", (PyCFunction)mb_steps, METH_O,
+     "steps(n): n z steps without populations, the fields of n step(False) calls."},
+    {"pipeline", (PyCFunction)mb_pipeline, METH_NOARGS,
+     "pipeline() -> z steps one launch can hold (1: one a launch)."},
     {"get_fields", (PyCFunction)mb_fields, METH_NOARGS, "get_fields() -> (n_t, N_F) complex128."},
     {"get_polarisation", (PyCFunction)mb_polarisation, METH_NOARGS,
      "get_polarisation() -> (n_t, N_F) complex128 of the last atom solve."},

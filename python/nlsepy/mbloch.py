@@ -527,35 +527,55 @@ class MaxwellBloch:
                 zp.append(j * h_z)
                 pops.append(solver.get_populations())
 
-        def solve(j: int, step: bool) -> None:
-            """The atoms at z_j, then (step) the fields to z_{j+1}."""
+        def solve(j: int, step: bool, n: int = 0) -> None:
+            """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1:
+            to z_{j+n} without populations, in one launch of the z pipeline
+            of the CUDA tensor-core kernel."""
             nonlocal kernel
             try:
-                (solver.step if step else solver.atoms)(j in keep_pop)
+                if not step:
+                    solver.atoms(j in keep_pop)
+                elif n == 0:
+                    solver.step(j in keep_pop)
+                else:
+                    solver.steps(n)
             except BlowUpError as exc:
+                jf = solver.z_index()  # the fields of z_jf are kept
                 raise BlowUpError(
-                    f"{exc} (MaxwellBloch: at z index {j}, z = {j * h_z:g}; reduce "
+                    f"{exc} (MaxwellBloch: at z index {jf}, z = {jf * h_z:g}; reduce "
                     f"h_z = {h_z:g} or h_t = {self.h_t:g}, or check the parameters)",
-                    step=j + 1, t=(j + 1) * h_z,
-                    last_good=(j * h_z, solver.get_fields())) from None
+                    step=jf + 1, t=(jf + 1) * h_z,
+                    last_good=(jf * h_z, solver.get_fields())) from None
             kernel += solver.last_seconds()
+
+        # z steps one call can take (the z indices where something is kept
+        # end a call; the Euler start goes alone)
+        pipe = solver.pipeline()
+        stops = np.array(sorted(keep_fld | keep_pop | {n_z}), dtype=np.int64)
 
         bar = None
         if progress:
             from .runner import _progress_bar
             bar = _progress_bar(True, n_z)
         try:
-            for j in range(n_z):
+            j = 0
+            while j < n_z:
                 fields_j = solver.get_fields() if j in keep_fld else None
-                solve(j, step=True)
+                n = 0
+                if pipe > 1 and j not in keep_pop:
+                    n = 1
+                    if j > 0 and callback is None:
+                        n = min(pipe, int(stops[np.searchsorted(stops, j, side="right")]) - j)
+                solve(j, step=True, n=n)
                 keep(j, fields_j)
                 if bar is not None:
-                    bar.update(1)
-                if callback is not None:
+                    bar.update(max(n, 1))
+                j += max(n, 1)
+                if callback is not None:  # n == 1
                     try:
-                        callback(_RunState(j + 1, (j + 1) * h_z, solver.norm_deviation(), solver))
-                    except StopIteration:  # the run ends at z_{j+1}, a saved point
-                        n_z = j + 1
+                        callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
+                    except StopIteration:  # the run ends at z_j, a saved point
+                        n_z = j
                         keep_fld.add(n_z)
                         if populations:
                             keep_pop.add(n_z)

@@ -74,6 +74,17 @@ int nlse_mb_atoms(nlse_mb *s, int want_pop);
  * polarisation becomes non-finite (the fields of z_j are kept). */
 int nlse_mb_step(nlse_mb *s, int want_pop);
 
+/* n >= 0 z steps without populations: the fields, polarisation and norm
+ * monitor n calls of nlse_mb_step(s, 0) would give, bit for bit.  The
+ * CUDA tensor-core kernel advances up to nlse_mb_pipeline(s) z steps in
+ * one launch (slice j + 1 follows slice j along the time grid).  A
+ * blow-up reports the z step of nlse_mb_step and keeps the fields before
+ * it. */
+int nlse_mb_steps(nlse_mb *s, int n);
+
+/* z steps one launch can hold (1 on the CPU and for the plain CUDA kernel). */
+int nlse_mb_pipeline(const nlse_mb *s);
+
 /* Current fields (2 n_t N_F doubles), the polarisation of the last atom
  * solve (2 n_t N_F), the populations of the last atom solve that asked for
  * them (n_t n_lev; zeros before any). */
