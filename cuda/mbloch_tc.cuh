@@ -249,10 +249,10 @@ __device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf Y, const TcA<MT> &
             continue;
         const double ar[4] = {A.r[s][0].x, A.r[s][0].y, A.r[s][1].x, A.r[s][1].y};
         const double ai[4] = {A.i[s][0].x, A.i[s][0].y, A.i[s][1].x, A.i[s][1].y};
-        dmma16(r[s & 1], ar, br[s][0], br[s][1]);
-        dmma16(im[s & 1], ar, bi[s][0], bi[s][1]);
-        dmma16(r[s & 1], ai, -bi[s][0], -bi[s][1]);
-        dmma16(im[s & 1], ai, br[s][0], br[s][1]);
+        dmma16(r[0], ar, br[s][0], br[s][1]);
+        dmma16(im[0], ar, bi[s][0], bi[s][1]);
+        dmma16(r[1], ai, -bi[s][0], -bi[s][1]);
+        dmma16(im[1], ai, br[s][0], br[s][1]);
     }
     mid();
 #pragma unroll
