@@ -32,7 +32,8 @@ the FP64 lanes' on sm_80 and sm_90); the last column reports that fraction.
 Usage::
 
     python bench/mbloch.py [--backends cpu,cuda] [--dtypes float64,float32]
-                           [--atoms 1024] [--nt 2000] [--z-steps 100] [--json PATH]
+                           [--atoms 1024] [--nt 2000] [--z-steps 100] [--repeat 1]
+                           [--json PATH]
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--nt", type=int, default=2000)
     p.add_argument("--z-steps", type=int, default=100)
     p.add_argument("--euler-substeps", type=int, default=8)
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs per backend and dtype; the table shows the median (the CPU runs of "
+                        "one machine move by 10-30%% between runs)")
     p.add_argument("--numpy-z-steps", type=int, default=1,
                    help="z steps of the NumPy reference (reference_mbloch) timed beside; 0: skip")
     p.add_argument("--json", default=None, metavar="PATH")
@@ -134,12 +138,17 @@ def gpu_peak() -> Dict[str, Optional[float]]:
 
 
 def run_one(backend: str, dtype: str, kw: Dict[str, Any], z_steps: int,
-            euler_substeps: int) -> Dict[str, Any]:
+            euler_substeps: int, repeat: int = 1) -> Dict[str, Any]:
+    """`repeat` runs of the problem; seconds and solver seconds are the
+    medians, every run's seconds kept in ``all_seconds``."""
     mb = nl.MaxwellBloch(**kw["model"], dtype=np.complex128 if dtype == "float64" else np.complex64,
                          backend=backend)
-    out = mb.run(kw["fields0"], h_z=kw["h_z"], n_z=z_steps, save_every=z_steps, populations=False,
-                 euler_substeps=euler_substeps)
-    return dict(seconds=out.seconds, kernel=out.kernel_seconds, norm_dev=out.norm_deviation,
+    runs = [mb.run(kw["fields0"], h_z=kw["h_z"], n_z=z_steps, save_every=z_steps, populations=False,
+                   euler_substeps=euler_substeps) for _ in range(max(1, repeat))]
+    out = runs[-1]
+    return dict(seconds=float(np.median([r.seconds for r in runs])),
+                kernel=float(np.median([r.kernel_seconds for r in runs])),
+                all_seconds=[r.seconds for r in runs], norm_dev=out.norm_deviation,
                 fields=out.fields[-1])
 
 
@@ -182,7 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             if backend not in nl.backends("MaxwellBloch"):
                 print(f"skip {backend}: not available")
                 continue
-            r = run_one(backend, dtype, kw, a.z_steps, a.euler_substeps)
+            r = run_one(backend, dtype, kw, a.z_steps, a.euler_substeps, a.repeat)
             results[(backend, dtype)] = r
             atom_steps = a.atoms * (a.nt - 1) * solves / r["seconds"]
             gfl = atom_steps * fl / 1e9
@@ -192,12 +201,16 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                        atom_steps=atom_steps, gflops=gfl,
                        peak=(gfl * 1e9 / pk) if (backend == "cuda" and pk) else None,
                        speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"],
+                       all_seconds=r["all_seconds"],
                        tc_peak=(atom_steps * tcf / peak["fp64_tc"])
                        if (backend == "cuda" and tcf and peak["fp64_tc"]) else None)
             rows.append(row)
             print(f"{backend} {dtype}: {r['seconds']:.3f} s ({r['kernel']:.3f} s in the solver), "
                   f"{1e3 * r['seconds'] / a.z_steps:.2f} ms per z step, "
-                  f"{atom_steps:.3e} atom steps/s, {gfl:.1f} GFLOP/s", flush=True)
+                  f"{atom_steps:.3e} atom steps/s, {gfl:.1f} GFLOP/s"
+                  + (f"; median of {len(r['all_seconds'])} runs: "
+                     + ", ".join(f"{x:.3f}" for x in r["all_seconds"]) if a.repeat > 1 else ""),
+                  flush=True)
         if ("cpu", dtype) in results and ("cuda", dtype) in results:
             c, g = results[("cpu", dtype)], results[("cuda", dtype)]
             for row in rows:
