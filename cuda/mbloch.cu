@@ -1086,8 +1086,6 @@ static int steps(nlse_mb *s, int n)
     return NLSE_OK;
 }
 
-static int steps_fn(nlse_mb *s, int n) { return steps(s, n); }
-
 /* run fn (an atom solve or a z step) and time it with CUDA events */
 static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int want_pop, const char *what)
 {
@@ -1111,7 +1109,7 @@ extern "C" int nlse_mb_steps(nlse_mb *s, int n)
 {
     if (n < 0)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mb_steps: n = %d must be >= 0", n);
-    return timed(s, steps_fn, n, "nlse_mb_steps");
+    return timed(s, steps, n, "nlse_mb_steps");
 }
 
 extern "C" int nlse_mb_pipeline(const nlse_mb *s) { return s ? s->pipe : 0; }
