@@ -1086,13 +1086,14 @@ static int steps(nlse_mb *s, int n)
     return NLSE_OK;
 }
 
-/* run fn (an atom solve or a z step) and time it with CUDA events */
-static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int want_pop, const char *what)
+/* run fn(s, arg) (an atom solve, a z step: want_pop; z steps: their
+ * number) and time it with CUDA events */
+static int timed(nlse_mb *s, int (*fn)(nlse_mb *, int), int arg, const char *what)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "%s: NULL solver", what);
     CK(cudaEventRecord(s->ev0, s->stream));
-    CKS(fn(s, want_pop));
+    CKS(fn(s, arg));
     CK(cudaEventRecord(s->ev1, s->stream));
     CK(cudaEventSynchronize(s->ev1));
     float ms = 0;
