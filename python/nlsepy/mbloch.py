@@ -579,7 +579,7 @@ class MaxwellBloch:
                 if bar is not None:
                     bar.update(max(n, 1))
                 j += max(n, 1)
-                if callback is not None:  # n == 1
+                if callback is not None:  # after one z step
                     try:
                         callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
                     except StopIteration:  # the run ends at z_j, a saved point
