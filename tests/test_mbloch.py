@@ -413,3 +413,30 @@ def test_core_checks_name_the_argument(backend):
             core.MB(**{**args, **kw})
     with pytest.raises(TypeError, match="dtype"):
         core.MB(**{**args, "dtype": 7})
+
+
+def test_steps_give_the_bits_of_single_steps(backend):
+    """The solver's steps(n) (several z steps a launch where the backend can)
+    against n calls of step(False): the same fields, polarisation and norm
+    monitor; a negative count is refused."""
+    model, det, w, e0 = multilevel()
+    mb = nl.MaxwellBloch(h_t=0.03, n_t=201, line=(det, w), backend=backend, **model)
+
+    def solver():
+        return mb._core.MB(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings,
+                           mb.weights, mb.initial_state, e0, mb.h_t, 0.2, mb.beta, mb.kappa_g,
+                           mb.kappa_e, mb.delta, 3, mb._core.COMPLEX128)
+
+    s, r = solver(), solver()
+    s.steps(1)
+    s.steps(4)
+    s.steps(0)
+    for _ in range(5):
+        r.step(False)
+    assert s.z_index() == r.z_index() == 5
+    assert np.array_equal(s.get_fields(), r.get_fields())
+    assert np.array_equal(s.get_polarisation(), r.get_polarisation())
+    assert s.norm_deviation() == r.norm_deviation() > 0
+    assert s.pipeline() >= 1
+    with pytest.raises(ValueError, match="steps: n = -1"):
+        s.steps(-1)

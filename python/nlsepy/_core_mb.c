@@ -111,6 +111,19 @@ static void mb_dealloc(MBObject *self)
 
 /* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
  * a blow-up raises nlsepy.BlowUpError (the fields of the last z are kept). */
+static PyObject *mb_call(MBObject *self, int (*fn)(nlse_mb *, int), int arg)
+{
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = fn(self->s, arg);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *mb_run(MBObject *self, PyObject *arg, int (*fn)(nlse_mb *, int))
 {
     if (!mb_ready(self))
@@ -118,15 +131,7 @@ static PyObject *mb_run(MBObject *self, PyObject *arg, int (*fn)(nlse_mb *, int)
     const int want = PyObject_IsTrue(arg);
     if (want < 0)
         return NULL;
-    int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = fn(self->s, want);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
-    if (st)
-        return raise_status(st);
-    Py_RETURN_NONE;
+    return mb_call(self, fn, want);
 }
 
 static PyObject *mb_atoms(MBObject *self, PyObject *arg) { return mb_run(self, arg, nlse_mb_atoms); }
@@ -145,15 +150,7 @@ static PyObject *mb_steps(MBObject *self, PyObject *arg)
         PyErr_Format(PyExc_ValueError, "steps: n = %ld must be in [0, %d]", n, INT_MAX);
         return NULL;
     }
-    int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_mb_steps(self->s, (int)n);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
-    if (st)
-        return raise_status(st);
-    Py_RETURN_NONE;
+    return mb_call(self, nlse_mb_steps, (int)n);
 }
 
 static PyObject *mb_pipeline(MBObject *self, PyObject *Py_UNUSED(ignored))
