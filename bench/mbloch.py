@@ -23,11 +23,15 @@ coefficients (once per time step for a block of atoms) is not counted.
 The GPU's peak is the number of SMs x FP64 (FP32) lanes per SM x 2 x the
 maximum SM clock (64 and 128 lanes per SM on sm_90, 32 and 64 on sm_80).
 Where both halves of the level set have at most 32 levels the CUDA backend
-runs its tensor-core kernel in double for either dtype (docs/ARCHITECTURE.md):
-it multiplies dense 16-level tiles (L = 32 here), 4 stages x 2 halves x L^2
-complex multiply-adds plus L^2 for the polarisation, 73 728 tensor-core flops
-per atom step for the test problem, against the FP64 tensor-core peak (twice
-the FP64 lanes' on sm_80 and sm_90); the last column reports that fraction.
+runs its tensor-core kernel (docs/ARCHITECTURE.md): it multiplies dense
+16-level tiles (L = 32 here), 4 stages x 2 halves x L^2 complex
+multiply-adds plus L^2 for the polarisation, 73 728 tensor-core flops per
+atom step for the test problem.  In double they run on the FP64 tensor
+cores, whose peak is twice the FP64 lanes' on sm_80 and sm_90; in float
+each real product is three TF32 products (split operands), 221 184 flops
+per atom step, against the dense TF32 peak (1024 flops per clock per SM on
+sm_80, 2048 on sm_90; the mma.sync instructions used reach a part of it on
+sm_90).  The "fraction of tensor peak" column reports that fraction.
 
 Usage::
 
@@ -56,7 +60,7 @@ COLUMNS = [("backend", "backend", "{}"), ("dtype", "dtype", "{}"), ("threads", "
            ("per_step_ms", "ms per z step", "{:.2f}"),
            ("atom_steps", "atom steps/s", "{:.3e}"), ("gflops", "GFLOP/s", "{:.1f}"),
            ("peak", "fraction of GPU peak", "{:.3f}"), ("speedup", "speedup over CPU", "{:.1f}"),
-           ("tc_peak", "fraction of FP64 tensor peak", "{:.3f}"),
+           ("tc_peak", "fraction of tensor peak", "{:.3f}"),
            ("norm_dev", "max ||psi|^2-1|", "{:.1e}")]
 
 
@@ -120,7 +124,8 @@ def tc_flops_per_atom_step(kw: Dict[str, Any]) -> Optional[int]:
 def gpu_peak() -> Dict[str, Optional[float]]:
     """FP64 and FP32 peak in flop/s from the SM count, the arch and the max clock."""
     cp = cupy_or_none()
-    out: Dict[str, Optional[float]] = {"fp64": None, "fp32": None, "fp64_tc": None, "sms": None, "mhz": None}
+    out: Dict[str, Optional[float]] = {"fp64": None, "fp32": None, "fp64_tc": None, "tf32_tc": None,
+                                       "sms": None, "mhz": None}
     if cp is None:
         return out
     dev = cp.cuda.Device(0)
@@ -134,7 +139,21 @@ def gpu_peak() -> Dict[str, Optional[float]]:
         out["fp64"] = sms * lanes[0] * 2 * mhz * 1e6
         out["fp32"] = sms * lanes[1] * 2 * mhz * 1e6
         out["fp64_tc"] = 2 * out["fp64"]
+        out["tf32_tc"] = sms * {"80": 1024, "90": 2048}[cc] * mhz * 1e6
     return out
+
+
+def tensor_fraction(atom_steps: float, tcf: Optional[int], dtype: str,
+                    peak: Dict[str, Optional[float]]) -> Optional[float]:
+    """The tensor-core kernel's rate over its tensor peak: FP64 in double,
+    TF32 with three products per real product in float (NLSEPY_MB_KERNEL=tc64
+    runs float in FP64 too; simt: no tensor cores)."""
+    kern = os.environ.get("NLSEPY_MB_KERNEL", "tc")
+    if not tcf or kern == "simt":
+        return None
+    if dtype == "float64" or kern == "tc64":
+        return atom_steps * tcf / peak["fp64_tc"] if peak["fp64_tc"] else None
+    return atom_steps * 3 * tcf / peak["tf32_tc"] if peak["tf32_tc"] else None
 
 
 def run_one(backend: str, dtype: str, kw: Dict[str, Any], z_steps: int,
@@ -202,8 +221,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                        peak=(gfl * 1e9 / pk) if (backend == "cuda" and pk) else None,
                        speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"],
                        all_seconds=r["all_seconds"],
-                       tc_peak=(atom_steps * tcf / peak["fp64_tc"])
-                       if (backend == "cuda" and tcf and peak["fp64_tc"]) else None)
+                       tc_peak=tensor_fraction(atom_steps, tcf, dtype, peak) if backend == "cuda" else None)
             rows.append(row)
             print(f"{backend} {dtype}: {r['seconds']:.3f} s ({r['kernel']:.3f} s in the solver), "
                   f"{1e3 * r['seconds'] / a.z_steps:.2f} ms per z step, "

@@ -37,6 +37,7 @@
  */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ struct nlse_mb {
     void *F, *det, *w, *psi0;     /* T; T2 for psi0 */
     MBRow *rows;                  /* n_lev coupling rows, then n_f polarisation rows */
     int tc;                       /* tensor-core kernel: its MT (k_atoms_tc), 0: the plain kernel */
+    int tcf;                      /* 1: its float form (split TF32 products), 0: FP64 */
     MBTc targ;                    /* its arguments */
     double *coef;                 /* its per-lane coupling operands 0.5 F */
     int2 *ent;                    /* per coefficient: F index, mode index | conjugate << 16 */
@@ -557,21 +559,23 @@ static int pick_tiles(nlse_mb *s)
                                         : kernel_attr<double>(na, s->smem, &maxt);
 }
 
-/* k_atoms_tc's shared memory for MT */
-template <typename T> static int tc_attr(int MT, size_t smem)
+/* the instantiation of k_atoms_tc for the solver's dtype, MT and compute
+ * precision (float inputs in float arithmetic only where tcf is set) */
+static const void *tc_kernel(const nlse_mb *s)
 {
-    cudaError_t err = MT == 1 ? cudaFuncSetAttribute(k_atoms_tc<T, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int)smem)
-                              : cudaFuncSetAttribute(k_atoms_tc<T, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int)smem);
-    CK(err);
-    return NLSE_OK;
+    if (s->p.dtype == NLSE_COMPLEX128)
+        return s->tc == 1 ? (const void *)k_atoms_tc<double, 1, double> : (const void *)k_atoms_tc<double, 2, double>;
+    if (s->tcf)
+        return s->tc == 1 ? (const void *)k_atoms_tc<float, 1, float> : (const void *)k_atoms_tc<float, 2, float>;
+    return s->tc == 1 ? (const void *)k_atoms_tc<float, 1, double> : (const void *)k_atoms_tc<float, 2, double>;
 }
 
-/* The tensor-core kernel when the device has FP64 mma (sm_80 and later),
- * both halves have at most 32 levels and its shared memory fits;
- * NLSEPY_MB_KERNEL=simt forces the plain kernel.  Sets s->tc (its MT, 0
- * when not taken), the grid and the coupling list in fragment places. */
+/* The tensor-core kernel when the device has FP64 and TF32 mma (sm_80 and
+ * later), both halves have at most 32 levels and its shared memory fits:
+ * in double on the FP64 tensor cores, in float with split TF32 products.
+ * NLSEPY_MB_KERNEL=simt forces the plain kernel, NLSEPY_MB_KERNEL=tc64
+ * the FP64 tensor-core kernel for float too.  Sets s->tc (its MT, 0 when
+ * not taken), s->tcf, the grid and the coupling list in fragment places. */
 static int pick_tc(nlse_mb *s, const double *F)
 {
     const MBArgs *a = &s->a;
@@ -579,12 +583,13 @@ static int pick_tc(nlse_mb *s, const double *F)
     const char *env = getenv("NLSEPY_MB_KERNEL");
     if (env && strcmp(env, "simt") == 0)
         return NLSE_OK;
+    s->tcf = s->p.dtype == NLSE_COMPLEX64 && !(env && strcmp(env, "tc64") == 0);
     int dev = 0, major = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    const size_t smem = tc_smem_bytes(MT, a->n_f);
+    const size_t smem = tc_smem_bytes(MT, a->n_f, s->tcf ? sizeof(float) : sizeof(double));
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
     /* every lane's operands 0.5 F[m][n] (zero off the band), and the k
@@ -610,10 +615,14 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (!st && cudaMemcpy(s->coef, ft, nft * sizeof(double), cudaMemcpyHostToDevice) != cudaSuccess)
         st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
     free(ft);
-    if (!st)
-        st = s->p.dtype == NLSE_COMPLEX64 ? tc_attr<float>(MT, smem) : tc_attr<double>(MT, smem);
-    if (st)
+    s->tc = MT;
+    if (!st && cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+                   cudaSuccess)
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaFuncSetAttribute failed: %s", cudaGetErrorString(cudaGetLastError()));
+    if (st) {
+        s->tc = 0;
         return st;
+    }
     MBTc *t = &s->targ;
     t->n_g = a->n_g;
     t->n_e = a->n_e;
@@ -701,13 +710,6 @@ static int try_alloc(void **p, size_t bytes)
     return 0;
 }
 
-template <typename T> static int tc_occupancy(int MT, int threads, size_t smem, int *per)
-{
-    CK(MT == 1 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(per, k_atoms_tc<T, 1>, threads, smem)
-               : cudaOccupancyMaxActiveBlocksPerMultiprocessor(per, k_atoms_tc<T, 2>, threads, smem));
-    return NLSE_OK;
-}
-
 /* The z slices a launch of the tensor-core kernel holds: as many groups of
  * the grid as the device keeps resident at once (cooperative launch), at
  * most MB_PIPE_MAX, fewer when their buffers do not fit in a quarter of the
@@ -723,8 +725,7 @@ static int setup_pipe(nlse_mb *s)
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
     CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    CKS(s->p.dtype == NLSE_COMPLEX64 ? tc_occupancy<float>(s->tc, s->threads, s->smem, &per)
-                                     : tc_occupancy<double>(s->tc, s->threads, s->smem, &per));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, tc_kernel(s), s->threads, s->smem));
     int S = coop ? mb_imin(MB_PIPE_MAX, per * nsm / s->nb) : 1;
     const char *env = getenv("NLSEPY_MB_PIPE");
     if (env && atoi(env) >= 1)
@@ -849,7 +850,7 @@ template <typename T> static int launch_tc(nlse_mb *s, MBPipe pp, int want_pop)
     double2 *part = (double2 *)s->part;
     double *ppart = (double *)s->ppart, *devb = s->devb;
     void *args[] = {&t, &pp, &e0, &psi0, &det, &w, &F, &coef, &part, &ppart, &devb};
-    const void *fn = s->tc == 1 ? (const void *)k_atoms_tc<T, 1> : (const void *)k_atoms_tc<T, 2>;
+    const void *fn = tc_kernel(s);
     if (pp.S > 1)
         CK(cudaLaunchCooperativeKernel(fn, dim3(pp.S * s->nb), dim3(s->threads), args, s->smem, s->stream));
     else

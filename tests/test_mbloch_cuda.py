@@ -6,9 +6,10 @@ thread on the CPU, per block and then over blocks on the GPU) and in the
 GPU's fused multiply-adds, so double precision agrees to rounding (checked
 to 1e-10 relative after several z steps, Euler start included).  Every
 case runs on both CUDA atom kernels (the ``kernel`` fixture): the
-tensor-core kernel, which computes in double for either dtype, at 1 + 1 to
-32 + 32 levels (one and two 16-level tiles a half, narrow and wide bands),
-and the plain one.  In float
+tensor-core kernel at 1 + 1 to 32 + 32 levels (one and two 16-level tiles
+a half, narrow and wide bands), and the plain one.  The tensor-core kernel
+computes a float run in float with split TF32 products (or, with
+NLSEPY_MB_KERNEL=tc64, in double); the float test runs all three.  In float
 the CUDA run is compared with a double run: source 004 section 5.2 reports
 relative differences below 1e-6 on the dominant fields between its float
 GPU and double CPU programs, and larger ones on the weak modes; the test
@@ -104,9 +105,17 @@ def test_matches_the_reference_scheme(kernel):
     assert abs(s.norm_deviation() - r.norm_deviation) < 1e-12
 
 
-def test_float_on_the_device(kernel):
+@pytest.mark.parametrize("shape", [dict(n_atoms=64),
+                                   dict(n_g=20, n_e=17, modes=(-4, 6), n_atoms=40, n_t=150),
+                                   dict(n_g=32, n_e=32, modes=(-9, 9), n_atoms=48, n_t=150)])
+@pytest.mark.parametrize("fkernel", ["tc", "tc64", "simt"])
+def test_float_on_the_device(fkernel, shape, monkeypatch):
+    """Float on each CUDA atom kernel: the tensor-core kernel's float form
+    (float updates, split TF32 products), its FP64 form (tc64) and the
+    plain kernel, at one and two 16-level tiles a half."""
+    monkeypatch.setenv("NLSEPY_MB_KERNEL", fkernel)
     core, cuda = _modules()
-    kw = problem(n_atoms=64)
+    kw = problem(**shape)
     d = run(core, kw, 4, core.COMPLEX128)[0]
     fc = run(core, kw, 4, core.COMPLEX64)[0]
     fg = run(cuda, kw, 4, cuda.COMPLEX64)[0]
@@ -116,7 +125,8 @@ def test_float_on_the_device(kernel):
     # the dominant mode, relative to itself (section 5.2: below 1e-6 there)
     q = int(np.argmax(np.abs(d).max(axis=0)))
     err_dom = np.abs(fg[:, q] - d[:, q]).max() / np.abs(d[:, q]).max()
-    print(f"float vs double: GPU {err_gpu:.2e}, CPU {err_cpu:.2e}, GPU dominant mode {err_dom:.2e}")
+    print(f"float vs double ({fkernel}): GPU {err_gpu:.2e}, CPU {err_cpu:.2e}, "
+          f"GPU dominant mode {err_dom:.2e}")
     assert err_gpu < 1e-6
     assert err_gpu < max(3 * err_cpu, 1e-7)
     assert err_dom < 1e-6
