@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Maxwell-Bloch on a GPU machine in one go: build (bench/gpu.sh), the CUDA
+# Maxwell-Bloch tests, then bench/mbloch.py (CPU on every core beside CUDA).
+# Logs and JSON go to $OUT (default out/gpu).
+#   bash bench/mb_gpu.sh [--no-tests] [--tests "PYTEST ARGS"] [--repeat N]
+#                        [--dtypes float64,float32] [--variant BLOCKS]
+# --variant BLOCKS also builds the float tensor-core kernel for BLOCKS
+# blocks an SM (MB_TC_F32_BLOCKS) and times it beside the default build.
+set -uo pipefail
+OUT=${OUT:-out/gpu}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT"
+tests=1; targs="tests/test_mbloch_cuda.py tests/test_mbloch.py -q"; repeat=1; dtypes=float64,float32; variant=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-tests) tests=0;;
+    --tests) targs="$2"; shift;;
+    --repeat) repeat="$2"; shift;;
+    --dtypes) dtypes="$2"; shift;;
+    --variant) variant="$2"; shift;;
+  esac
+  shift
+done
+if [ $tests = 1 ]; then
+  OUT="$OUT" bash bench/gpu.sh --no-bench --tests "$targs" || exit 1
+else
+  OUT="$OUT" bash bench/gpu.sh --no-bench --no-tests || exit 1
+fi
+export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
+(cd bench && "$PY" mbloch.py --dtypes "$dtypes" --repeat "$repeat" --numpy-z-steps 0 \
+  --json "$OUT/mbloch.json" 2>&1 | tee "$OUT/mbloch.log" | tail -12)
+(cd bench && NLSEPY_MB_KERNEL=tc64 "$PY" mbloch.py --backends cuda --dtypes float32 --numpy-z-steps 0 \
+  2>&1 | tee "$OUT/mbloch-tc64.log" | tail -4)
+if [ -n "$variant" ]; then
+  cmake -S . -B build-gpu-v -G Ninja -DCMAKE_BUILD_TYPE=Release -DNLSEPY_CUDA=ON \
+    -DCMAKE_CUDA_FLAGS="-DMB_TC_F32_BLOCKS=$variant" -DPython_EXECUTABLE="$(command -v "$PY")" \
+    >"$OUT/build-v.log" 2>&1 && cmake --build build-gpu-v -j 16 >>"$OUT/build-v.log" 2>&1 || {
+    tail -30 "$OUT/build-v.log"; exit 1; }
+  rm -rf /tmp/nlsepy-v && mkdir -p /tmp/nlsepy-v && cp -r python/nlsepy /tmp/nlsepy-v/ &&
+    cp build-gpu-v/_core*.so build-gpu-v/_cuda*.so build-gpu-v/_build_config.py /tmp/nlsepy-v/nlsepy/
+  (cd bench && PYTHONPATH=/tmp/nlsepy-v "$PY" mbloch.py --backends cuda --dtypes float32 --repeat "$repeat" \
+    --numpy-z-steps 0 2>&1 | tee "$OUT/mbloch-v$variant.log" | tail -4)
+fi
