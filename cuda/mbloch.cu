@@ -129,6 +129,7 @@ __device__ __forceinline__ double2 mb_new_field(double2 eps, double2 P, double2 
 }
 
 #include "mbloch_tc.cuh"
+#include "mbloch_tcf.cuh"
 
 struct nlse_mb {
     nlse_mb_params p;
@@ -559,15 +560,15 @@ static int pick_tiles(nlse_mb *s)
                                         : kernel_attr<double>(na, s->smem, &maxt);
 }
 
-/* the instantiation of k_atoms_tc for the solver's dtype, MT and compute
- * precision (float inputs in float arithmetic only where tcf is set) */
+/* the tensor-core kernel for the solver's dtype and MT: k_atoms_tc (FP64)
+ * or, for float where tcf is set, k_atoms_tcf (split TF32) */
 static const void *tc_kernel(const nlse_mb *s)
 {
     if (s->p.dtype == NLSE_COMPLEX128)
-        return s->tc == 1 ? (const void *)k_atoms_tc<double, 1, double> : (const void *)k_atoms_tc<double, 2, double>;
+        return s->tc == 1 ? (const void *)k_atoms_tc<double, 1> : (const void *)k_atoms_tc<double, 2>;
     if (s->tcf)
-        return s->tc == 1 ? (const void *)k_atoms_tc<float, 1, float> : (const void *)k_atoms_tc<float, 2, float>;
-    return s->tc == 1 ? (const void *)k_atoms_tc<float, 1, double> : (const void *)k_atoms_tc<float, 2, double>;
+        return s->tc == 1 ? (const void *)k_atoms_tcf<1> : (const void *)k_atoms_tcf<2>;
+    return s->tc == 1 ? (const void *)k_atoms_tc<float, 1> : (const void *)k_atoms_tc<float, 2>;
 }
 
 /* The tensor-core kernel when the device has FP64 and TF32 mma (sm_80 and
@@ -589,7 +590,7 @@ static int pick_tc(nlse_mb *s, const double *F)
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    const size_t smem = tc_smem_bytes(MT, a->n_f, s->tcf ? sizeof(float) : sizeof(double));
+    const size_t smem = s->tcf ? tcf_smem_bytes(MT, a->n_f, a->l_min, a->l_max) : tc_smem_bytes(MT, a->n_f);
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
     /* every lane's operands 0.5 F[m][n] (zero off the band), and the k

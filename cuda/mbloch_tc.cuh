@@ -157,19 +157,16 @@ __device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int s,
     mb_signal(pp.red + s * pp.nch + c);
 }
 
-/* atom stride of a level row in the stage buffers (elements): no bank
- * conflicts on the operand loads (lane (g, q) reads element 2q SA + g) */
-#define MB_TC_SA 10
-#define MB_TC_SAF 12
+#define MB_TC_SA 10 /* atom stride of a level row in the stage buffers (doubles) */
 
 #define MB_TC_PMS 36 /* row stride of the mode sums PM (complex): no bank conflicts */
 
-/* shared memory of k_atoms_tc<T, MT, R> (rs = sizeof(R)) */
-static size_t tc_smem_bytes(int MT, int n_f, size_t rs)
+/* shared memory of k_atoms_tc<MT> */
+static size_t tc_smem_bytes(int MT, int n_f)
 {
-    const size_t L = 16 * (size_t)MT, KS = L / 8, SA = rs == 8 ? MB_TC_SA : MB_TC_SAF;
-    return rs * (2 * MT * KS * 128 + 2 * 2 * 2 * L * SA) + 16 * (((size_t)n_f + 1) * MB_TC_PMS) +
-           2 * rs * 6 * (size_t)n_f + 8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + 32;
+    const size_t L = 16 * (size_t)MT, KS = L / 8;
+    return 8 * (2 * MT * KS * 128 + 2 * 2 * 2 * L * MB_TC_SA) + 16 * (((size_t)n_f + 1) * MB_TC_PMS + 6 * (size_t)n_f) +
+           8 * (L * L + 2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) + 32;
 }
 
 /* Lane (g, q) of warp (h, mt), k step s, operand element i (a0 .. a3):
@@ -179,16 +176,15 @@ static size_t tc_smem_bytes(int MT, int n_f, size_t rs)
 static __host__ __device__ inline int tc_out(int mt, int g, int i) { return 16 * mt + g + 8 * (i & 1); }
 static __host__ __device__ inline int tc_in(int s, int q, int i) { return 8 * s + 2 * q + (i >> 1); }
 
-template <int MT, typename R = double> struct TcTile {
-    static constexpr int L = 16 * MT;                                 /* padded levels a half */
-    static constexpr int KS = L / 8;                                  /* k steps over a half */
-    static constexpr int SA = sizeof(R) == 8 ? MB_TC_SA : MB_TC_SAF; /* atom stride */
-    static constexpr int PL = 2 * L * SA;                             /* elements in one plane of a stage buffer */
+template <int MT> struct TcTile {
+    static constexpr int L = 16 * MT;              /* padded levels a half */
+    static constexpr int KS = L / 8;               /* k steps over a half */
+    static constexpr int PL = 2 * L * MB_TC_SA;    /* doubles in one plane of a stage buffer */
 };
 
 /* a stage buffer: real and imaginary planes [level][atom] */
-template <typename R = double> struct TcBuf {
-    R *re, *im;
+struct TcBuf {
+    double *re, *im;
 };
 
 /* the coefficient operands of tile (h, mt) for every k step: loaded once
@@ -227,7 +223,7 @@ __device__ __forceinline__ void tc_make_a(TcA<MT> &A, const double2 *Ft, const d
  * levels g and g + 8 of the tile for atoms 2q and 2q + 1 (c = 2 (level
  * half) + atom).  mid() runs while the products are in flight. */
 template <int MT, class Mid>
-__device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf<double> Y, const TcA<MT> &A, int h, int mt, int g, int q,
+__device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf Y, const TcA<MT> &A, int h, int mt, int g, int q,
                                          const double e[4], const double2 y[4], double2 d[4], Mid mid)
 {
     typedef TcTile<MT> TT;
@@ -269,7 +265,7 @@ __device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf<double> Y, const T
  * atom 2q + 1); F M on the band into PM[mode][m], the rest into the
  * scratch row PM[n_f] */
 template <int MT>
-__device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf<double> Y, const double *wsm, const double *Fd,
+__device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const double *wsm, const double *Fd,
                                              double2 *PM, int warp, int g, int q)
 {
     typedef TcTile<MT> TT;
@@ -333,188 +329,29 @@ __device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* float: the products in split TF32 on the tensor cores              */
-/* ------------------------------------------------------------------ */
-
-/* x = hi + lo with hi, lo TF32 (10-bit mantissas, rounded to nearest):
- * |x - hi - lo| <= 2^-23 |x|, so that ah bh + ah bl + al bh (the lo lo
- * term, <= 2^-24 |a b|, left out) is a product to about float precision */
-__device__ __forceinline__ void tf32_split(float x, uint32_t &hi, uint32_t &lo)
-{
-    uint32_t h, l;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
-    const float r = x - __uint_as_float(h);
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(l) : "f"(r));
-    hi = h;
-    lo = l;
-}
-
-/* the TF32 value -x (the sign bit; rounding to nearest is symmetric) */
-__device__ __forceinline__ uint32_t tf32_neg(uint32_t x) { return x ^ 0x80000000u; }
-
-/* d += a b for one m16n8k8 tile in TF32 with float accumulation; its
- * fragments are those of the FP64 m16n8k8 above */
-__device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* the split product: big += ah bh, small += ah bl + al bh */
-__device__ __forceinline__ void tmma3(float big[4], float small[4], const uint32_t ah[4], const uint32_t al[4],
-                                      uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1)
-{
-    tmma16(big, ah, bh0, bh1);
-    tmma16(small, ah, bl0, bl1);
-    tmma16(small, al, bh0, bh1);
-}
-
-/* the coefficient operands of tile (h, mt) in float, split (hi, lo):
- * element i of k step s as in TcA (a0 .. a3) */
-template <int MT> struct TcAF {
-    uint32_t rh[TcTile<MT>::KS][4], rl[TcTile<MT>::KS][4], ih[TcTile<MT>::KS][4], il[TcTile<MT>::KS][4];
-};
-
-template <int MT>
-__device__ __forceinline__ void tc_make_a(TcAF<MT> &A, const float2 *Ft, const float2 *E, const MBTc &a, int h,
-                                          int mt, int g, int q)
-{
-    const float sg = h ? 1.0f : -1.0f;
-#pragma unroll
-    for (int s = 0; s < TcTile<MT>::KS; ++s)
-#pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            const float2 f = Ft[(s * 2 + p) * 32];
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                const int i = 2 * p + u, l = tc_out(mt, g, i) - tc_in(s, q, i);
-                const int li = min(max((h ? l : -l) - a.l_min, 0), a.n_f - 1); /* f = 0 off the band */
-                const float2 ev = E[li];
-                const float fu = u ? f.y : f.x;
-                tf32_split(fu * ev.x, A.rh[s][i], A.rl[s][i]);
-                tf32_split(sg * (fu * ev.y), A.ih[s][i], A.il[s][i]);
-            }
-        }
-}
-
-/* the float form of tc_deriv: twelve TF32 products a k step (four real
- * products, each split three ways), accumulated in eight independent
- * float accumulators; the small terms are added first */
-template <int MT, class Mid>
-__device__ __forceinline__ void tc_deriv(const MBTc &a, TcBuf<float> Y, const TcAF<MT> &A, int h, int mt, int g,
-                                         int q, const float e[4], const float2 y[4], float2 d[4], Mid mid)
-{
-    typedef TcTile<MT, float> TT;
-    const int yo = ((1 - h) * TT::L + 2 * q) * TT::SA + g;
-    uint32_t brh[TT::KS][2], brl[TT::KS][2], bih[TT::KS][2], bil[TT::KS][2];
-#pragma unroll
-    for (int s = 0; s < TT::KS; ++s)
-#pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            tf32_split(Y.re[yo + (8 * s + p) * TT::SA], brh[s][p], brl[s][p]);
-            tf32_split(Y.im[yo + (8 * s + p) * TT::SA], bih[s][p], bil[s][p]);
-        }
-    float big[4][4], small[4][4]; /* Re += Ar Br, Im += Ar Bi, Re -= Ai Bi, Im += Ai Br */
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-            big[p][c] = small[p][c] = 0;
-    const unsigned int m = a.mask >> ((h * MT + mt) * TT::KS);
-#pragma unroll
-    for (int s = 0; s < TT::KS; ++s) {
-        if (!((m >> s) & 1u))
-            continue;
-        tmma3(big[0], small[0], A.rh[s], A.rl[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
-        tmma3(big[1], small[1], A.rh[s], A.rl[s], bih[s][0], bih[s][1], bil[s][0], bil[s][1]);
-        tmma3(big[2], small[2], A.ih[s], A.il[s], tf32_neg(bih[s][0]), tf32_neg(bih[s][1]), tf32_neg(bil[s][0]),
-              tf32_neg(bil[s][1]));
-        tmma3(big[3], small[3], A.ih[s], A.il[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
-    }
-    mid();
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        const float re = (small[0][c] + small[2][c]) + (big[0][c] + big[2][c]);
-        const float im = (small[1][c] + small[3][c]) + (big[1][c] + big[3][c]);
-        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, re), __fmaf_rn(e[c], y[c].y, im));
-    }
-}
-
-/* the float form of tc_pol_tiles: M = conj(G)^T (w E) in split TF32 */
-template <int MT>
-__device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf<float> Y, const double *wsm, const double *Fd,
-                                             double2 *PM, int warp, int g, int q)
-{
-    typedef TcTile<MT, float> TT;
-#pragma unroll
-    for (int j = 0; j < MT; ++j) {
-        const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
-        const int o0 = (16 * mt + g) * TT::SA + 2 * q, o1 = o0 + 8 * TT::SA;
-        const int oe = (TT::L + 8 * nt + g) * TT::SA + 2 * q;
-        const float2 G0r = *(const float2 *)(Y.re + o0), G1r = *(const float2 *)(Y.re + o1);
-        const float2 G0i = *(const float2 *)(Y.im + o0), G1i = *(const float2 *)(Y.im + o1);
-        const float2 Er = *(const float2 *)(Y.re + oe), Ei = *(const float2 *)(Y.im + oe);
-        const float w0 = (float)wsm[2 * q], w1 = (float)wsm[2 * q + 1];
-        const float gr[4] = {G0r.x, G1r.x, G0r.y, G1r.y}, gi[4] = {G0i.x, G1i.x, G0i.y, G1i.y};
-        uint32_t grh[4], grl[4], gih[4], gil[4], erh[2], erl[2], eih[2], eil[2];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            tf32_split(gr[c], grh[c], grl[c]);
-            tf32_split(gi[c], gih[c], gil[c]);
-        }
-        tf32_split(w0 * Er.x, erh[0], erl[0]);
-        tf32_split(w1 * Er.y, erh[1], erl[1]);
-        tf32_split(w0 * Ei.x, eih[0], eil[0]);
-        tf32_split(w1 * Ei.y, eih[1], eil[1]);
-        float rb[4] = {0, 0, 0, 0}, rs[4] = {0, 0, 0, 0}, ib[4] = {0, 0, 0, 0}, is[4] = {0, 0, 0, 0};
-        tmma3(rb, rs, grh, grl, erh[0], erh[1], erl[0], erl[1]);
-        tmma3(ib, is, grh, grl, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(rb, rs, gih, gil, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(ib, is, gih, gil, tf32_neg(erh[0]), tf32_neg(erh[1]), tf32_neg(erl[0]), tf32_neg(erl[1]));
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
-            const bool band = m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f;
-            const double f = Fd[m * TT::L + n];
-            PM[(band ? li : a.n_f) * MB_TC_PMS + m] =
-                make_double2(f * (double)(rs[c] + rb[c]), f * (double)(is[c] + ib[c]));
-        }
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* both precisions                                                    */
-/* ------------------------------------------------------------------ */
-
 /* the lane's four values of a stage vector into Y: levels g, g + 8 of the
  * tile, atoms 2q and 2q + 1 side by side */
-template <int MT, typename R, typename R2>
-__device__ __forceinline__ void tc_put(TcBuf<R> Y, const R2 v[4], int h, int mt, int g, int q)
+template <int MT>
+__device__ __forceinline__ void tc_put(TcBuf Y, const double2 v[4], int h, int mt, int g, int q)
 {
-    typedef TcTile<MT, R> TT;
-    const int o = (h * TT::L + 16 * mt + g) * TT::SA + 2 * q, o8 = o + 8 * TT::SA;
-    *(R2 *)(Y.re + o) = C2<R>::make(v[0].x, v[1].x);
-    *(R2 *)(Y.im + o) = C2<R>::make(v[0].y, v[1].y);
-    *(R2 *)(Y.re + o8) = C2<R>::make(v[2].x, v[3].x);
-    *(R2 *)(Y.im + o8) = C2<R>::make(v[2].y, v[3].y);
+    const int o = (h * TcTile<MT>::L + 16 * mt + g) * MB_TC_SA + 2 * q, o8 = o + 8 * MB_TC_SA;
+    *(double2 *)(Y.re + o) = make_double2(v[0].x, v[1].x);
+    *(double2 *)(Y.im + o) = make_double2(v[0].y, v[1].y);
+    *(double2 *)(Y.re + o8) = make_double2(v[2].x, v[3].x);
+    *(double2 *)(Y.im + o8) = make_double2(v[2].y, v[3].y);
 }
 
 /* psi of t_k (the lane's four values): |psi|^2 per atom summed over the
  * warp's levels into nrm, and (want_pop) the weighted populations summed
- * over the block's atoms into ppart; in double for either precision */
-template <int MT, typename R2>
-__device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, const R2 psi[4], int h, int mt,
+ * over the block's atoms into ppart */
+template <int MT>
+__device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, const double2 psi[4], int h, int mt,
                                          int g, int q, int warp, const double *wsm, double *ppart)
 {
     double p[4];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        const double x = psi[c].x, y = psi[c].y;
-        p[c] = x * x + y * y;
-    }
+    for (int c = 0; c < 4; ++c)
+        p[c] = psi[c].x * psi[c].x + psi[c].y * psi[c].y;
     double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 2q, 2q + 1 */
 #pragma unroll
     for (int d = 4; d < 32; d <<= 1) {
@@ -541,65 +378,43 @@ __device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, cons
 
 /* one RK4 stage's update of the lane's four values: k = i h S, then
  * acc (wa: 0 sets, else adds wa k) and the next stage vector psi + wy k */
-template <typename R, typename R2>
-__device__ __forceinline__ void tc_rk(const R2 d[4], R ht, R wa, R wy, const R2 psi[4], R2 acc[4], R2 y[4])
+__device__ __forceinline__ void tc_rk(const double2 d[4], double ht, double wa, double wy, const double2 psi[4],
+                                      double2 acc[4], double2 y[4])
 {
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-        const R2 kk = C2<R>::make(-ht * d[c].y, ht * d[c].x); /* i h S */
+        const double2 kk = make_double2(-ht * d[c].y, ht * d[c].x); /* i h S */
         if (wa == 0)
             acc[c] = kk;
         else {
             acc[c].x += wa * kk.x;
             acc[c].y += wa * kk.y;
         }
-        y[c] = C2<R>::make(psi[c].x + wy * kk.x, psi[c].y + wy * kk.y);
+        y[c] = make_double2(psi[c].x + wy * kk.x, psi[c].y + wy * kk.y);
     }
 }
 
-/* a field value in the compute precision */
-template <typename R> __device__ __forceinline__ typename C2<R>::t tc_field(double2 v)
+template <typename T, int MT>
+__global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MBTc a,
+                                                      const __grid_constant__ MBPipe pp, const double2 *eps,
+                                                      const typename C2<T>::t *psi0, const T *det, const T *w,
+                                                      const T *Fg, const double *ftab, double2 *part,
+                                                      double *ppart, double *devb)
 {
-    return C2<R>::make((R)v.x, (R)v.y);
-}
-
-/* the coefficient operands of a compute precision */
-template <int MT, typename R> struct TcAT {
-    typedef TcA<MT> t;
-};
-template <int MT> struct TcAT<MT, float> {
-    typedef TcAF<MT> t;
-};
-
-/* The atom kernel: T is the stored precision of the inputs, R the
- * precision of the atoms' arithmetic (double: FP64 tensor cores; float:
- * float updates, the products in split TF32).  R = float holds three
- * blocks an SM (168 registers), so that three z slices run a launch. */
-#ifndef MB_TC_F32_BLOCKS
-#define MB_TC_F32_BLOCKS 3 /* blocks an SM the float form is compiled for */
-#endif
-
-template <typename T, int MT, typename R>
-__global__ void __launch_bounds__(64 * MT, sizeof(R) == 4 ? MB_TC_F32_BLOCKS : 0)
-    k_atoms_tc(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
-               const typename C2<T>::t *psi0, const T *det, const T *w, const T *Fg, const double *ftab,
-               double2 *part, double *ppart, double *devb)
-{
-    typedef TcTile<MT, R> TT;
-    typedef typename C2<R>::t R2;
+    typedef TcTile<MT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
-    /* layout: the lanes' 0.5 F operands [warp][KS][2][32] R2 | 2 stage
-     * buffers (2 planes each) | PM [n_f][PMS] | field ring [3][n_f] R2 |
-     * mean ring [3][n_f] R2 | F [L][L] | norms [2MT][8] | weights [8] */
-    R2 *Ft = (R2 *)smem;
-    R *Yv = (R *)(Ft + 2 * MT * TT::KS * 64);
+    /* layout: the lanes' 0.5 F operands [warp][KS][2][32] double2 | 2
+     * stage buffers (2 planes each) | PM [n_f][PMS] | field ring [3][n_f]
+     * | mean ring [3][n_f] | F [L][L] | norms [2MT][8] | weights [8] */
+    double2 *Ft = (double2 *)smem;
+    double *Yv = (double *)(Ft + 2 * MT * TT::KS * 64);
     double2 *PM = (double2 *)(Yv + 4 * TT::PL);
-    R2 *Er = (R2 *)(PM + (a.n_f + 1) * MB_TC_PMS);
-    R2 *Em = Er + 3 * a.n_f;
+    double2 *Er = PM + (a.n_f + 1) * MB_TC_PMS;
+    double2 *Em = Er + 3 * a.n_f;
     double *Fd = (double *)(Em + 3 * a.n_f);
     double *nrm = Fd + TT::L * TT::L;
     double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
-    const TcBuf<R> Y0 = {Yv, Yv + TT::PL}, Y1 = {Yv + 2 * TT::PL, Yv + 3 * TT::PL};
+    const TcBuf Y0 = {Yv, Yv + TT::PL}, Y1 = {Yv + 2 * TT::PL, Yv + 3 * TT::PL};
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
@@ -614,23 +429,19 @@ __global__ void __launch_bounds__(64 * MT, sizeof(R) == 4 ? MB_TC_F32_BLOCKS : 0
     }
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
-        ((R *)Ft)[i] = (R)ftab[i];
+        ((double *)Ft)[i] = ftab[i];
     for (int i = threadIdx.x; i < 4 * TT::PL; i += blockDim.x)
         Yv[i] = 0;
     for (int i = threadIdx.x; i < a.n_f * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_double2(0, 0);
     for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
         const double2 ei = i < a.n_t * a.n_f ? __ldcg(E + i) : make_double2(0, 0);
-        Er[i] = tc_field<R>(ei);
+        Er[i] = ei;
         if (i >= a.n_f && i < a.n_t * a.n_f) {
             const double2 eo = __ldcg(E + i - a.n_f);
-            Em[i] = tc_field<R>(make_double2(0.5 * (ei.x + eo.x), 0.5 * (ei.y + eo.y)));
+            Em[i] = make_double2(0.5 * (ei.x + eo.x), 0.5 * (ei.y + eo.y));
         }
     }
-    /* the fetching lanes keep the last row fetched (t_{k+1}) in double for the means */
-    double2 elast = make_double2(0, 0);
-    if (sizeof(R) == 4 && threadIdx.x < a.n_f && 2 < a.n_t)
-        elast = __ldcg(E + 2 * a.n_f + threadIdx.x);
     for (int i = threadIdx.x; i < TT::L * TT::L; i += blockDim.x) {
         const int m = i / TT::L, n = i % TT::L;
         Fd[i] = m < a.n_g && n < a.n_e ? (double)Fg[m * a.n_e + n] : 0.0;
@@ -641,28 +452,28 @@ __global__ void __launch_bounds__(64 * MT, sizeof(R) == 4 ? MB_TC_F32_BLOCKS : 0
 
     /* the lane's four values: levels 16 mt + g (+ 8) of half h, atoms 2q (+ 1) */
     const int nh = h ? a.n_e : a.n_g;
-    R e[4];
-    R2 psi[4], acc[4], y[4], d[4];
+    double e[4];
+    double2 psi[4], acc[4], y[4], d[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
         const int lev = 16 * mt + g + 8 * (c >> 1), D = atom0 + 2 * q + (c & 1);
         const bool valid = D < a.n_atoms;
-        e[c] = (R)(h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0));
-        psi[c] = C2<R>::make(0, 0);
+        e[c] = h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0);
+        psi[c] = make_double2(0, 0);
         if (valid && lev < nh) {
             const typename C2<T>::t v = psi0[(size_t)D * a.n_lev + (h ? a.n_g : 0) + lev];
-            psi[c] = C2<R>::make((R)v.x, (R)v.y);
+            psi[c] = make_double2((double)v.x, (double)v.y);
         }
         y[c] = psi[c];
-        acc[c] = C2<R>::make(0, 0);
+        acc[c] = make_double2(0, 0);
     }
-    const R2 *ft = Ft + warp * TT::KS * 64 + lane;
+    const double2 *ft = Ft + warp * TT::KS * 64 + lane;
     tc_put<MT>(Y0, psi, h, mt, g, q);
     __syncthreads();
-    typename TcAT<MT, R>::t A; /* the operands of K(t_0) */
+    TcA<MT> A; /* the operands of K(t_0) */
     tc_make_a<MT>(A, ft, Er, a, h, mt, g, q);
     double dev = 0;
-    const R ht = (R)a.h, sixth = (R)(1.0 / 6.0), zero = 0, half = 0.5, one = 1, two = 2;
+    const double ht = a.h, sixth = 1.0 / 6.0;
     for (int k = 1; k < a.n_t; ++k) {
         const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
         if (pp.S > 1) {
@@ -685,13 +496,13 @@ __global__ void __launch_bounds__(64 * MT, sizeof(R) == 4 ? MB_TC_F32_BLOCKS : 0
             tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
             tc_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
         });
-        tc_rk(d, ht, zero, half, psi, acc, y);
+        tc_rk(d, ht, 0.0, 0.5, psi, acc, y);
         tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
         /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
         tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d,
                      [&] { tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
-        tc_rk(d, ht, two, half, psi, acc, y);
+        tc_rk(d, ht, 2.0, 0.5, psi, acc, y);
         tc_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
         /* stage 3: midpoint; meanwhile the fields of t_{k+2} are fetched */
@@ -700,24 +511,21 @@ __global__ void __launch_bounds__(64 * MT, sizeof(R) == 4 ? MB_TC_F32_BLOCKS : 0
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
-        tc_rk(d, ht, two, one, psi, acc, y);
+        tc_rk(d, ht, 2.0, 1.0, psi, acc, y);
         tc_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
         /* stage 4: K(t_k), the new psi; meanwhile the fields of t_{k+2}
          * and their mean with t_{k+1} into the ring rows of t_{k-1} */
         tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d, [&] {
             if (pre) {
-                if constexpr (sizeof(R) == 8) /* the ring holds the doubles */
-                    elast = Er[((k + 1) % 3) * a.n_f + threadIdx.x];
-                Er[((k + 2) % 3) * a.n_f + threadIdx.x] = tc_field<R>(ef);
-                Em[((k + 2) % 3) * a.n_f + threadIdx.x] =
-                    tc_field<R>(make_double2(0.5 * (ef.x + elast.x), 0.5 * (ef.y + elast.y)));
-                elast = ef;
+                const double2 o = Er[((k + 1) % 3) * a.n_f + threadIdx.x];
+                Er[((k + 2) % 3) * a.n_f + threadIdx.x] = ef;
+                Em[((k + 2) % 3) * a.n_f + threadIdx.x] = make_double2(0.5 * (ef.x + o.x), 0.5 * (ef.y + o.y));
             }
         });
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-            const R2 kk = C2<R>::make(-ht * d[c].y, ht * d[c].x);
+            const double2 kk = make_double2(-ht * d[c].y, ht * d[c].x);
             psi[c].x += sixth * (acc[c].x + kk.x);
             psi[c].y += sixth * (acc[c].y + kk.y);
             y[c] = psi[c];

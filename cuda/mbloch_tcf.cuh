@@ -1,0 +1,474 @@
+/*
+ * mbloch_tcf.cuh -- the float form of the tensor-core atom kernel of the
+ * CUDA Maxwell-Bloch backend (source 004, eq. 4 advanced by the RK4 of
+ * algorithm 2, the polarisation of eq. 6), included by cuda/mbloch.cu
+ * after mbloch_tc.cuh, whose tiling, pipeline and reductions it shares.
+ *
+ * The atoms' states, the RK4 stages and the coupling operands are float;
+ * the products C Y of a stage (and the polarisation products) run on the
+ * tensor cores in TF32 with split operands: every float x is the sum of
+ * two TF32 numbers hi + lo (to 2^-23 |x|), and a real product is the three
+ * TF32 products ah bh + ah bl + al bh with float accumulation (the dropped
+ * al bl is below 2^-24 |a b|), so that a product is as good as a float
+ * one.  mma.m16n8k8.tf32 has the fragments of the FP64 m16n8k8 of
+ * mbloch_tc.cuh, so the tiles are the same: warp (h, mt) owns output
+ * levels 16 mt .. 16 mt + 15 of half h for the block's eight atoms.
+ *
+ * What differs from the FP64 form, besides the arithmetic:
+ *  - stage buffers hold interleaved complex values [level][atom] (stride
+ *    MB_TCF_SA, conflict-free 64-bit operand loads);
+ *  - the field rows are kept in shared memory as a forward and a reversed
+ *    copy, zero-padded so that every operand of a lane is at a constant
+ *    offset from one lane pointer (ground rows read eps_{-l}, excited rows
+ *    eps_l; no index arithmetic or clamping when the operands are formed);
+ *  - each lane's polarisation outputs (mode sum slot and F) come from a
+ *    table made once per launch;
+ *  - the mode sums PM are float (per-block sums of eight atoms), the
+ *    per-block partials double, as in the FP64 form.
+ */
+
+#define MB_TCF_SA 10 /* atom stride (complex) of a level row in the float stage buffers */
+
+template <int MT> struct TcfTile {
+    static constexpr int L = 16 * MT;         /* padded levels a half */
+    static constexpr int KS = L / 8;          /* k steps over a half */
+    static constexpr int PL = 2 * L * MB_TCF_SA; /* complex entries of a stage buffer */
+};
+
+/* The padded field row of a set: [PLf zeros | eps_0 .. eps_{n_f-1} | PRf
+ * zeros] then the same reversed; W entries each half. */
+struct TcfRing {
+    int plf, w; /* left pad of the forward half, entries a half */
+};
+
+static __host__ __device__ inline TcfRing tcf_ring(int L, int l_min, int l_max)
+{
+    TcfRing r;
+    r.plf = L - 1 + l_min > 0 ? L - 1 + l_min : 0;
+    const int prf = L - 1 - l_max > 0 ? L - 1 - l_max : 0;
+    r.w = r.plf + (l_max - l_min + 1) + prf;
+    return r;
+}
+
+/* shared memory of k_atoms_tcf<MT> */
+static size_t tcf_smem_bytes(int MT, int n_f, int l_min, int l_max)
+{
+    const size_t L = 16 * (size_t)MT, KS = L / 8;
+    const TcfRing r = tcf_ring((int)L, l_min, l_max);
+    return 8 * (2 * MT * KS * 64) + 8 * (2 * 2 * L * MB_TCF_SA) + 8 * (((size_t)n_f + 1) * MB_TC_PMS) +
+           8 * (6 * 2 * (size_t)r.w) + 8 * (MT * 4 * 64 * (size_t)MT) + 8 * (2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) +
+           32;
+}
+
+/* x = hi + lo with hi, lo TF32 (10-bit mantissas, rounded to nearest):
+ * |x - hi - lo| <= 2^-23 |x| */
+__device__ __forceinline__ void tf32_split(float x, uint32_t &hi, uint32_t &lo)
+{
+    uint32_t h, l;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
+    const float r = x - __uint_as_float(h);
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(l) : "f"(r));
+    hi = h;
+    lo = l;
+}
+
+/* d += a b for one m16n8k8 tile in TF32 with float accumulation */
+__device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* the split product: big += ah bh, small += ah bl + al bh */
+__device__ __forceinline__ void tmma3(float big[4], float small[4], const uint32_t ah[4], const uint32_t al[4],
+                                      uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1)
+{
+    tmma16(big, ah, bh0, bh1);
+    tmma16(small, ah, bl0, bl1);
+    tmma16(small, al, bh0, bh1);
+}
+
+/* the coefficient operands of tile (h, mt), split: element i (a0 .. a3)
+ * of k step s as in TcA */
+template <int MT> struct TcAF {
+    uint32_t rh[TcfTile<MT>::KS][4], rl[TcfTile<MT>::KS][4], ih[TcfTile<MT>::KS][4], il[TcfTile<MT>::KS][4];
+};
+
+/* the lane's operands 0.5 F eps_l (conjugated on the ground half, sg =
+ * -1) from its 0.5 F pairs ft and its pointer ep into a padded field row:
+ * the operand of element i of k step s has l = tc_out - tc_in = (16 mt +
+ * g - 2q) + 8 (i & 1) - 8 s - (i >> 1), the constant part an offset */
+template <int MT>
+__device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const float2 *ep, float sg)
+{
+#pragma unroll
+    for (int s = 0; s < TcfTile<MT>::KS; ++s)
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            const float2 f = ft[(s * 2 + p) * 32];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int i = 2 * p + u;
+                const float2 ev = ep[8 * (i & 1) - 8 * s - (i >> 1)];
+                const float fu = u ? f.y : f.x;
+                tf32_split(fu * ev.x, A.rh[s][i], A.rl[s][i]);
+                tf32_split(sg * (fu * ev.y), A.ih[s][i], A.il[s][i]);
+            }
+        }
+}
+
+/* D = e y + sum_s C Y_src for the lane's four outputs (levels g, g + 8 of
+ * the tile; atoms 2q, 2q + 1): twelve TF32 products a k step into eight
+ * independent accumulators (Re: Ar Br - Ai Bi, Im: Ar Bi + Ai Br, big and
+ * small parts apart); mid() runs while they are in flight */
+template <int MT, class Mid>
+__device__ __forceinline__ void tcf_deriv(unsigned int mask, const float2 *Y, const TcAF<MT> &A, int h, int g, int q,
+                                          const float e[4], const float2 y[4], float2 d[4], Mid mid)
+{
+    typedef TcfTile<MT> TT;
+    const float2 *yo = Y + ((1 - h) * TT::L + 2 * q) * MB_TCF_SA + g;
+    uint32_t brh[TT::KS][2], brl[TT::KS][2], bih[TT::KS][2], bil[TT::KS][2];
+#pragma unroll
+    for (int s = 0; s < TT::KS; ++s)
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            const float2 v = yo[(8 * s + p) * MB_TCF_SA];
+            tf32_split(v.x, brh[s][p], brl[s][p]);
+            tf32_split(v.y, bih[s][p], bil[s][p]);
+        }
+    float big[4][4], small[4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            big[p][c] = small[p][c] = 0;
+#pragma unroll
+    for (int s = 0; s < TT::KS; ++s) {
+        if (!((mask >> s) & 1u))
+            continue;
+        tmma3(big[0], small[0], A.rh[s], A.rl[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
+        tmma3(big[1], small[1], A.rh[s], A.rl[s], bih[s][0], bih[s][1], bil[s][0], bil[s][1]);
+        tmma3(big[2], small[2], A.ih[s], A.il[s], bih[s][0], bih[s][1], bil[s][0], bil[s][1]);
+        tmma3(big[3], small[3], A.ih[s], A.il[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
+    }
+    mid();
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const float re = (small[0][c] - small[2][c]) + (big[0][c] - big[2][c]);
+        const float im = (small[1][c] + small[3][c]) + (big[1][c] + big[3][c]);
+        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, re), __fmaf_rn(e[c], y[c].y, im));
+    }
+}
+
+/* the lane's polarisation outputs: for tile j and element c, the slot in
+ * PM (mode row li for band entries, the scratch row n_f otherwise) and F */
+template <int MT>
+__device__ __forceinline__ void tcf_pol_table(const MBTc &a, const float *Fg, int2 *tab, int warp, int g, int q)
+{
+    typedef TcfTile<MT> TT;
+    for (int j = 0; j < MT; ++j) {
+        const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
+        for (int c = 0; c < 4; ++c) {
+            const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
+            const bool band = m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f;
+            tab[(j * 4 + c) * 64 * MT + threadIdx.x] =
+                make_int2((band ? li : a.n_f) * MB_TC_PMS + m, __float_as_int(band ? Fg[m * a.n_e + n] : 0.0f));
+        }
+    }
+}
+
+/* M = conj(G)^T (w E) over the block's atoms for this warp's tiles of the
+ * ground x excited product, in split TF32; F M into PM (float) */
+template <int MT>
+__device__ __forceinline__ void tcf_pol_tiles(const float2 *Y, const float *wsf, const int2 *tab, float2 *PM,
+                                              int warp, int g, int q)
+{
+    typedef TcfTile<MT> TT;
+    const float w0 = wsf[2 * q], w1 = wsf[2 * q + 1];
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+        const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
+        const float4 G0 = *(const float4 *)(Y + (16 * mt + g) * MB_TCF_SA + 2 * q);
+        const float4 G1 = *(const float4 *)(Y + (16 * mt + g + 8) * MB_TCF_SA + 2 * q);
+        const float4 Ev = *(const float4 *)(Y + (TT::L + 8 * nt + g) * MB_TCF_SA + 2 * q);
+        /* a: rows g, g + 8 (levels) x columns q, q + 4 (atoms 2q, 2q + 1) */
+        const float gr[4] = {G0.x, G1.x, G0.z, G1.z}, gi[4] = {G0.y, G1.y, G0.w, G1.w};
+        uint32_t grh[4], grl[4], gih[4], gil[4], erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            tf32_split(gr[c], grh[c], grl[c]);
+            tf32_split(gi[c], gih[c], gil[c]);
+        }
+        tf32_split(w0 * Ev.x, erh[0], erl[0]);
+        tf32_split(w1 * Ev.z, erh[1], erl[1]);
+        tf32_split(w0 * Ev.y, eih[0], eil[0]);
+        tf32_split(w1 * Ev.w, eih[1], eil[1]);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            nrh[u] = erh[u] ^ 0x80000000u; /* -er: the sign bit */
+            nrl[u] = erl[u] ^ 0x80000000u;
+        }
+        float rb[4] = {0, 0, 0, 0}, rs[4] = {0, 0, 0, 0}, ib[4] = {0, 0, 0, 0}, is[4] = {0, 0, 0, 0};
+        tmma3(rb, rs, grh, grl, erh[0], erh[1], erl[0], erl[1]);
+        tmma3(ib, is, grh, grl, eih[0], eih[1], eil[0], eil[1]);
+        tmma3(rb, rs, gih, gil, eih[0], eih[1], eil[0], eil[1]);
+        tmma3(ib, is, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int2 tv = tab[(j * 4 + c) * 64 * MT + threadIdx.x];
+            const float f = __int_as_float(tv.y);
+            PM[tv.x] = make_float2(f * (rs[c] + rb[c]), f * (is[c] + ib[c]));
+        }
+    }
+}
+
+/* the mode sums of PM (four lanes a mode: eight entries each, then two
+ * shuffles, fixed order) into the block's partial (double), and the
+ * atoms' norms for t_k */
+template <int MT>
+__device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 *PM, const double *nrm, int warp,
+                                             int lane, int atom0, double2 *part, double &dev)
+{
+    for (int li = 8 * warp + (lane >> 2); li - (lane >> 2) < a.n_f; li += 16 * MT) {
+        const int s4 = lane & 3;
+        float2 v = make_float2(0, 0);
+        if (li < a.n_f) {
+            const float2 *pm = PM + li * MB_TC_PMS + s4;
+            float2 u[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                u[i] = pm[4 * i];
+            v = make_float2(((u[0].x + u[1].x) + (u[2].x + u[3].x)) + ((u[4].x + u[5].x) + (u[6].x + u[7].x)),
+                            ((u[0].y + u[1].y) + (u[2].y + u[3].y)) + ((u[4].y + u[5].y) + (u[6].y + u[7].y)));
+        }
+        double vx = v.x, vy = v.y;
+#pragma unroll
+        for (int d = 2; d > 0; d >>= 1) {
+            vx += __shfl_xor_sync(0xffffffffu, vx, d);
+            vy += __shfl_xor_sync(0xffffffffu, vy, d);
+        }
+        if (s4 == 0 && li < a.n_f)
+            part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = make_double2(vx, vy);
+    }
+    if (threadIdx.x < MB_TC_ATOMS && atom0 + (int)threadIdx.x < a.n_atoms) {
+        double s = 0;
+        for (int w = 0; w < 2 * MT; ++w)
+            s += nrm[w * MB_TC_ATOMS + threadIdx.x];
+        dev = fmax(dev, fabs(s - 1.0));
+    }
+}
+
+/* tc_norms of the float values (in double) */
+template <int MT>
+__device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, const float2 psi[4], int h, int mt,
+                                          int g, int q, int warp, const double *wsm, double *ppart)
+{
+    double2 pd[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+        pd[c] = make_double2(psi[c].x, psi[c].y);
+    tc_norms<MT>(a, k, nrm, pd, h, mt, g, q, warp, wsm, ppart);
+}
+
+/* the lane's four values into a stage buffer: levels g and g + 8 of the
+ * tile, atoms 2q and 2q + 1 side by side (one 16-byte store a level) */
+template <int MT>
+__device__ __forceinline__ void tcf_put(float2 *Y, const float2 v[4], int h, int mt, int g, int q)
+{
+    float2 *o = Y + (h * TcfTile<MT>::L + 16 * mt + g) * MB_TCF_SA + 2 * q;
+    *(float4 *)o = make_float4(v[0].x, v[0].y, v[1].x, v[1].y);
+    *(float4 *)(o + 8 * MB_TCF_SA) = make_float4(v[2].x, v[2].y, v[3].x, v[3].y);
+}
+
+/* the stage update: k = i h S, acc (wa = 0 sets, else adds wa k), and the
+ * next stage vector psi + wy k */
+__device__ __forceinline__ void tcf_rk(const float2 d[4], float ht, float wa, float wy, const float2 psi[4],
+                                       float2 acc[4], float2 y[4])
+{
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
+        if (wa == 0)
+            acc[c] = kk;
+        else {
+            acc[c].x = __fmaf_rn(wa, kk.x, acc[c].x);
+            acc[c].y = __fmaf_rn(wa, kk.y, acc[c].y);
+        }
+        y[c] = make_float2(__fmaf_rn(wy, kk.x, psi[c].x), __fmaf_rn(wy, kk.y, psi[c].y));
+    }
+}
+
+/* a field value (mode li) into a padded row: forward and reversed copy */
+__device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int li, double2 v)
+{
+    const float2 f = make_float2((float)v.x, (float)v.y);
+    row[r.plf + li] = f;
+    row[2 * r.w - 1 - r.plf - li] = f;
+}
+
+#ifndef MB_TC_F32_BLOCKS
+#define MB_TC_F32_BLOCKS 3 /* blocks an SM the float kernel is compiled for */
+#endif
+
+/* the float atom kernel; arguments and z pipeline as k_atoms_tc */
+template <int MT>
+__global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
+    k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
+                const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
+                double2 *part, double *ppart, double *devb)
+{
+    typedef TcfTile<MT> TT;
+    extern __shared__ __align__(16) unsigned char smem[];
+    /* layout: the lanes' 0.5 F pairs [warp][KS][2][32] | 2 stage buffers |
+     * PM [n_f + 1][PMS] | 6 padded field rows (t rows 0-2, mean rows 0-2)
+     * | pol table [MT][4][64 MT] | norms [2MT][8] (double) | weights [8] */
+    const TcfRing rg = tcf_ring(TT::L, a.l_min, a.l_min + a.n_f - 1);
+    float2 *Ft = (float2 *)smem;
+    float2 *Y0 = Ft + 2 * MT * TT::KS * 64, *Y1 = Y0 + TT::PL;
+    float2 *PM = Y1 + TT::PL;
+    float2 *ring = PM + (a.n_f + 1) * MB_TC_PMS;
+    int2 *ptab = (int2 *)(ring + 12 * rg.w);
+    double *nrm = (double *)(ptab + MT * 4 * 64 * MT);
+    double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
+    __shared__ float wsf[MB_TC_ATOMS];
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
+    const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
+    const int atom0 = bl * MB_TC_ATOMS;
+    const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
+    if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
+        for (int c = 0; c < min(2, pp.nch); ++c)
+            tc_share<MT>(a, pp, sl, bl, c, eps, part, warp, lane);
+        mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
+    }
+
+    for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
+        ((float *)Ft)[i] = (float)ftab[i];
+    for (int i = threadIdx.x; i < 2 * TT::PL; i += blockDim.x)
+        Y0[i] = make_float2(0, 0);
+    for (int i = threadIdx.x; i < (a.n_f + 1) * MB_TC_PMS; i += blockDim.x)
+        PM[i] = make_float2(0, 0);
+    for (int i = threadIdx.x; i < 12 * rg.w; i += blockDim.x)
+        ring[i] = make_float2(0, 0);
+    tcf_pol_table<MT>(a, Fg, ptab, warp, g, q);
+    if (threadIdx.x < MB_TC_ATOMS) {
+        const double wv = atom0 + (int)threadIdx.x < a.n_atoms ? (double)w[atom0 + threadIdx.x] : 0.0;
+        wsm[threadIdx.x] = wv;
+        wsf[threadIdx.x] = (float)wv;
+    }
+    __syncthreads(); /* the zeros before the field rows */
+    for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
+        const int r = i / a.n_f, li = i % a.n_f;
+        const double2 ei = i < a.n_t * a.n_f ? __ldcg(E + i) : make_double2(0, 0);
+        tcf_ring_put(ring + 2 * r * rg.w, rg, li, ei);
+        if (i >= a.n_f && i < a.n_t * a.n_f) {
+            const double2 eo = __ldcg(E + i - a.n_f);
+            tcf_ring_put(ring + 2 * (3 + r) * rg.w, rg, li, make_double2(0.5 * (ei.x + eo.x), 0.5 * (ei.y + eo.y)));
+        }
+    }
+    /* the fetching lanes keep the last row fetched (t_{k+1}) in double for the means */
+    double2 elast = make_double2(0, 0);
+    if (threadIdx.x < a.n_f && 2 < a.n_t)
+        elast = __ldcg(E + 2 * a.n_f + threadIdx.x);
+
+    /* the lane's four values: levels 16 mt + g (+ 8) of half h, atoms 2q (+ 1) */
+    const int nh = h ? a.n_e : a.n_g;
+    float e[4];
+    float2 psi[4], acc[4], y[4], d[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const int lev = 16 * mt + g + 8 * (c >> 1), D = atom0 + 2 * q + (c & 1);
+        const bool valid = D < a.n_atoms;
+        e[c] = (float)(h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0));
+        psi[c] = make_float2(0, 0);
+        if (valid && lev < nh)
+            psi[c] = psi0[(size_t)D * a.n_lev + (h ? a.n_g : 0) + lev];
+        y[c] = psi[c];
+        acc[c] = make_float2(0, 0);
+    }
+    const float2 *ft = Ft + warp * TT::KS * 64 + lane;
+    /* the lane's pointer into a padded row: l = 16 mt + g - 2q + const */
+    const int eoff = (h ? rg.plf - a.l_min : 2 * rg.w - 1 - rg.plf + a.l_min) + 16 * mt + g - 2 * q;
+    const float sg = h ? 1.0f : -1.0f;
+    const unsigned int mask = a.mask >> ((h * MT + mt) * TT::KS);
+    tcf_put<MT>(Y0, psi, h, mt, g, q);
+    __syncthreads();
+    TcAF<MT> A; /* the operands of K(t_0) */
+    tcf_make_a<MT>(A, ft, ring + eoff, sg);
+    double dev = 0;
+    const float ht = (float)a.h, sixth = (float)(1.0 / 6.0);
+    for (int k = 1; k < a.n_t; ++k) {
+        const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
+        if (pp.S > 1) {
+            if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
+                mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
+            if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
+                const int c = (k + 2) / pp.C;
+                if (c + 1 < pp.nch)
+                    tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
+                mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
+            }
+        }
+        double2 ef = make_double2(0, 0);
+        /* stage 1: K(t_{k-1}) on psi; meanwhile the mean operands, the
+         * polarisation products and the norms of psi (t_{k-1}) */
+        tcf_deriv<MT>(mask, Y0, A, h, g, q, e, y, d, [&] {
+            tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff, sg);
+            tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
+            tcf_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+        });
+        tcf_rk(d, ht, 0.0f, 0.5f, psi, acc, y);
+        tcf_put<MT>(Y1, y, h, mt, g, q);
+        __syncthreads();
+        /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
+        tcf_deriv<MT>(mask, Y1, A, h, g, q, e, y, d,
+                      [&] { tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
+        tcf_rk(d, ht, 2.0f, 0.5f, psi, acc, y);
+        tcf_put<MT>(Y0, y, h, mt, g, q);
+        __syncthreads();
+        /* stage 3: midpoint; meanwhile K(t_k) and the fetch of t_{k+2} */
+        tcf_deriv<MT>(mask, Y0, A, h, g, q, e, y, d, [&] {
+            tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff, sg);
+            if (pre)
+                ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
+        });
+        tcf_rk(d, ht, 2.0f, 1.0f, psi, acc, y);
+        tcf_put<MT>(Y1, y, h, mt, g, q);
+        __syncthreads();
+        /* stage 4: K(t_k), the new psi; meanwhile t_{k+2} and its mean
+         * with t_{k+1} into the rows of t_{k-1} */
+        tcf_deriv<MT>(mask, Y1, A, h, g, q, e, y, d, [&] {
+            if (pre) {
+                tcf_ring_put(ring + 2 * ((k + 2) % 3) * rg.w, rg, threadIdx.x, ef);
+                tcf_ring_put(ring + 2 * (3 + (k + 2) % 3) * rg.w, rg, threadIdx.x,
+                             make_double2(0.5 * (ef.x + elast.x), 0.5 * (ef.y + elast.y)));
+                elast = ef;
+            }
+        });
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
+            psi[c].x = __fmaf_rn(sixth, acc[c].x + kk.x, psi[c].x);
+            psi[c].y = __fmaf_rn(sixth, acc[c].y + kk.y, psi[c].y);
+            y[c] = psi[c];
+        }
+        tcf_put<MT>(Y0, psi, h, mt, g, q);
+        __syncthreads();
+    }
+    tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
+    tcf_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+    __syncthreads();
+    tcf_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+    if (pp.S > 1)
+        for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
+            mb_signal(pp.done + sl * pp.nch + c);
+    if (threadIdx.x < MB_TC_ATOMS) {
+        for (int s = 4; s > 0; s >>= 1)
+            dev = fmax(dev, __shfl_xor_sync(0xffu, dev, s));
+        if (threadIdx.x == 0)
+            devb[blockIdx.x] = dev;
+    }
+}
