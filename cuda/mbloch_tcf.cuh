@@ -7,7 +7,7 @@
  * The atoms' states, the RK4 stages and the coupling operands are float;
  * the products C Y of a stage (and the polarisation products) run on the
  * tensor cores in TF32 with split operands: every float x is the sum of
- * two TF32 numbers hi + lo (to 2^-23 |x|), and a real product is the three
+ * two TF32 numbers hi + lo (to 2^-23 |x|, tf32_split), and a real product is the three
  * TF32 products ah bh + ah bl + al bh with float accumulation (the dropped
  * al bl is below 2^-24 |a b|), so that a product is as good as a float
  * one.  mma.m16n8k8.tf32 has the fragments of the FP64 m16n8k8 of
@@ -60,16 +60,18 @@ static size_t tcf_smem_bytes(int MT, int n_f, int l_min, int l_max)
            32;
 }
 
-/* x = hi + lo with hi, lo TF32 (10-bit mantissas, rounded to nearest):
- * |x - hi - lo| <= 2^-23 |x| */
+/* x = hi + lo by Veltkamp's splitting (s = 13): hi has 11 significant
+ * bits, a TF32 number, and lo = x - hi exactly, with at most 12 bits, of
+ * which the tensor core reads the leading 11 (the TF32 operand is the top
+ * 19 bits of the register): |x - hi - lo_tf32| <= 2^-23 |x|.  Four float
+ * operations, every rounding explicit (no contraction), NaN and infinity
+ * stay non-finite. */
 __device__ __forceinline__ void tf32_split(float x, uint32_t &hi, uint32_t &lo)
 {
-    uint32_t h, l;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
-    const float r = x - __uint_as_float(h);
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(l) : "f"(r));
-    hi = h;
-    lo = l;
+    const float t = __fmul_rn(x, 8193.0f);
+    const float h = __fsub_rn(t, __fsub_rn(t, x));
+    hi = __float_as_uint(h);
+    lo = __float_as_uint(__fsub_rn(x, h));
 }
 
 /* d += a b for one m16n8k8 tile in TF32 with float accumulation */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # one call on the GPU machine: build, the Maxwell-Bloch CUDA tests, the
-# float benchmark over pipeline depths, the SASS mix and an ncu summary of
-# the float tensor-core kernel.  Everything into $OUT/all.log, sass.txt, ncu.txt
+# float benchmark over pipeline depths and an ncu summary of the float
+# tensor-core kernel (one z step a launch), into $OUT/ncu.txt
 set -uo pipefail
 OUT=${OUT:-out/gpu}
 mkdir -p /tmp/g
@@ -12,17 +12,6 @@ for p in ${PIPES:-1 2}; do
   echo "pipe $p"; (cd bench && NLSEPY_MB_PIPE=$p python3 mbloch.py --backends cuda --dtypes float32 --z-steps 30 \
     --numpy-z-steps 0 2>&1 | grep -E "^cuda")
 done
-obj=$(find build-gpu -name "mbloch.cu.o" | head -1)
-cuobjdump -sass -fun '_Z11k_atoms_tcfILi2EEv4MBTc6MBPipePK7double2PK6float2PKfS9_S9_PKdPS2_PdSF_' "$obj" > /tmp/f.sass 2>&1 ||
-  cuobjdump -sass "$obj" > /tmp/f.sass
-python3 - <<'PY' > "$OUT/sass.txt"
-import re, collections
-txt = open('/tmp/f.sass').read()
-ops = collections.Counter(m.group(1).split('.')[0] for m in re.finditer(r'/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)', txt))
-print(sum(ops.values()), ops.most_common(60))
-PY
-grep -m3 -B2 -A6 "F2FP\|TF32\|FRND" /tmp/f.sass | head -40 >> "$OUT/sass.txt"
-cp /tmp/f.sass "$OUT/f.sass"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1)
 NLSEPY_MB_PIPE=1 timeout 240 "$NCU" --clock-control none -k regex:k_atoms_tcf --launch-skip 3 --launch-count 1 \
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
