@@ -604,7 +604,8 @@ static int pick_tc(nlse_mb *s, const double *F)
         for (int ks = 0; ks < KS; ++ks)
             for (int i = 0; i < 4; ++i)
                 for (int lane = 0; lane < 32; ++lane) {
-                    const int h = wt / MT, out = tc_out(wt % MT, lane >> 2, i), in = tc_in(ks, lane & 3, i);
+                    const int h = wt / MT, in = tc_in(ks, lane & 3, i);
+                    const int out = s->tcf ? tcf_out(wt % MT, lane >> 2, i) : tc_out(wt % MT, lane >> 2, i);
                     const int m = h ? in : out, n = h ? out : in;
                     if (m >= a->n_g || n >= a->n_e || n - m < a->l_min || n - m > a->l_max)
                         continue;

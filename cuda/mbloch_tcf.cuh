@@ -15,8 +15,13 @@
  * levels 16 mt .. 16 mt + 15 of half h for the block's eight atoms.
  *
  * What differs from the FP64 form, besides the arithmetic:
- *  - stage buffers hold interleaved complex values [level][atom] (stride
- *    MB_TCF_SA, conflict-free 64-bit operand loads);
+ *  - the rows of a tile are ordered so that a lane's two rows (g and g + 8
+ *    of the fragment) are the level pair 2g, 2g + 1 (tcf_out), and the
+ *    stage buffers hold the split values by level pair: entry [pair][atom]
+ *    of the real (imaginary) plane is (hi, hi, lo, lo) of levels 2P, 2P +
+ *    1, which is the B operand pair of a k step (source levels 2q, 2q + 1
+ *    in columns q, q + 4), read with one 16-byte load and no moves; the
+ *    writer splits its values once;
  *  - the field rows are kept in shared memory as a forward and a reversed
  *    copy, zero-padded so that every operand of a lane is at a constant
  *    offset from one lane pointer (ground rows read eps_{-l}, excited rows
@@ -27,12 +32,23 @@
  *    per-block partials double, as in the FP64 form.
  */
 
-#define MB_TCF_SA 10 /* atom stride (complex) of a level row in the float stage buffers */
+/* atom stride of a level-pair row of a plane of the float stage buffers
+ * (16-byte entries): conflict-free operand loads */
+#define MB_TCF_SA 10
 
 template <int MT> struct TcfTile {
-    static constexpr int L = 16 * MT;         /* padded levels a half */
-    static constexpr int KS = L / 8;          /* k steps over a half */
-    static constexpr int PL = 2 * L * MB_TCF_SA; /* complex entries of a stage buffer */
+    static constexpr int L = 16 * MT;        /* padded levels a half */
+    static constexpr int KS = L / 8;         /* k steps over a half */
+    static constexpr int PP = L * MB_TCF_SA; /* entries of a plane (L level pairs: both halves) */
+};
+
+/* output level (within its half) of element i of lane (g, q)'s fragment
+ * rows in tile mt: rows g and g + 8 are levels 2g and 2g + 1 */
+static __host__ __device__ inline int tcf_out(int mt, int g, int i) { return 16 * mt + 2 * g + (i & 1); }
+
+/* a stage buffer: real and imaginary planes [level pair][atom] */
+struct TcfBuf {
+    uint4 *re, *im;
 };
 
 /* The padded field row of a set: [PLf zeros | eps_0 .. eps_{n_f-1} | PRf
@@ -55,7 +71,7 @@ static size_t tcf_smem_bytes(int MT, int n_f, int l_min, int l_max)
 {
     const size_t L = 16 * (size_t)MT, KS = L / 8;
     const TcfRing r = tcf_ring((int)L, l_min, l_max);
-    return 8 * (2 * MT * KS * 64) + 8 * (2 * 2 * L * MB_TCF_SA) + 8 * (((size_t)n_f + 1) * MB_TC_PMS) +
+    return 8 * (2 * MT * KS * 64) + 16 * (2 * 2 * L * MB_TCF_SA) + 8 * (((size_t)n_f + 1) * MB_TC_PMS) +
            8 * (6 * 2 * (size_t)r.w) + 8 * (MT * 4 * 64 * (size_t)MT) + 8 * (2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) +
            32;
 }
@@ -83,7 +99,8 @@ __device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* the split product: big += ah bh, small += ah bl + al bh */
+/* the split product: big += ah bh, small += ah bl + al bh (small terms
+ * last; big and small may be one accumulator) */
 __device__ __forceinline__ void tmma3(float big[4], float small[4], const uint32_t ah[4], const uint32_t al[4],
                                       uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1)
 {
@@ -98,12 +115,13 @@ template <int MT> struct TcAF {
     uint32_t rh[TcfTile<MT>::KS][4], rl[TcfTile<MT>::KS][4], ih[TcfTile<MT>::KS][4], il[TcfTile<MT>::KS][4];
 };
 
-/* the lane's operands 0.5 F eps_l (conjugated on the ground half, sg =
- * -1) from its 0.5 F pairs ft and its pointer ep into a padded field row:
- * the operand of element i of k step s has l = tc_out - tc_in = (16 mt +
- * g - 2q) + 8 (i & 1) - 8 s - (i >> 1), the constant part an offset */
+/* the lane's operands 0.5 F eps_l (the sign of the imaginary part, -1 on
+ * the ground half, is applied in tcf_deriv) from its 0.5 F pairs ft and its
+ * pointer ep into a padded field row:
+ * the operand of element i of k step s has l = tcf_out - tc_in = (16 mt +
+ * 2g - 2q) + (i & 1) - 8 s - (i >> 1), the constant part an offset */
 template <int MT>
-__device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const float2 *ep, float sg)
+__device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const float2 *ep)
 {
 #pragma unroll
     for (int s = 0; s < TcfTile<MT>::KS; ++s)
@@ -113,55 +131,50 @@ __device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const 
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
                 const int i = 2 * p + u;
-                const float2 ev = ep[8 * (i & 1) - 8 * s - (i >> 1)];
+                const float2 ev = ep[(i & 1) - 8 * s - (i >> 1)];
                 const float fu = u ? f.y : f.x;
                 tf32_split(fu * ev.x, A.rh[s][i], A.rl[s][i]);
-                tf32_split(sg * (fu * ev.y), A.ih[s][i], A.il[s][i]);
+                tf32_split(fu * ev.y, A.ih[s][i], A.il[s][i]);
             }
         }
 }
 
-/* D = e y + sum_s C Y_src for the lane's four outputs (levels g, g + 8 of
- * the tile; atoms 2q, 2q + 1): twelve TF32 products a k step into eight
- * independent accumulators (Re: Ar Br - Ai Bi, Im: Ar Bi + Ai Br, big and
- * small parts apart); mid() runs while they are in flight */
+/* D = e y + sum_s C Y_src for the lane's four outputs (levels 2g, 2g + 1
+ * of the tile; atoms 2q, 2q + 1) from the split stage vector: twelve TF32
+ * products a k step into four accumulators (Re: Ar Br - sg Ai Bi, Im: Ar
+ * Bi + sg Ai Br, sg = -1 on the ground half: the conjugate); every k step
+ * is multiplied (zero coefficients off the band), without branches; mid()
+ * runs while the products are in flight */
 template <int MT, class Mid>
-__device__ __forceinline__ void tcf_deriv(unsigned int mask, const float2 *Y, const TcAF<MT> &A, int h, int g, int q,
+__device__ __forceinline__ void tcf_deriv(float sg, TcfBuf Y, const TcAF<MT> &A, int h, int g, int q,
                                           const float e[4], const float2 y[4], float2 d[4], Mid mid)
 {
     typedef TcfTile<MT> TT;
-    const float2 *yo = Y + ((1 - h) * TT::L + 2 * q) * MB_TCF_SA + g;
-    uint32_t brh[TT::KS][2], brl[TT::KS][2], bih[TT::KS][2], bil[TT::KS][2];
+    const int yo = ((1 - h) * TT::L / 2 + q) * MB_TCF_SA + g; /* level pair 4s + q of the other half, atom g */
+    uint4 br[TT::KS], bi[TT::KS];                             /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
 #pragma unroll
-    for (int s = 0; s < TT::KS; ++s)
-#pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            const float2 v = yo[(8 * s + p) * MB_TCF_SA];
-            tf32_split(v.x, brh[s][p], brl[s][p]);
-            tf32_split(v.y, bih[s][p], bil[s][p]);
-        }
-    float big[4][4], small[4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
+    for (int s = 0; s < TT::KS; ++s) {
+        br[s] = Y.re[yo + 4 * s * MB_TCF_SA];
+        bi[s] = Y.im[yo + 4 * s * MB_TCF_SA];
+    }
+    float acc[4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
 #pragma unroll
     for (int p = 0; p < 4; ++p)
 #pragma unroll
         for (int c = 0; c < 4; ++c)
-            big[p][c] = small[p][c] = 0;
+            acc[p][c] = 0;
 #pragma unroll
     for (int s = 0; s < TT::KS; ++s) {
-        if (!((mask >> s) & 1u))
-            continue;
-        tmma3(big[0], small[0], A.rh[s], A.rl[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
-        tmma3(big[1], small[1], A.rh[s], A.rl[s], bih[s][0], bih[s][1], bil[s][0], bil[s][1]);
-        tmma3(big[2], small[2], A.ih[s], A.il[s], bih[s][0], bih[s][1], bil[s][0], bil[s][1]);
-        tmma3(big[3], small[3], A.ih[s], A.il[s], brh[s][0], brh[s][1], brl[s][0], brl[s][1]);
+        tmma3(acc[0], acc[0], A.rh[s], A.rl[s], br[s].x, br[s].y, br[s].z, br[s].w);
+        tmma3(acc[1], acc[1], A.rh[s], A.rl[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
+        tmma3(acc[2], acc[2], A.ih[s], A.il[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
+        tmma3(acc[3], acc[3], A.ih[s], A.il[s], br[s].x, br[s].y, br[s].z, br[s].w);
     }
     mid();
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        const float re = (small[0][c] - small[2][c]) + (big[0][c] - big[2][c]);
-        const float im = (small[1][c] + small[3][c]) + (big[1][c] + big[3][c]);
-        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, re), __fmaf_rn(e[c], y[c].y, im));
-    }
+    for (int c = 0; c < 4; ++c)
+        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, __fmaf_rn(-sg, acc[2][c], acc[0][c])),
+                           __fmaf_rn(e[c], y[c].y, __fmaf_rn(sg, acc[3][c], acc[1][c])));
 }
 
 /* the lane's polarisation outputs: for tile j and element c, the slot in
@@ -173,7 +186,7 @@ __device__ __forceinline__ void tcf_pol_table(const MBTc &a, const float *Fg, in
     for (int j = 0; j < MT; ++j) {
         const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
         for (int c = 0; c < 4; ++c) {
-            const int m = 16 * mt + g + 8 * (c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
+            const int m = tcf_out(mt, g, c >> 1), n = 8 * nt + 2 * q + (c & 1), li = n - m - a.l_min;
             const bool band = m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f;
             tab[(j * 4 + c) * 64 * MT + threadIdx.x] =
                 make_int2((band ? li : a.n_f) * MB_TC_PMS + m, __float_as_int(band ? Fg[m * a.n_e + n] : 0.0f));
@@ -182,46 +195,49 @@ __device__ __forceinline__ void tcf_pol_table(const MBTc &a, const float *Fg, in
 }
 
 /* M = conj(G)^T (w E) over the block's atoms for this warp's tiles of the
- * ground x excited product, in split TF32; F M into PM (float) */
+ * ground x excited product, in split TF32 (G split as stored, w E split
+ * here); F M into PM (float).  Rows g, g + 8 of a tile are the ground
+ * levels 2g, 2g + 1 (one stored pair), k columns q, q + 4 the atoms 2q,
+ * 2q + 1, and columns g of B the excited level 8 nt + g. */
 template <int MT>
-__device__ __forceinline__ void tcf_pol_tiles(const float2 *Y, const float *wsf, const int2 *tab, float2 *PM,
-                                              int warp, int g, int q)
+__device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const int2 *tab, float2 *PM, int warp,
+                                              int g, int q)
 {
     typedef TcfTile<MT> TT;
-    const float w0 = wsf[2 * q], w1 = wsf[2 * q + 1];
+    const float w[2] = {wsf[2 * q], wsf[2 * q + 1]};
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
         const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
-        const float4 G0 = *(const float4 *)(Y + (16 * mt + g) * MB_TCF_SA + 2 * q);
-        const float4 G1 = *(const float4 *)(Y + (16 * mt + g + 8) * MB_TCF_SA + 2 * q);
-        const float4 Ev = *(const float4 *)(Y + (TT::L + 8 * nt + g) * MB_TCF_SA + 2 * q);
-        /* a: rows g, g + 8 (levels) x columns q, q + 4 (atoms 2q, 2q + 1) */
-        const float gr[4] = {G0.x, G1.x, G0.z, G1.z}, gi[4] = {G0.y, G1.y, G0.w, G1.w};
-        uint32_t grh[4], grl[4], gih[4], gil[4], erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            tf32_split(gr[c], grh[c], grl[c]);
-            tf32_split(gi[c], gih[c], gil[c]);
-        }
-        tf32_split(w0 * Ev.x, erh[0], erl[0]);
-        tf32_split(w1 * Ev.z, erh[1], erl[1]);
-        tf32_split(w0 * Ev.y, eih[0], eil[0]);
-        tf32_split(w1 * Ev.w, eih[1], eil[1]);
+        const int og = (8 * mt + g) * MB_TCF_SA + 2 * q, oe = (TT::L / 2 + 4 * nt + (g >> 1)) * MB_TCF_SA + 2 * q;
+        /* the (hi, hi) and (lo, lo) halves of the entries of atoms 2q, 2q + 1 */
+        const uint2 *R = (const uint2 *)(Y.re + og), *I = (const uint2 *)(Y.im + og);
+        const uint2 rh0 = R[0], rl0 = R[1], rh1 = R[2], rl1 = R[3], ih0 = I[0], il0 = I[1], ih1 = I[2], il1 = I[3];
+        const uint32_t grh[4] = {rh0.x, rh0.y, rh1.x, rh1.y}, grl[4] = {rl0.x, rl0.y, rl1.x, rl1.y};
+        const uint32_t gih[4] = {ih0.x, ih0.y, ih1.x, ih1.y}, gil[4] = {il0.x, il0.y, il1.x, il1.y};
+        uint32_t erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
+        const bool odd = g & 1;
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
+            const uint4 Er = Y.re[oe + u], Ei = Y.im[oe + u]; /* hi + lo is the stored float exactly */
+            const float er = odd ? __uint_as_float(Er.y) + __uint_as_float(Er.w)
+                                 : __uint_as_float(Er.x) + __uint_as_float(Er.z);
+            const float ei = odd ? __uint_as_float(Ei.y) + __uint_as_float(Ei.w)
+                                 : __uint_as_float(Ei.x) + __uint_as_float(Ei.z);
+            tf32_split(w[u] * er, erh[u], erl[u]);
+            tf32_split(w[u] * ei, eih[u], eil[u]);
             nrh[u] = erh[u] ^ 0x80000000u; /* -er: the sign bit */
             nrl[u] = erl[u] ^ 0x80000000u;
         }
-        float rb[4] = {0, 0, 0, 0}, rs[4] = {0, 0, 0, 0}, ib[4] = {0, 0, 0, 0}, is[4] = {0, 0, 0, 0};
-        tmma3(rb, rs, grh, grl, erh[0], erh[1], erl[0], erl[1]);
-        tmma3(ib, is, grh, grl, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(rb, rs, gih, gil, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(ib, is, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
+        float r[4] = {0, 0, 0, 0}, im[4] = {0, 0, 0, 0};
+        tmma3(r, r, grh, grl, erh[0], erh[1], erl[0], erl[1]);
+        tmma3(im, im, grh, grl, eih[0], eih[1], eil[0], eil[1]);
+        tmma3(r, r, gih, gil, eih[0], eih[1], eil[0], eil[1]);
+        tmma3(im, im, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             const int2 tv = tab[(j * 4 + c) * 64 * MT + threadIdx.x];
             const float f = __int_as_float(tv.y);
-            PM[tv.x] = make_float2(f * (rs[c] + rb[c]), f * (is[c] + ib[c]));
+            PM[tv.x] = make_float2(f * r[c], f * im[c]);
         }
     }
 }
@@ -262,26 +278,61 @@ __device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 
     }
 }
 
-/* tc_norms of the float values (in double) */
+/* psi of t_k (the lane's four values, levels 2g and 2g + 1 of the tile):
+ * |psi|^2 per atom summed over the warp's levels into nrm, and (want_pop)
+ * the weighted populations summed over the block's atoms into ppart, in
+ * double (as tc_norms) */
 template <int MT>
 __device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, const float2 psi[4], int h, int mt,
                                           int g, int q, int warp, const double *wsm, double *ppart)
 {
-    double2 pd[4];
+    double p[4];
 #pragma unroll
-    for (int c = 0; c < 4; ++c)
-        pd[c] = make_double2(psi[c].x, psi[c].y);
-    tc_norms<MT>(a, k, nrm, pd, h, mt, g, q, warp, wsm, ppart);
+    for (int c = 0; c < 4; ++c) {
+        const double x = psi[c].x, y = psi[c].y;
+        p[c] = x * x + y * y;
+    }
+    double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 2q, 2q + 1 */
+#pragma unroll
+    for (int d = 4; d < 32; d <<= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, d);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, d);
+    }
+    if (g == 0)
+        *(double2 *)(nrm + warp * MB_TC_ATOMS + 2 * q) = make_double2(s0, s1);
+    if (a.want_pop) {
+        const double w0 = wsm[2 * q], w1 = wsm[2 * q + 1];
+        double v0 = w0 * p[0] + w1 * p[1], v1 = w0 * p[2] + w1 * p[3]; /* levels 2g, 2g + 1 */
+        for (int d = 1; d < 4; d <<= 1) {
+            v0 += __shfl_xor_sync(0xffffffffu, v0, d);
+            v1 += __shfl_xor_sync(0xffffffffu, v1, d);
+        }
+        const int nh = h ? a.n_e : a.n_g, lev = tcf_out(mt, g, 0);
+        double *pp = ppart + ((size_t)blockIdx.x * a.n_t + k) * a.n_lev + (h ? a.n_g : 0);
+        if (q == 0 && lev < nh)
+            pp[lev] = v0;
+        if (q == 0 && lev + 1 < nh)
+            pp[lev + 1] = v1;
+    }
 }
 
-/* the lane's four values into a stage buffer: levels g and g + 8 of the
- * tile, atoms 2q and 2q + 1 side by side (one 16-byte store a level) */
+/* the lane's four values into a stage buffer, split: levels 2g and 2g +
+ * 1 of the tile (one pair), atoms 2q and 2q + 1 (value c: level 2g + (c
+ * >> 1), atom 2q + (c & 1)) */
 template <int MT>
-__device__ __forceinline__ void tcf_put(float2 *Y, const float2 v[4], int h, int mt, int g, int q)
+__device__ __forceinline__ void tcf_put(TcfBuf Y, const float2 v[4], int h, int mt, int g, int q)
 {
-    float2 *o = Y + (h * TcfTile<MT>::L + 16 * mt + g) * MB_TCF_SA + 2 * q;
-    *(float4 *)o = make_float4(v[0].x, v[0].y, v[1].x, v[1].y);
-    *(float4 *)(o + 8 * MB_TCF_SA) = make_float4(v[2].x, v[2].y, v[3].x, v[3].y);
+    const int o = (h * TcfTile<MT>::L / 2 + 8 * mt + g) * MB_TCF_SA + 2 * q;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+        uint4 r, i;
+        tf32_split(v[u].x, r.x, r.z);
+        tf32_split(v[2 + u].x, r.y, r.w);
+        tf32_split(v[u].y, i.x, i.z);
+        tf32_split(v[2 + u].y, i.y, i.w);
+        Y.re[o + u] = r;
+        Y.im[o + u] = i;
+    }
 }
 
 /* the stage update: k = i h S, acc (wa = 0 sets, else adds wa k), and the
@@ -328,8 +379,9 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
      * | pol table [MT][4][64 MT] | norms [2MT][8] (double) | weights [8] */
     const TcfRing rg = tcf_ring(TT::L, a.l_min, a.l_min + a.n_f - 1);
     float2 *Ft = (float2 *)smem;
-    float2 *Y0 = Ft + 2 * MT * TT::KS * 64, *Y1 = Y0 + TT::PL;
-    float2 *PM = Y1 + TT::PL;
+    uint4 *Yv = (uint4 *)(Ft + 2 * MT * TT::KS * 64);
+    const TcfBuf Y0 = {Yv, Yv + TT::PP}, Y1 = {Yv + 2 * TT::PP, Yv + 3 * TT::PP};
+    float2 *PM = (float2 *)(Yv + 4 * TT::PP);
     float2 *ring = PM + (a.n_f + 1) * MB_TC_PMS;
     int2 *ptab = (int2 *)(ring + 12 * rg.w);
     double *nrm = (double *)(ptab + MT * 4 * 64 * MT);
@@ -349,8 +401,8 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
         ((float *)Ft)[i] = (float)ftab[i];
-    for (int i = threadIdx.x; i < 2 * TT::PL; i += blockDim.x)
-        Y0[i] = make_float2(0, 0);
+    for (int i = threadIdx.x; i < 4 * TT::PP; i += blockDim.x)
+        Yv[i] = make_uint4(0, 0, 0, 0);
     for (int i = threadIdx.x; i < (a.n_f + 1) * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_float2(0, 0);
     for (int i = threadIdx.x; i < 12 * rg.w; i += blockDim.x)
@@ -376,13 +428,13 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
     if (threadIdx.x < a.n_f && 2 < a.n_t)
         elast = __ldcg(E + 2 * a.n_f + threadIdx.x);
 
-    /* the lane's four values: levels 16 mt + g (+ 8) of half h, atoms 2q (+ 1) */
+    /* the lane's four values: levels 16 mt + 2g (+ 1) of half h, atoms 2q (+ 1) */
     const int nh = h ? a.n_e : a.n_g;
     float e[4];
     float2 psi[4], acc[4], y[4], d[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-        const int lev = 16 * mt + g + 8 * (c >> 1), D = atom0 + 2 * q + (c & 1);
+        const int lev = tcf_out(mt, g, c >> 1), D = atom0 + 2 * q + (c & 1);
         const bool valid = D < a.n_atoms;
         e[c] = (float)(h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0));
         psi[c] = make_float2(0, 0);
@@ -392,14 +444,13 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
         acc[c] = make_float2(0, 0);
     }
     const float2 *ft = Ft + warp * TT::KS * 64 + lane;
-    /* the lane's pointer into a padded row: l = 16 mt + g - 2q + const */
-    const int eoff = (h ? rg.plf - a.l_min : 2 * rg.w - 1 - rg.plf + a.l_min) + 16 * mt + g - 2 * q;
+    /* the lane's pointer into a padded row: l = 16 mt + 2g - 2q + const */
+    const int eoff = (h ? rg.plf - a.l_min : 2 * rg.w - 1 - rg.plf + a.l_min) + 16 * mt + 2 * g - 2 * q;
     const float sg = h ? 1.0f : -1.0f;
-    const unsigned int mask = a.mask >> ((h * MT + mt) * TT::KS);
     tcf_put<MT>(Y0, psi, h, mt, g, q);
     __syncthreads();
     TcAF<MT> A; /* the operands of K(t_0) */
-    tcf_make_a<MT>(A, ft, ring + eoff, sg);
+    tcf_make_a<MT>(A, ft, ring + eoff);
     double dev = 0;
     const float ht = (float)a.h, sixth = (float)(1.0 / 6.0);
     for (int k = 1; k < a.n_t; ++k) {
@@ -417,8 +468,8 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi; meanwhile the mean operands, the
          * polarisation products and the norms of psi (t_{k-1}) */
-        tcf_deriv<MT>(mask, Y0, A, h, g, q, e, y, d, [&] {
-            tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff, sg);
+        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
+            tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
             tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
             tcf_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
         });
@@ -426,14 +477,14 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
         tcf_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
         /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
-        tcf_deriv<MT>(mask, Y1, A, h, g, q, e, y, d,
+        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d,
                       [&] { tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
         tcf_rk(d, ht, 2.0f, 0.5f, psi, acc, y);
         tcf_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
         /* stage 3: midpoint; meanwhile K(t_k) and the fetch of t_{k+2} */
-        tcf_deriv<MT>(mask, Y0, A, h, g, q, e, y, d, [&] {
-            tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff, sg);
+        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
+            tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
@@ -442,7 +493,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
         __syncthreads();
         /* stage 4: K(t_k), the new psi; meanwhile t_{k+2} and its mean
          * with t_{k+1} into the rows of t_{k-1} */
-        tcf_deriv<MT>(mask, Y1, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [&] {
             if (pre) {
                 tcf_ring_put(ring + 2 * ((k + 2) % 3) * rg.w, rg, threadIdx.x, ef);
                 tcf_ring_put(ring + 2 * (3 + (k + 2) % 3) * rg.w, rg, threadIdx.x,
