@@ -361,13 +361,10 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
     row[2 * r.w - 1 - r.plf - li] = f;
 }
 
-#ifndef MB_TC_F32_BLOCKS
-#define MB_TC_F32_BLOCKS 3 /* blocks an SM the float kernel is compiled for */
-#endif
-
-/* the float atom kernel; arguments and z pipeline as k_atoms_tc */
-template <int MT>
-__global__ void __launch_bounds__(64 * MT, MB_TC_F32_BLOCKS)
+/* the float atom kernel; arguments and z pipeline as k_atoms_tc; NB:
+ * blocks an SM it is compiled for (registers) */
+template <int MT, int NB>
+__global__ void __launch_bounds__(64 * MT, NB)
     k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
                 const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
                 double2 *part, double *ppart, double *devb)
