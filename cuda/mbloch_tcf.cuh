@@ -32,9 +32,17 @@
  *    per-block partials double, as in the FP64 form.
  */
 
-/* atom stride of a level-pair row of a plane of the float stage buffers
- * (16-byte entries): conflict-free operand loads */
-#define MB_TCF_SA 10
+/* atoms a level-pair row of a plane of the float stage buffers (16-byte
+ * entries); the atom column is swizzled, tcf_at */
+#define MB_TCF_SA 8
+
+/* the entry of (level pair r, atom a): a's column XOR (r & 1) | (2r & 6).
+ * A quarter warp of 16-byte accesses touches eight distinct bank groups
+ * (column mod 8) both when lanes (g, q) read pair base + q, atom g (the B
+ * operands: the XOR values of four consecutive pairs are 0, 3, 4, 7 mod 8)
+ * and when they write or read pair base + g, atoms 2q + u (the parity of
+ * the XOR alternates between consecutive pairs). */
+static __host__ __device__ inline int tcf_at(int r, int a) { return r * MB_TCF_SA + (a ^ ((r & 1) | ((r << 1) & 6))); }
 
 template <int MT> struct TcfTile {
     static constexpr int L = 16 * MT;        /* padded levels a half */
@@ -150,7 +158,7 @@ __device__ __forceinline__ void tcf_deriv(float sg, TcfBuf Y, const TcAF<MT> &A,
                                           const float e[4], const float2 y[4], float2 d[4], Mid mid)
 {
     typedef TcfTile<MT> TT;
-    const int yo = ((1 - h) * TT::L / 2 + q) * MB_TCF_SA + g; /* level pair 4s + q of the other half, atom g */
+    const int yo = tcf_at((1 - h) * TT::L / 2 + q, g); /* level pair 4s + q of the other half, atom g */
     uint4 br[TT::KS], bi[TT::KS];                             /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
 #pragma unroll
     for (int s = 0; s < TT::KS; ++s) {
@@ -208,17 +216,17 @@ __device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const 
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
         const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
-        const int og = (8 * mt + g) * MB_TCF_SA + 2 * q, oe = (TT::L / 2 + 4 * nt + (g >> 1)) * MB_TCF_SA + 2 * q;
+        const int rg = 8 * mt + g, re = TT::L / 2 + 4 * nt + (g >> 1);
         /* the (hi, hi) and (lo, lo) halves of the entries of atoms 2q, 2q + 1 */
-        const uint2 *R = (const uint2 *)(Y.re + og), *I = (const uint2 *)(Y.im + og);
-        const uint2 rh0 = R[0], rl0 = R[1], rh1 = R[2], rl1 = R[3], ih0 = I[0], il0 = I[1], ih1 = I[2], il1 = I[3];
-        const uint32_t grh[4] = {rh0.x, rh0.y, rh1.x, rh1.y}, grl[4] = {rl0.x, rl0.y, rl1.x, rl1.y};
-        const uint32_t gih[4] = {ih0.x, ih0.y, ih1.x, ih1.y}, gil[4] = {il0.x, il0.y, il1.x, il1.y};
+        const uint4 R0 = Y.re[tcf_at(rg, 2 * q)], R1 = Y.re[tcf_at(rg, 2 * q + 1)];
+        const uint4 I0 = Y.im[tcf_at(rg, 2 * q)], I1 = Y.im[tcf_at(rg, 2 * q + 1)];
+        const uint32_t grh[4] = {R0.x, R0.y, R1.x, R1.y}, grl[4] = {R0.z, R0.w, R1.z, R1.w};
+        const uint32_t gih[4] = {I0.x, I0.y, I1.x, I1.y}, gil[4] = {I0.z, I0.w, I1.z, I1.w};
         uint32_t erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
         const bool odd = g & 1;
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
-            const uint4 Er = Y.re[oe + u], Ei = Y.im[oe + u]; /* hi + lo is the stored float exactly */
+            const uint4 Er = Y.re[tcf_at(re, 2 * q + u)], Ei = Y.im[tcf_at(re, 2 * q + u)]; /* hi + lo: the float */
             const float er = odd ? __uint_as_float(Er.y) + __uint_as_float(Er.w)
                                  : __uint_as_float(Er.x) + __uint_as_float(Er.z);
             const float ei = odd ? __uint_as_float(Ei.y) + __uint_as_float(Ei.w)
@@ -322,16 +330,17 @@ __device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, con
 template <int MT>
 __device__ __forceinline__ void tcf_put(TcfBuf Y, const float2 v[4], int h, int mt, int g, int q)
 {
-    const int o = (h * TcfTile<MT>::L / 2 + 8 * mt + g) * MB_TCF_SA + 2 * q;
+    const int r = h * TcfTile<MT>::L / 2 + 8 * mt + g;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
-        uint4 r, i;
-        tf32_split(v[u].x, r.x, r.z);
-        tf32_split(v[2 + u].x, r.y, r.w);
-        tf32_split(v[u].y, i.x, i.z);
-        tf32_split(v[2 + u].y, i.y, i.w);
-        Y.re[o + u] = r;
-        Y.im[o + u] = i;
+        const int o = tcf_at(r, 2 * q + u);
+        uint4 re, im;
+        tf32_split(v[u].x, re.x, re.z);
+        tf32_split(v[2 + u].x, re.y, re.w);
+        tf32_split(v[u].y, im.x, im.z);
+        tf32_split(v[2 + u].y, im.y, im.w);
+        Y.re[o] = re;
+        Y.im[o] = im;
     }
 }
 
