@@ -149,8 +149,7 @@ struct nlse_mb {
     void *part, *ppart;           /* T2 nb x n_t x n_f, T nb x n_t x n_lev */
     double *pop, *devb;           /* n_t x n_lev, nb */
     int *flag;
-    int pipe, pc, plag;           /* z slices a tensor-core launch holds (1: one z step), rows a chunk,
-                                     chunks of slack between slices */
+    int pipe, pc;                 /* z slices a tensor-core launch holds (1: one z step), rows a chunk */
     double2 *pE, *pP, *Psave;     /* (pipe - 1) n_t n_f fields and polarisations; Pprev kept for a group */
     int *pcnt;                    /* 2 pipe chunks counters */
     long j;
@@ -729,8 +728,6 @@ static int setup_pipe(nlse_mb *s)
 {
     s->pipe = 1;
     s->pc = mb_imax(4, mb_imin(32, s->a.n_t / 16));
-    const char *envl = getenv("NLSEPY_MB_LAG");
-    s->plag = envl ? mb_imax(0, atoi(envl)) : 0;
     if (!s->tc)
         return NLSE_OK;
     int dev = 0, coop = 0, nsm = 0, per = 0;
@@ -1014,7 +1011,6 @@ template <typename T> static int group_t(nlse_mb *s, int m, double hz, double c1
     pp.C = s->pc;
     pp.nch = pipe_chunks(s);
     pp.nb = s->nb;
-    pp.lag = s->plag;
     pp.E = s->pE;
     pp.P = s->pP;
     pp.Pprev = s->Pprev;

@@ -400,8 +400,6 @@ __global__ void __launch_bounds__(64 * MT, NB)
     const int atom0 = bl * MB_TC_ATOMS;
     const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
     if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
-        if (pp.lag > 0) /* start lag chunks later than needed: slack against the slowest block */
-            mb_wait(pp.done + (sl - 1) * pp.nch + min(1 + pp.lag, pp.nch - 1), pp.nb, pp.flag);
         for (int c = 0; c < min(2, pp.nch); ++c)
             tc_share<MT>(a, pp, sl, bl, c, eps, part, warp, lane);
         mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
