@@ -628,6 +628,12 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (!st && cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
                    cudaSuccess)
         st = nlse_fail(NLSE_ERR_BACKEND, "cudaFuncSetAttribute failed: %s", cudaGetErrorString(cudaGetLastError()));
+    /* the float kernel: the largest shared memory carveout, so that the
+     * blocks its registers allow (several z slices) also fit there */
+    if (!st && s->tcf &&
+        cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributePreferredSharedMemoryCarveout,
+                             (int)cudaSharedmemCarveoutMaxShared) != cudaSuccess)
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaFuncSetAttribute failed: %s", cudaGetErrorString(cudaGetLastError()));
     if (st) {
         s->tc = 0;
         return st;
