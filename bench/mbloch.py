@@ -156,6 +156,16 @@ def tensor_fraction(atom_steps: float, tcf: Optional[int], dtype: str,
     return atom_steps * 3 * tcf / peak["tf32_tc"] if peak["tf32_tc"] else None
 
 
+def pipeline_depth(mb: Any, kw: Dict[str, Any], euler_substeps: int) -> int:
+    """z steps one launch of the solver's kernel holds (1 on the CPU)."""
+    core = mb._core
+    s = core.MB(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings, mb.weights,
+                mb.initial_state, np.ascontiguousarray(kw["fields0"], dtype=complex), mb.h_t, kw["h_z"],
+                mb.beta, mb.kappa_g, mb.kappa_e, mb.delta, euler_substeps,
+                core.COMPLEX64 if mb.dtype == np.complex64 else core.COMPLEX128)
+    return int(s.pipeline())
+
+
 def run_one(backend: str, dtype: str, kw: Dict[str, Any], z_steps: int,
             euler_substeps: int, repeat: int = 1) -> Dict[str, Any]:
     """`repeat` runs of the problem; seconds and solver seconds are the
@@ -165,7 +175,8 @@ def run_one(backend: str, dtype: str, kw: Dict[str, Any], z_steps: int,
     runs = [mb.run(kw["fields0"], h_z=kw["h_z"], n_z=z_steps, save_every=z_steps, populations=False,
                    euler_substeps=euler_substeps) for _ in range(max(1, repeat))]
     out = runs[-1]
-    return dict(seconds=float(np.median([r.seconds for r in runs])),
+    return dict(pipeline=pipeline_depth(mb, kw, euler_substeps),
+                seconds=float(np.median([r.seconds for r in runs])),
                 kernel=float(np.median([r.kernel_seconds for r in runs])),
                 all_seconds=[r.seconds for r in runs], norm_dev=out.norm_deviation,
                 fields=out.fields[-1])
@@ -219,13 +230,13 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                        z_steps=a.z_steps, seconds=r["seconds"], per_step_ms=1e3 * r["seconds"] / a.z_steps,
                        atom_steps=atom_steps, gflops=gfl,
                        peak=(gfl * 1e9 / pk) if (backend == "cuda" and pk) else None,
-                       speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"],
+                       speedup=None, norm_dev=r["norm_dev"], kernel=r["kernel"], pipeline=r["pipeline"],
                        all_seconds=r["all_seconds"],
                        tc_peak=tensor_fraction(atom_steps, tcf, dtype, peak) if backend == "cuda" else None)
             rows.append(row)
             print(f"{backend} {dtype}: {r['seconds']:.3f} s ({r['kernel']:.3f} s in the solver), "
                   f"{1e3 * r['seconds'] / a.z_steps:.2f} ms per z step, "
-                  f"{atom_steps:.3e} atom steps/s, {gfl:.1f} GFLOP/s"
+                  f"{atom_steps:.3e} atom steps/s, {gfl:.1f} GFLOP/s, {r['pipeline']} z step(s) a launch"
                   + (f"; median of {len(r['all_seconds'])} runs: "
                      + ", ".join(f"{x:.3f}" for x in r["all_seconds"]) if a.repeat > 1 else ""),
                   flush=True)

@@ -566,12 +566,8 @@ static const void *tc_kernel(const nlse_mb *s)
 {
     if (s->p.dtype == NLSE_COMPLEX128)
         return s->tc == 1 ? (const void *)k_atoms_tc<double, 1> : (const void *)k_atoms_tc<double, 2>;
-    if (s->tcf == 4)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 4> : (const void *)k_atoms_tcf<2, 4>;
-    if (s->tcf == 5)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 5> : (const void *)k_atoms_tcf<2, 5>;
     if (s->tcf)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 3> : (const void *)k_atoms_tcf<2, 3>;
+        return s->tc == 1 ? (const void *)k_atoms_tcf<1> : (const void *)k_atoms_tcf<2>;
     return s->tc == 1 ? (const void *)k_atoms_tc<float, 1> : (const void *)k_atoms_tc<float, 2>;
 }
 
@@ -589,9 +585,6 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (env && strcmp(env, "simt") == 0)
         return NLSE_OK;
     s->tcf = s->p.dtype == NLSE_COMPLEX64 && !(env && strcmp(env, "tc64") == 0);
-    const char *envb = getenv("NLSEPY_MB_TCF_BLOCKS");
-    if (s->tcf && envb && (atoi(envb) == 4 || atoi(envb) == 5))
-        s->tcf = atoi(envb);
     int dev = 0, major = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -628,8 +621,8 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (!st && cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
                    cudaSuccess)
         st = nlse_fail(NLSE_ERR_BACKEND, "cudaFuncSetAttribute failed: %s", cudaGetErrorString(cudaGetLastError()));
-    /* the float kernel: the largest shared memory carveout, so that the
-     * blocks its registers allow (several z slices) also fit there */
+    /* the float kernel: the largest shared memory carveout, so that every
+     * block its registers allow (a z slice each) also fits there */
     if (!st && s->tcf &&
         cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributePreferredSharedMemoryCarveout,
                              (int)cudaSharedmemCarveoutMaxShared) != cudaSuccess)

@@ -370,10 +370,15 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
     row[2 * r.w - 1 - r.plf - li] = f;
 }
 
-/* the float atom kernel; arguments and z pipeline as k_atoms_tc; NB:
- * blocks an SM it is compiled for (registers) */
-template <int MT, int NB>
-__global__ void __launch_bounds__(64 * MT, NB)
+/* Blocks an SM the float kernel is compiled for: 168 registers, three z
+ * slices a launch on an H100 for the benchmark problem.  Measured there
+ * (bench/RESULTS.md): four blocks (128 registers, a few spills) and 216
+ * registers (two blocks) are not faster, five (96 registers) slower. */
+#define MB_TCF_BLOCKS 3
+
+/* the float atom kernel; arguments and z pipeline as k_atoms_tc */
+template <int MT>
+__global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
                 const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
                 double2 *part, double *ppart, double *devb)
