@@ -566,14 +566,6 @@ static const void *tc_kernel(const nlse_mb *s)
 {
     if (s->p.dtype == NLSE_COMPLEX128)
         return s->tc == 1 ? (const void *)k_atoms_tc<double, 1> : (const void *)k_atoms_tc<double, 2>;
-    if (s->tcf == 2)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 2> : (const void *)k_atoms_tcf<2, 2>;
-    if (s->tcf == 3)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 3> : (const void *)k_atoms_tcf<2, 3>;
-    if (s->tcf == 4)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 3, 2> : (const void *)k_atoms_tcf<2, 3, 2>;
-    if (s->tcf == 5)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 2, 2> : (const void *)k_atoms_tcf<2, 2, 2>;
     if (s->tcf)
         return s->tc == 1 ? (const void *)k_atoms_tcf<1> : (const void *)k_atoms_tcf<2>;
     return s->tc == 1 ? (const void *)k_atoms_tc<float, 1> : (const void *)k_atoms_tc<float, 2>;
@@ -593,9 +585,6 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (env && strcmp(env, "simt") == 0)
         return NLSE_OK;
     s->tcf = s->p.dtype == NLSE_COMPLEX64 && !(env && strcmp(env, "tc64") == 0);
-    const char *envv = getenv("NLSEPY_MB_TCF_VARIANT"); /* measuring only */
-    if (s->tcf && envv && atoi(envv) >= 2 && atoi(envv) <= 5)
-        s->tcf = atoi(envv);
     int dev = 0, major = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));

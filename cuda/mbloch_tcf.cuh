@@ -149,60 +149,40 @@ __device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const 
 
 /* D = e y + sum_s C Y_src for the lane's four outputs (levels 2g, 2g + 1
  * of the tile; atoms 2q, 2q + 1) from the split stage vector: twelve TF32
- * products a k step (Re: Ar Br - sg Ai Bi, Im: Ar Bi + sg Ai Br, sg = -1
- * on the ground half: the conjugate; each real product ah bh + ah bl + al
- * bh) into 4 NS independent accumulators: term j of the split goes to set
- * j (NS = 3) or k step s to set s & 1 (NS = 2), so that a chain of
- * dependent products is 12 / NS long a stage (the mma latency is several
- * times its issue interval).  Every k step is multiplied (zero
- * coefficients off the band), without branches; mid() runs while the
- * products are in flight. */
-template <int MT, int NS, class Mid>
+ * products a k step into four accumulators (Re: Ar Br - sg Ai Bi, Im: Ar
+ * Bi + sg Ai Br, sg = -1 on the ground half: the conjugate); every k step
+ * is multiplied (zero coefficients off the band), without branches; mid()
+ * runs while the products are in flight */
+template <int MT, class Mid>
 __device__ __forceinline__ void tcf_deriv(float sg, TcfBuf Y, const TcAF<MT> &A, int h, int g, int q,
                                           const float e[4], const float2 y[4], float2 d[4], Mid mid)
 {
     typedef TcfTile<MT> TT;
     const int yo = tcf_at((1 - h) * TT::L / 2 + q, g); /* level pair 4s + q of the other half, atom g */
-    uint4 br[TT::KS], bi[TT::KS];                      /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
+    uint4 br[TT::KS], bi[TT::KS];                             /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
 #pragma unroll
     for (int s = 0; s < TT::KS; ++s) {
         br[s] = Y.re[yo + 4 * s * MB_TCF_SA];
         bi[s] = Y.im[yo + 4 * s * MB_TCF_SA];
     }
-    float acc[NS][4][4]; /* [set][Ar Br, Ar Bi, Ai Bi, Ai Br][element] */
+    float acc[4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
 #pragma unroll
-    for (int k = 0; k < NS; ++k)
+    for (int p = 0; p < 4; ++p)
 #pragma unroll
-        for (int p = 0; p < 4; ++p)
+        for (int c = 0; c < 4; ++c)
+            acc[p][c] = 0;
 #pragma unroll
-            for (int c = 0; c < 4; ++c)
-                acc[k][p][c] = 0;
-#pragma unroll
-    for (int j = 0; j < 3; ++j) /* hi hi, hi lo, lo hi */
-#pragma unroll
-        for (int s = 0; s < TT::KS; ++s) {
-            const int k = NS == 3 ? j : NS == 2 ? (s & 1) : 0;
-            const uint32_t *ar = j == 2 ? A.rl[s] : A.rh[s], *ai = j == 2 ? A.il[s] : A.ih[s];
-            const uint32_t r0 = j == 1 ? br[s].z : br[s].x, r1 = j == 1 ? br[s].w : br[s].y;
-            const uint32_t i0 = j == 1 ? bi[s].z : bi[s].x, i1 = j == 1 ? bi[s].w : bi[s].y;
-            tmma16(acc[k][0], ar, r0, r1);
-            tmma16(acc[k][1], ar, i0, i1);
-            tmma16(acc[k][2], ai, i0, i1);
-            tmma16(acc[k][3], ai, r0, r1);
-        }
+    for (int s = 0; s < TT::KS; ++s) {
+        tmma3(acc[0], acc[0], A.rh[s], A.rl[s], br[s].x, br[s].y, br[s].z, br[s].w);
+        tmma3(acc[1], acc[1], A.rh[s], A.rl[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
+        tmma3(acc[2], acc[2], A.ih[s], A.il[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
+        tmma3(acc[3], acc[3], A.ih[s], A.il[s], br[s].x, br[s].y, br[s].z, br[s].w);
+    }
     mid();
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        float a0 = acc[NS - 1][0][c], a1 = acc[NS - 1][1][c], a2 = acc[NS - 1][2][c], a3 = acc[NS - 1][3][c];
-#pragma unroll
-        for (int k = NS - 2; k >= 0; --k) { /* the small terms' sets first */
-            a0 += acc[k][0][c];
-            a1 += acc[k][1][c];
-            a2 += acc[k][2][c];
-            a3 += acc[k][3][c];
-        }
-        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, __fmaf_rn(-sg, a2, a0)), __fmaf_rn(e[c], y[c].y, __fmaf_rn(sg, a3, a1)));
-    }
+    for (int c = 0; c < 4; ++c)
+        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, __fmaf_rn(-sg, acc[2][c], acc[0][c])),
+                           __fmaf_rn(e[c], y[c].y, __fmaf_rn(sg, acc[3][c], acc[1][c])));
 }
 
 /* the lane's polarisation outputs: for tile j and element c, the slot in
@@ -396,10 +376,9 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
  * registers (two blocks) are not faster, five (96 registers) slower. */
 #define MB_TCF_BLOCKS 3
 
-/* the float atom kernel; arguments and z pipeline as k_atoms_tc; NS:
- * accumulator sets of tcf_deriv, NB: blocks an SM it is compiled for */
-template <int MT, int NS = 1, int NB = MB_TCF_BLOCKS>
-__global__ void __launch_bounds__(64 * MT, NB)
+/* the float atom kernel; arguments and z pipeline as k_atoms_tc */
+template <int MT>
+__global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
                 const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
                 double2 *part, double *ppart, double *devb)
@@ -500,7 +479,7 @@ __global__ void __launch_bounds__(64 * MT, NB)
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi; meanwhile the mean operands, the
          * polarisation products and the norms of psi (t_{k-1}) */
-        tcf_deriv<MT, NS>(sg, Y0, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
             tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
             tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
             tcf_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
@@ -509,13 +488,13 @@ __global__ void __launch_bounds__(64 * MT, NB)
         tcf_put<MT>(Y1, y, h, mt, g, q);
         __syncthreads();
         /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
-        tcf_deriv<MT, NS>(sg, Y1, A, h, g, q, e, y, d,
+        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d,
                       [&] { tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
         tcf_rk(d, ht, 2.0f, 0.5f, psi, acc, y);
         tcf_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
         /* stage 3: midpoint; meanwhile K(t_k) and the fetch of t_{k+2} */
-        tcf_deriv<MT, NS>(sg, Y0, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
             tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
@@ -525,7 +504,7 @@ __global__ void __launch_bounds__(64 * MT, NB)
         __syncthreads();
         /* stage 4: K(t_k), the new psi; meanwhile t_{k+2} and its mean
          * with t_{k+1} into the rows of t_{k-1} */
-        tcf_deriv<MT, NS>(sg, Y1, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [&] {
             if (pre) {
                 tcf_ring_put(ring + 2 * ((k + 2) % 3) * rg.w, rg, threadIdx.x, ef);
                 tcf_ring_put(ring + 2 * (3 + (k + 2) % 3) * rg.w, rg, threadIdx.x,
