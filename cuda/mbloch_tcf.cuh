@@ -362,6 +362,40 @@ __device__ __forceinline__ void tcf_rk(const float2 d[4], float ht, float wa, fl
     }
 }
 
+/* A split barrier of the block's warps in shared memory (mbarrier,
+ * sm_80): each warp arrives once its part of a stage vector is written
+ * (release: lane 0 after __syncwarp), does work of its own, and then
+ * waits for the phase to complete (acquire), so that the wait for the
+ * slowest warp overlaps that work. */
+__device__ __forceinline__ unsigned tcf_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void tcf_bar_init(unsigned long long *b, int count)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(tcf_smem_addr(b)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void tcf_bar_arrive(unsigned long long *b, int lane)
+{
+    __syncwarp();
+    if (lane == 0) {
+        unsigned long long st;
+        asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(st) : "r"(tcf_smem_addr(b)) : "memory");
+        (void)st;
+    }
+}
+
+/* waits until the phase of parity (phase & 1) is complete; phase += 1 */
+__device__ __forceinline__ void tcf_bar_wait(unsigned long long *b, unsigned &phase)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(tcf_smem_addr(b)), "r"(phase & 1)
+                     : "memory");
+    ++phase;
+}
+
 /* a field value (mode li) into a padded row: forward and reversed copy */
 __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int li, double2 v)
 {
@@ -398,6 +432,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     double *nrm = (double *)(ptab + MT * 4 * 64 * MT);
     double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
     __shared__ float wsf[MB_TC_ATOMS];
+    __shared__ unsigned long long sbar; /* the stage barrier (one arrival a warp) */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
@@ -424,6 +459,8 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
         wsm[threadIdx.x] = wv;
         wsf[threadIdx.x] = (float)wv;
     }
+    if (threadIdx.x == 0)
+        tcf_bar_init(&sbar, 2 * MT);
     __syncthreads(); /* the zeros before the field rows */
     for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
         const int r = i / a.n_f, li = i % a.n_f;
@@ -459,9 +496,11 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     const int eoff = (h ? rg.plf - a.l_min : 2 * rg.w - 1 - rg.plf + a.l_min) + 16 * mt + 2 * g - 2 * q;
     const float sg = h ? 1.0f : -1.0f;
     tcf_put<MT>(Y0, psi, h, mt, g, q);
+    tcf_norms<MT>(a, 0, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
     TcAF<MT> A; /* the operands of K(t_0) */
     tcf_make_a<MT>(A, ft, ring + eoff);
+    unsigned ph = 0; /* phases of sbar waited for */
     double dev = 0;
     const float ht = (float)a.h, sixth = (float)(1.0 / 6.0);
     for (int k = 1; k < a.n_t; ++k) {
@@ -477,33 +516,35 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
             }
         }
         double2 ef = make_double2(0, 0);
-        /* stage 1: K(t_{k-1}) on psi; meanwhile the mean operands, the
-         * polarisation products and the norms of psi (t_{k-1}) */
-        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
-            tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
-            tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
-            tcf_norms<MT>(a, k - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
-        });
+        /* stage 1: K(t_{k-1}) on psi; meanwhile the polarisation products
+         * of psi (t_{k-1}); after arriving, the mean operands */
+        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] { tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q); });
         tcf_rk(d, ht, 0.0f, 0.5f, psi, acc, y);
         tcf_put<MT>(Y1, y, h, mt, g, q);
-        __syncthreads();
-        /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
-        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d,
-                      [&] { tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
+        tcf_bar_arrive(&sbar, lane);
+        tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
+        tcf_bar_wait(&sbar, ph);
+        /* stage 2: midpoint; after arriving, the mode sums of t_{k-1} */
+        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [] {});
         tcf_rk(d, ht, 2.0f, 0.5f, psi, acc, y);
         tcf_put<MT>(Y0, y, h, mt, g, q);
-        __syncthreads();
-        /* stage 3: midpoint; meanwhile K(t_k) and the fetch of t_{k+2} */
+        tcf_bar_arrive(&sbar, lane);
+        tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+        tcf_bar_wait(&sbar, ph);
+        /* stage 3: midpoint; meanwhile the fetch of t_{k+2}; after
+         * arriving, K(t_k) */
         tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
-            tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
         tcf_rk(d, ht, 2.0f, 1.0f, psi, acc, y);
         tcf_put<MT>(Y1, y, h, mt, g, q);
-        __syncthreads();
+        tcf_bar_arrive(&sbar, lane);
+        tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
+        tcf_bar_wait(&sbar, ph);
         /* stage 4: K(t_k), the new psi; meanwhile t_{k+2} and its mean
-         * with t_{k+1} into the rows of t_{k-1} */
+         * with t_{k+1} into the rows of t_{k-1}; after arriving, the norms
+         * and populations of psi (t_k) */
         tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [&] {
             if (pre) {
                 tcf_ring_put(ring + 2 * ((k + 2) % 3) * rg.w, rg, threadIdx.x, ef);
@@ -520,10 +561,12 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
             y[c] = psi[c];
         }
         tcf_put<MT>(Y0, psi, h, mt, g, q);
-        __syncthreads();
+        tcf_bar_arrive(&sbar, lane);
+        tcf_norms<MT>(a, k, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+        tcf_bar_wait(&sbar, ph);
     }
+    __syncthreads(); /* the norms of the last time */
     tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
-    tcf_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
     tcf_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
     if (pp.S > 1)
