@@ -377,11 +377,8 @@ __device__ __forceinline__ void tcf_bar_init(unsigned long long *b, int count)
 __device__ __forceinline__ void tcf_bar_arrive(unsigned long long *b, int lane)
 {
     __syncwarp();
-    if (lane == 0) {
-        unsigned long long st;
-        asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(st) : "r"(tcf_smem_addr(b)) : "memory");
-        (void)st;
-    }
+    if (lane == 0)
+        asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(tcf_smem_addr(b)) : "memory");
 }
 
 /* waits until the phase of parity (phase & 1) is complete; phase += 1 */
