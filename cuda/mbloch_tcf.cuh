@@ -32,22 +32,25 @@
  *    per-block partials double, as in the FP64 form.
  */
 
-/* atoms a level-pair row of a plane of the float stage buffers (16-byte
- * entries); the atom column is swizzled, tcf_at */
-#define MB_TCF_SA 8
-
-/* the entry of (level pair r, atom a): a's column XOR (r & 1) | (2r & 6).
+/* the entry of (level pair r, atom a) in rows of 8 NT atoms: a's column XOR (r & 1) | (2r & 6).
  * A quarter warp of 16-byte accesses touches eight distinct bank groups
  * (column mod 8) both when lanes (g, q) read pair base + q, atom g (the B
  * operands: the XOR values of four consecutive pairs are 0, 3, 4, 7 mod 8)
  * and when they write or read pair base + g, atoms 2q + u (the parity of
  * the XOR alternates between consecutive pairs). */
-static __host__ __device__ inline int tcf_at(int r, int a) { return r * MB_TCF_SA + (a ^ ((r & 1) | ((r << 1) & 6))); }
+template <int NT> static __host__ __device__ inline int tcf_at(int r, int a)
+{
+    return r * 8 * NT + (a ^ ((r & 1) | ((r << 1) & 6)));
+}
 
-template <int MT> struct TcfTile {
-    static constexpr int L = 16 * MT;        /* padded levels a half */
-    static constexpr int KS = L / 8;         /* k steps over a half */
-    static constexpr int PP = L * MB_TCF_SA; /* entries of a plane (L level pairs: both halves) */
+/* A block holds NA = 8 NT atoms (NT atom groups of eight, the n tiles of
+ * every warp); a level-pair row of a plane of the stage buffers holds the
+ * NA atoms (16-byte entries), the column swizzled (tcf_at). */
+template <int MT, int NT = 1> struct TcfTile {
+    static constexpr int L = 16 * MT; /* padded levels a half */
+    static constexpr int KS = L / 8;  /* k steps over a half */
+    static constexpr int NA = 8 * NT; /* atoms a block */
+    static constexpr int PP = L * NA; /* entries of a plane (L level pairs: both halves) */
 };
 
 /* output level (within its half) of element i of lane (g, q)'s fragment
@@ -74,14 +77,13 @@ static __host__ __device__ inline TcfRing tcf_ring(int L, int l_min, int l_max)
     return r;
 }
 
-/* shared memory of k_atoms_tcf<MT> */
-static size_t tcf_smem_bytes(int MT, int n_f, int l_min, int l_max)
+/* shared memory of k_atoms_tcf<MT, NT> */
+static size_t tcf_smem_bytes(int MT, int NT, int n_f, int l_min, int l_max)
 {
-    const size_t L = 16 * (size_t)MT, KS = L / 8;
+    const size_t L = 16 * (size_t)MT, KS = L / 8, NA = 8 * (size_t)NT;
     const TcfRing r = tcf_ring((int)L, l_min, l_max);
-    return 8 * (2 * MT * KS * 64) + 16 * (2 * 2 * L * MB_TCF_SA) + 8 * (((size_t)n_f + 1) * MB_TC_PMS) +
-           8 * (6 * 2 * (size_t)r.w) + 8 * (MT * 4 * 64 * (size_t)MT) + 8 * (2 * (size_t)MT * MB_TC_ATOMS + MB_TC_ATOMS) +
-           32;
+    return 8 * (2 * MT * KS * 64) + 16 * (2 * 2 * L * NA) + 8 * (((size_t)n_f + 1) * MB_TC_PMS) +
+           8 * (6 * 2 * (size_t)r.w) + 8 * (MT * 4 * 64 * (size_t)MT) + 8 * (2 * (size_t)MT * NA + NA) + 32;
 }
 
 /* x = hi + lo by Veltkamp's splitting (s = 13): hi has 11 significant
@@ -147,42 +149,53 @@ __device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const 
         }
 }
 
-/* D = e y + sum_s C Y_src for the lane's four outputs (levels 2g, 2g + 1
- * of the tile; atoms 2q, 2q + 1) from the split stage vector: twelve TF32
+/* D = e y + sum_s C Y_src for the lane's 4 NT outputs (levels 2g, 2g + 1
+ * of the tile; atoms 8n + 2q, + 1 of n tile n, value 4n + c: level 2g + (c
+ * >> 1), atom 8n + 2q + (c & 1)) from the split stage vector: twelve TF32
  * products a k step into four accumulators (Re: Ar Br - sg Ai Bi, Im: Ar
  * Bi + sg Ai Br, sg = -1 on the ground half: the conjugate); every k step
  * is multiplied (zero coefficients off the band), without branches; mid()
  * runs while the products are in flight */
-template <int MT, class Mid>
+template <int MT, int NT, class Mid>
 __device__ __forceinline__ void tcf_deriv(float sg, TcfBuf Y, const TcAF<MT> &A, int h, int g, int q,
-                                          const float e[4], const float2 y[4], float2 d[4], Mid mid)
+                                          const float e[4 * NT], const float2 y[4 * NT], float2 d[4 * NT], Mid mid)
 {
-    typedef TcfTile<MT> TT;
-    const int yo = tcf_at((1 - h) * TT::L / 2 + q, g); /* level pair 4s + q of the other half, atom g */
-    uint4 br[TT::KS], bi[TT::KS];                             /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
+    typedef TcfTile<MT, NT> TT;
+    const int yo = tcf_at<NT>((1 - h) * TT::L / 2 + q, g); /* level pair 4s + q of the other half, atom g */
+    uint4 br[NT][TT::KS], bi[NT][TT::KS];                  /* (hi, hi, lo, lo) of source levels 8s + 2q, + 1 */
 #pragma unroll
-    for (int s = 0; s < TT::KS; ++s) {
-        br[s] = Y.re[yo + 4 * s * MB_TCF_SA];
-        bi[s] = Y.im[yo + 4 * s * MB_TCF_SA];
-    }
-    float acc[4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
+    for (int n = 0; n < NT; ++n)
 #pragma unroll
-    for (int p = 0; p < 4; ++p)
+        for (int s = 0; s < TT::KS; ++s) {
+            br[n][s] = Y.re[yo + 4 * s * TT::NA + 8 * n];
+            bi[n][s] = Y.im[yo + 4 * s * TT::NA + 8 * n];
+        }
+    float acc[NT][4][4]; /* Ar Br, Ar Bi, Ai Bi, Ai Br */
 #pragma unroll
-        for (int c = 0; c < 4; ++c)
-            acc[p][c] = 0;
+    for (int n = 0; n < NT; ++n)
 #pragma unroll
-    for (int s = 0; s < TT::KS; ++s) {
-        tmma3(acc[0], acc[0], A.rh[s], A.rl[s], br[s].x, br[s].y, br[s].z, br[s].w);
-        tmma3(acc[1], acc[1], A.rh[s], A.rl[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
-        tmma3(acc[2], acc[2], A.ih[s], A.il[s], bi[s].x, bi[s].y, bi[s].z, bi[s].w);
-        tmma3(acc[3], acc[3], A.ih[s], A.il[s], br[s].x, br[s].y, br[s].z, br[s].w);
-    }
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+                acc[n][p][c] = 0;
+#pragma unroll
+    for (int s = 0; s < TT::KS; ++s)
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+            tmma3(acc[n][0], acc[n][0], A.rh[s], A.rl[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
+            tmma3(acc[n][1], acc[n][1], A.rh[s], A.rl[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
+            tmma3(acc[n][2], acc[n][2], A.ih[s], A.il[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
+            tmma3(acc[n][3], acc[n][3], A.ih[s], A.il[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
+        }
     mid();
 #pragma unroll
-    for (int c = 0; c < 4; ++c)
-        d[c] = make_float2(__fmaf_rn(e[c], y[c].x, __fmaf_rn(-sg, acc[2][c], acc[0][c])),
-                           __fmaf_rn(e[c], y[c].y, __fmaf_rn(sg, acc[3][c], acc[1][c])));
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int v = 4 * n + c;
+            d[v] = make_float2(__fmaf_rn(e[v], y[v].x, __fmaf_rn(-sg, acc[n][2][c], acc[n][0][c])),
+                               __fmaf_rn(e[v], y[v].y, __fmaf_rn(sg, acc[n][3][c], acc[n][1][c])));
+        }
 }
 
 /* the lane's polarisation outputs: for tile j and element c, the slot in
@@ -206,41 +219,45 @@ __device__ __forceinline__ void tcf_pol_table(const MBTc &a, const float *Fg, in
  * ground x excited product, in split TF32 (G split as stored, w E split
  * here); F M into PM (float).  Rows g, g + 8 of a tile are the ground
  * levels 2g, 2g + 1 (one stored pair), k columns q, q + 4 the atoms 2q,
- * 2q + 1, and columns g of B the excited level 8 nt + g. */
-template <int MT>
+ * 2q + 1 of each atom group (a k step a group), and columns g of B the
+ * excited level 8 nt + g. */
+template <int MT, int NT>
 __device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const int2 *tab, float2 *PM, int warp,
                                               int g, int q)
 {
-    typedef TcfTile<MT> TT;
-    const float w[2] = {wsf[2 * q], wsf[2 * q + 1]};
+    typedef TcfTile<MT, NT> TT;
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
         const int t = warp + 2 * MT * j, mt = t / TT::KS, nt = t % TT::KS;
         const int rg = 8 * mt + g, re = TT::L / 2 + 4 * nt + (g >> 1);
-        /* the (hi, hi) and (lo, lo) halves of the entries of atoms 2q, 2q + 1 */
-        const uint4 R0 = Y.re[tcf_at(rg, 2 * q)], R1 = Y.re[tcf_at(rg, 2 * q + 1)];
-        const uint4 I0 = Y.im[tcf_at(rg, 2 * q)], I1 = Y.im[tcf_at(rg, 2 * q + 1)];
-        const uint32_t grh[4] = {R0.x, R0.y, R1.x, R1.y}, grl[4] = {R0.z, R0.w, R1.z, R1.w};
-        const uint32_t gih[4] = {I0.x, I0.y, I1.x, I1.y}, gil[4] = {I0.z, I0.w, I1.z, I1.w};
-        uint32_t erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
         const bool odd = g & 1;
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-            const uint4 Er = Y.re[tcf_at(re, 2 * q + u)], Ei = Y.im[tcf_at(re, 2 * q + u)]; /* hi + lo: the float */
-            const float er = odd ? __uint_as_float(Er.y) + __uint_as_float(Er.w)
-                                 : __uint_as_float(Er.x) + __uint_as_float(Er.z);
-            const float ei = odd ? __uint_as_float(Ei.y) + __uint_as_float(Ei.w)
-                                 : __uint_as_float(Ei.x) + __uint_as_float(Ei.z);
-            tf32_split(w[u] * er, erh[u], erl[u]);
-            tf32_split(w[u] * ei, eih[u], eil[u]);
-            nrh[u] = erh[u] ^ 0x80000000u; /* -er: the sign bit */
-            nrl[u] = erl[u] ^ 0x80000000u;
-        }
         float r[4] = {0, 0, 0, 0}, im[4] = {0, 0, 0, 0};
-        tmma3(r, r, grh, grl, erh[0], erh[1], erl[0], erl[1]);
-        tmma3(im, im, grh, grl, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(r, r, gih, gil, eih[0], eih[1], eil[0], eil[1]);
-        tmma3(im, im, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
+#pragma unroll
+        for (int n = 0; n < NT; ++n) { /* k steps over the atom groups */
+            /* the (hi, hi) and (lo, lo) halves of the entries of atoms 8n + 2q, + 1 */
+            const int a0 = 8 * n + 2 * q;
+            const uint4 R0 = Y.re[tcf_at<NT>(rg, a0)], R1 = Y.re[tcf_at<NT>(rg, a0 + 1)];
+            const uint4 I0 = Y.im[tcf_at<NT>(rg, a0)], I1 = Y.im[tcf_at<NT>(rg, a0 + 1)];
+            const uint32_t grh[4] = {R0.x, R0.y, R1.x, R1.y}, grl[4] = {R0.z, R0.w, R1.z, R1.w};
+            const uint32_t gih[4] = {I0.x, I0.y, I1.x, I1.y}, gil[4] = {I0.z, I0.w, I1.z, I1.w};
+            uint32_t erh[2], erl[2], eih[2], eil[2], nrh[2], nrl[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const uint4 Er = Y.re[tcf_at<NT>(re, a0 + u)], Ei = Y.im[tcf_at<NT>(re, a0 + u)]; /* hi + lo */
+                const float er = odd ? __uint_as_float(Er.y) + __uint_as_float(Er.w)
+                                     : __uint_as_float(Er.x) + __uint_as_float(Er.z);
+                const float ei = odd ? __uint_as_float(Ei.y) + __uint_as_float(Ei.w)
+                                     : __uint_as_float(Ei.x) + __uint_as_float(Ei.z);
+                tf32_split(wsf[a0 + u] * er, erh[u], erl[u]);
+                tf32_split(wsf[a0 + u] * ei, eih[u], eil[u]);
+                nrh[u] = erh[u] ^ 0x80000000u; /* -er: the sign bit */
+                nrl[u] = erl[u] ^ 0x80000000u;
+            }
+            tmma3(r, r, grh, grl, erh[0], erh[1], erl[0], erl[1]);
+            tmma3(im, im, grh, grl, eih[0], eih[1], eil[0], eil[1]);
+            tmma3(r, r, gih, gil, eih[0], eih[1], eil[0], eil[1]);
+            tmma3(im, im, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
+        }
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             const int2 tv = tab[(j * 4 + c) * 64 * MT + threadIdx.x];
@@ -253,7 +270,7 @@ __device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const 
 /* the mode sums of PM (four lanes a mode: eight entries each, then two
  * shuffles, fixed order) into the block's partial (double), and the
  * atoms' norms for t_k */
-template <int MT>
+template <int MT, int NT>
 __device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 *PM, const double *nrm, int warp,
                                              int lane, int atom0, double2 *part, double &dev)
 {
@@ -278,10 +295,10 @@ __device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 
         if (s4 == 0 && li < a.n_f)
             part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = make_double2(vx, vy);
     }
-    if (threadIdx.x < MB_TC_ATOMS && atom0 + (int)threadIdx.x < a.n_atoms) {
+    if (threadIdx.x < 8 * NT && atom0 + (int)threadIdx.x < a.n_atoms) {
         double s = 0;
         for (int w = 0; w < 2 * MT; ++w)
-            s += nrm[w * MB_TC_ATOMS + threadIdx.x];
+            s += nrm[w * 8 * NT + threadIdx.x];
         dev = fmax(dev, fabs(s - 1.0));
     }
 }
@@ -290,27 +307,34 @@ __device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 
  * |psi|^2 per atom summed over the warp's levels into nrm, and (want_pop)
  * the weighted populations summed over the block's atoms into ppart, in
  * double (as tc_norms) */
-template <int MT>
-__device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, const float2 psi[4], int h, int mt,
+template <int MT, int NT>
+__device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, const float2 psi[4 * NT], int h, int mt,
                                           int g, int q, int warp, const double *wsm, double *ppart)
 {
-    double p[4];
+    double v0 = 0, v1 = 0; /* populations of levels 2g, 2g + 1 over the lane's atoms */
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        const double x = psi[c].x, y = psi[c].y;
-        p[c] = x * x + y * y;
-    }
-    double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 2q, 2q + 1 */
+    for (int n = 0; n < NT; ++n) {
+        double p[4];
 #pragma unroll
-    for (int d = 4; d < 32; d <<= 1) {
-        s0 += __shfl_xor_sync(0xffffffffu, s0, d);
-        s1 += __shfl_xor_sync(0xffffffffu, s1, d);
+        for (int c = 0; c < 4; ++c) {
+            const double x = psi[4 * n + c].x, y = psi[4 * n + c].y;
+            p[c] = x * x + y * y;
+        }
+        double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 8n + 2q, + 1 */
+#pragma unroll
+        for (int d = 4; d < 32; d <<= 1) {
+            s0 += __shfl_xor_sync(0xffffffffu, s0, d);
+            s1 += __shfl_xor_sync(0xffffffffu, s1, d);
+        }
+        if (g == 0)
+            *(double2 *)(nrm + warp * 8 * NT + 8 * n + 2 * q) = make_double2(s0, s1);
+        if (a.want_pop) {
+            const double w0 = wsm[8 * n + 2 * q], w1 = wsm[8 * n + 2 * q + 1];
+            v0 += w0 * p[0] + w1 * p[1];
+            v1 += w0 * p[2] + w1 * p[3];
+        }
     }
-    if (g == 0)
-        *(double2 *)(nrm + warp * MB_TC_ATOMS + 2 * q) = make_double2(s0, s1);
     if (a.want_pop) {
-        const double w0 = wsm[2 * q], w1 = wsm[2 * q + 1];
-        double v0 = w0 * p[0] + w1 * p[1], v1 = w0 * p[2] + w1 * p[3]; /* levels 2g, 2g + 1 */
         for (int d = 1; d < 4; d <<= 1) {
             v0 += __shfl_xor_sync(0xffffffffu, v0, d);
             v1 += __shfl_xor_sync(0xffffffffu, v1, d);
@@ -324,33 +348,36 @@ __device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, con
     }
 }
 
-/* the lane's four values into a stage buffer, split: levels 2g and 2g +
- * 1 of the tile (one pair), atoms 2q and 2q + 1 (value c: level 2g + (c
- * >> 1), atom 2q + (c & 1)) */
-template <int MT>
-__device__ __forceinline__ void tcf_put(TcfBuf Y, const float2 v[4], int h, int mt, int g, int q)
+/* the lane's 4 NT values into a stage buffer, split: levels 2g and 2g + 1
+ * of the tile (one pair), atoms 8n + 2q and 8n + 2q + 1 of each group */
+template <int MT, int NT>
+__device__ __forceinline__ void tcf_put(TcfBuf Y, const float2 v[4 * NT], int h, int mt, int g, int q)
 {
-    const int r = h * TcfTile<MT>::L / 2 + 8 * mt + g;
+    const int r = h * TcfTile<MT, NT>::L / 2 + 8 * mt + g;
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-        const int o = tcf_at(r, 2 * q + u);
-        uint4 re, im;
-        tf32_split(v[u].x, re.x, re.z);
-        tf32_split(v[2 + u].x, re.y, re.w);
-        tf32_split(v[u].y, im.x, im.z);
-        tf32_split(v[2 + u].y, im.y, im.w);
-        Y.re[o] = re;
-        Y.im[o] = im;
-    }
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            const int o = tcf_at<NT>(r, 8 * n + 2 * q + u);
+            const float2 lo = v[4 * n + u], hi = v[4 * n + 2 + u]; /* levels 2g, 2g + 1 */
+            uint4 re, im;
+            tf32_split(lo.x, re.x, re.z);
+            tf32_split(hi.x, re.y, re.w);
+            tf32_split(lo.y, im.x, im.z);
+            tf32_split(hi.y, im.y, im.w);
+            Y.re[o] = re;
+            Y.im[o] = im;
+        }
 }
 
 /* the stage update: k = i h S, acc (wa = 0 sets, else adds wa k), and the
  * next stage vector psi + wy k */
-__device__ __forceinline__ void tcf_rk(const float2 d[4], float ht, float wa, float wy, const float2 psi[4],
-                                       float2 acc[4], float2 y[4])
+template <int NT>
+__device__ __forceinline__ void tcf_rk(const float2 d[4 * NT], float ht, float wa, float wy, const float2 psi[4 * NT],
+                                       float2 acc[4 * NT], float2 y[4 * NT])
 {
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < 4 * NT; ++c) {
         const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
         if (wa == 0)
             acc[c] = kk;
@@ -407,14 +434,15 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
  * registers (two blocks) are not faster, five (96 registers) slower. */
 #define MB_TCF_BLOCKS 3
 
-/* the float atom kernel; arguments and z pipeline as k_atoms_tc */
-template <int MT>
-__global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
+/* the float atom kernel; arguments and z pipeline as k_atoms_tc; NT atom
+ * groups of eight a block (two: compiled for two blocks an SM) */
+template <int MT, int NT = 1>
+__global__ void __launch_bounds__(64 * MT, NT == 1 ? MB_TCF_BLOCKS : 2)
     k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
                 const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
                 double2 *part, double *ppart, double *devb)
 {
-    typedef TcfTile<MT> TT;
+    typedef TcfTile<MT, NT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
     /* layout: the lanes' 0.5 F pairs [warp][KS][2][32] | 2 stage buffers |
      * PM [n_f + 1][PMS] | 6 padded field rows (t rows 0-2, mean rows 0-2)
@@ -427,14 +455,14 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     float2 *ring = PM + (a.n_f + 1) * MB_TC_PMS;
     int2 *ptab = (int2 *)(ring + 12 * rg.w);
     double *nrm = (double *)(ptab + MT * 4 * 64 * MT);
-    double *wsm = nrm + 2 * MT * MB_TC_ATOMS;
-    __shared__ float wsf[MB_TC_ATOMS];
+    double *wsm = nrm + 2 * MT * TT::NA;
+    __shared__ float wsf[TT::NA];
     __shared__ unsigned long long sbar; /* the stage barrier (one arrival a warp) */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
     const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
-    const int atom0 = bl * MB_TC_ATOMS;
+    const int atom0 = bl * TT::NA;
     const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
     if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
         for (int c = 0; c < min(2, pp.nch); ++c)
@@ -451,7 +479,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     for (int i = threadIdx.x; i < 12 * rg.w; i += blockDim.x)
         ring[i] = make_float2(0, 0);
     tcf_pol_table<MT>(a, Fg, ptab, warp, g, q);
-    if (threadIdx.x < MB_TC_ATOMS) {
+    if (threadIdx.x < TT::NA) {
         const double wv = atom0 + (int)threadIdx.x < a.n_atoms ? (double)w[atom0 + threadIdx.x] : 0.0;
         wsm[threadIdx.x] = wv;
         wsf[threadIdx.x] = (float)wv;
@@ -473,13 +501,13 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     if (threadIdx.x < a.n_f && 2 < a.n_t)
         elast = __ldcg(E + 2 * a.n_f + threadIdx.x);
 
-    /* the lane's four values: levels 16 mt + 2g (+ 1) of half h, atoms 2q (+ 1) */
+    /* the lane's 4 NT values: levels 16 mt + 2g (+ 1) of half h, atoms 8n + 2q (+ 1) */
     const int nh = h ? a.n_e : a.n_g;
-    float e[4];
-    float2 psi[4], acc[4], y[4], d[4];
+    float e[4 * NT];
+    float2 psi[4 * NT], acc[4 * NT], y[4 * NT], d[4 * NT];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        const int lev = tcf_out(mt, g, c >> 1), D = atom0 + 2 * q + (c & 1);
+    for (int c = 0; c < 4 * NT; ++c) {
+        const int lev = tcf_out(mt, g, (c & 3) >> 1), D = atom0 + 8 * (c >> 2) + 2 * q + (c & 1);
         const bool valid = D < a.n_atoms;
         e[c] = (float)(h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0));
         psi[c] = make_float2(0, 0);
@@ -492,8 +520,8 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     /* the lane's pointer into a padded row: l = 16 mt + 2g - 2q + const */
     const int eoff = (h ? rg.plf - a.l_min : 2 * rg.w - 1 - rg.plf + a.l_min) + 16 * mt + 2 * g - 2 * q;
     const float sg = h ? 1.0f : -1.0f;
-    tcf_put<MT>(Y0, psi, h, mt, g, q);
-    tcf_norms<MT>(a, 0, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+    tcf_put<MT, NT>(Y0, psi, h, mt, g, q);
+    tcf_norms<MT, NT>(a, 0, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
     TcAF<MT> A; /* the operands of K(t_0) */
     tcf_make_a<MT>(A, ft, ring + eoff);
@@ -515,34 +543,34 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi; meanwhile the polarisation products
          * of psi (t_{k-1}); after arriving, the mean operands */
-        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] { tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q); });
-        tcf_rk(d, ht, 0.0f, 0.5f, psi, acc, y);
-        tcf_put<MT>(Y1, y, h, mt, g, q);
+        tcf_deriv<MT, NT>(sg, Y0, A, h, g, q, e, y, d, [&] { tcf_pol_tiles<MT, NT>(Y0, wsf, ptab, PM, warp, g, q); });
+        tcf_rk<NT>(d, ht, 0.0f, 0.5f, psi, acc, y);
+        tcf_put<MT, NT>(Y1, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
         tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
         tcf_bar_wait(&sbar, ph);
         /* stage 2: midpoint; after arriving, the mode sums of t_{k-1} */
-        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [] {});
-        tcf_rk(d, ht, 2.0f, 0.5f, psi, acc, y);
-        tcf_put<MT>(Y0, y, h, mt, g, q);
+        tcf_deriv<MT, NT>(sg, Y1, A, h, g, q, e, y, d, [] {});
+        tcf_rk<NT>(d, ht, 2.0f, 0.5f, psi, acc, y);
+        tcf_put<MT, NT>(Y0, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
-        tcf_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+        tcf_pol_sums<MT, NT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
         tcf_bar_wait(&sbar, ph);
         /* stage 3: midpoint; meanwhile the fetch of t_{k+2}; after
          * arriving, K(t_k) */
-        tcf_deriv<MT>(sg, Y0, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT, NT>(sg, Y0, A, h, g, q, e, y, d, [&] {
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
-        tcf_rk(d, ht, 2.0f, 1.0f, psi, acc, y);
-        tcf_put<MT>(Y1, y, h, mt, g, q);
+        tcf_rk<NT>(d, ht, 2.0f, 1.0f, psi, acc, y);
+        tcf_put<MT, NT>(Y1, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
         tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
         tcf_bar_wait(&sbar, ph);
         /* stage 4: K(t_k), the new psi; meanwhile t_{k+2} and its mean
          * with t_{k+1} into the rows of t_{k-1}; after arriving, the norms
          * and populations of psi (t_k) */
-        tcf_deriv<MT>(sg, Y1, A, h, g, q, e, y, d, [&] {
+        tcf_deriv<MT, NT>(sg, Y1, A, h, g, q, e, y, d, [&] {
             if (pre) {
                 tcf_ring_put(ring + 2 * ((k + 2) % 3) * rg.w, rg, threadIdx.x, ef);
                 tcf_ring_put(ring + 2 * (3 + (k + 2) % 3) * rg.w, rg, threadIdx.x,
@@ -551,27 +579,27 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
             }
         });
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
+        for (int c = 0; c < 4 * NT; ++c) {
             const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
             psi[c].x = __fmaf_rn(sixth, acc[c].x + kk.x, psi[c].x);
             psi[c].y = __fmaf_rn(sixth, acc[c].y + kk.y, psi[c].y);
             y[c] = psi[c];
         }
-        tcf_put<MT>(Y0, psi, h, mt, g, q);
+        tcf_put<MT, NT>(Y0, psi, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
-        tcf_norms<MT>(a, k, nrm, psi, h, mt, g, q, warp, wsm, ppart);
+        tcf_norms<MT, NT>(a, k, nrm, psi, h, mt, g, q, warp, wsm, ppart);
         tcf_bar_wait(&sbar, ph);
     }
     __syncthreads(); /* the norms of the last time */
-    tcf_pol_tiles<MT>(Y0, wsf, ptab, PM, warp, g, q);
+    tcf_pol_tiles<MT, NT>(Y0, wsf, ptab, PM, warp, g, q);
     __syncthreads();
-    tcf_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+    tcf_pol_sums<MT, NT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
     if (pp.S > 1)
         for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
             mb_signal(pp.done + sl * pp.nch + c);
-    if (threadIdx.x < MB_TC_ATOMS) {
-        for (int s = 4; s > 0; s >>= 1)
-            dev = fmax(dev, __shfl_xor_sync(0xffu, dev, s));
+    if (threadIdx.x < TT::NA) { /* lanes 0 .. NA - 1 of warp 0 */
+        for (int s = TT::NA / 2; s > 0; s >>= 1)
+            dev = fmax(dev, __shfl_xor_sync((1u << TT::NA) - 1, dev, s));
         if (threadIdx.x == 0)
             devb[blockIdx.x] = dev;
     }
