@@ -566,10 +566,8 @@ static const void *tc_kernel(const nlse_mb *s)
 {
     if (s->p.dtype == NLSE_COMPLEX128)
         return s->tc == 1 ? (const void *)k_atoms_tc<double, 1> : (const void *)k_atoms_tc<double, 2>;
-    if (s->tcf == 2)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 2> : (const void *)k_atoms_tcf<2, 2>;
     if (s->tcf)
-        return s->tc == 1 ? (const void *)k_atoms_tcf<1, 1> : (const void *)k_atoms_tcf<2, 1>;
+        return s->tc == 1 ? (const void *)k_atoms_tcf<1> : (const void *)k_atoms_tcf<2>;
     return s->tc == 1 ? (const void *)k_atoms_tc<float, 1> : (const void *)k_atoms_tc<float, 2>;
 }
 
@@ -587,15 +585,12 @@ static int pick_tc(nlse_mb *s, const double *F)
     if (env && strcmp(env, "simt") == 0)
         return NLSE_OK;
     s->tcf = s->p.dtype == NLSE_COMPLEX64 && !(env && strcmp(env, "tc64") == 0);
-    const char *envg = getenv("NLSEPY_MB_TCF_GROUPS"); /* atom groups of eight a block, while measured */
-    if (s->tcf && envg && atoi(envg) == 2)
-        s->tcf = 2;
     int dev = 0, major = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    const int na = s->tcf == 2 ? 16 : MB_TC_ATOMS; /* atoms a block */
+    const int na = s->tcf ? 8 * MB_TCF_GROUPS : MB_TC_ATOMS; /* atoms a block */
     const size_t smem =
         s->tcf ? tcf_smem_bytes(MT, na / 8, a->n_f, a->l_min, a->l_max) : tc_smem_bytes(MT, a->n_f);
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)

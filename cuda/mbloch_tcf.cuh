@@ -428,16 +428,20 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
     row[2 * r.w - 1 - r.plf - li] = f;
 }
 
-/* Blocks an SM the float kernel is compiled for: 168 registers, three z
- * slices a launch on an H100 for the benchmark problem.  Measured there
- * (bench/RESULTS.md): four blocks (128 registers, a few spills) and 216
- * registers (two blocks) are not faster, five (96 registers) slower. */
-#define MB_TCF_BLOCKS 3
+/* Atom groups of eight a block, and the blocks an SM the float kernel is
+ * compiled for: two groups (16 atoms, 255 registers, no spills), two
+ * blocks, four z slices a launch on an H100 for the benchmark problem.
+ * Measured there (bench/RESULTS.md): one group in three blocks (168
+ * registers, three slices) 0.41 s against 0.37 s; one group in four
+ * blocks (128 registers, a few spills) or two (216 registers) no faster,
+ * in five (96 registers) slower. */
+#define MB_TCF_GROUPS 2
+#define MB_TCF_BLOCKS 2
 
 /* the float atom kernel; arguments and z pipeline as k_atoms_tc; NT atom
- * groups of eight a block (two: compiled for two blocks an SM) */
-template <int MT, int NT = 1>
-__global__ void __launch_bounds__(64 * MT, NT == 1 ? MB_TCF_BLOCKS : 2)
+ * groups of eight a block */
+template <int MT, int NT = MB_TCF_GROUPS>
+__global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     k_atoms_tcf(const __grid_constant__ MBTc a, const __grid_constant__ MBPipe pp, const double2 *eps,
                 const float2 *psi0, const float *det, const float *w, const float *Fg, const double *ftab,
                 double2 *part, double *ppart, double *devb)
