@@ -28,7 +28,7 @@
  *    eps_l; no index arithmetic or clamping when the operands are formed);
  *  - each lane's polarisation outputs (mode sum slot and F) come from a
  *    table made once per launch;
- *  - the mode sums PM are float (per-block sums of eight atoms), the
+ *  - the mode sums PM are float (per-block sums over its atoms), the
  *    per-block partials double, as in the FP64 form.
  */
 
