@@ -7,14 +7,18 @@
  * The atoms' states, the RK4 stages and the coupling operands are float;
  * the products C Y of a stage (and the polarisation products) run on the
  * tensor cores in TF32 with split operands: every float x is the sum of
- * two TF32 numbers hi + lo (to 2^-23 |x|, tf32_split), and a real product is the three
- * TF32 products ah bh + ah bl + al bh with float accumulation (the dropped
+ * two TF32 numbers hi + lo (to 2^-23 |x|, tf32_split), and a real product
+ * is the three TF32 products ah bh + ah bl + al bh with float accumulation (the dropped
  * al bl is below 2^-24 |a b|), so that a product is as good as a float
  * one.  mma.m16n8k8.tf32 has the fragments of the FP64 m16n8k8 of
  * mbloch_tc.cuh, so the tiles are the same: warp (h, mt) owns output
- * levels 16 mt .. 16 mt + 15 of half h for the block's eight atoms.
+ * levels 16 mt .. 16 mt + 15 of half h, here for each of the block's atom
+ * groups of eight (MB_TCF_GROUPS; the n tiles).
  *
  * What differs from the FP64 form, besides the arithmetic:
+ *  - a block holds two atom groups, whose products share each warp's
+ *    coupling operands (formed once for both) and give it two independent
+ *    chains;
  *  - the rows of a tile are ordered so that a lane's two rows (g and g + 8
  *    of the fragment) are the level pair 2g, 2g + 1 (tcf_out), and the
  *    stage buffers hold the split values by level pair: entry [pair][atom]
@@ -29,7 +33,8 @@
  *  - each lane's polarisation outputs (mode sum slot and F) come from a
  *    table made once per launch;
  *  - the mode sums PM are float (per-block sums over its atoms), the
- *    per-block partials double, as in the FP64 form.
+ *    per-block partials double, as in the FP64 form;
+ *  - the stage barrier is split (mbarrier: arrive, own work, wait).
  */
 
 /* the entry of (level pair r, atom a) in rows of 8 NT atoms: a's column XOR (r & 1) | (2r & 6).
