@@ -105,6 +105,18 @@ __device__ __forceinline__ void tf32_split(float x, uint32_t &hi, uint32_t &lo)
     lo = __float_as_uint(__fsub_rn(x, h));
 }
 
+/* the same split for a finite x in three operations: hi = x rounded to
+ * 11 bits (half up in magnitude, on the bits), lo = x - hi exactly (at
+ * most 12 bits).  A NaN may come out finite, so this serves only values
+ * that are finite where they matter: the coupling operands, made from
+ * fields that are checked before any result built on them is kept. */
+__device__ __forceinline__ void tf32_split_finite(float x, uint32_t &hi, uint32_t &lo)
+{
+    const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    hi = h;
+    lo = __float_as_uint(__fsub_rn(x, __uint_as_float(h)));
+}
+
 /* d += a b for one m16n8k8 tile in TF32 with float accumulation */
 __device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -148,8 +160,8 @@ __device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const 
                 const int i = 2 * p + u;
                 const float2 ev = ep[(i & 1) - 8 * s - (i >> 1)];
                 const float fu = u ? f.y : f.x;
-                tf32_split(fu * ev.x, A.rh[s][i], A.rl[s][i]);
-                tf32_split(fu * ev.y, A.ih[s][i], A.il[s][i]);
+                tf32_split_finite(fu * ev.x, A.rh[s][i], A.rl[s][i]);
+                tf32_split_finite(fu * ev.y, A.ih[s][i], A.il[s][i]);
             }
         }
 }
@@ -375,15 +387,16 @@ __device__ __forceinline__ void tcf_put(TcfBuf Y, const float2 v[4 * NT], int h,
         }
 }
 
-/* the stage update: k = i h S, acc (wa = 0 sets, else adds wa k), and the
- * next stage vector psi + wy k */
+/* the stage update: k = i h S (d = h S: h_t is in the operands and
+ * energies), acc (wa = 0 sets, else adds wa k), and the next stage vector
+ * psi + wy k */
 template <int NT>
-__device__ __forceinline__ void tcf_rk(const float2 d[4 * NT], float ht, float wa, float wy, const float2 psi[4 * NT],
+__device__ __forceinline__ void tcf_rk(const float2 d[4 * NT], float wa, float wy, const float2 psi[4 * NT],
                                        float2 acc[4 * NT], float2 y[4 * NT])
 {
 #pragma unroll
     for (int c = 0; c < 4 * NT; ++c) {
-        const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
+        const float2 kk = make_float2(-d[c].y, d[c].x); /* d is h_t S */
         if (wa == 0)
             acc[c] = kk;
         else {
@@ -480,7 +493,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     }
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
-        ((float *)Ft)[i] = (float)ftab[i];
+        ((float *)Ft)[i] = (float)(a.h * ftab[i]); /* h_t 0.5 F: the stages' i h_t S without a multiply */
     for (int i = threadIdx.x; i < 4 * TT::PP; i += blockDim.x)
         Yv[i] = make_uint4(0, 0, 0, 0);
     for (int i = threadIdx.x; i < (a.n_f + 1) * MB_TC_PMS; i += blockDim.x)
@@ -518,7 +531,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     for (int c = 0; c < 4 * NT; ++c) {
         const int lev = tcf_out(mt, g, (c & 3) >> 1), D = atom0 + 8 * (c >> 2) + 2 * q + (c & 1);
         const bool valid = D < a.n_atoms;
-        e[c] = (float)(h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0));
+        e[c] = (float)(a.h * (h ? (double)lev * a.ke : (double)lev * a.kg + (valid ? (double)det[D] : 0.0)));
         psi[c] = make_float2(0, 0);
         if (valid && lev < nh)
             psi[c] = psi0[(size_t)D * a.n_lev + (h ? a.n_g : 0) + lev];
@@ -536,7 +549,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     tcf_make_a<MT>(A, ft, ring + eoff);
     unsigned ph = 0; /* phases of sbar waited for */
     double dev = 0;
-    const float ht = (float)a.h, sixth = (float)(1.0 / 6.0);
+    const float sixth = (float)(1.0 / 6.0);
     for (int k = 1; k < a.n_t; ++k) {
         const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
         if (pp.S > 1) {
@@ -553,14 +566,14 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
         /* stage 1: K(t_{k-1}) on psi; meanwhile the polarisation products
          * of psi (t_{k-1}); after arriving, the mean operands */
         tcf_deriv<MT, NT>(sg, Y0, A, h, g, q, e, y, d, [&] { tcf_pol_tiles<MT, NT>(Y0, wsf, ptab, PM, warp, g, q); });
-        tcf_rk<NT>(d, ht, 0.0f, 0.5f, psi, acc, y);
+        tcf_rk<NT>(d, 0.0f, 0.5f, psi, acc, y);
         tcf_put<MT, NT>(Y1, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
         tcf_make_a<MT>(A, ft, ring + 2 * (3 + k % 3) * rg.w + eoff);
         tcf_bar_wait(&sbar, ph);
         /* stage 2: midpoint; after arriving, the mode sums of t_{k-1} */
         tcf_deriv<MT, NT>(sg, Y1, A, h, g, q, e, y, d, [] {});
-        tcf_rk<NT>(d, ht, 2.0f, 0.5f, psi, acc, y);
+        tcf_rk<NT>(d, 2.0f, 0.5f, psi, acc, y);
         tcf_put<MT, NT>(Y0, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
         tcf_pol_sums<MT, NT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
@@ -571,7 +584,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
             if (pre)
                 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
         });
-        tcf_rk<NT>(d, ht, 2.0f, 1.0f, psi, acc, y);
+        tcf_rk<NT>(d, 2.0f, 1.0f, psi, acc, y);
         tcf_put<MT, NT>(Y1, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
         tcf_make_a<MT>(A, ft, ring + 2 * (k % 3) * rg.w + eoff);
@@ -589,7 +602,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
         });
 #pragma unroll
         for (int c = 0; c < 4 * NT; ++c) {
-            const float2 kk = make_float2(-ht * d[c].y, ht * d[c].x);
+            const float2 kk = make_float2(-d[c].y, d[c].x);
             psi[c].x = __fmaf_rn(sixth, acc[c].x + kk.x, psi[c].x);
             psi[c].y = __fmaf_rn(sixth, acc[c].y + kk.y, psi[c].y);
             y[c] = psi[c];
