@@ -729,9 +729,6 @@ static int setup_pipe(nlse_mb *s)
 {
     s->pipe = 1;
     s->pc = mb_imax(4, mb_imin(32, s->a.n_t / 16));
-    const char *envc = getenv("NLSEPY_MB_CHUNK"); /* measuring only */
-    if (envc && atoi(envc) >= 4)
-        s->pc = atoi(envc);
     if (!s->tc)
         return NLSE_OK;
     int dev = 0, coop = 0, nsm = 0, per = 0;

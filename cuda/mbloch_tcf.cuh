@@ -105,18 +105,6 @@ __device__ __forceinline__ void tf32_split(float x, uint32_t &hi, uint32_t &lo)
     lo = __float_as_uint(__fsub_rn(x, h));
 }
 
-/* the same split for a finite x in three operations: hi = x rounded to
- * 11 bits (half up in magnitude, on the bits), lo = x - hi exactly (at
- * most 12 bits).  A NaN may come out finite, so this serves only values
- * that are finite where they matter: the coupling operands, made from
- * fields that are checked before any result built on them is kept. */
-__device__ __forceinline__ void tf32_split_finite(float x, uint32_t &hi, uint32_t &lo)
-{
-    const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-    hi = h;
-    lo = __float_as_uint(__fsub_rn(x, __uint_as_float(h)));
-}
-
 /* d += a b for one m16n8k8 tile in TF32 with float accumulation */
 __device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -160,8 +148,8 @@ __device__ __forceinline__ void tcf_make_a(TcAF<MT> &A, const float2 *ft, const 
                 const int i = 2 * p + u;
                 const float2 ev = ep[(i & 1) - 8 * s - (i >> 1)];
                 const float fu = u ? f.y : f.x;
-                tf32_split_finite(fu * ev.x, A.rh[s][i], A.rl[s][i]);
-                tf32_split_finite(fu * ev.y, A.ih[s][i], A.il[s][i]);
+                tf32_split(fu * ev.x, A.rh[s][i], A.rl[s][i]);
+                tf32_split(fu * ev.y, A.ih[s][i], A.il[s][i]);
             }
         }
 }
