@@ -132,11 +132,14 @@ def test_float_on_the_device(fkernel, shape, monkeypatch):
     assert err_dom < 1e-6
 
 
-def test_blow_up_keeps_the_last_fields():
+@pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
+def test_blow_up_keeps_the_last_fields(dtype):
+    """A blow-up is caught on either tensor-core kernel (in float the
+    non-finite values pass through the TF32 splitting) and the plain one."""
     _, cuda = _modules()
     kw = problem(n_atoms=16, n_t=100)
     kw["beta"] = 1e305
-    s = cuda.MB(**kw, dtype=cuda.COMPLEX128)
+    s = cuda.MB(**kw, dtype=getattr(cuda, dtype))
     with pytest.raises(nl.BlowUpError):
         for _ in range(5):
             s.step(False)
@@ -206,13 +209,14 @@ def test_z_pipeline_gives_the_bits_of_single_steps(shape, dtype, monkeypatch):
     assert np.array_equal(s.get_populations(), r.get_populations())
 
 
-def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(monkeypatch):
+@pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
+def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(dtype, monkeypatch):
     """A blow-up inside a launch of several z slices is reported at the z
     step where one z step a launch reports it, with the same fields kept."""
     _, cuda = _modules()
     kw = problem(n_atoms=16, n_t=100)
     kw["beta"] = 1e305
-    s, r = _pipelined_and_single(cuda, kw, cuda.COMPLEX128, monkeypatch)
+    s, r = _pipelined_and_single(cuda, kw, getattr(cuda, dtype), monkeypatch)
     with pytest.raises(nl.BlowUpError):
         s.steps(6)
     with pytest.raises(nl.BlowUpError):
