@@ -10,7 +10,7 @@ set -uo pipefail
 OUT=${OUT:-out/gpu}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-tests=1; targs="tests/test_mbloch_cuda.py tests/test_mbloch.py -q"; repeat=1; dtypes=float64,float32; variant=""
+tests=1; targs="tests/test_mbloch_cuda.py tests/test_mbloch.py"; repeat=1; dtypes=float64,float32; variant=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0;;
