@@ -439,8 +439,8 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
  * blocks, four z slices a launch on an H100 for the benchmark problem.
  * Measured there (bench/RESULTS.md): one group in three blocks (168
  * registers, three slices) 0.41 s against 0.37 s; one group in four
- * blocks (128 registers, a few spills) or two (216 registers) no faster,
- * in five (96 registers) slower. */
+ * blocks (128 registers, a few spills) or two (233-238 registers) no
+ * faster, in five (96 registers) slower. */
 #define MB_TCF_GROUPS 2
 #define MB_TCF_BLOCKS 2
 
