@@ -295,37 +295,78 @@ __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const doubl
     }
 }
 
-/* the mode sums of PM (four lanes a mode: eight entries each, then two
- * shuffles, fixed order) and the atoms' norms for t_k */
-template <int MT>
-__device__ __forceinline__ void tc_pol_sums(const MBTc &a, int k, const double2 *PM, const double *nrm, int warp,
-                                            int lane, int atom0, double2 *part, double &dev)
+/* the mode sums of PM (four lanes a mode: eight entries each in PM's
+ * precision V, then two shuffles in double, fixed order) into the
+ * block's partial, and the norms of its NA atoms for t_k (nrm [2MT][NA]);
+ * both tensor-core kernels */
+template <int MT, int NA, typename V>
+__device__ __forceinline__ void mb_pol_sums(const MBTc &a, int k, const V *PM, const double *nrm, int warp, int lane,
+                                            int atom0, double2 *part, double &dev)
 {
     for (int li = 8 * warp + (lane >> 2); li - (lane >> 2) < a.n_f; li += 16 * MT) {
         const int s4 = lane & 3;
-        double2 v = make_double2(0, 0);
+        V v = {0, 0};
         if (li < a.n_f) {
-            const double2 *pm = PM + li * MB_TC_PMS + s4;
-            double2 u[8];
+            const V *pm = PM + li * MB_TC_PMS + s4;
+            V u[8];
 #pragma unroll
             for (int i = 0; i < 8; ++i)
                 u[i] = pm[4 * i];
-            v = make_double2(((u[0].x + u[1].x) + (u[2].x + u[3].x)) + ((u[4].x + u[5].x) + (u[6].x + u[7].x)),
-                             ((u[0].y + u[1].y) + (u[2].y + u[3].y)) + ((u[4].y + u[5].y) + (u[6].y + u[7].y)));
+            v.x = ((u[0].x + u[1].x) + (u[2].x + u[3].x)) + ((u[4].x + u[5].x) + (u[6].x + u[7].x));
+            v.y = ((u[0].y + u[1].y) + (u[2].y + u[3].y)) + ((u[4].y + u[5].y) + (u[6].y + u[7].y));
         }
+        double2 w = make_double2(v.x, v.y);
 #pragma unroll
         for (int d = 2; d > 0; d >>= 1) {
-            v.x += __shfl_xor_sync(0xffffffffu, v.x, d);
-            v.y += __shfl_xor_sync(0xffffffffu, v.y, d);
+            w.x += __shfl_xor_sync(0xffffffffu, w.x, d);
+            w.y += __shfl_xor_sync(0xffffffffu, w.y, d);
         }
         if (s4 == 0 && li < a.n_f)
-            part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = v;
+            part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = w;
     }
-    if (threadIdx.x < MB_TC_ATOMS && atom0 + (int)threadIdx.x < a.n_atoms) {
+    if (threadIdx.x < NA && atom0 + (int)threadIdx.x < a.n_atoms) {
         double s = 0;
         for (int w = 0; w < 2 * MT; ++w)
-            s += nrm[w * MB_TC_ATOMS + threadIdx.x];
+            s += nrm[w * NA + threadIdx.x];
         dev = fmax(dev, fabs(s - 1.0));
+    }
+}
+
+/* the z pipeline at time row k of slice sl (block bl): count the chunk
+ * whose partials are all written, and where row k + 2 (fetched in this
+ * step) opens chunk c, reduce this block's share of chunk c + 1 and wait
+ * for chunk c's fields; both tensor-core kernels */
+template <int MT>
+__device__ __forceinline__ void mb_pipe_row(const MBTc &a, const MBPipe &pp, int sl, int bl, int k,
+                                            const double2 *eps, const double2 *part, int warp, int lane)
+{
+    if (pp.S <= 1)
+        return;
+    /* the partials of rows < k - 1 are written: chunk (k-1)/C - 1 is done */
+    if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
+        mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
+    /* row k + 2 (fetched below) opens chunk c: share c + 1, wait for c */
+    if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
+        const int c = (k + 2) / pp.C;
+        if (c + 1 < pp.nch)
+            tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
+        mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
+    }
+}
+
+/* the end of a launch: the chunks not yet counted, and the block's
+ * largest norm deviation (lanes 0 .. NA - 1 of warp 0) into devb */
+template <int NA>
+__device__ __forceinline__ void mb_block_end(const MBTc &a, const MBPipe &pp, int sl, double dev, double *devb)
+{
+    if (pp.S > 1)
+        for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
+            mb_signal(pp.done + sl * pp.nch + c);
+    if (threadIdx.x < NA) {
+        for (int s = NA / 2; s > 0; s >>= 1)
+            dev = fmax(dev, __shfl_xor_sync((1u << NA) - 1, dev, s));
+        if (threadIdx.x == 0)
+            devb[blockIdx.x] = dev;
     }
 }
 
@@ -476,18 +517,7 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MB
     const double ht = a.h, sixth = 1.0 / 6.0;
     for (int k = 1; k < a.n_t; ++k) {
         const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
-        if (pp.S > 1) {
-            /* the partials of rows < k - 1 are written: chunk (k-1)/C - 1 is done */
-            if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
-                mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
-            /* row k + 2 (fetched below) opens chunk c: share c + 1, wait for c */
-            if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
-                const int c = (k + 2) / pp.C;
-                if (c + 1 < pp.nch)
-                    tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
-                mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
-            }
-        }
+        mb_pipe_row<MT>(a, pp, sl, bl, k, eps, part, warp, lane);
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi (in Y0); meanwhile the polarisation
          * products and the norms of psi (t_{k-1}) */
@@ -501,7 +531,7 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MB
         __syncthreads();
         /* stage 2: midpoint; meanwhile the mode sums of t_{k-1} */
         tc_deriv<MT>(a, Y1, A, h, mt, g, q, e, y, d,
-                     [&] { tc_pol_sums<MT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
+                     [&] { mb_pol_sums<MT, MB_TC_ATOMS>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev); });
         tc_rk(d, ht, 2.0, 0.5, psi, acc, y);
         tc_put<MT>(Y0, y, h, mt, g, q);
         __syncthreads();
@@ -537,14 +567,6 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MB
     tc_pol_tiles<MT>(a, Y0, wsm, Fd, PM, warp, g, q);
     tc_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
-    tc_pol_sums<MT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
-    if (pp.S > 1) /* the chunks not yet counted */
-        for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
-            mb_signal(pp.done + sl * pp.nch + c);
-    if (threadIdx.x < MB_TC_ATOMS) { /* the block's largest norm deviation: lanes 0-7 of warp 0 */
-        for (int s = 4; s > 0; s >>= 1)
-            dev = fmax(dev, __shfl_xor_sync(0xffu, dev, s));
-        if (threadIdx.x == 0)
-            devb[blockIdx.x] = dev;
-    }
+    mb_pol_sums<MT, MB_TC_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+    mb_block_end<MB_TC_ATOMS>(a, pp, sl, dev, devb);
 }

@@ -272,42 +272,6 @@ __device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const 
     }
 }
 
-/* the mode sums of PM (four lanes a mode: eight entries each, then two
- * shuffles, fixed order) into the block's partial (double), and the
- * atoms' norms for t_k */
-template <int MT, int NT>
-__device__ __forceinline__ void tcf_pol_sums(const MBTc &a, int k, const float2 *PM, const double *nrm, int warp,
-                                             int lane, int atom0, double2 *part, double &dev)
-{
-    for (int li = 8 * warp + (lane >> 2); li - (lane >> 2) < a.n_f; li += 16 * MT) {
-        const int s4 = lane & 3;
-        float2 v = make_float2(0, 0);
-        if (li < a.n_f) {
-            const float2 *pm = PM + li * MB_TC_PMS + s4;
-            float2 u[8];
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-                u[i] = pm[4 * i];
-            v = make_float2(((u[0].x + u[1].x) + (u[2].x + u[3].x)) + ((u[4].x + u[5].x) + (u[6].x + u[7].x)),
-                            ((u[0].y + u[1].y) + (u[2].y + u[3].y)) + ((u[4].y + u[5].y) + (u[6].y + u[7].y)));
-        }
-        double vx = v.x, vy = v.y;
-#pragma unroll
-        for (int d = 2; d > 0; d >>= 1) {
-            vx += __shfl_xor_sync(0xffffffffu, vx, d);
-            vy += __shfl_xor_sync(0xffffffffu, vy, d);
-        }
-        if (s4 == 0 && li < a.n_f)
-            part[((size_t)blockIdx.x * a.n_t + k) * a.n_f + li] = make_double2(vx, vy);
-    }
-    if (threadIdx.x < 8 * NT && atom0 + (int)threadIdx.x < a.n_atoms) {
-        double s = 0;
-        for (int w = 0; w < 2 * MT; ++w)
-            s += nrm[w * 8 * NT + threadIdx.x];
-        dev = fmax(dev, fabs(s - 1.0));
-    }
-}
-
 /* psi of t_k (the lane's four values, levels 2g and 2g + 1 of the tile):
  * |psi|^2 per atom summed over the warp's levels into nrm, and (want_pop)
  * the weighted populations summed over the block's atoms into ppart, in
@@ -540,16 +504,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     const float sixth = (float)(1.0 / 6.0);
     for (int k = 1; k < a.n_t; ++k) {
         const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
-        if (pp.S > 1) {
-            if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
-                mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
-            if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
-                const int c = (k + 2) / pp.C;
-                if (c + 1 < pp.nch)
-                    tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
-                mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
-            }
-        }
+        mb_pipe_row<MT>(a, pp, sl, bl, k, eps, part, warp, lane);
         double2 ef = make_double2(0, 0);
         /* stage 1: K(t_{k-1}) on psi; meanwhile the polarisation products
          * of psi (t_{k-1}); after arriving, the mean operands */
@@ -564,7 +519,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
         tcf_rk<NT>(d, 2.0f, 0.5f, psi, acc, y);
         tcf_put<MT, NT>(Y0, y, h, mt, g, q);
         tcf_bar_arrive(&sbar, lane);
-        tcf_pol_sums<MT, NT>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+        mb_pol_sums<MT, TT::NA>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
         tcf_bar_wait(&sbar, ph);
         /* stage 3: midpoint; meanwhile the fetch of t_{k+2}; after
          * arriving, K(t_k) */
@@ -603,14 +558,6 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     __syncthreads(); /* the norms of the last time */
     tcf_pol_tiles<MT, NT>(Y0, wsf, ptab, PM, warp, g, q);
     __syncthreads();
-    tcf_pol_sums<MT, NT>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
-    if (pp.S > 1)
-        for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
-            mb_signal(pp.done + sl * pp.nch + c);
-    if (threadIdx.x < TT::NA) { /* lanes 0 .. NA - 1 of warp 0 */
-        for (int s = TT::NA / 2; s > 0; s >>= 1)
-            dev = fmax(dev, __shfl_xor_sync((1u << TT::NA) - 1, dev, s));
-        if (threadIdx.x == 0)
-            devb[blockIdx.x] = dev;
-    }
+    mb_pol_sums<MT, TT::NA>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+    mb_block_end<TT::NA>(a, pp, sl, dev, devb);
 }
