@@ -382,6 +382,17 @@ __device__ __forceinline__ void tc_put(TcBuf Y, const double2 v[4], int h, int m
     *(double2 *)(Y.im + o8) = make_double2(v[2].y, v[3].y);
 }
 
+/* s0, s1 summed over the eight lanes g = lane >> 2 of the lane's column q
+ * (fixed order; every lane gets the sums): a warp's levels of its atoms */
+__device__ __forceinline__ void mb_sum_over_g(double &s0, double &s1)
+{
+#pragma unroll
+    for (int d = 4; d < 32; d <<= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, d);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, d);
+    }
+}
+
 /* psi of t_k (the lane's four values): |psi|^2 per atom summed over the
  * warp's levels into nrm, and (want_pop) the weighted populations summed
  * over the block's atoms into ppart */
@@ -394,11 +405,7 @@ __device__ __forceinline__ void tc_norms(const MBTc &a, int k, double *nrm, cons
     for (int c = 0; c < 4; ++c)
         p[c] = psi[c].x * psi[c].x + psi[c].y * psi[c].y;
     double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 2q, 2q + 1 */
-#pragma unroll
-    for (int d = 4; d < 32; d <<= 1) {
-        s0 += __shfl_xor_sync(0xffffffffu, s0, d);
-        s1 += __shfl_xor_sync(0xffffffffu, s1, d);
-    }
+    mb_sum_over_g(s0, s1);
     if (g == 0)
         *(double2 *)(nrm + warp * MB_TC_ATOMS + 2 * q) = make_double2(s0, s1);
     if (a.want_pop) {

@@ -114,14 +114,13 @@ __device__ __forceinline__ void tmma16(float d[4], const uint32_t a[4], uint32_t
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* the split product: big += ah bh, small += ah bl + al bh (small terms
- * last; big and small may be one accumulator) */
-__device__ __forceinline__ void tmma3(float big[4], float small[4], const uint32_t ah[4], const uint32_t al[4],
-                                      uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1)
+/* the split product d += ah bh + ah bl + al bh (the small terms last) */
+__device__ __forceinline__ void tmma3(float d[4], const uint32_t ah[4], const uint32_t al[4], uint32_t bh0,
+                                      uint32_t bh1, uint32_t bl0, uint32_t bl1)
 {
-    tmma16(big, ah, bh0, bh1);
-    tmma16(small, ah, bl0, bl1);
-    tmma16(small, al, bh0, bh1);
+    tmma16(d, ah, bh0, bh1);
+    tmma16(d, ah, bl0, bl1);
+    tmma16(d, al, bh0, bh1);
 }
 
 /* the coefficient operands of tile (h, mt), split: element i (a0 .. a3)
@@ -130,9 +129,9 @@ template <int MT> struct TcAF {
     uint32_t rh[TcfTile<MT>::KS][4], rl[TcfTile<MT>::KS][4], ih[TcfTile<MT>::KS][4], il[TcfTile<MT>::KS][4];
 };
 
-/* the lane's operands 0.5 F eps_l (the sign of the imaginary part, -1 on
- * the ground half, is applied in tcf_deriv) from its 0.5 F pairs ft and its
- * pointer ep into a padded field row:
+/* the lane's operands h_t 0.5 F eps_l (the sign of the imaginary part, -1
+ * on the ground half, is applied in tcf_deriv) from its h_t 0.5 F pairs ft
+ * and its pointer ep into a padded field row:
  * the operand of element i of k step s has l = tcf_out - tc_in = (16 mt +
  * 2g - 2q) + (i & 1) - 8 s - (i >> 1), the constant part an offset */
 template <int MT>
@@ -187,10 +186,10 @@ __device__ __forceinline__ void tcf_deriv(float sg, TcfBuf Y, const TcAF<MT> &A,
     for (int s = 0; s < TT::KS; ++s)
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
-            tmma3(acc[n][0], acc[n][0], A.rh[s], A.rl[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
-            tmma3(acc[n][1], acc[n][1], A.rh[s], A.rl[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
-            tmma3(acc[n][2], acc[n][2], A.ih[s], A.il[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
-            tmma3(acc[n][3], acc[n][3], A.ih[s], A.il[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
+            tmma3(acc[n][0], A.rh[s], A.rl[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
+            tmma3(acc[n][1], A.rh[s], A.rl[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
+            tmma3(acc[n][2], A.ih[s], A.il[s], bi[n][s].x, bi[n][s].y, bi[n][s].z, bi[n][s].w);
+            tmma3(acc[n][3], A.ih[s], A.il[s], br[n][s].x, br[n][s].y, br[n][s].z, br[n][s].w);
         }
     mid();
 #pragma unroll
@@ -258,10 +257,10 @@ __device__ __forceinline__ void tcf_pol_tiles(TcfBuf Y, const float *wsf, const 
                 nrh[u] = erh[u] ^ 0x80000000u; /* -er: the sign bit */
                 nrl[u] = erl[u] ^ 0x80000000u;
             }
-            tmma3(r, r, grh, grl, erh[0], erh[1], erl[0], erl[1]);
-            tmma3(im, im, grh, grl, eih[0], eih[1], eil[0], eil[1]);
-            tmma3(r, r, gih, gil, eih[0], eih[1], eil[0], eil[1]);
-            tmma3(im, im, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
+            tmma3(r, grh, grl, erh[0], erh[1], erl[0], erl[1]);
+            tmma3(im, grh, grl, eih[0], eih[1], eil[0], eil[1]);
+            tmma3(r, gih, gil, eih[0], eih[1], eil[0], eil[1]);
+            tmma3(im, gih, gil, nrh[0], nrh[1], nrl[0], nrl[1]);
         }
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
@@ -290,11 +289,7 @@ __device__ __forceinline__ void tcf_norms(const MBTc &a, int k, double *nrm, con
             p[c] = x * x + y * y;
         }
         double s0 = p[0] + p[2], s1 = p[1] + p[3]; /* atoms 8n + 2q, + 1 */
-#pragma unroll
-        for (int d = 4; d < 32; d <<= 1) {
-            s0 += __shfl_xor_sync(0xffffffffu, s0, d);
-            s1 += __shfl_xor_sync(0xffffffffu, s1, d);
-        }
+        mb_sum_over_g(s0, s1);
         if (g == 0)
             *(double2 *)(nrm + warp * 8 * NT + 8 * n + 2 * q) = make_double2(s0, s1);
         if (a.want_pop) {
@@ -418,7 +413,7 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
 {
     typedef TcfTile<MT, NT> TT;
     extern __shared__ __align__(16) unsigned char smem[];
-    /* layout: the lanes' 0.5 F pairs [warp][KS][2][32] | 2 stage buffers |
+    /* layout: the lanes' h_t 0.5 F pairs [warp][KS][2][32] | 2 stage buffers |
      * PM [n_f + 1][PMS] | 6 padded field rows (t rows 0-2, mean rows 0-2)
      * | pol table [MT][4][64 MT] | norms [2MT][8] (double) | weights [8] */
     const TcfRing rg = tcf_ring(TT::L, a.l_min, a.l_min + a.n_f - 1);
