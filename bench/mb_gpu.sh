@@ -3,21 +3,18 @@
 # Maxwell-Bloch tests, then bench/mbloch.py (CPU on every core beside CUDA).
 # Logs and JSON go to $OUT (default out/gpu).
 #   bash bench/mb_gpu.sh [--no-tests] [--tests "PYTEST ARGS"] [--repeat N]
-#                        [--dtypes float64,float32] [--variant BLOCKS]
-# --variant BLOCKS also builds the float tensor-core kernel for BLOCKS
-# blocks an SM (MB_TC_F32_BLOCKS) and times it beside the default build.
+#                        [--dtypes float64,float32]
 set -uo pipefail
 OUT=${OUT:-out/gpu}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-tests=1; targs="tests/test_mbloch_cuda.py tests/test_mbloch.py"; repeat=1; dtypes=float64,float32; variant=""
+tests=1; targs="tests/test_mbloch_cuda.py tests/test_mbloch.py"; repeat=1; dtypes=float64,float32
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0;;
     --tests) targs="$2"; shift;;
     --repeat) repeat="$2"; shift;;
     --dtypes) dtypes="$2"; shift;;
-    --variant) variant="$2"; shift;;
   esac
   shift
 done
@@ -31,13 +28,3 @@ export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
   --json "$OUT/mbloch.json" 2>&1 | tee "$OUT/mbloch.log" | tail -12)
 (cd bench && NLSEPY_MB_KERNEL=tc64 "$PY" mbloch.py --backends cuda --dtypes float32 --numpy-z-steps 0 \
   2>&1 | tee "$OUT/mbloch-tc64.log" | tail -4)
-if [ -n "$variant" ]; then
-  cmake -S . -B build-gpu-v -G Ninja -DCMAKE_BUILD_TYPE=Release -DNLSEPY_CUDA=ON \
-    -DCMAKE_CUDA_FLAGS="-DMB_TC_F32_BLOCKS=$variant" -DPython_EXECUTABLE="$(command -v "$PY")" \
-    >"$OUT/build-v.log" 2>&1 && cmake --build build-gpu-v -j 16 >>"$OUT/build-v.log" 2>&1 || {
-    tail -30 "$OUT/build-v.log"; exit 1; }
-  rm -rf /tmp/nlsepy-v && mkdir -p /tmp/nlsepy-v && cp -r python/nlsepy /tmp/nlsepy-v/ &&
-    cp build-gpu-v/_core*.so build-gpu-v/_cuda*.so build-gpu-v/_build_config.py /tmp/nlsepy-v/nlsepy/
-  (cd bench && PYTHONPATH=/tmp/nlsepy-v "$PY" mbloch.py --backends cuda --dtypes float32 --repeat "$repeat" \
-    --numpy-z-steps 0 2>&1 | tee "$OUT/mbloch-v$variant.log" | tail -4)
-fi

@@ -135,8 +135,9 @@ def test_float_on_the_device(fkernel, shape, monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
 def test_blow_up_keeps_the_last_fields(dtype):
-    """A blow-up is caught on either tensor-core kernel (in float the
-    non-finite values pass through the TF32 splitting) and the plain one."""
+    """A blow-up is caught in either precision on the default kernel (the
+    tensor-core one where it runs; in float the non-finite values pass
+    through the TF32 splitting)."""
     _, cuda = _modules()
     kw = problem(n_atoms=16, n_t=100)
     kw["beta"] = 1e305
