@@ -28,3 +28,5 @@ export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
   --json "$OUT/mbloch.json" 2>&1 | tee "$OUT/mbloch.log" | tail -12)
 (cd bench && NLSEPY_MB_KERNEL=tc64 "$PY" mbloch.py --backends cuda --dtypes float32 --numpy-z-steps 0 \
   2>&1 | tee "$OUT/mbloch-tc64.log" | tail -4)
+(cd bench && NLSEPY_MB_KERNEL=tcf "$PY" mbloch.py --backends cuda --dtypes float32 --numpy-z-steps 0 \
+  2>&1 | tee "$OUT/mbloch-tcf.log" | tail -4)

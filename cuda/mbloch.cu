@@ -130,6 +130,7 @@ __device__ __forceinline__ double2 mb_new_field(double2 eps, double2 P, double2 
 
 #include "mbloch_tc.cuh"
 #include "mbloch_tcf.cuh"
+#include "mbloch_wg.cuh"
 
 struct nlse_mb {
     nlse_mb_params p;
@@ -566,9 +567,47 @@ static const void *tc_kernel(const nlse_mb *s)
 {
     if (s->p.dtype == NLSE_COMPLEX128)
         return s->tc == 1 ? (const void *)k_atoms_tc<double, 1> : (const void *)k_atoms_tc<double, 2>;
+    if (s->tcf == 2)
+        return (const void *)k_atoms_wg;
     if (s->tcf)
         return s->tc == 1 ? (const void *)k_atoms_tcf<1> : (const void *)k_atoms_tcf<2>;
     return s->tc == 1 ? (const void *)k_atoms_tc<float, 1> : (const void *)k_atoms_tc<float, 2>;
+}
+
+/* 1 where this build holds the sm_90a code of k_atoms_wg for the device */
+static int wg_compiled(void)
+{
+    int *d = NULL, h = 0;
+    if (cudaMalloc((void **)&d, sizeof(int)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    k_wg_probe<<<1, 1>>>(d);
+    if (cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+        h = 0;
+    cudaFree(d);
+    (void)cudaGetLastError();
+    return h;
+}
+
+/* The Hopper float kernel k_atoms_wg: on an sm_90 device where the build
+ * holds its sm_90a code, for 17 to 32 levels a half (the larger half),
+ * where its shared memory fits; NLSEPY_MB_KERNEL=tcf keeps the mma.sync
+ * float kernel k_atoms_tcf. */
+static int wg_fits(const nlse_mb *s, const char *env, int dev, int maxsm)
+{
+    const MBArgs *a = &s->a;
+    int major = 0, minor = 0;
+    if (env && strcmp(env, "tcf") == 0)
+        return 0;
+    if (mb_imax(a->n_g, a->n_e) <= 16 || mb_imax(a->n_g, a->n_e) > MB_WG_L)
+        return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major == 9 && minor == 0 && wg_smem_bytes(a->n_f) + 1024 <= (size_t)maxsm && wg_compiled();
 }
 
 /* The tensor-core kernel when the device has FP64 and TF32 mma (sm_80 and
@@ -590,9 +629,12 @@ static int pick_tc(nlse_mb *s, const double *F)
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    const int na = s->tcf ? 8 * MB_TCF_GROUPS : MB_TC_ATOMS; /* atoms a block */
-    const size_t smem =
-        s->tcf ? tcf_smem_bytes(MT, na / 8, a->n_f, a->l_min, a->l_max) : tc_smem_bytes(MT, a->n_f);
+    if (s->tcf && wg_fits(s, env, dev, maxsm))
+        s->tcf = 2;
+    const int na = s->tcf == 2 ? MB_WG_ATOMS : s->tcf ? 8 * MB_TCF_GROUPS : MB_TC_ATOMS; /* atoms a block */
+    const size_t smem = s->tcf == 2 ? wg_smem_bytes(a->n_f)
+                        : s->tcf    ? tcf_smem_bytes(MT, na / 8, a->n_f, a->l_min, a->l_max)
+                                    : tc_smem_bytes(MT, a->n_f);
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
     /* every lane's operands 0.5 F[m][n] (zero off the band), and the k

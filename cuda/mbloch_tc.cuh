@@ -364,7 +364,7 @@ __device__ __forceinline__ void mb_block_end(const MBTc &a, const MBPipe &pp, in
             mb_signal(pp.done + sl * pp.nch + c);
     if (threadIdx.x < NA) {
         for (int s = NA / 2; s > 0; s >>= 1)
-            dev = fmax(dev, __shfl_xor_sync((1u << NA) - 1, dev, s));
+            dev = fmax(dev, __shfl_xor_sync(NA >= 32 ? 0xffffffffu : (1u << NA) - 1, dev, s));
         if (threadIdx.x == 0)
             devb[blockIdx.x] = dev;
     }

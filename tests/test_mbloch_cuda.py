@@ -109,7 +109,7 @@ def test_matches_the_reference_scheme(kernel):
 @pytest.mark.parametrize("shape", [dict(n_atoms=64),
                                    dict(n_g=20, n_e=17, modes=(-4, 6), n_atoms=40, n_t=150),
                                    dict(n_g=32, n_e=32, modes=(-9, 9), n_atoms=48, n_t=150)])
-@pytest.mark.parametrize("fkernel", ["tc", "tc64", "simt"])
+@pytest.mark.parametrize("fkernel", ["tc", "tcf", "tc64", "simt"])
 def test_float_on_the_device(fkernel, shape, monkeypatch):
     """Float on each CUDA atom kernel: the tensor-core kernel's float form
     (float updates, split TF32 products), its FP64 form (tc64) and the
@@ -117,9 +117,9 @@ def test_float_on_the_device(fkernel, shape, monkeypatch):
     monkeypatch.setenv("NLSEPY_MB_KERNEL", fkernel)
     core, cuda = _modules()
     kw = problem(**shape)
-    d = run(core, kw, 4, core.COMPLEX128)[0]
+    d, _, pd, _, _ = run(core, kw, 4, core.COMPLEX128)
     fc = run(core, kw, 4, core.COMPLEX64)[0]
-    fg = run(cuda, kw, 4, cuda.COMPLEX64)[0]
+    fg, _, pg, _, _ = run(cuda, kw, 4, cuda.COMPLEX64)
     scale = np.abs(d).max()
     err_gpu = np.abs(fg - d).max() / scale
     err_cpu = np.abs(fc - d).max() / scale
@@ -131,15 +131,19 @@ def test_float_on_the_device(fkernel, shape, monkeypatch):
     assert err_gpu < 1e-6
     assert err_gpu < max(3 * err_cpu, 1e-7)
     assert err_dom < 1e-6
+    # the level populations of the last z step (between 0 and 1)
+    assert np.abs(pg - pd).max() < 1e-6
 
 
-@pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
-def test_blow_up_keeps_the_last_fields(dtype):
+@pytest.mark.parametrize("dtype, shape", [("COMPLEX128", dict()), ("COMPLEX64", dict()),
+                                          ("COMPLEX64", dict(n_g=20, n_e=17, modes=(-4, 6)))])
+def test_blow_up_keeps_the_last_fields(dtype, shape):
     """A blow-up is caught in either precision on the default kernel (the
     tensor-core one where it runs; in float the non-finite values pass
-    through the TF32 splitting)."""
+    through the TF32 splitting, on the mma.sync kernel at 6 + 5 levels and
+    on an H100's warpgroup kernel at 20 + 17)."""
     _, cuda = _modules()
-    kw = problem(n_atoms=16, n_t=100)
+    kw = problem(n_atoms=16, n_t=100, **shape)
     kw["beta"] = 1e305
     s = cuda.MB(**kw, dtype=getattr(cuda, dtype))
     with pytest.raises(nl.BlowUpError):
@@ -211,12 +215,13 @@ def test_z_pipeline_gives_the_bits_of_single_steps(shape, dtype, monkeypatch):
     assert np.array_equal(s.get_populations(), r.get_populations())
 
 
-@pytest.mark.parametrize("dtype", ["COMPLEX128", "COMPLEX64"])
-def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(dtype, monkeypatch):
+@pytest.mark.parametrize("dtype, shape", [("COMPLEX128", dict()), ("COMPLEX64", dict()),
+                                          ("COMPLEX64", dict(n_g=20, n_e=17, modes=(-4, 6)))])
+def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(dtype, shape, monkeypatch):
     """A blow-up inside a launch of several z slices is reported at the z
     step where one z step a launch reports it, with the same fields kept."""
     _, cuda = _modules()
-    kw = problem(n_atoms=16, n_t=100)
+    kw = problem(n_atoms=16, n_t=100, **shape)
     kw["beta"] = 1e305
     s, r = _pipelined_and_single(cuda, kw, getattr(cuda, dtype), monkeypatch)
     with pytest.raises(nl.BlowUpError):
