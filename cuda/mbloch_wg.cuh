@@ -58,7 +58,8 @@
 /* shared memory of k_atoms_wg */
 static size_t wg_smem_bytes(int n_f)
 {
-    return 4 * (12 * (size_t)MB_WG_MAT + MB_WG_L * MB_WG_L) + 8 * ((size_t)n_f * MB_TC_PMS + 6 * (size_t)n_f) +
+    return 4 * (12 * (size_t)MB_WG_MAT) + 8 * (128 * (((size_t)n_f + 3) / 4)) +
+           8 * ((size_t)n_f * MB_TC_PMS + 6 * (size_t)n_f) +
            8 * (4 * MB_WG_ATOMS + 4 * 2 * MB_WG_L + MB_WG_ATOMS) + 4 * MB_WG_ATOMS + 64;
 }
 
@@ -74,6 +75,8 @@ static __host__ __device__ inline int wg_bpos(int n, int k)
 static __host__ __device__ inline int wg_kidx(int v) { return (v & ~7) + ((v & 7) >> 1) + 4 * (v & 1); }
 
 #ifdef MB_WG_DEVICE
+#define WG_DMAT (4 * MB_WG_MAT >> 4) /* one operand matrix on, in a descriptor's address field */
+
 /* a shared-memory matrix descriptor: no swizzle, LBO 128 bytes (next k
  * quad), SBO 1024 bytes (next 8 rows) */
 __device__ __forceinline__ uint64_t wg_desc(const float *p)
@@ -137,11 +140,22 @@ struct WgA {
     uint32_t h[2][4][4], l[2][4][4];
 };
 
+/* x = hi + lo with hi rounded to the nearest TF32 number (ties away from
+ * zero) by integer operations on the bits and lo = x - hi exact: the same
+ * bound as tf32_split (the tensor core reads the top 11 bits of lo:
+ * |x - hi - lo_tf32| <= 2^-23 |x|) in three operations, two of them off
+ * the floating-point pipe; NaN and infinity stay non-finite (in hi or lo) */
+__device__ __forceinline__ void wg_split(float x, uint32_t &hi, uint32_t &lo)
+{
+    hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    lo = __float_as_uint(__fsub_rn(x, __uint_as_float(hi)));
+}
+
 /* value c = 2j + u (level 8j + 2q + u) of half hf into the split state */
 __device__ __forceinline__ void wg_set(WgA &A, int hf, int c, float2 v)
 {
-    tf32_split(v.x, A.h[hf][c >> 1][2 * (c & 1)], A.l[hf][c >> 1][2 * (c & 1)]);
-    tf32_split(v.y, A.h[hf][c >> 1][2 * (c & 1) + 1], A.l[hf][c >> 1][2 * (c & 1) + 1]);
+    wg_split(v.x, A.h[hf][c >> 1][2 * (c & 1)], A.l[hf][c >> 1][2 * (c & 1)]);
+    wg_split(v.y, A.h[hf][c >> 1][2 * (c & 1) + 1], A.l[hf][c >> 1][2 * (c & 1) + 1]);
 }
 
 /* that value back: hi + lo is exact */
@@ -157,71 +171,83 @@ struct WgSet {
     float *eh, *el, *gh, *gl;
 };
 
-/* a coefficient set from the field row R (n_f modes, float): for every
- * band entry (ground gl, excited el = gl + l, l = l_min + li) the
- * coefficient c = 0.5 h F[gl][el] eps_l, split, into the excited operand
- * (row el: Re, 32 + el: Im; k column of gl) and the ground one (row gl,
- * 32 + gl; k column of el).  Four lanes a ground level, every fourth mode
- * each. */
-__device__ __forceinline__ void wg_build(const MBTc &a, WgSet S, const float *Fh, const float2 *R)
+/* The band entries a lane forms in every coefficient set: four lanes a
+ * ground level gl (gl = thread / 4), modes li = thread % 4 + 4r; entry
+ * [r][thread] holds the offsets of the real part in the excited operand
+ * (row el = gl + l_min + li, k column of gl) and in the ground one (row
+ * gl, k column of el), li, and 0.5 h F[gl][el]; -1 where there is no
+ * coupling.  The imaginary parts sit 32 rows (1024 floats) further on. */
+__device__ __forceinline__ void wg_entries(const MBTc &a, const float *Fg, int2 *tab)
 {
     const int gl = threadIdx.x >> 2;
-    if (gl >= a.n_g)
-        return;
-    const int kg = wg_kidx(gl);
-    for (int li = threadIdx.x & 3; li < a.n_f; li += 4) {
-        const int el = gl + a.l_min + li;
-        if (el < 0 || el >= a.n_e)
+    for (int r = 0; 4 * r < a.n_f; ++r) {
+        const int li = (threadIdx.x & 3) + 4 * r, el = gl + a.l_min + li;
+        int2 t = make_int2(-1, 0);
+        if (gl < a.n_g && li < a.n_f && el >= 0 && el < a.n_e)
+            t = make_int2(wg_bpos(el, wg_kidx(gl)) | wg_bpos(gl, wg_kidx(el)) << 11 | li << 22,
+                          __float_as_int((float)(0.5 * a.h * (double)Fg[gl * a.n_e + el])));
+        tab[r * blockDim.x + threadIdx.x] = t;
+    }
+}
+
+/* a coefficient set from the field row R (n_f modes, float): for every
+ * band entry of the lane the coefficient c = 0.5 h F[gl][el] eps_l, split,
+ * into the excited operand and the ground one (wg_entries) */
+__device__ __forceinline__ void wg_build(const MBTc &a, WgSet S, const int2 *tab, const float2 *R)
+{
+    for (int r = 0; 4 * r < a.n_f; ++r) {
+        const int2 t = tab[r * blockDim.x + threadIdx.x];
+        if (t.x < 0)
             continue;
-        const float f = Fh[gl * MB_WG_L + el];
-        const float2 ev = R[li];
+        const int e0 = t.x & 0x7ff, g0 = (t.x >> 11) & 0x7ff;
+        const float f = __int_as_float(t.y);
+        const float2 ev = R[t.x >> 22];
         uint32_t rh, rl, ih, il;
-        tf32_split(f * ev.x, rh, rl);
-        tf32_split(f * ev.y, ih, il);
-        const int ke = wg_kidx(el);
-        const int e0 = wg_bpos(el, kg), e1 = wg_bpos(MB_WG_L + el, kg);
-        const int g0 = wg_bpos(gl, ke), g1 = wg_bpos(MB_WG_L + gl, ke);
+        wg_split(f * ev.x, rh, rl);
+        wg_split(f * ev.y, ih, il);
         S.eh[e0] = __uint_as_float(rh);
         S.el[e0] = __uint_as_float(rl);
-        S.eh[e1] = __uint_as_float(ih);
-        S.el[e1] = __uint_as_float(il);
+        S.eh[e0 + 1024] = __uint_as_float(ih);
+        S.el[e0 + 1024] = __uint_as_float(il);
         S.gh[g0] = __uint_as_float(rh);
         S.gl[g0] = __uint_as_float(rl);
-        S.gh[g1] = __uint_as_float(ih);
-        S.gl[g1] = __uint_as_float(il);
+        S.gh[g0 + 1024] = __uint_as_float(ih);
+        S.gl[g0 + 1024] = __uint_as_float(il);
     }
 }
 
 /* the polarisation operands of psi (the lane's atom at, levels 8j + 2q +
  * u = value c of each half): ground rows 16j + 2q + u (Re), + 8 (Im) of A;
- * w E rows 8j + 2q + u (Re), 32 + that (Im) of B; column at */
+ * w E rows 8j + 2q + u (Re), 32 + that (Im) of B; column at.  As 2q + u
+ * < 8, element (row 8J + 2q + u, at) is at 256 J + 4u + wg_bpos(2q, at). */
 __device__ __forceinline__ void wg_pol_put(float *Ah, float *Al, float *Bh, float *Bl, const float2 psi[2][8],
                                            float wa, int at, int q)
 {
+    const int o = wg_bpos(2 * q, at);
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-        const int j = c >> 1, u = c & 1, rg = 16 * j + 2 * q + u, re = 8 * j + 2 * q + u;
+        const int j = c >> 1, u = c & 1, og = o + 512 * j + 4 * u, oe = o + 256 * j + 4 * u;
         uint32_t h, l;
-        tf32_split(psi[0][c].x, h, l);
-        Ah[wg_bpos(rg, at)] = __uint_as_float(h);
-        Al[wg_bpos(rg, at)] = __uint_as_float(l);
-        tf32_split(psi[0][c].y, h, l);
-        Ah[wg_bpos(rg + 8, at)] = __uint_as_float(h);
-        Al[wg_bpos(rg + 8, at)] = __uint_as_float(l);
-        tf32_split(wa * psi[1][c].x, h, l);
-        Bh[wg_bpos(re, at)] = __uint_as_float(h);
-        Bl[wg_bpos(re, at)] = __uint_as_float(l);
-        tf32_split(wa * psi[1][c].y, h, l);
-        Bh[wg_bpos(MB_WG_L + re, at)] = __uint_as_float(h);
-        Bl[wg_bpos(MB_WG_L + re, at)] = __uint_as_float(l);
+        wg_split(psi[0][c].x, h, l);
+        Ah[og] = __uint_as_float(h);
+        Al[og] = __uint_as_float(l);
+        wg_split(psi[0][c].y, h, l);
+        Ah[og + 256] = __uint_as_float(h);
+        Al[og + 256] = __uint_as_float(l);
+        wg_split(wa * psi[1][c].x, h, l);
+        Bh[oe] = __uint_as_float(h);
+        Bl[oe] = __uint_as_float(l);
+        wg_split(wa * psi[1][c].y, h, l);
+        Bh[oe + 1024] = __uint_as_float(h);
+        Bl[oe + 1024] = __uint_as_float(l);
     }
 }
 
-/* the polarisation product (in flight until the next wait) */
-__device__ __forceinline__ void wg_pol_mma(float d[32], const float *Ah, const float *Al, const float *Bh,
-                                           const float *Bl)
+/* the polarisation product (in flight until the next wait); dp: the
+ * descriptor of its A hi matrix (A lo, B hi, B lo follow, 8 KB apart) */
+__device__ __forceinline__ void wg_pol_mma(float d[32], uint64_t dp)
 {
-    const uint64_t ah = wg_desc(Ah), al = wg_desc(Al), bh = wg_desc(Bh), bl = wg_desc(Bl);
+    const uint64_t ah = dp, al = dp + WG_DMAT, bh = dp + 2 * WG_DMAT, bl = dp + 3 * WG_DMAT;
     wg_ss<0>(d, ah, bh);
     wg_ss<1>(d, ah, bl);
     wg_ss<1>(d, al, bh);
@@ -233,22 +259,40 @@ __device__ __forceinline__ void wg_pol_mma(float d[32], const float *Ah, const f
     }
 }
 
-/* F M on the band into PM: the lane holds M for ground level m = 8 warp
- * + g and excited levels n = 8j + 2q + u (rows g: Re G, g + 8: Im G;
- * columns n: Re E, 32 + n: Im E) */
-__device__ __forceinline__ void wg_pol_out(const MBTc &a, const float d[32], const float *Fg, float2 *PM, int m,
-                                           int q)
+/* The lane's polarisation outputs: bit c of the mask is set where
+ * (ground m = 8 warp + g, excited n = 8j + 2q + u) is a band entry; the
+ * PM entry of c is then at pm + (8j + u) PMS (mode li = n - m - l_min),
+ * its F at fp[8j + u] */
+struct WgPol {
+    unsigned mask;
+    int pm;
+    const float *fp;
+};
+
+__device__ __forceinline__ WgPol wg_pol_lane(const MBTc &a, const float *Fg, int m, int q)
 {
-    if (m >= a.n_g)
-        return;
+    WgPol r = {0u, ((2 * q - m - a.l_min) * MB_TC_PMS + m), Fg + m * a.n_e + 2 * q};
+    for (int c = 0; c < 8; ++c) {
+        const int n = 8 * (c >> 1) + 2 * q + (c & 1), li = n - m - a.l_min;
+        if (m < a.n_g && n < a.n_e && li >= 0 && li < a.n_f)
+            r.mask |= 1u << c;
+    }
+    return r;
+}
+
+/* F M on the band into PM: the lane holds M for ground level m and the
+ * excited levels n of wg_pol_lane (rows g: Re G, g + 8: Im G; columns n:
+ * Re E, 32 + n: Im E) */
+__device__ __forceinline__ void wg_pol_out(const WgPol &P, const float d[32], float2 *PM)
+{
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-        const int j = c >> 1, u = c & 1, n = 8 * j + 2 * q + u, li = n - m - a.l_min;
-        if (n < a.n_e && li >= 0 && li < a.n_f) {
+        const int j = c >> 1, u = c & 1;
+        if ((P.mask >> c) & 1u) {
             const float mr = d[4 * j + u] + d[16 + 4 * j + 2 + u]; /* Re G Re E + Im G Im E */
             const float mi = d[16 + 4 * j + u] - d[4 * j + 2 + u]; /* Re G Im E - Im G Re E */
-            const float f = __ldg(Fg + m * a.n_e + n);
-            PM[li * MB_TC_PMS + m] = make_float2(f * mr, f * mi);
+            const float f = __ldg(P.fp + 8 * j + u);
+            PM[P.pm + (8 * j + u) * MB_TC_PMS] = make_float2(f * mr, f * mi);
         }
     }
 }
@@ -259,12 +303,12 @@ __device__ __forceinline__ void wg_pol_out(const MBTc &a, const float d[32], con
 __device__ __forceinline__ void wg_norms(const MBTc &a, const float2 psi[2][8], double wa, double *nrm, double *pw,
                                          int at, int warp, int lane, int q)
 {
-    double s = 0;
+    float p[8]; /* the lane's 16 values, pairwise in float; the lanes' sums in double */
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-        for (int c = 0; c < 8; ++c)
-            s += (double)psi[hf][c].x * psi[hf][c].x + (double)psi[hf][c].y * psi[hf][c].y;
+    for (int c = 0; c < 8; ++c)
+        p[c] = __fmaf_rn(psi[0][c].x, psi[0][c].x, psi[0][c].y * psi[0][c].y) +
+               __fmaf_rn(psi[1][c].x, psi[1][c].x, psi[1][c].y * psi[1][c].y);
+    double s = (double)(((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7])));
     s += __shfl_xor_sync(0xffffffffu, s, 1);
     s += __shfl_xor_sync(0xffffffffu, s, 2);
     if (q == 0)
@@ -338,10 +382,10 @@ __device__ __forceinline__ void wg_rk(const float d[2][32], WgA &A, float2 psi[2
 
 /* one stage's products: ground outputs from the excited stage vector and
  * the other way round (in flight until the wait) */
-__device__ __forceinline__ void wg_stage_mma(float d[2][32], const WgA &A, const WgSet &S)
+__device__ __forceinline__ void wg_stage_mma(float d[2][32], const WgA &A, uint64_t ds)
 {
-    wg_half(d[1], A.h[0], A.l[0], wg_desc(S.eh), wg_desc(S.el));
-    wg_half(d[0], A.h[1], A.l[1], wg_desc(S.gh), wg_desc(S.gl));
+    wg_half(d[1], A.h[0], A.l[0], ds, ds + WG_DMAT);
+    wg_half(d[0], A.h[1], A.l[1], ds + 2 * WG_DMAT, ds + 3 * WG_DMAT);
 }
 #endif /* MB_WG_DEVICE */
 
@@ -366,7 +410,7 @@ __global__ void __launch_bounds__(128, 2)
     (void)ftab;
     extern __shared__ __align__(16) unsigned char smem[];
     /* layout: 2 coefficient sets (4 matrices each) | polarisation operands
-     * (A hi, lo, B hi, lo) | 0.5 h F [32][32] | PM [n_f][PMS] | field
+     * (A hi, lo, B hi, lo) | band entries [(n_f + 3) / 4][128] | PM [n_f][PMS] | field
      * rows [6][n_f] (t rows 0-2, mean rows 0-2) | norms [4][32] | warp
      * populations [4][64] | weights (double) | weights (float) */
     float *mat = (float *)smem;
@@ -374,8 +418,8 @@ __global__ void __launch_bounds__(128, 2)
     const WgSet S1 = {mat + 4 * MB_WG_MAT, mat + 5 * MB_WG_MAT, mat + 6 * MB_WG_MAT, mat + 7 * MB_WG_MAT};
     float *pAh = mat + 8 * MB_WG_MAT, *pAl = mat + 9 * MB_WG_MAT, *pBh = mat + 10 * MB_WG_MAT,
           *pBl = mat + 11 * MB_WG_MAT;
-    float *Fh = mat + 12 * MB_WG_MAT;
-    float2 *PM = (float2 *)(Fh + MB_WG_L * MB_WG_L);
+    int2 *tab = (int2 *)(mat + 12 * MB_WG_MAT);
+    float2 *PM = (float2 *)(tab + 128 * ((a.n_f + 3) / 4));
     float2 *ring = PM + a.n_f * MB_TC_PMS;
     double *nrm = (double *)(ring + 6 * a.n_f);
     double *pw = nrm + 4 * MB_WG_ATOMS;
@@ -394,10 +438,7 @@ __global__ void __launch_bounds__(128, 2)
 
     for (int i = threadIdx.x; i < 8 * MB_WG_MAT / 4; i += blockDim.x)
         ((float4 *)mat)[i] = make_float4(0, 0, 0, 0);
-    for (int i = threadIdx.x; i < MB_WG_L * MB_WG_L; i += blockDim.x) {
-        const int m = i / MB_WG_L, n = i % MB_WG_L;
-        Fh[i] = m < a.n_g && n < a.n_e ? (float)(0.5 * a.h * (double)Fg[m * a.n_e + n]) : 0.0f;
-    }
+    wg_entries(a, Fg, tab);
     for (int i = threadIdx.x; i < a.n_f * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_float2(0, 0);
     for (int i = threadIdx.x; i < 4 * MB_WG_ATOMS; i += blockDim.x)
@@ -416,8 +457,8 @@ __global__ void __launch_bounds__(128, 2)
         }
     }
     __syncthreads();
-    wg_build(a, S0, Fh, ring);                     /* K(t_0): stage 1 */
-    wg_build(a, S1, Fh, ring + (3 + 1) * a.n_f);   /* the mean of t_0, t_1: stages 2, 3 */
+    wg_build(a, S0, tab, ring);                     /* K(t_0): stage 1 */
+    wg_build(a, S1, tab, ring + (3 + 1) * a.n_f);   /* the mean of t_0, t_1: stages 2, 3 */
 
     /* the lane's values: atom at, levels 8j + 2q + u (c = 2j + u) of each half */
     const bool valid = D < a.n_atoms;
@@ -437,52 +478,48 @@ __global__ void __launch_bounds__(128, 2)
             acc[hf][c] = make_float2(0, 0);
             wg_set(A, hf, c, psi[hf][c]);
         }
+    /* the descriptors of the sets (excited hi, lo, ground hi, lo) and of the polarisation operands */
+    const uint64_t dS0 = wg_desc(mat), dS1 = dS0 + 4 * WG_DMAT, dP = dS0 + 8 * WG_DMAT;
+    const WgPol wp = wg_pol_lane(a, Fg, 8 * warp + g, q); /* the lane's ground level: 8 warp + g */
     float d[2][32], dp[32];
     double dev = 0;
+    wg_proxy_fence();
+    __syncthreads(); /* the first two coefficient sets */
     for (int k = 1; k < a.n_t; ++k) {
-        const bool pre = threadIdx.x < a.n_f && k + 2 < a.n_t;
         mb_pipe_row<2>(a, pp, sl, bl, k, eps, part, warp, lane);
         /* psi (t_{k-1}): the polarisation operands, norms, populations */
         wg_pol_put(pAh, pAl, pBh, pBl, psi, wa, at, q);
         wg_norms(a, psi, wsm[at], nrm, pw, at, warp, lane, q);
         wg_proxy_fence();
-        __syncthreads(); /* the operands, and the mean set of the last step */
+        __syncthreads(); /* the operands; the mean set made in the last step */
         /* the polarisation product of t_{k-1}, then stage 1: K(t_{k-1}) (S0) */
         wg_fence();
-        wg_pol_mma(dp, pAh, pAl, pBh, pBl);
+        wg_pol_mma(dp, dP);
         wg_commit();
         wg_wait0();
-        wg_pol_out(a, dp, Fg, PM, 8 * warp + g, q); /* the lane's ground level */
+        wg_pol_out(wp, dp, PM);
         wg_fence();
-        wg_stage_mma(d, A, S0);
+        wg_stage_mma(d, A, dS0);
         wg_commit();
         wg_wait0();
         wg_rk<0>(d, A, psi, acc, 0.0f, 0.5f, eb, ek);
-        __syncthreads(); /* S0 is free, PM and the norms complete */
+        __syncthreads(); /* S0 is free; PM and the norms complete */
         mb_pol_sums<2, MB_WG_ATOMS>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
         if (a.want_pop)
             wg_pops(a, k - 1, pw, ppart);
-        wg_build(a, S0, Fh, ring + (k % 3) * a.n_f); /* K(t_k) */
+        wg_build(a, S0, tab, ring + (k % 3) * a.n_f); /* K(t_k) */
         /* stages 2 and 3: the mean (S1) */
         wg_fence();
-        wg_stage_mma(d, A, S1);
+        wg_stage_mma(d, A, dS1);
         wg_commit();
         wg_wait0();
         wg_rk<0>(d, A, psi, acc, 2.0f, 0.5f, eb, ek);
         wg_fence();
-        wg_stage_mma(d, A, S1);
+        wg_stage_mma(d, A, dS1);
         wg_commit();
         wg_wait0();
         wg_rk<0>(d, A, psi, acc, 2.0f, 1.0f, eb, ek);
-        wg_proxy_fence();
-        __syncthreads(); /* K(t_k) written; S1 free */
-        /* stage 4: K(t_k); meanwhile the mean of t_k, t_{k+1} for the next
-         * step, and the fields of t_{k+2} into the rows of t_{k-1} */
-        wg_fence();
-        wg_stage_mma(d, A, S0);
-        wg_commit();
-        wg_build(a, S1, Fh, ring + (3 + (k + 1) % 3) * a.n_f);
-        if (pre) { /* t_{k+2} and its mean with t_{k+1} (double), read through L2 */
+        if (threadIdx.x < a.n_f && k + 2 < a.n_t) { /* t_{k+2}, its mean with t_{k+1} (double, through L2) */
             const double2 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
             const double2 el = __ldcg(E + (size_t)(k + 1) * a.n_f + threadIdx.x);
             const int r = (k + 2) % 3;
@@ -490,7 +527,14 @@ __global__ void __launch_bounds__(128, 2)
             ring[(3 + r) * a.n_f + threadIdx.x] =
                 make_float2((float)(0.5 * (ef.x + el.x)), (float)(0.5 * (ef.y + el.y)));
         }
+        wg_proxy_fence();
+        __syncthreads(); /* K(t_k) written; S1 free */
+        /* stage 4: K(t_k); then the mean of t_k, t_{k+1} into S1 */
+        wg_fence();
+        wg_stage_mma(d, A, dS0);
+        wg_commit();
         wg_wait0();
+        wg_build(a, S1, tab, ring + (3 + (k + 1) % 3) * a.n_f);
         wg_rk<1>(d, A, psi, acc, 0.0f, 0.0f, eb, ek);
     }
     /* the record of the last time */
@@ -499,10 +543,10 @@ __global__ void __launch_bounds__(128, 2)
     wg_proxy_fence();
     __syncthreads();
     wg_fence();
-    wg_pol_mma(dp, pAh, pAl, pBh, pBl);
+    wg_pol_mma(dp, dP);
     wg_commit();
     wg_wait0();
-    wg_pol_out(a, dp, Fg, PM, 8 * warp + g, q);
+    wg_pol_out(wp, dp, PM);
     __syncthreads();
     mb_pol_sums<2, MB_WG_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
     if (a.want_pop)
