@@ -151,7 +151,8 @@ struct nlse_mb {
     double *pop, *devb;           /* n_t x n_lev, nb */
     int *flag;
     int pipe, pc;                 /* z slices a tensor-core launch holds (1: one z step), rows a chunk */
-    double2 *pE, *pP, *Psave;     /* (pipe - 1) n_t n_f fields and polarisations; Pprev kept for a group */
+    double2 *pE, *pP, *Psave;     /* pipe x n_t n_f fields and polarisations (a slot a slice); Pprev kept
+                                     for a group */
     int *pcnt;                    /* 2 pipe chunks counters */
     long j;
     double dev, last_seconds;
@@ -788,9 +789,9 @@ static int setup_pipe(nlse_mb *s)
     size_t fr = 0, tot = 0;
     CK(cudaMemGetInfo(&fr, &tot));
     const size_t nf = nfield(s) * sizeof(double2);
-    while (S > 1 && (size_t)(S - 1) * nf * ((size_t)s->nb + 2) > fr / 4)
+    while (S > 1 && (size_t)S * nf * ((size_t)s->nb + 2) > fr / 4)
         --S;
-    if (S > 1 && try_alloc((void **)&s->pE, (S - 1) * nf) && try_alloc((void **)&s->pP, (S - 1) * nf) &&
+    if (S > 1 && try_alloc((void **)&s->pE, S * nf) && try_alloc((void **)&s->pP, S * nf) &&
         try_alloc((void **)&s->Psave, nf) &&
         try_alloc((void **)&s->pcnt, (size_t)2 * S * pipe_chunks(s) * sizeof(int)))
         s->pipe = S;
@@ -911,7 +912,7 @@ template <typename T> static int launch_tc(nlse_mb *s, MBPipe pp, int want_pop)
     else
         CK(cudaLaunchKernel(fn, dim3(s->nb), dim3(s->threads), args, s->smem, s->stream));
     const size_t nf = nfield(s);
-    k_sum_warp<<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)(pp.S - 1) * s->nb * nf, s->nb, nf,
+    k_sum_warp<<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)((pp.m - 1) % pp.S) * s->nb * nf, s->nb, nf,
                                                          s->p.beta, s->P, s->flag);
     CK(cudaGetLastError());
     return NLSE_OK;
@@ -930,6 +931,7 @@ template <typename T> static int atoms_t(nlse_mb *s, int want_pop)
         MBPipe pp;
         memset(&pp, 0, sizeof pp);
         pp.S = 1;
+        pp.m = 1;
         CKS(launch_tc<T>(s, pp, want_pop));
         if (want_pop)
             k_sum_blocks<double><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const double *)s->ppart, s->nb,
@@ -1044,7 +1046,12 @@ static int step(nlse_mb *s, int want_pop)
     return NLSE_OK;
 }
 
-/* m z steps in one launch of pipe slices: each AB2 (h_z, 3/2, -1/2) or
+/* The z steps one launch takes: as many as the slices (pipe) but on the
+ * Hopper float kernel, whose slices go round as long as there are z steps
+ * (no start lag and drain between launches) */
+static int group_max(const nlse_mb *s) { return s->tcf == 2 ? (1 << 30) : s->pipe; }
+
+/* m z steps in one launch of min(m, pipe) slices: each AB2 (h_z, 3/2, -1/2) or
  * Euler (h_z / substeps, 1, 0); eps[0] and P advance as m calls of
  * advance() would (the same bits); a non-finite value: NLSE_ERR_BLOWUP
  * with nothing kept */
@@ -1053,7 +1060,8 @@ template <typename T> static int group_t(nlse_mb *s, int m, double hz, double c1
     const size_t nf = nfield(s);
     MBPipe pp;
     memset(&pp, 0, sizeof pp);
-    pp.S = m;
+    pp.S = mb_imin(m, s->pipe);
+    pp.m = m;
     pp.C = s->pc;
     pp.nch = pipe_chunks(s);
     pp.nb = s->nb;
@@ -1061,20 +1069,22 @@ template <typename T> static int group_t(nlse_mb *s, int m, double hz, double c1
     pp.P = s->pP;
     pp.Pprev = s->Pprev;
     pp.done = s->pcnt;
-    pp.red = s->pcnt + (size_t)m * pp.nch;
+    pp.red = s->pcnt + (size_t)pp.S * pp.nch;
     pp.flag = s->flag;
     pp.beta = s->p.beta;
     pp.hz = hz;
     pp.c1 = c1;
     pp.c0 = c0;
-    CK(cudaMemsetAsync(s->pcnt, 0, (size_t)2 * m * pp.nch * sizeof(int), s->stream));
+    CK(cudaMemsetAsync(s->pcnt, 0, (size_t)2 * pp.S * pp.nch * sizeof(int), s->stream));
     CKS(clear_flag(s));
     CKS(launch_tc<T>(s, pp, 0));
-    const double2 *Em = m > 1 ? s->pE + (m - 2) * nf : s->eps[0], *Pp = m > 1 ? s->pP + (m - 2) * nf : s->Pprev;
+    const int S = pp.S; /* z step i in slot i mod S */
+    const double2 *Em = m > 1 ? s->pE + ((m - 1) % S) * nf : s->eps[0];
+    const double2 *Pp = m > 1 ? s->pP + ((m - 2) % S) * nf : s->Pprev;
     k_fields<<<(int)((nf + 255) / 256), 256, 0, s->stream>>>(Em, s->eps[1], s->P, Pp, nf, hz, c1, c0, s->flag);
     CK(cudaGetLastError());
     int flag = 0;
-    CKS(finish(s, &flag, m * s->nb));
+    CKS(finish(s, &flag, S * s->nb));
     if (flag & 2) /* not expected: the solver goes on one z step a launch */
         s->pipe = 1;
     if (flag) /* the caller finds the step again one z step a launch */
@@ -1102,7 +1112,7 @@ static int euler_groups(nlse_mb *s)
 {
     const int sub = s->p.euler_substeps;
     for (int q = 0, m; q < sub; q += m) {
-        m = mb_imin(s->pipe, sub - q);
+        m = mb_imin(s->pipe, sub - q); /* one round: P of z_0 stays in slot 0 */
         CKS(group(s, m, s->p.h_z / sub, 1.0, 0.0));
         if (q == 0)
             CKS(copy_dd(s, s->Pprev, m > 1 ? s->pP : s->P));
@@ -1123,7 +1133,7 @@ static int steps(nlse_mb *s, int n)
         }
         CKS(copy_dd(s, s->eps[2], s->eps[0]));
         CKS(copy_dd(s, s->Psave, s->Pprev));
-        const int m = s->j == 0 ? 1 : mb_imin(s->pipe, n - done);
+        const int m = s->j == 0 ? 1 : mb_imin(group_max(s), n - done);
         int st = s->j == 0 ? euler_groups(s) : group(s, m, s->p.h_z, 1.5, -0.5);
         if (!st && s->j > 0)
             st = copy_dd(s, s->Pprev, s->P);

@@ -81,26 +81,49 @@ struct MBTc {
 
 /* z slices in flight (algorithm 1 pipelined in z).  The fields of
  * z_{j+1} at t_k need only the polarisation of z_j (and z_{j-1}) at t_k,
- * so slice s + 1 can follow slice s along the time grid a few chunks of
- * C rows behind: the blocks of slice s count their finished chunks in
- * done[s][c]; every block of slice s + 1 reduces a share of each chunk of
- * slice s's per-block partials (fixed order, as k_sum_warp), computes
- * those fields by AB2 or Euler (mb_new_field, as k_fields) and counts its
- * share in red[s + 1][c]; a chunk's fields are read once all shares are
- * in.  A block reduces the shares of chunk c + 1 when it needs chunk c, so
- * the waits fall on work finished a chunk earlier.  All blocks are
- * resident (a cooperative launch).  S = 1: one z step, no waits. */
+ * so z step i + 1 can follow z step i along the time grid a few chunks of
+ * C rows behind.  A launch of S slices (all blocks resident: a
+ * cooperative launch) takes m >= S z steps, z step i on slice i mod S (in
+ * round i / S; m = S for the kernels that take one round).  The blocks of
+ * z step i count their finished chunks in done[i mod S][c]; every block of
+ * z step i + 1 reduces a share of each chunk of z step i's per-block
+ * partials (fixed order, as k_sum_warp), computes those fields by AB2 or
+ * Euler (mb_new_field, as k_fields) and counts its share in
+ * red[(i + 1) mod S][c]; a chunk's fields are read once all shares are
+ * in.  The counters grow by nb a round (mb_target, mb_red_target).  A block reduces the
+ * shares of chunk c + 1 when it needs chunk c, so the waits fall on work
+ * finished a chunk earlier.  Slot i mod S of E (P) holds the fields (the
+ * polarisation) of z step i; z step 0 reads eps.  A slot is written again
+ * a round later, by which time every reader of it, further along the
+ * chain of z steps, is past it.  S = 1: one z step, no waits. */
 #define MB_PIPE_MAX 8
 
 struct MBPipe {
-    int S, C, nch, nb;     /* slices, rows a chunk, chunks, blocks a slice */
-    double2 *E;            /* the fields of slices 1 .. S-1: E + (s - 1) n */
-    double2 *P;            /* the polarisations of slices 0 .. S-2: P + s n */
-    const double2 *Pprev;  /* the polarisation of the z before slice 0 */
+    int S, m, C, nch, nb;  /* slices, z steps, rows a chunk, chunks, blocks a slice */
+    double2 *E;            /* the fields of z steps 1 .. m-1: E + (i mod S) n */
+    double2 *P;            /* the polarisations of z steps 0 .. m-2: P + (i mod S) n */
+    const double2 *Pprev;  /* the polarisation of the z before z step 0 */
     int *done, *red;       /* [S][nch] counters, zero at launch */
     int *flag;             /* 1: a polarisation or field is not finite; bit 2: a wait stalled */
-    double beta, hz, c1, c0; /* slice s -> s + 1: AB2 (h_z, 3/2, -1/2) or Euler (h_z / substeps, 1, 0) */
+    double beta, hz, c1, c0; /* z step i -> i + 1: AB2 (h_z, 3/2, -1/2) or Euler (h_z / substeps, 1, 0) */
 };
+
+/* the count of done[i mod S][c] once z step i has counted chunk c: every
+ * z step of the slot so far, nb each */
+__device__ __forceinline__ int mb_target(const MBPipe &pp, int i) { return (i / pp.S + 1) * pp.nb; }
+
+/* the count of red[i mod S][c] once every share of z step i (>= 1) is in:
+ * the z steps of the slot so far but z step 0, which has none */
+__device__ __forceinline__ int mb_red_target(const MBPipe &pp, int i)
+{
+    return (i / pp.S + (i % pp.S != 0)) * pp.nb;
+}
+
+/* the fields z step i reads */
+__device__ __forceinline__ const double2 *mb_fields(const MBTc &a, const MBPipe &pp, int i, const double2 *eps)
+{
+    return i == 0 ? eps : pp.E + (size_t)(i % pp.S) * a.n_t * a.n_f;
+}
 
 /* the block waits until *cnt >= target (thread 0 polls; the data behind
  * the counter is then read through L2).  A wait far beyond any chunk's
@@ -130,19 +153,20 @@ __device__ __forceinline__ void mb_signal(int *cnt)
         atomicAdd(cnt, 1);
 }
 
-/* block b of slice s (>= 1) reduces its share of chunk c of slice s - 1
- * into P_{s-1} and the fields E_s */
+/* block b of z step i (>= 1) reduces its share of chunk c of z step i - 1
+ * into P_{i-1} and the fields E_i */
 template <int MT>
-__device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int s, int b, int c, const double2 *eps,
+__device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int i, int b, int c, const double2 *eps,
                                       const double2 *part, int warp, int lane)
 {
-    mb_wait(pp.done + (s - 1) * pp.nch + c, pp.nb, pp.flag);
+    const int sp = (i - 1) % pp.S;
+    mb_wait(pp.done + sp * pp.nch + c, mb_target(pp, i - 1), pp.flag);
     const size_t n = (size_t)a.n_t * a.n_f, r0 = (size_t)c * pp.C * a.n_f;
     const size_t V = (size_t)(min((c + 1) * pp.C, a.n_t) - c * pp.C) * a.n_f;
     const size_t lo = r0 + V * b / pp.nb, hi = r0 + V * (b + 1) / pp.nb;
-    const double2 *ps = part + (size_t)(s - 1) * pp.nb * n;
-    const double2 *Ein = s == 1 ? eps : pp.E + (size_t)(s - 2) * n;
-    const double2 *Pp = s == 1 ? pp.Pprev : pp.P + (size_t)(s - 2) * n;
+    const double2 *ps = part + (size_t)sp * pp.nb * n;
+    const double2 *Ein = mb_fields(a, pp, i - 1, eps);
+    const double2 *Pp = i == 1 ? pp.Pprev : pp.P + (size_t)((i - 2) % pp.S) * n;
     for (size_t v = lo + warp; v < hi; v += 2 * MT) {
         double2 P = mb_warp_sum(ps + v, pp.nb, n, lane);
         P = make_double2(P.x * pp.beta, P.y * pp.beta);
@@ -150,11 +174,22 @@ __device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int s,
             const double2 e = mb_new_field(__ldcg(Ein + v), P, pp.c0 != 0 ? __ldcg(Pp + v) : P, pp.hz, pp.c1, pp.c0);
             if (!isfinite(P.x) || !isfinite(P.y) || !isfinite(e.x) || !isfinite(e.y))
                 atomicOr(pp.flag, 1);
-            pp.P[(size_t)(s - 1) * n + v] = P;
-            pp.E[(size_t)(s - 1) * n + v] = e;
+            pp.P[(size_t)sp * n + v] = P;
+            pp.E[(size_t)(i % pp.S) * n + v] = e;
         }
     }
-    mb_signal(pp.red + s * pp.nch + c);
+    mb_signal(pp.red + (i % pp.S) * pp.nch + c);
+}
+
+/* the start of z step i (>= 1) of a pipelined launch: the shares of
+ * chunks 0 and 1, then the wait for the rows 0-2 */
+template <int MT>
+__device__ __forceinline__ void mb_pipe_start(const MBTc &a, const MBPipe &pp, int i, int b, const double2 *eps,
+                                              const double2 *part, int warp, int lane)
+{
+    for (int c = 0; c < min(2, pp.nch); ++c)
+        tc_share<MT>(a, pp, i, b, c, eps, part, warp, lane);
+    mb_wait(pp.red + (i % pp.S) * pp.nch, mb_red_target(pp, i), pp.flag);
 }
 
 #define MB_TC_SA 10 /* atom stride of a level row in the stage buffers (doubles) */
@@ -332,36 +367,40 @@ __device__ __forceinline__ void mb_pol_sums(const MBTc &a, int k, const V *PM, c
     }
 }
 
-/* the z pipeline at time row k of slice sl (block bl): count the chunk
+/* the z pipeline at time row k of z step i (block bl): count the chunk
  * whose partials are all written, and where row k + 2 (fetched in this
  * step) opens chunk c, reduce this block's share of chunk c + 1 and wait
- * for chunk c's fields; both tensor-core kernels */
+ * for chunk c's fields; every tensor-core kernel */
 template <int MT>
-__device__ __forceinline__ void mb_pipe_row(const MBTc &a, const MBPipe &pp, int sl, int bl, int k,
+__device__ __forceinline__ void mb_pipe_row(const MBTc &a, const MBPipe &pp, int i, int bl, int k,
                                             const double2 *eps, const double2 *part, int warp, int lane)
 {
     if (pp.S <= 1)
         return;
     /* the partials of rows < k - 1 are written: chunk (k-1)/C - 1 is done */
     if ((k - 1) % pp.C == 0 && k - 1 >= pp.C)
-        mb_signal(pp.done + sl * pp.nch + (k - 1) / pp.C - 1);
+        mb_signal(pp.done + (i % pp.S) * pp.nch + (k - 1) / pp.C - 1);
     /* row k + 2 (fetched below) opens chunk c: share c + 1, wait for c */
-    if (sl > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
+    if (i > 0 && k + 2 < a.n_t && (k + 2) % pp.C == 0) {
         const int c = (k + 2) / pp.C;
         if (c + 1 < pp.nch)
-            tc_share<MT>(a, pp, sl, bl, c + 1, eps, part, warp, lane);
-        mb_wait(pp.red + sl * pp.nch + c, pp.nb, pp.flag);
+            tc_share<MT>(a, pp, i, bl, c + 1, eps, part, warp, lane);
+        mb_wait(pp.red + (i % pp.S) * pp.nch + c, mb_red_target(pp, i), pp.flag);
     }
 }
 
-/* the end of a launch: the chunks not yet counted, and the block's
- * largest norm deviation (lanes 0 .. NA - 1 of warp 0) into devb */
-template <int NA>
-__device__ __forceinline__ void mb_block_end(const MBTc &a, const MBPipe &pp, int sl, double dev, double *devb)
+/* the end of z step i: the chunks not yet counted */
+__device__ __forceinline__ void mb_zstep_end(const MBTc &a, const MBPipe &pp, int i)
 {
     if (pp.S > 1)
         for (int c = (a.n_t - 2) / pp.C; c < pp.nch; ++c)
-            mb_signal(pp.done + sl * pp.nch + c);
+            mb_signal(pp.done + (i % pp.S) * pp.nch + c);
+}
+
+/* the end of a launch: the block's largest norm deviation (lanes 0 .. NA
+ * - 1 of warp 0) into devb */
+template <int NA> __device__ __forceinline__ void mb_block_dev(double dev, double *devb)
+{
     if (threadIdx.x < NA) {
         for (int s = NA / 2; s > 0; s >>= 1)
             dev = fmax(dev, __shfl_xor_sync(NA >= 32 ? 0xffffffffu : (1u << NA) - 1, dev, s));
@@ -469,12 +508,9 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MB
     /* slice sl of the z pipeline, block bl of it */
     const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
     const int atom0 = bl * MB_TC_ATOMS;
-    const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
-    if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
-        for (int c = 0; c < min(2, pp.nch); ++c)
-            tc_share<MT>(a, pp, sl, bl, c, eps, part, warp, lane);
-        mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
-    }
+    const double2 *E = mb_fields(a, pp, sl, eps); /* z step sl: one round */
+    if (sl > 0)
+        mb_pipe_start<MT>(a, pp, sl, bl, eps, part, warp, lane);
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
         ((double *)Ft)[i] = ftab[i];
@@ -575,5 +611,6 @@ __global__ void __launch_bounds__(64 * MT) k_atoms_tc(const __grid_constant__ MB
     tc_norms<MT>(a, a.n_t - 1, nrm, psi, h, mt, g, q, warp, wsm, ppart);
     __syncthreads();
     mb_pol_sums<MT, MB_TC_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
-    mb_block_end<MB_TC_ATOMS>(a, pp, sl, dev, devb);
+    mb_zstep_end(a, pp, sl);
+    mb_block_dev<MB_TC_ATOMS>(dev, devb);
 }

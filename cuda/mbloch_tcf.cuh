@@ -432,12 +432,9 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
     const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
     const int atom0 = bl * TT::NA;
-    const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
-    if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
-        for (int c = 0; c < min(2, pp.nch); ++c)
-            tc_share<MT>(a, pp, sl, bl, c, eps, part, warp, lane);
-        mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
-    }
+    const double2 *E = mb_fields(a, pp, sl, eps); /* z step sl: one round */
+    if (sl > 0)
+        mb_pipe_start<MT>(a, pp, sl, bl, eps, part, warp, lane);
 
     for (int i = threadIdx.x; i < 2 * MT * TT::KS * 128; i += blockDim.x)
         ((float *)Ft)[i] = (float)(a.h * ftab[i]); /* h_t 0.5 F: the stages' i h_t S without a multiply */
@@ -554,5 +551,6 @@ __global__ void __launch_bounds__(64 * MT, MB_TCF_BLOCKS)
     tcf_pol_tiles<MT, NT>(Y0, wsf, ptab, PM, warp, g, q);
     __syncthreads();
     mb_pol_sums<MT, TT::NA>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
-    mb_block_end<TT::NA>(a, pp, sl, dev, devb);
+    mb_zstep_end(a, pp, sl);
+    mb_block_dev<TT::NA>(dev, devb);
 }

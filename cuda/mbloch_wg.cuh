@@ -429,12 +429,6 @@ __global__ void __launch_bounds__(128, 2)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
     const int sl = pp.S > 1 ? blockIdx.x / pp.nb : 0, bl = pp.S > 1 ? blockIdx.x % pp.nb : blockIdx.x;
     const int atom0 = bl * MB_WG_ATOMS, at = 8 * warp + g, D = atom0 + at;
-    const double2 *E = sl == 0 ? eps : pp.E + (size_t)(sl - 1) * a.n_t * a.n_f;
-    if (sl > 0) { /* the shares of chunks 0 and 1, then the rows 0-2 */
-        for (int c = 0; c < min(2, pp.nch); ++c)
-            tc_share<2>(a, pp, sl, bl, c, eps, part, warp, lane);
-        mb_wait(pp.red + sl * pp.nch, pp.nb, pp.flag);
-    }
 
     for (int i = threadIdx.x; i < 8 * MB_WG_MAT / 4; i += blockDim.x)
         ((float4 *)mat)[i] = make_float4(0, 0, 0, 0);
@@ -448,110 +442,119 @@ __global__ void __launch_bounds__(128, 2)
         wsm[threadIdx.x] = wv;
         wsf[threadIdx.x] = (float)wv;
     }
-    for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
-        const double2 ei = i < a.n_t * a.n_f ? __ldcg(E + i) : make_double2(0, 0);
-        ring[i] = make_float2((float)ei.x, (float)ei.y);
-        if (i >= a.n_f && i < a.n_t * a.n_f) {
-            const double2 eo = __ldcg(E + i - a.n_f);
-            ring[3 * a.n_f + i] = make_float2((float)(0.5 * (ei.x + eo.x)), (float)(0.5 * (ei.y + eo.y)));
-        }
-    }
-    __syncthreads();
-    wg_build(a, S0, tab, ring);                     /* K(t_0): stage 1 */
-    wg_build(a, S1, tab, ring + (3 + 1) * a.n_f);   /* the mean of t_0, t_1: stages 2, 3 */
+    __syncthreads(); /* the weights */
 
     /* the lane's values: atom at, levels 8j + 2q + u (c = 2j + u) of each half */
     const bool valid = D < a.n_atoms;
     const float eb[2] = {(float)(a.h * (2.0 * q * a.kg + (valid ? (double)det[D] : 0.0))), (float)(a.h * 2.0 * q * a.ke)};
     const float ek[2] = {(float)(a.h * a.kg), (float)(a.h * a.ke)};
     const float wa = wsf[at];
-    float2 psi[2][8], acc[2][8];
-    WgA A;
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            const int lev = 8 * (c >> 1) + 2 * q + (c & 1);
-            psi[hf][c] = make_float2(0, 0);
-            if (valid && lev < (hf ? a.n_e : a.n_g))
-                psi[hf][c] = psi0[(size_t)D * a.n_lev + (hf ? a.n_g : 0) + lev];
-            acc[hf][c] = make_float2(0, 0);
-            wg_set(A, hf, c, psi[hf][c]);
-        }
     /* the descriptors of the sets (excited hi, lo, ground hi, lo) and of the polarisation operands */
     const uint64_t dS0 = wg_desc(mat), dS1 = dS0 + 4 * WG_DMAT, dP = dS0 + 8 * WG_DMAT;
     const WgPol wp = wg_pol_lane(a, Fg, 8 * warp + g, q); /* the lane's ground level: 8 warp + g */
     float d[2][32], dp[32];
     double dev = 0;
-    wg_proxy_fence();
-    __syncthreads(); /* the first two coefficient sets */
-    for (int k = 1; k < a.n_t; ++k) {
-        mb_pipe_row<2>(a, pp, sl, bl, k, eps, part, warp, lane);
-        /* psi (t_{k-1}): the polarisation operands, norms, populations */
+    /* the z steps of this slice: sl, sl + S, ... (one round but for this kernel's persistent launches) */
+    for (int z = sl; z < pp.m; z += pp.S) {
+        const double2 *E = mb_fields(a, pp, z, eps);
+        if (z > 0)
+            mb_pipe_start<2>(a, pp, z, bl, eps, part, warp, lane);
+        __syncthreads(); /* the last z step's reads of the field rows are over */
+        for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
+            const double2 ei = i < a.n_t * a.n_f ? __ldcg(E + i) : make_double2(0, 0);
+            ring[i] = make_float2((float)ei.x, (float)ei.y);
+            if (i >= a.n_f && i < a.n_t * a.n_f) {
+                const double2 eo = __ldcg(E + i - a.n_f);
+                ring[3 * a.n_f + i] = make_float2((float)(0.5 * (ei.x + eo.x)), (float)(0.5 * (ei.y + eo.y)));
+            }
+        }
+        __syncthreads();
+        wg_build(a, S0, tab, ring);                   /* K(t_0): stage 1 */
+        wg_build(a, S1, tab, ring + (3 + 1) * a.n_f); /* the mean of t_0, t_1: stages 2, 3 */
+        float2 psi[2][8], acc[2][8];
+        WgA A;
+    #pragma unroll
+        for (int hf = 0; hf < 2; ++hf)
+    #pragma unroll
+            for (int c = 0; c < 8; ++c) {
+                const int lev = 8 * (c >> 1) + 2 * q + (c & 1);
+                psi[hf][c] = make_float2(0, 0);
+                if (valid && lev < (hf ? a.n_e : a.n_g))
+                    psi[hf][c] = psi0[(size_t)D * a.n_lev + (hf ? a.n_g : 0) + lev];
+                acc[hf][c] = make_float2(0, 0);
+                wg_set(A, hf, c, psi[hf][c]);
+            }
+        wg_proxy_fence();
+        __syncthreads(); /* the first two coefficient sets */
+        for (int k = 1; k < a.n_t; ++k) {
+            mb_pipe_row<2>(a, pp, z, bl, k, eps, part, warp, lane);
+            /* psi (t_{k-1}): the polarisation operands, norms, populations */
+            wg_pol_put(pAh, pAl, pBh, pBl, psi, wa, at, q);
+            wg_norms(a, psi, wsm[at], nrm, pw, at, warp, lane, q);
+            wg_proxy_fence();
+            __syncthreads(); /* the operands; the mean set made in the last step */
+            /* the polarisation product of t_{k-1}, then stage 1: K(t_{k-1}) (S0) */
+            wg_fence();
+            wg_pol_mma(dp, dP);
+            wg_commit();
+            wg_wait0();
+            wg_pol_out(wp, dp, PM);
+            wg_fence();
+            wg_stage_mma(d, A, dS0);
+            wg_commit();
+            wg_wait0();
+            wg_rk<0>(d, A, psi, acc, 0.0f, 0.5f, eb, ek);
+            __syncthreads(); /* S0 is free; PM and the norms complete */
+            mb_pol_sums<2, MB_WG_ATOMS>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+            if (a.want_pop)
+                wg_pops(a, k - 1, pw, ppart);
+            wg_build(a, S0, tab, ring + (k % 3) * a.n_f); /* K(t_k) */
+            /* stages 2 and 3: the mean (S1) */
+            wg_fence();
+            wg_stage_mma(d, A, dS1);
+            wg_commit();
+            wg_wait0();
+            wg_rk<0>(d, A, psi, acc, 2.0f, 0.5f, eb, ek);
+            wg_fence();
+            wg_stage_mma(d, A, dS1);
+            wg_commit();
+            wg_wait0();
+            wg_rk<0>(d, A, psi, acc, 2.0f, 1.0f, eb, ek);
+            if (threadIdx.x < a.n_f && k + 2 < a.n_t) { /* t_{k+2}, its mean with t_{k+1} (double, through L2) */
+                const double2 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
+                const double2 el = __ldcg(E + (size_t)(k + 1) * a.n_f + threadIdx.x);
+                const int r = (k + 2) % 3;
+                ring[r * a.n_f + threadIdx.x] = make_float2((float)ef.x, (float)ef.y);
+                ring[(3 + r) * a.n_f + threadIdx.x] =
+                    make_float2((float)(0.5 * (ef.x + el.x)), (float)(0.5 * (ef.y + el.y)));
+            }
+            wg_proxy_fence();
+            __syncthreads(); /* K(t_k) written; S1 free */
+            /* stage 4: K(t_k); then the mean of t_k, t_{k+1} into S1 */
+            wg_fence();
+            wg_stage_mma(d, A, dS0);
+            wg_commit();
+            wg_wait0();
+            wg_build(a, S1, tab, ring + (3 + (k + 1) % 3) * a.n_f);
+            wg_rk<1>(d, A, psi, acc, 0.0f, 0.0f, eb, ek);
+        }
+        /* the record of the last time */
         wg_pol_put(pAh, pAl, pBh, pBl, psi, wa, at, q);
         wg_norms(a, psi, wsm[at], nrm, pw, at, warp, lane, q);
         wg_proxy_fence();
-        __syncthreads(); /* the operands; the mean set made in the last step */
-        /* the polarisation product of t_{k-1}, then stage 1: K(t_{k-1}) (S0) */
+        __syncthreads();
         wg_fence();
         wg_pol_mma(dp, dP);
         wg_commit();
         wg_wait0();
         wg_pol_out(wp, dp, PM);
-        wg_fence();
-        wg_stage_mma(d, A, dS0);
-        wg_commit();
-        wg_wait0();
-        wg_rk<0>(d, A, psi, acc, 0.0f, 0.5f, eb, ek);
-        __syncthreads(); /* S0 is free; PM and the norms complete */
-        mb_pol_sums<2, MB_WG_ATOMS>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+        __syncthreads();
+        mb_pol_sums<2, MB_WG_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
         if (a.want_pop)
-            wg_pops(a, k - 1, pw, ppart);
-        wg_build(a, S0, tab, ring + (k % 3) * a.n_f); /* K(t_k) */
-        /* stages 2 and 3: the mean (S1) */
-        wg_fence();
-        wg_stage_mma(d, A, dS1);
-        wg_commit();
-        wg_wait0();
-        wg_rk<0>(d, A, psi, acc, 2.0f, 0.5f, eb, ek);
-        wg_fence();
-        wg_stage_mma(d, A, dS1);
-        wg_commit();
-        wg_wait0();
-        wg_rk<0>(d, A, psi, acc, 2.0f, 1.0f, eb, ek);
-        if (threadIdx.x < a.n_f && k + 2 < a.n_t) { /* t_{k+2}, its mean with t_{k+1} (double, through L2) */
-            const double2 ef = __ldcg(E + (size_t)(k + 2) * a.n_f + threadIdx.x);
-            const double2 el = __ldcg(E + (size_t)(k + 1) * a.n_f + threadIdx.x);
-            const int r = (k + 2) % 3;
-            ring[r * a.n_f + threadIdx.x] = make_float2((float)ef.x, (float)ef.y);
-            ring[(3 + r) * a.n_f + threadIdx.x] =
-                make_float2((float)(0.5 * (ef.x + el.x)), (float)(0.5 * (ef.y + el.y)));
-        }
-        wg_proxy_fence();
-        __syncthreads(); /* K(t_k) written; S1 free */
-        /* stage 4: K(t_k); then the mean of t_k, t_{k+1} into S1 */
-        wg_fence();
-        wg_stage_mma(d, A, dS0);
-        wg_commit();
-        wg_wait0();
-        wg_build(a, S1, tab, ring + (3 + (k + 1) % 3) * a.n_f);
-        wg_rk<1>(d, A, psi, acc, 0.0f, 0.0f, eb, ek);
+            wg_pops(a, a.n_t - 1, pw, ppart);
+        mb_zstep_end(a, pp, z);
     }
-    /* the record of the last time */
-    wg_pol_put(pAh, pAl, pBh, pBl, psi, wa, at, q);
-    wg_norms(a, psi, wsm[at], nrm, pw, at, warp, lane, q);
-    wg_proxy_fence();
-    __syncthreads();
-    wg_fence();
-    wg_pol_mma(dp, dP);
-    wg_commit();
-    wg_wait0();
-    wg_pol_out(wp, dp, PM);
-    __syncthreads();
-    mb_pol_sums<2, MB_WG_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
-    if (a.want_pop)
-        wg_pops(a, a.n_t - 1, pw, ppart);
-    mb_block_end<MB_WG_ATOMS>(a, pp, sl, dev, devb);
+    mb_block_dev<MB_WG_ATOMS>(dev, devb);
 #else
     __trap(); /* never launched: the host takes it only where k_wg_probe says 1 */
 #endif

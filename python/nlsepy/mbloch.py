@@ -538,8 +538,8 @@ class MaxwellBloch:
 
         def solve(j: int, step: bool, n: int = 0) -> None:
             """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1:
-            to z_{j+n} without populations, in one launch of the z pipeline
-            of the CUDA tensor-core kernel."""
+            to z_{j+n} without populations, in launches of the z pipeline
+            of the CUDA tensor-core kernels."""
             nonlocal kernel
             try:
                 if not step:
@@ -558,7 +558,9 @@ class MaxwellBloch:
             kernel += solver.last_seconds()
 
         # z steps one call can take (the z indices where something is kept
-        # end a call; the Euler start goes alone)
+        # end a call; the Euler start goes alone; with a progress bar, as
+        # many as the solver's z slices, else the solver splits them into
+        # launches itself)
         pipe = solver.pipeline()
         stops = np.array(sorted(keep_fld | keep_pop | {n_z}), dtype=np.int64)
 
@@ -574,7 +576,9 @@ class MaxwellBloch:
                 if pipe > 1 and j not in keep_pop:
                     n = 1
                     if j > 0 and callback is None:
-                        n = min(pipe, int(stops[np.searchsorted(stops, j, side="right")]) - j)
+                        n = int(stops[np.searchsorted(stops, j, side="right")]) - j
+                        if progress:
+                            n = min(pipe, n)
                 solve(j, step=True, n=n)
                 keep(j, fields_j)
                 if bar is not None:
