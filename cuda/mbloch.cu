@@ -771,10 +771,7 @@ static int try_alloc(void **p, size_t bytes)
 static int setup_pipe(nlse_mb *s)
 {
     s->pipe = 1;
-    /* rows a chunk: the Hopper float kernel, whose time steps are the
-     * shortest, goes faster with 16 (a shorter start lag between slices);
-     * the others with 32 */
-    s->pc = mb_imax(4, mb_imin(s->tcf == 2 ? 16 : 32, s->a.n_t / 16));
+    s->pc = mb_imax(4, mb_imin(32, s->a.n_t / 16));
     if (!s->tc)
         return NLSE_OK;
     int dev = 0, coop = 0, nsm = 0, per = 0;
