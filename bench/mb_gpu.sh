@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Maxwell-Bloch on a GPU machine in one go: build (bench/gpu.sh), the CUDA
 # Maxwell-Bloch tests, then bench/mbloch.py (CPU on every core beside CUDA).
-# Logs and JSON go to $OUT (default out/gpu).
+# Then the float run on the FP64 kernel (tc64) and on the mma.sync split-TF32
+# kernel (tcf). Logs and JSON go to $OUT (default out/gpu).
 #   bash bench/mb_gpu.sh [--no-tests] [--tests "PYTEST ARGS"] [--repeat N]
 #                        [--dtypes float64,float32]
 set -uo pipefail

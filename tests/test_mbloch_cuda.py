@@ -7,16 +7,20 @@ GPU's fused multiply-adds, so double precision agrees to rounding (checked
 to 1e-10 relative after several z steps, Euler start included).  Every
 case runs on both CUDA atom kernels (the ``kernel`` fixture): the
 tensor-core kernel at 1 + 1 to 32 + 32 levels (one and two 16-level tiles
-a half, narrow and wide bands), and the plain one.  The tensor-core kernel
-computes a float run in float with split TF32 products (or, with
-NLSEPY_MB_KERNEL=tc64, in double); the float test runs all three.  In float
+a half, narrow and wide bands), and the plain one.  A float run is computed
+in float with split TF32 products, on an H100/H200 by the warpgroup-MMA
+kernel where the larger half has 17-32 levels (the default, "tc") and
+elsewhere by the mma.sync kernel (NLSEPY_MB_KERNEL=tcf forces it), or in
+double on the FP64 kernel (tc64); the float test runs all four.  In float
 the CUDA run is compared with a double run: source 004 section 5.2 reports
 relative differences below 1e-6 on the dominant fields between its float
 GPU and double CPU programs, and larger ones on the weak modes; the test
 asks for the fields within 1e-6 of their peak (an H100 gave 1.3e-8 on the TF32
-kernel, 3e-9 on the plain one, 6e-10 on tc64; the CPU float run 0.7-1.8e-8) and
-for the float run to be no worse than the CPU's own float run by more
-than 3x.
+kernels, 3e-9 on the plain one, 6e-10 on tc64; the CPU float run 0.7-1.8e-8), for
+the float run to be no worse than the CPU's own float run by more than 3x,
+and for the populations within 1e-6.  The z-pipeline tests take S + 2 z
+steps in one call, which the warpgroup kernel runs as two rounds of its
+slices.
 """
 
 import numpy as np
@@ -111,9 +115,10 @@ def test_matches_the_reference_scheme(kernel):
                                    dict(n_g=32, n_e=32, modes=(-9, 9), n_atoms=48, n_t=150)])
 @pytest.mark.parametrize("fkernel", ["tc", "tcf", "tc64", "simt"])
 def test_float_on_the_device(fkernel, shape, monkeypatch):
-    """Float on each CUDA atom kernel: the tensor-core kernel's float form
-    (float updates, split TF32 products), its FP64 form (tc64) and the
-    plain kernel, at one and two 16-level tiles a half."""
+    """Float on each CUDA atom kernel: the default (on sm_90 the warpgroup
+    kernel at 20 + 17 and 32 + 32 levels, the mma.sync one at 6 + 5), the
+    mma.sync split-TF32 kernel (tcf), the FP64 kernel (tc64) and the plain
+    kernel, at one and two 16-level tiles a half."""
     monkeypatch.setenv("NLSEPY_MB_KERNEL", fkernel)
     core, cuda = _modules()
     kw = problem(**shape)

@@ -240,7 +240,9 @@ class MaxwellBloch:
         and later), complex128 runs on the FP64 tensor cores and complex64 in
         float with the products on the TF32 tensor cores, each operand split
         in two TF32 numbers (three products per real product, as accurate as
-        float arithmetic); complex64 is then about 1.5x faster.
+        float arithmetic; on an H100 or H200 through the warpgroup MMA where
+        the larger manifold has 17 to 32 levels); complex64 is then about
+        1.7x (sm_80) to 2.6x (sm_90) faster.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the atoms are solved.
 
