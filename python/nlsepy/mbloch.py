@@ -558,11 +558,15 @@ class MaxwellBloch:
                     step=jf + 1, t=(jf + 1) * h_z,
                     last_good=(jf * h_z, solver.get_fields())) from None
             kernel += solver.last_seconds()
+            # seconds of device time a z step (the Euler start: a substep)
+            per_step[0] = solver.last_seconds() / max(n, 1 if j > 0 else euler_substeps)
 
-        # z steps one call can take (the z indices where something is kept
-        # end a call; the Euler start goes alone; with a progress bar, as
-        # many as the solver's z slices, else the solver splits them into
-        # launches itself)
+        # z steps one call can take: up to the next z index where something
+        # is kept (the Euler start goes alone), and about half a second of
+        # device time (at least the solver's z slices), so that a
+        # KeyboardInterrupt and the progress bar act every half second or
+        # launch; the solver splits a call into launches itself
+        per_step = [0.0]
         pipe = solver.pipeline()
         stops = np.array(sorted(keep_fld | keep_pop | {n_z}), dtype=np.int64)
 
@@ -578,9 +582,8 @@ class MaxwellBloch:
                 if pipe > 1 and j not in keep_pop:
                     n = 1
                     if j > 0 and callback is None:
-                        n = int(stops[np.searchsorted(stops, j, side="right")]) - j
-                        if progress:
-                            n = min(pipe, n)
+                        n = max(pipe, int(0.5 / per_step[0]) if per_step[0] > 0 else pipe)
+                        n = min(n, int(stops[np.searchsorted(stops, j, side="right")]) - j)
                 solve(j, step=True, n=n)
                 keep(j, fields_j)
                 if bar is not None:
