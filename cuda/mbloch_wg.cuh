@@ -2,9 +2,11 @@
  * mbloch_wg.cuh -- the Hopper form of the float atom kernel of the CUDA
  * Maxwell-Bloch backend (source 004: eq. 4 advanced by the RK4 of
  * algorithm 2, the polarisation of eq. 6), included by cuda/mbloch.cu
- * after mbloch_tcf.cuh, whose split TF32 arithmetic (tf32_split, three
- * products a real product) it shares.  It runs on the warpgroup MMA of
- * sm_90a (wgmma), for problems of 17 to 32 levels a half.
+ * after mbloch_tcf.cuh, whose split TF32 arithmetic (three products a
+ * real product of operands split in two TF32 numbers) it shares, with a
+ * cheaper split (wg_split).  It runs on the warpgroup MMA of sm_90a
+ * (wgmma), for problems of 17 to 32 levels a half, and its launches take
+ * more z steps than slices (the slices go round, mbloch_tc.cuh).
  *
  * The products of a stage are turned around with respect to
  * mbloch_tcf.cuh: the atoms are the rows (M) and the levels the columns,
@@ -31,10 +33,11 @@
  *
  * The coefficient sets (0.5 h F eps_l on the band, split, for the
  * excited product and its transpose for the ground one) are formed in
- * shared memory by the whole block: K(t_k) into one buffer after stage 1
- * (it serves stage 4 and the next step's stage 1), the midpoint set of
- * the next step into the other after stage 3, while stage 4's products
- * are in flight.  The zeros off the band are written once.
+ * shared memory by the whole block, each lane its band entries from a
+ * table made once a launch: K(t_k) into one buffer after stage 1 (it
+ * serves stage 4 and the next step's stage 1), the midpoint set of the
+ * next step into the other after stage 4.  The zeros off the band are
+ * written once.
  *
  * The polarisation of t_k is the product M = conj(G)^T (w E) over the
  * block's 32 atoms (K) as one more 64 x 64 real product from shared
