@@ -595,20 +595,50 @@ static int wg_compiled(void)
  * holds its sm_90a code, for 17 to 32 levels a half (the larger half),
  * where its shared memory fits; NLSEPY_MB_KERNEL=tcf keeps the mma.sync
  * float kernel k_atoms_tcf. */
-static int wg_fits(const nlse_mb *s, const char *env, int dev, int maxsm)
+static int wg_fits(const nlse_mb *s, const char *env, int dev, int major, int maxsm)
 {
     const MBArgs *a = &s->a;
-    int major = 0, minor = 0;
+    int minor = 0;
     if (env && strcmp(env, "tcf") == 0)
         return 0;
-    if (mb_imax(a->n_g, a->n_e) <= 16 || mb_imax(a->n_g, a->n_e) > MB_WG_L)
+    if (major != 9 || mb_imax(a->n_g, a->n_e) <= 16 || mb_imax(a->n_g, a->n_e) > MB_WG_L)
         return 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
-    return major == 9 && minor == 0 && wg_smem_bytes(a->n_f) + 1024 <= (size_t)maxsm && wg_compiled();
+    return minor == 0 && wg_smem_bytes(a->n_f) + 1024 <= (size_t)maxsm && wg_compiled();
+}
+
+/* every lane's operands 0.5 F[m][n] (zero off the band) in fragment
+ * places, uploaded to s->coef, and the k steps of each warp that hold
+ * couplings (*mask) for k_atoms_tc and k_atoms_tcf */
+static int tc_lane_table(nlse_mb *s, const double *F, int MT, unsigned int *mask)
+{
+    const MBArgs *a = &s->a;
+    const int KS = 2 * MT;
+    const size_t nft = (size_t)2 * MT * KS * 128;
+    double *ft = (double *)calloc(nft, sizeof(double));
+    if (!ft)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (int wt = 0; wt < 2 * MT; ++wt)
+        for (int ks = 0; ks < KS; ++ks)
+            for (int i = 0; i < 4; ++i)
+                for (int lane = 0; lane < 32; ++lane) {
+                    const int h = wt / MT, in = tc_in(ks, lane & 3, i);
+                    const int out = s->tcf ? tcf_out(wt % MT, lane >> 2, i) : tc_out(wt % MT, lane >> 2, i);
+                    const int m = h ? in : out, n = h ? out : in;
+                    if (m >= a->n_g || n >= a->n_e || n - m < a->l_min || n - m > a->l_max)
+                        continue;
+                    ft[(((size_t)(wt * KS + ks) * 2 + i / 2) * 32 + lane) * 2 + i % 2] =
+                        0.5 * F[(size_t)m * a->n_e + n];
+                    *mask |= 1u << (wt * KS + ks);
+                }
+    int st = dalloc((void **)&s->coef, nft * sizeof(double), "the coupling operands");
+    if (!st && cudaMemcpy(s->coef, ft, nft * sizeof(double), cudaMemcpyHostToDevice) != cudaSuccess)
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
+    free(ft);
+    return st;
 }
 
 /* The tensor-core kernel when the device has FP64 and TF32 mma (sm_80 and
@@ -629,8 +659,8 @@ static int pick_tc(nlse_mb *s, const double *F)
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16, KS = 2 * MT;
-    if (s->tcf && wg_fits(s, env, dev, maxsm))
+    const int MT = (mb_imax(a->n_g, a->n_e) + 15) / 16;
+    if (s->tcf && wg_fits(s, env, dev, major, maxsm))
         s->tcf = 2;
     const int na = s->tcf == 2 ? MB_WG_ATOMS : s->tcf ? 8 * MB_TCF_GROUPS : MB_TC_ATOMS; /* atoms a block */
     const size_t smem = s->tcf == 2 ? wg_smem_bytes(a->n_f)
@@ -638,30 +668,9 @@ static int pick_tc(nlse_mb *s, const double *F)
                                     : tc_smem_bytes(MT, a->n_f);
     if (major < 8 || MT > 2 || smem + 1024 > (size_t)maxsm)
         return NLSE_OK;
-    /* every lane's operands 0.5 F[m][n] (zero off the band), and the k
-     * steps of each warp that hold couplings */
-    const size_t nft = (size_t)2 * MT * KS * 128;
-    double *ft = (double *)calloc(nft, sizeof(double));
-    if (!ft)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    /* k_atoms_wg forms its band entries itself and reads neither table */
     unsigned int mask = 0;
-    for (int wt = 0; wt < 2 * MT; ++wt)
-        for (int ks = 0; ks < KS; ++ks)
-            for (int i = 0; i < 4; ++i)
-                for (int lane = 0; lane < 32; ++lane) {
-                    const int h = wt / MT, in = tc_in(ks, lane & 3, i);
-                    const int out = s->tcf ? tcf_out(wt % MT, lane >> 2, i) : tc_out(wt % MT, lane >> 2, i);
-                    const int m = h ? in : out, n = h ? out : in;
-                    if (m >= a->n_g || n >= a->n_e || n - m < a->l_min || n - m > a->l_max)
-                        continue;
-                    ft[(((size_t)(wt * KS + ks) * 2 + i / 2) * 32 + lane) * 2 + i % 2] =
-                        0.5 * F[(size_t)m * a->n_e + n];
-                    mask |= 1u << (wt * KS + ks);
-                }
-    int st = dalloc((void **)&s->coef, nft * sizeof(double), "the coupling operands");
-    if (!st && cudaMemcpy(s->coef, ft, nft * sizeof(double), cudaMemcpyHostToDevice) != cudaSuccess)
-        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemcpy failed");
-    free(ft);
+    int st = s->tcf == 2 ? NLSE_OK : tc_lane_table(s, F, MT, &mask);
     s->tc = MT;
     if (!st && cudaFuncSetAttribute(tc_kernel(s), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
                    cudaSuccess)
@@ -691,7 +700,7 @@ static int pick_tc(nlse_mb *s, const double *F)
     t->ke = a->ke;
     s->tc = MT;
     s->na = na;
-    s->threads = 64 * MT;
+    s->threads = s->tcf == 2 ? 128 : 64 * MT; /* k_atoms_wg: one warpgroup (MT = 2 there too) */
     s->nb = (a->n_atoms + na - 1) / na;
     s->smem = smem;
     return NLSE_OK;

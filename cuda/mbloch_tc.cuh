@@ -332,9 +332,10 @@ __device__ __forceinline__ void tc_pol_tiles(const MBTc &a, TcBuf Y, const doubl
 
 /* the mode sums of PM (four lanes a mode: eight entries each in PM's
  * precision V, then two shuffles in double, fixed order) into the
- * block's partial, and the norms of its NA atoms for t_k (nrm [2MT][NA]);
- * both tensor-core kernels */
-template <int MT, int NA, typename V>
+ * block's partial, and the norms of its NA atoms for t_k (nrm [NR][NA]:
+ * a row per warp that sums a part of each atom's levels); every
+ * tensor-core kernel */
+template <int MT, int NA, int NR = 2 * MT, typename V>
 __device__ __forceinline__ void mb_pol_sums(const MBTc &a, int k, const V *PM, const double *nrm, int warp, int lane,
                                             int atom0, double2 *part, double &dev)
 {
@@ -361,7 +362,7 @@ __device__ __forceinline__ void mb_pol_sums(const MBTc &a, int k, const V *PM, c
     }
     if (threadIdx.x < NA && atom0 + (int)threadIdx.x < a.n_atoms) {
         double s = 0;
-        for (int w = 0; w < 2 * MT; ++w)
+        for (int w = 0; w < NR; ++w)
             s += nrm[w * NA + threadIdx.x];
         dev = fmax(dev, fabs(s - 1.0));
     }

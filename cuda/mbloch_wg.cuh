@@ -63,7 +63,7 @@ static size_t wg_smem_bytes(int n_f)
 {
     return 4 * (12 * (size_t)MB_WG_MAT) + 8 * (128 * (((size_t)n_f + 3) / 4)) +
            8 * ((size_t)n_f * MB_TC_PMS + 6 * (size_t)n_f) +
-           8 * (4 * MB_WG_ATOMS + 4 * 2 * MB_WG_L + MB_WG_ATOMS) + 4 * MB_WG_ATOMS + 64;
+           8 * (MB_WG_ATOMS + 4 * 2 * MB_WG_L + MB_WG_ATOMS) + 4 * MB_WG_ATOMS + 64;
 }
 
 /* float index of element (row n of 64, column k of 32) of an operand
@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(128, 2)
     extern __shared__ __align__(16) unsigned char smem[];
     /* layout: 2 coefficient sets (4 matrices each) | polarisation operands
      * (A hi, lo, B hi, lo) | band entries [(n_f + 3) / 4][128] | PM [n_f][PMS] | field
-     * rows [6][n_f] (t rows 0-2, mean rows 0-2) | norms [4][32] | warp
+     * rows [6][n_f] (t rows 0-2, mean rows 0-2) | norms [32] | warp
      * populations [4][64] | weights (double) | weights (float) */
     float *mat = (float *)smem;
     const WgSet S0 = {mat, mat + MB_WG_MAT, mat + 2 * MB_WG_MAT, mat + 3 * MB_WG_MAT};
@@ -425,7 +425,7 @@ __global__ void __launch_bounds__(128, 2)
     float2 *PM = (float2 *)(tab + 128 * ((a.n_f + 3) / 4));
     float2 *ring = PM + a.n_f * MB_TC_PMS;
     double *nrm = (double *)(ring + 6 * a.n_f);
-    double *pw = nrm + 4 * MB_WG_ATOMS;
+    double *pw = nrm + MB_WG_ATOMS;
     double *wsm = pw + 4 * 2 * MB_WG_L;
     float *wsf = (float *)(wsm + MB_WG_ATOMS);
 
@@ -438,8 +438,6 @@ __global__ void __launch_bounds__(128, 2)
     wg_entries(a, Fg, tab);
     for (int i = threadIdx.x; i < a.n_f * MB_TC_PMS; i += blockDim.x)
         PM[i] = make_float2(0, 0);
-    for (int i = threadIdx.x; i < 4 * MB_WG_ATOMS; i += blockDim.x)
-        nrm[i] = 0; /* rows 1-3 stay zero: a warp sums its atoms' norms whole */
     if (threadIdx.x < MB_WG_ATOMS) {
         const double wv = atom0 + (int)threadIdx.x < a.n_atoms ? (double)w[atom0 + threadIdx.x] : 0.0;
         wsm[threadIdx.x] = wv;
@@ -508,7 +506,7 @@ __global__ void __launch_bounds__(128, 2)
             wg_wait0();
             wg_rk<0>(d, A, psi, acc, 0.0f, 0.5f, eb, ek);
             __syncthreads(); /* S0 is free; PM and the norms complete */
-            mb_pol_sums<2, MB_WG_ATOMS>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
+            mb_pol_sums<2, MB_WG_ATOMS, 1>(a, k - 1, PM, nrm, warp, lane, atom0, part, dev);
             if (a.want_pop)
                 wg_pops(a, k - 1, pw, ppart);
             wg_build(a, S0, tab, ring + (k % 3) * a.n_f); /* K(t_k) */
@@ -552,7 +550,7 @@ __global__ void __launch_bounds__(128, 2)
         wg_wait0();
         wg_pol_out(wp, dp, PM);
         __syncthreads();
-        mb_pol_sums<2, MB_WG_ATOMS>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
+        mb_pol_sums<2, MB_WG_ATOMS, 1>(a, a.n_t - 1, PM, nrm, warp, lane, atom0, part, dev);
         if (a.want_pop)
             wg_pops(a, a.n_t - 1, pw, ppart);
         mb_zstep_end(a, pp, z);

@@ -542,7 +542,7 @@ class MaxwellBloch:
             """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1:
             to z_{j+n} without populations, in launches of the z pipeline
             of the CUDA tensor-core kernels."""
-            nonlocal kernel
+            nonlocal kernel, per_step
             try:
                 if not step:
                     solver.atoms(j in keep_pop)
@@ -559,14 +559,14 @@ class MaxwellBloch:
                     last_good=(jf * h_z, solver.get_fields())) from None
             kernel += solver.last_seconds()
             # seconds of device time a z step (the Euler start: a substep)
-            per_step[0] = solver.last_seconds() / max(n, 1 if j > 0 else euler_substeps)
+            per_step = solver.last_seconds() / max(n, 1 if j > 0 else euler_substeps)
 
         # z steps one call can take: up to the next z index where something
         # is kept (the Euler start goes alone), and about half a second of
         # device time (at least the solver's z slices), so that a
         # KeyboardInterrupt and the progress bar act every half second or
         # launch; the solver splits a call into launches itself
-        per_step = [0.0]
+        per_step = 0.0
         pipe = solver.pipeline()
         stops = np.array(sorted(keep_fld | keep_pop | {n_z}), dtype=np.int64)
 
@@ -582,7 +582,7 @@ class MaxwellBloch:
                 if pipe > 1 and j not in keep_pop:
                     n = 1
                     if j > 0 and callback is None:
-                        n = max(pipe, int(0.5 / per_step[0]) if per_step[0] > 0 else pipe)
+                        n = max(pipe, int(0.5 / per_step) if per_step > 0 else pipe)
                         n = min(n, int(stops[np.searchsorted(stops, j, side="right")]) - j)
                 solve(j, step=True, n=n)
                 keep(j, fields_j)
