@@ -1,6 +1,6 @@
 /*
  * nlsepy/device.h -- the CUDA device layer shared by every CUDA backend
- * (built only with the CUDA backend, cuda/device.cu).
+ * (built only with the CUDA backend, cuda/common/device.cu).
  */
 #ifndef NLSEPY_DEVICE_H
 #define NLSEPY_DEVICE_H

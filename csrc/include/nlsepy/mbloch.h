@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-typedef struct nlse_mb_params {
+typedef struct nlse_mbloch_params {
     int n_g, n_e;          /* ground and excited levels, >= 1                 */
     int l_min, l_max;      /* the mode set, l_min <= l_max; mode l couples
                               ground m to excited m + l                       */
@@ -47,63 +47,63 @@ typedef struct nlse_mb_params {
     double kappa_g, kappa_e, delta; /* level and mode spacings, finite        */
     int euler_substeps;    /* >= 1                                            */
     int dtype;             /* NLSE_COMPLEX64 (float) or NLSE_COMPLEX128       */
-} nlse_mb_params;
+} nlse_mbloch_params;
 
-typedef struct nlse_mb nlse_mb;
+typedef struct nlse_mbloch nlse_mbloch;
 
-/* Check p without allocating (named errors; the checks of nlse_mb_create). */
-int nlse_mb_check_params(const nlse_mb_params *p);
+/* Check p without allocating (named errors; the checks of nlse_mbloch_create). */
+int nlse_mbloch_check_params(const nlse_mbloch_params *p);
 
 /* Validate and allocate.  F: n_g * n_e reals, F[m * n_e + n], finite.
  * detunings, weights: n_atoms reals (finite; weights >= 0).  psi0:
  * 2 * n_atoms * n_lev doubles (every atom's initial state, finite).
  * fields0: 2 * n_t * N_F doubles, the input fields eps_l(0, t_k) at
  * [k * N_F + (l - l_min)], finite.  The solver starts at z index 0. */
-int nlse_mb_create(const nlse_mb_params *p, const double *F, const double *detunings,
-                   const double *weights, const double *psi0, const double *fields0, nlse_mb **out);
-void nlse_mb_destroy(nlse_mb *s);
+int nlse_mbloch_create(const nlse_mbloch_params *p, const double *F, const double *detunings,
+                   const double *weights, const double *psi0, const double *fields0, nlse_mbloch **out);
+void nlse_mbloch_destroy(nlse_mbloch *s);
 
 /* Solve every atom over the time grid at the current z (algorithm 1, lines
  * 2-7) and keep the polarisation; with want_pop also the populations
  * sum_D w_D |psi_i^D(t_k)|^2.  Does not move in z. */
-int nlse_mb_atoms(nlse_mb *s, int want_pop);
+int nlse_mbloch_atoms(nlse_mbloch *s, int want_pop);
 
-/* One z step z_j -> z_{j+1}: the atoms at z_j (as nlse_mb_atoms, so the
+/* One z step z_j -> z_{j+1}: the atoms at z_j (as nlse_mbloch_atoms, so the
  * populations and polarisation of z_j are kept), then the fields by AB2,
  * or by the Euler start when j = 0.  NLSE_ERR_BLOWUP when a field or
  * polarisation becomes non-finite (the fields of z_j are kept). */
-int nlse_mb_step(nlse_mb *s, int want_pop);
+int nlse_mbloch_step(nlse_mbloch *s, int want_pop);
 
 /* n >= 0 z steps without populations: the fields, polarisation and norm
- * monitor n calls of nlse_mb_step(s, 0) would give, bit for bit.  The
- * CUDA tensor-core kernel advances up to nlse_mb_pipeline(s) z steps in
+ * monitor n calls of nlse_mbloch_step(s, 0) would give, bit for bit.  The
+ * CUDA tensor-core kernel advances up to nlse_mbloch_pipeline(s) z steps in
  * one launch (slice j + 1 follows slice j along the time grid).  A
- * blow-up reports the z step of nlse_mb_step and keeps the fields before
+ * blow-up reports the z step of nlse_mbloch_step and keeps the fields before
  * it. */
-int nlse_mb_steps(nlse_mb *s, int n);
+int nlse_mbloch_steps(nlse_mbloch *s, int n);
 
 /* z steps one launch can hold (1 on the CPU and for the plain CUDA kernel). */
-int nlse_mb_pipeline(const nlse_mb *s);
+int nlse_mbloch_pipeline(const nlse_mbloch *s);
 
 /* Current fields (2 n_t N_F doubles), the polarisation of the last atom
  * solve (2 n_t N_F), the populations of the last atom solve that asked for
  * them (n_t n_lev; zeros before any). */
-int nlse_mb_get_fields(const nlse_mb *s, double *out);
-int nlse_mb_get_polarisation(const nlse_mb *s, double *out);
-int nlse_mb_get_populations(const nlse_mb *s, double *out);
+int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out);
+int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out);
+int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out);
 
 /* z index j of the current fields (z = j h_z). */
-long nlse_mb_z_index(const nlse_mb *s);
+long nlse_mbloch_z_index(const nlse_mbloch *s);
 
 /* max over every atom solve so far of | |psi^D(t_k)|^2 - 1 |. */
-double nlse_mb_norm_deviation(const nlse_mb *s);
+double nlse_mbloch_norm_deviation(const nlse_mbloch *s);
 
-/* Seconds the last nlse_mb_step or nlse_mb_atoms took (CUDA events on the
+/* Seconds the last nlse_mbloch_step or nlse_mbloch_atoms took (CUDA events on the
  * device, the wall clock on the CPU). */
-double nlse_mb_last_seconds(const nlse_mb *s);
+double nlse_mbloch_last_seconds(const nlse_mbloch *s);
 
 /* Nonzero coupling entries: pairs (m, n) with l_min <= n - m <= l_max. */
-long nlse_mb_couplings(const nlse_mb_params *p);
+long nlse_mbloch_couplings(const nlse_mbloch_params *p);
 
 #ifdef __cplusplus
 }

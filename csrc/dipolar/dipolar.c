@@ -1,0 +1,669 @@
+/*
+ * dipolar.c -- the CPU split-step Crank-Nicolson solver of the dipolar GPE
+ * (Loncar, thesis, chapter 2; DBEC-GP): parameter checks, the grid, the
+ * precomputed Crank-Nicolson coefficients (eqs. 2.29-2.34, 2.42), the
+ * dipolar kernels (3D with a spherical cutoff; h2D eq. 2.13, j2D eq. 2.15,
+ * j1D eq. 2.18, h1D eq. 2.20), FFTW plans, and the step and observable
+ * drivers over the kernels of dipolar_kernels.inc.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fftw3.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "dipolar_internal.h"
+#include "dipolar_params.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static size_t rsize(const struct nlse_dipolar *s)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double);
+}
+
+static void put(const struct nlse_dipolar *s, void *dst, size_t i, double v)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        ((float *)dst)[i] = (float)v;
+    else
+        ((double *)dst)[i] = v;
+}
+
+static int threads_now(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* parameters and tables                                              */
+/* ------------------------------------------------------------------ */
+
+/* Crank-Nicolson coefficients of internal axis q for the current dt. */
+static int make_cn(struct nlse_dipolar *s, int q)
+{
+    size_t n = s->n[q];
+    dipolar_axis *X = &s->ax[q];
+    if (n < 3)
+        return NLSE_OK;
+    double *t = (double *)malloc(6 * n * sizeof(double));
+    if (!t)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the Crank-Nicolson tables");
+    dipolar_cn_scalars sc;
+    dipolar_cn_coefficients(s->p.dt * s->p.kin / (s->h[q] * s->h[q]), n, t, t + n, t + 2 * n, t + 4 * n,
+                       &sc);
+    X->A_r = sc.A_r;
+    X->A0r_r = sc.A0r_r;
+    for (int c = 0; c < 2; ++c) {
+        X->A_c[c] = sc.A_c[c];
+        X->A0r_c[c] = sc.A0r_c[c];
+    }
+    for (size_t i = 0; i < n; ++i) {
+        put(s, X->alpha_r, i, t[i]);
+        put(s, X->gamma_r, i, t[n + i]);
+    }
+    for (size_t i = 0; i < 2 * n; ++i) {
+        put(s, X->alpha_c, i, t[2 * n + i]);
+        put(s, X->gamma_c, i, t[4 * n + i]);
+    }
+    free(t);
+    return NLSE_OK;
+}
+
+static void make_kernel(struct nlse_dipolar *s)
+{
+    dipolar_layout L;
+    dipolar_make_layout(&s->p, &L);
+    const size_t n0 = s->n[0], n1 = s->n[1], nh = s->n[2] / 2 + 1;
+    const double invN = 1.0 / (double)s->N;
+#pragma omp parallel for schedule(static) if (n0 > 1)
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)n0; ++i)
+        for (size_t j = 0; j < n1; ++j)
+            for (size_t k = 0; k < nh; ++k)
+                put(s, s->kern, ((size_t)i * n1 + j) * nh + k, dipolar_kernel_value(&s->p, &L, (size_t)i, j, k) * invN);
+}
+
+#ifdef NLSEPY_FFTW_THREADED
+static int fftw_state = 0;
+#endif
+
+int dipolar_fftw_threads_init(void)
+{
+#ifdef NLSEPY_FFTW_THREADED
+    int ok;
+#pragma omp critical(nlsepy_fftw)
+    {
+        if (fftw_state == 0) {
+            fftw_state = (fftw_init_threads() && fftwf_init_threads()) ? 1 : -1;
+            if (fftw_state == 1) {
+                fftw_make_planner_thread_safe();
+                fftwf_make_planner_thread_safe();
+            }
+        }
+        ok = fftw_state == 1;
+    }
+    return ok;
+#else
+    return 1;
+#endif
+}
+
+static int make_plans(struct nlse_dipolar *s)
+{
+    int st;
+    dipolar_fftw_threads_init();
+#pragma omp critical(nlsepy_fftw)
+    st = s->p.dtype == NLSE_COMPLEX64 ? dipolar_make_plans_f(s) : dipolar_make_plans_d(s);
+    return st;
+}
+
+static void free_plans(struct nlse_dipolar *s)
+{
+#pragma omp critical(nlsepy_fftw)
+    {
+        if (s->p.dtype == NLSE_COMPLEX64)
+            dipolar_free_plans_f(s);
+        else
+            dipolar_free_plans_d(s);
+    }
+}
+
+/* Dipolar buffers, kernel and plans (at create, or when gdd first becomes
+ * nonzero on a solver made without them). */
+static int enable_dipolar(struct nlse_dipolar *s)
+{
+    if (s->plan_f)
+        return NLSE_OK;
+    int st0 = dipolar_check_dipolar(&s->p);
+    if (st0)
+        return st0;
+    size_t rs = rsize(s);
+    s->dens = fftw_malloc(s->n[0] * s->n[1] * s->nlp * rs);
+    s->kern = malloc(s->nk * rs);
+    if (!s->dens || !s->kern)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the dipolar buffers (%zu points)", s->N);
+    int st = make_plans(s);
+    if (st)
+        return st;
+    make_kernel(s);
+    s->p.dipolar = 1;
+    return NLSE_OK;
+}
+
+static int ensure_scratch(struct nlse_dipolar *s)
+{
+    int nt = threads_now();
+    if (s->scratch && nt <= s->nthreads)
+        return NLSE_OK;
+    if (nt < s->nthreads)
+        nt = s->nthreads;
+    void *w = malloc((size_t)nt * s->scratch_len * rsize(s));
+    if (!w)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for %d threads' sweep buffers", nt);
+    free(s->scratch);
+    s->scratch = w;
+    s->nthreads = nt;
+    return NLSE_OK;
+}
+
+/* Normalised Gaussian of the trap, exp(-sum w_a x_a^2 / 2) with
+ * w_a = sqrt(trap_a / kin) (DBEC-GP's imaginary-time start). */
+static void gaussian_state(struct nlse_dipolar *s)
+{
+    double wq[3] = {1, 1, 1}, c = 1.0;
+    for (int q = s->off; q < 3; ++q) {
+        double t = s->p.trap[q - s->off];
+        wq[q] = t > 0 ? sqrt(t / s->p.kin) : 1.0;
+        c *= pow(wq[q] / M_PI, 0.25);
+    }
+    s->is_real = 1;
+    for (size_t i = 0; i < s->n[0]; ++i)
+        for (size_t j = 0; j < s->n[1]; ++j)
+            for (size_t k = 0; k < s->n[2]; ++k) {
+                double e = wq[0] * s->x[0][i] * s->x[0][i] + wq[1] * s->x[1][j] * s->x[1][j] +
+                           wq[2] * s->x[2][k] * s->x[2][k];
+                put(s, s->psi, (i * s->n[1] + j) * s->n[2] + k, c * exp(-0.5 * e));
+            }
+}
+
+void nlse_dipolar_destroy(nlse_dipolar *s)
+{
+    if (!s)
+        return;
+    free_plans(s);
+    fftw_free(s->dens);
+    free(s->kern);
+    free(s->psi);
+    free(s->backup);
+    free(s->U);
+    for (int q = 0; q < 3; ++q) {
+        free(s->x[q]);
+        free(s->w[q]);
+        free(s->vtrap[q]);
+        free(s->ob[q]);
+        free(s->ax[q].alpha_r);
+        free(s->ax[q].gamma_r);
+        free(s->ax[q].alpha_c);
+        free(s->ax[q].gamma_c);
+    }
+    free(s->scratch);
+    free(s->partial);
+    free(s);
+}
+
+int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
+{
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_create: NULL argument");
+    *out = NULL;
+    int st = dipolar_check_params(p);
+    if (st)
+        return st;
+    struct nlse_dipolar *s = (struct nlse_dipolar *)calloc(1, sizeof *s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->p = *p;
+    dipolar_layout L;
+    dipolar_make_layout(p, &L);
+    s->ndim = L.ndim;
+    s->off = L.off;
+    s->N = L.N;
+    for (int q = 0; q < 3; ++q) {
+        s->n[q] = L.n[q];
+        s->h[q] = L.h[q];
+    }
+    s->nlp = 2 * (s->n[2] / 2 + 1);
+    s->nk = s->n[0] * s->n[1] * (s->n[2] / 2 + 1);
+    s->g = p->g;
+    s->gdd = p->gdd;
+    size_t rs = rsize(s), nmax = 0;
+    s->psi = malloc(2 * s->N * rs);
+    s->partial = (double *)malloc(s->n[0] * s->n[1] * sizeof(double));
+    if (!s->psi || !s->partial)
+        goto nomem;
+    for (int q = 0; q < 3; ++q) {
+        size_t n = s->n[q];
+        int a = q - s->off;
+        if (n > nmax)
+            nmax = n;
+        s->x[q] = (double *)malloc(n * sizeof(double));
+        s->w[q] = (double *)malloc(n * sizeof(double));
+        s->vtrap[q] = malloc(n * rs);
+        s->ob[q] = malloc(n * rs);
+        s->ax[q].alpha_r = malloc(n * rs);
+        s->ax[q].gamma_r = malloc(n * rs);
+        s->ax[q].alpha_c = malloc(2 * n * rs);
+        s->ax[q].gamma_c = malloc(2 * n * rs);
+        if (!s->x[q] || !s->w[q] || !s->vtrap[q] || !s->ob[q] || !s->ax[q].alpha_r ||
+            !s->ax[q].gamma_r || !s->ax[q].alpha_c || !s->ax[q].gamma_c)
+            goto nomem;
+        for (size_t i = 0; i < n; ++i) {
+            /* x_i = (i - n/2) h (DBEC-GP); Simpson weights 1,4,2,...,4,2,...,1 times h/3 */
+            s->x[q][i] = a >= 0 ? dipolar_coord(i, n, s->h[q]) : 0.0;
+            s->w[q][i] = a >= 0 ? dipolar_simpson(i, n, s->h[q]) : 1.0;
+            put(s, s->vtrap[q], i, a >= 0 ? p->trap[a] * s->x[q][i] * s->x[q][i] : 0.0);
+            put(s, s->ob[q], i, 1.0);
+        }
+        if ((st = make_cn(s, q)))
+            goto fail;
+    }
+    {
+        size_t m01 = s->n[0] > s->n[1] ? s->n[0] : s->n[1];
+        s->scratch_len = s->n[2] + 2 * s->n[2] * m01 + 64;
+    }
+    st = ensure_scratch(s);
+    if (st)
+        goto fail;
+    if (p->dipolar) {
+        s->p.dipolar = 0;
+        st = enable_dipolar(s);
+        if (st)
+            goto fail;
+    }
+    gaussian_state(s);
+    *out = s;
+    return NLSE_OK;
+nomem:
+    st = nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-point grid", s->N);
+fail:
+    nlse_dipolar_destroy(s);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* state and parameters                                               */
+/* ------------------------------------------------------------------ */
+
+int nlse_dipolar_set_state(nlse_dipolar *s, const void *psi, int is_complex)
+{
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_set_state: NULL argument");
+    size_t m = (is_complex ? 2 : 1) * s->N, rs = rsize(s);
+    int st = dipolar_check_finite(psi, m, s->p.dtype, is_complex ? 2 : 1, "psi");
+    if (st)
+        return st;
+    nlse_parallel_memcpy(s->psi, psi, m * rs);
+    s->is_real = !is_complex;
+    return NLSE_OK;
+}
+
+int nlse_dipolar_state_is_real(const nlse_dipolar *s) { return s->is_real; }
+
+int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_get_state: NULL argument");
+    if (!s->is_real) {
+        nlse_parallel_memcpy(out, s->psi, 2 * s->N * rsize(s));
+        return NLSE_OK;
+    }
+    const ptrdiff_t N = (ptrdiff_t)s->N;
+    if (s->p.dtype == NLSE_COMPLEX64) {
+        const float *p = (const float *)s->psi;
+        float *o = (float *)out;
+#pragma omp parallel for schedule(static) if (N > 65536)
+        for (ptrdiff_t q = 0; q < N; ++q) {
+            o[2 * q] = p[q];
+            o[2 * q + 1] = 0;
+        }
+    } else {
+        const double *p = (const double *)s->psi;
+        double *o = (double *)out;
+#pragma omp parallel for schedule(static) if (N > 65536)
+        for (ptrdiff_t q = 0; q < N; ++q) {
+            o[2 * q] = p[q];
+            o[2 * q + 1] = 0;
+        }
+    }
+    return NLSE_OK;
+}
+
+/* A real state becomes complex in place (from the end backwards). */
+static void promote(struct nlse_dipolar *s)
+{
+    if (!s->is_real)
+        return;
+    if (s->p.dtype == NLSE_COMPLEX64) {
+        float *p = (float *)s->psi;
+        for (size_t q = s->N; q-- > 0;) {
+            p[2 * q] = p[q];
+            p[2 * q + 1] = 0;
+        }
+    } else {
+        double *p = (double *)s->psi;
+        for (size_t q = s->N; q-- > 0;) {
+            p[2 * q] = p[q];
+            p[2 * q + 1] = 0;
+        }
+    }
+    s->is_real = 0;
+}
+
+int nlse_dipolar_set_dt(nlse_dipolar *s, double dt)
+{
+    int st = dipolar_check_dt(dt);
+    if (st)
+        return st;
+    s->p.dt = dt;
+    for (int q = 0; q < 3; ++q)
+        if ((st = make_cn(s, q)))
+            return st;
+    return NLSE_OK;
+}
+
+int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
+{
+    int st0 = dipolar_check_couplings(g, gdd);
+    if (st0)
+        return st0;
+    if (gdd != 0 && !s->plan_f) {
+        int st = enable_dipolar(s);
+        if (st)
+            return st;
+    }
+    s->g = g;
+    s->gdd = gdd;
+    return NLSE_OK;
+}
+
+int nlse_dipolar_set_potential(nlse_dipolar *s, const void *U)
+{
+    if (!U) {
+        free(s->U);
+        s->U = NULL;
+        return NLSE_OK;
+    }
+    size_t rs = rsize(s);
+    int st = dipolar_check_finite(U, s->N, s->p.dtype, 1, "V");
+    if (st)
+        return st;
+    if (!s->U && !(s->U = malloc(s->N * rs)))
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the potential");
+    memcpy(s->U, U, s->N * rs);
+    return NLSE_OK;
+}
+
+int nlse_dipolar_set_obstacle(nlse_dipolar *s, const nlse_dipolar_obstacle *o)
+{
+    if (!o) {
+        s->have_obst = 0;
+        return NLSE_OK;
+    }
+    int st = dipolar_check_obstacle(o, s->ndim);
+    if (st)
+        return st;
+    s->obst = *o;
+    s->have_obst = 1;
+    return NLSE_OK;
+}
+
+double dipolar_obstacle_centre(const struct nlse_dipolar *s, double t)
+{
+    return dipolar_obst_centre(&s->obst, t);
+}
+
+double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t)
+{
+    return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
+}
+
+static void obstacle_at(struct nlse_dipolar *s, double t)
+{
+    if (!s->have_obst)
+        return;
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_obstacle_factors_f(s, t);
+    else
+        dipolar_obstacle_factors_d(s, t);
+}
+
+/* ------------------------------------------------------------------ */
+/* stepping                                                           */
+/* ------------------------------------------------------------------ */
+
+static double prepare(struct nlse_dipolar *s, int want)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? dipolar_prepare_f(s, want) : dipolar_prepare_d(s, want);
+}
+
+static void apply_fft(struct nlse_dipolar *s)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_apply_fft_f(s);
+    else
+        dipolar_apply_fft_d(s);
+}
+
+static void scale_state(struct nlse_dipolar *s, double f)
+{
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_scale_f(s, f);
+    else
+        dipolar_scale_d(s, f);
+}
+
+int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd, long *done)
+{
+    if (done)
+        *done = 0;
+    int st0 = dipolar_check_step(mode, n, t0, dg, dgdd);
+    if (st0)
+        return st0;
+    if (n == 0)
+        return NLSE_OK;
+    if (dgdd != 0 && !s->plan_f) {
+        int st = enable_dipolar(s);
+        if (st)
+            return st;
+    }
+    int st = ensure_scratch(s);
+    if (st)
+        return st;
+    if (mode == NLSE_DIPOLAR_REAL)
+        promote(s);
+    size_t bytes = (s->is_real ? 1 : 2) * s->N * rsize(s);
+    if (!s->backup && !(s->backup = malloc(2 * s->N * rsize(s))))
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the state backup");
+    nlse_parallel_memcpy(s->backup, s->psi, bytes);
+    const double g_start = s->g, gdd_start = s->gdd;
+    const int want = s->plan_f != NULL && (s->gdd != 0 || dgdd != 0);
+    double nrm = prepare(s, want);
+    if (!(nrm > 0) || !isfinite(nrm))
+        return nlse_fail(nrm == 0 ? NLSE_ERR_VALUE : NLSE_ERR_BLOWUP,
+                         nrm == 0 ? "the state is zero everywhere" : "the state is not finite");
+    struct timespec t_start, t_end;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    dipolar_step_args a;
+    a.mode = mode;
+    a.dt = s->p.dt;
+    a.want_density = want;
+    a.scale = mode == NLSE_DIPOLAR_IMAG ? 1.0 / sqrt(nrm) : 1.0;
+    for (long k = 0; k < n; ++k) {
+        s->g += dg;
+        s->gdd += dgdd;
+        double t = mode == NLSE_DIPOLAR_REAL ? t0 + (double)k * s->p.dt : t0;
+        a.amp = dipolar_obstacle_amp(s, t);
+        if (a.amp != 0)
+            obstacle_at(s, t);
+        a.g = s->g;
+        a.gdd = want ? s->gdd : 0.0;
+        if (want && s->gdd != 0)
+            apply_fft(s);
+        nrm = s->p.dtype == NLSE_COMPLEX64 ? dipolar_step_f(s, &a) : dipolar_step_d(s, &a);
+        if (!isfinite(nrm) || !(nrm > 0)) {
+            nlse_parallel_memcpy(s->psi, s->backup, bytes);
+            s->g = g_start;
+            s->gdd = gdd_start;
+            if (done)
+                *done = k;
+            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
+                             k + 1, n);
+        }
+        if (mode == NLSE_DIPOLAR_IMAG)
+            a.scale = 1.0 / sqrt(nrm);
+    }
+    if (mode == NLSE_DIPOLAR_IMAG)
+        scale_state(s, a.scale);
+    clock_gettime(CLOCK_MONOTONIC, &t_end);
+    s->last_seconds = (double)(t_end.tv_sec - t_start.tv_sec) + 1e-9 * (double)(t_end.tv_nsec - t_start.tv_nsec);
+    if (done)
+        *done = n;
+    return NLSE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* observables                                                        */
+/* ------------------------------------------------------------------ */
+
+/* dens <- V_dd * |Psi|^2 of the current state (when the term is on). */
+static void dipolar_of_state(struct nlse_dipolar *s)
+{
+    if (!s->plan_f)
+        return;
+    prepare(s, 1);
+    apply_fft(s);
+}
+
+int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
+{
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_observe: NULL argument");
+    int st = ensure_scratch(s);
+    if (st)
+        return st;
+    if (s->gdd != 0)
+        dipolar_of_state(s);
+    obstacle_at(s, t);
+    return s->p.dtype == NLSE_COMPLEX64 ? dipolar_observe_f(s, t, out) : dipolar_observe_d(s, t, out);
+}
+
+int nlse_dipolar_dipolar_potential(nlse_dipolar *s, double *out)
+{
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dipolar_potential: NULL argument");
+    if (!s->plan_f) {
+        int st = enable_dipolar(s);
+        if (st)
+            return st;
+    }
+    dipolar_of_state(s);
+    const size_t rows = s->n[0] * s->n[1], n2 = s->n[2];
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t k = 0; k < n2; ++k)
+            out[r * n2 + k] = s->p.dtype == NLSE_COMPLEX64
+                                  ? (double)((const float *)s->dens)[r * s->nlp + k]
+                                  : ((const double *)s->dens)[r * s->nlp + k];
+    return NLSE_OK;
+}
+
+int nlse_dipolar_potential(const nlse_dipolar *s, double t, double *out)
+{
+    struct nlse_dipolar *m = (struct nlse_dipolar *)s;
+    obstacle_at(m, t);
+    double amp = dipolar_obstacle_amp(s, t);
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_potential_f(s, amp, out);
+    else
+        dipolar_potential_d(s, amp, out);
+    return NLSE_OK;
+}
+
+int nlse_dipolar_density(const nlse_dipolar *s, int keep_mask, double *out)
+{
+    if (keep_mask < 0 || keep_mask >= (1 << s->ndim))
+        return nlse_fail(NLSE_ERR_VALUE, "keep_mask must be 0..%d, got %d", (1 << s->ndim) - 1,
+                         keep_mask);
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_density_f(s, keep_mask, out);
+    else
+        dipolar_density_d(s, keep_mask, out);
+    return NLSE_OK;
+}
+
+int nlse_dipolar_phase_slice(const nlse_dipolar *s, int axis, long index, double *out)
+{
+    if (axis < 0 || axis >= s->ndim)
+        return nlse_fail(NLSE_ERR_VALUE, "axis must be 0..%d, got %d", s->ndim - 1, axis);
+    if (index < 0 || (size_t)index >= s->p.shape[axis])
+        return nlse_fail(NLSE_ERR_VALUE, "index must be 0..%zu on axis %d, got %ld",
+                         s->p.shape[axis] - 1, axis, index);
+    if (s->p.dtype == NLSE_COMPLEX64)
+        dipolar_phase_f(s, axis + s->off, index, out);
+    else
+        dipolar_phase_d(s, axis + s->off, index, out);
+    return NLSE_OK;
+}
+
+int nlse_dipolar_kernel(const nlse_dipolar *s, double *out)
+{
+    const size_t nh = s->n[2] / 2 + 1;
+    dipolar_layout L;
+    dipolar_make_layout(&s->p, &L);
+    for (size_t i = 0; i < s->n[0]; ++i)
+        for (size_t j = 0; j < s->n[1]; ++j)
+            for (size_t k = 0; k < nh; ++k)
+                out[(i * s->n[1] + j) * nh + k] = dipolar_kernel_value(&s->p, &L, i, j, k);
+    return NLSE_OK;
+}
+
+/* Traffic model per point and step: pass A reads and writes Psi, reads the
+ * dipolar potential (and U); pass B (3D) reads and writes Psi and writes the
+ * density; each r2c/c2r transform is counted as one read and one write of
+ * the half spectrum per dimension, plus the kernel multiply. */
+double nlse_dipolar_bytes_per_point_step(const nlse_dipolar *s, int mode)
+{
+    double r = (double)rsize(s);
+    double v = (mode == NLSE_DIPOLAR_IMAG && s->is_real) ? r : 2 * r;
+    int dd = s->plan_f && s->gdd != 0;
+    double b = 2 * v + (dd ? r : 0) + (s->U ? r : 0);
+    if (s->n[0] > 1)
+        b += 2 * v;
+    if (dd)
+        b += r + 2 * (2.0 * s->ndim * r) + 2.5 * r;
+    return b;
+}
+
+size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s)
+{
+    const size_t rs = rsize(s), N = s->N;
+    size_t b = 4 * N * rs; /* state and its backup */
+    if (s->dens)
+        b += s->n[0] * s->n[1] * s->nlp * rs + s->nk * rs;
+    if (s->U)
+        b += N * rs;
+    b += (size_t)s->nthreads * s->scratch_len * rs + s->n[0] * s->n[1] * sizeof(double);
+    return b;
+}
+
+double nlse_dipolar_last_step_seconds(const nlse_dipolar *s)
+{
+    return s->last_seconds;
+}

@@ -1,0 +1,96 @@
+/*
+ * dipolar_internal.h -- the CPU split-step Crank-Nicolson solver's handle and the
+ * kernels of dipolar_kernels.inc (Loncar, thesis, sections 2.3-2.4 and 3.1-3.2).
+ *
+ * Internally every grid is 3D, (n0, n1, n2) with the last axis contiguous:
+ * a 2D geometry is (1, nx, ny) and a 1D one (1, 1, nx).  Solver axis a is
+ * internal axis a + off with off = 3 - ndim.
+ *
+ * One step is two sweeps over memory (3D):
+ *   pass A, per plane i: Psi *= exp(-i dt H1) (or the imaginary-time factor
+ *           and the pending normalisation), then the CN solves along y and
+ *           along z inside the plane (the plane stays in cache);
+ *   pass B, per row j:   the CN solve along x; the final values give the
+ *           Simpson norm and the density |Psi|^2 for the next step's FFT.
+ * In 2D and 1D pass A is the whole step and ends with the norm and density.
+ * The CN operators of different axes commute exactly, so the order y, z, x
+ * gives the same step as DBEC-GP's x, y, z.
+ */
+#ifndef NLSEPY_SS_INTERNAL_H
+#define NLSEPY_SS_INTERNAL_H
+
+#include <stddef.h>
+#include "nlsepy/dipolar.h"
+
+/* Precomputed Thomas coefficients of one axis (eqs. 2.32-2.34): alpha_i,
+ * gamma_i for i = 0..n-2 and the scalars A (off-diagonal) and A0r (the
+ * right-hand side's diagonal).  Real time: complex, interleaved. */
+typedef struct {
+    void *alpha_r, *gamma_r;  /* imaginary time, n REALs each      */
+    void *alpha_c, *gamma_c;  /* real time, n complex values each */
+    double A_r, A0r_r;        /* imaginary time                   */
+    double A_c[2], A0r_c[2];  /* real time                        */
+} dipolar_axis;
+
+struct nlse_dipolar {
+    nlse_dipolar_params p;
+    int ndim, off;
+    size_t n[3];        /* internal shape                              */
+    double h[3];        /* internal spacing (1 on padded axes)         */
+    size_t N;           /* grid points                                 */
+    size_t nlp;         /* padded last dimension of the FFT buffer     */
+    size_t nk;          /* complex values of the r2c spectrum          */
+    int is_real;        /* state stored as N REALs                     */
+    void *psi;          /* 2N REALs                                    */
+    void *backup;       /* 2N REALs, the state at the start of a step call */
+    void *dens;         /* n0 n1 nlp REALs: |Psi|^2, then V_dd * |Psi|^2 */
+    void *kern;         /* nk REALs: the kernel times 1/N              */
+    void *U;            /* N REALs or NULL                             */
+    double *x[3];       /* coordinates per internal axis               */
+    double *w[3];       /* Simpson weights times h/3 per internal axis */
+    void *vtrap[3];     /* trap[a] x^2 per internal axis (REAL)        */
+    void *ob[3];        /* obstacle factors per internal axis (REAL)   */
+    dipolar_axis ax[3];
+    void *plan_f, *plan_b;
+    int have_obst;
+    nlse_dipolar_obstacle obst;
+    void *scratch;      /* per-thread sweep buffers                    */
+    size_t scratch_len; /* REALs per thread                            */
+    int nthreads;
+    double *partial;    /* per-row partial norms                       */
+    double g, gdd;      /* current couplings                           */
+    double last_seconds; /* wall time of the last step call            */
+};
+
+/* One step's run-time inputs for the kernels. */
+typedef struct {
+    int mode;           /* NLSE_DIPOLAR_IMAG / NLSE_DIPOLAR_REAL                 */
+    double dt;
+    double g, gdd;
+    double scale;       /* pending normalisation factor s (1 in real time) */
+    double amp;         /* obstacle amplitude now (0: none)            */
+    int want_density;   /* write |Psi|^2 into dens                     */
+} dipolar_step_args;
+
+#define DIPOLAR_DECL(sfx, REAL)                                                              \
+    void dipolar_apply_fft_##sfx(struct nlse_dipolar *s);                                         \
+    int dipolar_make_plans_##sfx(struct nlse_dipolar *s);                                         \
+    void dipolar_free_plans_##sfx(struct nlse_dipolar *s);                                        \
+    double dipolar_step_##sfx(struct nlse_dipolar *s, const dipolar_step_args *a);                     \
+    double dipolar_prepare_##sfx(struct nlse_dipolar *s, int want_density);                       \
+    void dipolar_scale_##sfx(struct nlse_dipolar *s, double f);                                   \
+    int dipolar_observe_##sfx(struct nlse_dipolar *s, double t, nlse_dipolar_obs *o);                  \
+    void dipolar_density_##sfx(const struct nlse_dipolar *s, int keep, double *out);              \
+    void dipolar_phase_##sfx(const struct nlse_dipolar *s, int axis, long index, double *out);    \
+    void dipolar_obstacle_factors_##sfx(struct nlse_dipolar *s, double t);                        \
+    void dipolar_potential_##sfx(const struct nlse_dipolar *s, double amp, double *out);
+DIPOLAR_DECL(f, float)
+DIPOLAR_DECL(d, double)
+#undef DIPOLAR_DECL
+
+/* Shared helpers (dipolar.c). */
+double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t);
+double dipolar_obstacle_centre(const struct nlse_dipolar *s, double t);
+int dipolar_fftw_threads_init(void);
+
+#endif /* NLSEPY_SS_INTERNAL_H */

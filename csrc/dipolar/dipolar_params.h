@@ -1,0 +1,65 @@
+/*
+ * dipolar_params.h -- what every backend of the split-step solver (nlse_dipolar)
+ * shares (csrc/dipolar/dipolar_params.c): parameter checks with named errors, the
+ * internal 3D layout of a geometry, the Crank-Nicolson recursion
+ * coefficients (Loncar, thesis, eqs. 2.29-2.34 and 2.42), the dipolar
+ * kernels (eqs. 2.13, 2.15, 2.18, 2.20 and the 3D cutoff kernel) and the
+ * moving obstacle of eq. 9.1.
+ */
+#ifndef NLSEPY_SS_PARAMS_H
+#define NLSEPY_SS_PARAMS_H
+
+#include <stddef.h>
+#include "nlsepy/dipolar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Internal layout: every grid is (n0, n1, n2), last axis contiguous; solver
+ * axis a is internal axis a + off with off = 3 - ndim (padded axes: n = 1,
+ * h = 1). */
+typedef struct {
+    int ndim, off;
+    size_t n[3];
+    double h[3];
+    size_t N;
+} dipolar_layout;
+
+const char *dipolar_geometry_name(int geometry);
+int dipolar_check_params(const nlse_dipolar_params *p);
+void dipolar_make_layout(const nlse_dipolar_params *p, dipolar_layout *L);
+/* Even shape and a valid kscale, which the dipolar term needs. */
+int dipolar_check_dipolar(const nlse_dipolar_params *p);
+
+/* Kernel value at r2c frequency (i, j, k) of the internal grid. */
+double dipolar_kernel_value(const nlse_dipolar_params *p, const dipolar_layout *L, size_t i, size_t j, size_t k);
+
+/* Crank-Nicolson coefficients of one axis for r = dt kin / h^2: imaginary
+ * time alpha_r, gamma_r (n values each), real time alpha_c, gamma_c (2n,
+ * interleaved), and the scalars A, A0r of both. */
+typedef struct {
+    double A_r, A0r_r;
+    double A_c[2], A0r_c[2];
+} dipolar_cn_scalars;
+void dipolar_cn_coefficients(double r, size_t n, double *alpha_r, double *gamma_r, double *alpha_c,
+                        double *gamma_c, dipolar_cn_scalars *sc);
+
+/* x_i = (i - n/2) h and the Simpson weight of point i (times h/3). */
+double dipolar_coord(size_t i, size_t n, double h);
+double dipolar_simpson(size_t i, size_t n, double h);
+
+int dipolar_check_obstacle(const nlse_dipolar_obstacle *o, int ndim);
+double dipolar_obst_centre(const nlse_dipolar_obstacle *o, double t);
+double dipolar_obst_amp(const nlse_dipolar_obstacle *o, double t);
+
+int dipolar_check_step(int mode, long n, double t0, double dg, double dgdd);
+int dipolar_check_couplings(double g, double gdd);
+int dipolar_check_dt(double dt);
+/* First non-finite value of `count` REALs (dtype's precision) -> error. */
+int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_SS_PARAMS_H */

@@ -1,0 +1,1122 @@
+/*
+ * fd.cu -- CUDA backend of the nlse_fd solver: the NLSE by RK4 and CD / 2SHOC
+ * finite differences (Caplan, NLSEmagic, sections 3 and 6), same C API as
+ * csrc/fd/fd.c.
+ *
+ *     dPsi/dt = F(Psi) = i [a Lap(Psi) + (s |Psi|^2 - V) Psi]
+ *
+ * The state stays on the device.  Each RK4 stage is one kernel launch that
+ * computes F at interior and boundary points alike (a boundary thread
+ * recomputes its interior neighbour's value, so the MSD condition, eq. 14,
+ * needs no second launch) and applies the stage update of fd_kernels.inc:
+ *   stage 1: acc = Psi^n + dt/6 F(Psi^n);  ta = Psi^n + dt/2 F(Psi^n)
+ *   stage 2: acc += dt/3 F(ta);            tb = Psi^n + dt/2 F(ta)
+ *   stage 3: acc += dt/3 F(tb);            ta = Psi^n + dt   F(tb)
+ *   stage 4: acc += dt/6 F(ta)             (acc is Psi^{n+1})
+ * 2SHOC needs no second launch and no D array: its two steps (eqs. 4-9)
+ * compose, away from the boundary, into sum_a (d_a^2 - d_a^4 / 12) / h_a^2
+ * (the cross terms cancel), a 13-point stencil in 3D; at points next to a
+ * non-periodic boundary the kernel evaluates the two steps themselves, D at
+ * the boundary by the Laplacian forms of eqs. 12, 15, 17.  Stage 4
+ * flags the first step that produced a non-finite value in a device word;
+ * later launches of the chunk return at once, so the last finite state is
+ * kept without a host round-trip per step.  Runs of 16 steps are replayed
+ * from a captured CUDA graph to remove launch gaps.  Kernels are templates
+ * on the precision, the number of line axes and the scheme.
+ */
+#define NLSEPY_FD_DEVICE_HANDLE
+#include <cuda_runtime.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fd/fd_internal.h"
+#include "nlsepy/common.h"
+#include "nlsepy/fd.h"
+
+#include "common/check.cuh"
+
+/* Steps per captured graph (even, so the Psi/acc roles return to the start). */
+#define GRAPH_STEPS 16
+
+
+/* Geometry as the kernels see it: a (n0, n1, len) box, len contiguous; 2D
+ * has n0 = 1, 1D has n0 = n1 = 1. */
+struct DGeom {
+    int n0, n1, len;
+    int periodic, bc;
+};
+
+template <typename R> struct DCoef {
+    R ihi, ihj, ihk;    /* 1/h^2 along i, j, k                      */
+    R cij, cik, cjk;    /* 2SHOC cross weights (h_a^2+h_b^2)/(12 h_a^2 h_b^2) */
+    R a, s;
+};
+
+struct nlse_fd {
+    nlse_fd_params p;
+    fd_geom g;
+    DGeom dg;
+    size_t real_size;
+    void *psi, *acc, *ta, *tb, *V;     /* device buffers           */
+    int *flags;                        /* [0] bad step, [1] graph base */
+    int *host_flag;                    /* pinned                    */
+    cudaStream_t stream;
+    cudaGraphExec_t graph[2];          /* GRAPH_STEPS steps, one per    */
+    void *graph_psi[2];                /* assignment of Psi to a buffer */
+    int device;
+    /* frames: device snapshot slots, a copy stream, pinned staging */
+    void *snap[2];
+    cudaEvent_t snap_ev[2];
+    cudaStream_t copy_stream;
+    void *stage[2];
+    cudaEvent_t stage_ev[2];
+    pthread_mutex_t stage_lock;        /* the staging buffers' user     */
+};
+
+/* pinned staging block for device-to-host copies of frames */
+#define STAGE_BYTES ((size_t)32 << 20)
+
+/* ------------------------------------------------------------------ */
+/* device helpers                                                     */
+/* ------------------------------------------------------------------ */
+
+struct Nb {
+    long long km, kp, jm, jp, im, ip; /* neighbour offsets (wrapped)   */
+};
+
+__device__ __forceinline__ Nb neighbours(const DGeom &g, int i, int j, int k)
+{
+    Nb o;
+    const long long sj = g.len, si = (long long)g.n1 * g.len;
+    o.km = (k == 0) ? g.len - 1 : -1;
+    o.kp = (k == g.len - 1) ? -(long long)(g.len - 1) : 1;
+    o.jm = (j == 0) ? (g.n1 - 1) * sj : -sj;
+    o.jp = (j == g.n1 - 1) ? -(g.n1 - 1) * sj : sj;
+    o.im = (i == 0) ? (g.n0 - 1) * si : -si;
+    o.ip = (i == g.n0 - 1) ? -(g.n0 - 1) * si : si;
+    return o;
+}
+
+template <int M>
+__device__ __forceinline__ bool on_edge(const DGeom &g, int i, int j, int k)
+{
+    if (g.periodic)
+        return false;
+    bool e = (k == 0 || k == g.len - 1);
+    if (M >= 1)
+        e = e || j == 0 || j == g.n1 - 1;
+    if (M >= 2)
+        e = e || i == 0 || i == g.n0 - 1;
+    return e;
+}
+
+__device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* second-order Laplacian D (eqs. 4, 6, 8) */
+template <typename R, int M>
+__device__ __forceinline__ void lap2(const typename Vec2<R>::T *__restrict__ x, long long p,
+                                     const Nb &o, const DCoef<R> &C, R &lr, R &li)
+{
+    typedef typename Vec2<R>::T T;
+    const T c = x[p], a = x[p + o.km], b = x[p + o.kp];
+    /* summed in the CPU kernels' order: contiguous axis, then axis 0, axis 1 */
+    R r = C.ihk * (a.x + b.x - 2 * c.x), i = C.ihk * (a.y + b.y - 2 * c.y);
+    if (M >= 2) {
+        const T u = x[p + o.im], v = x[p + o.ip];
+        r += C.ihi * (u.x + v.x - 2 * c.x);
+        i += C.ihi * (u.y + v.y - 2 * c.y);
+    }
+    if (M >= 1) {
+        const T u = x[p + o.jm], v = x[p + o.jp];
+        r += C.ihj * (u.x + v.x - 2 * c.x);
+        i += C.ihj * (u.y + v.y - 2 * c.y);
+    }
+    lr = r;
+    li = i;
+}
+
+/* h_a^2 h_b^2 D_aa D_bb x for the axis pair with offsets (u, v) */
+template <typename R>
+__device__ __forceinline__ void cross(const typename Vec2<R>::T *__restrict__ x, long long p,
+                                      long long um, long long up, long long vm, long long vp,
+                                      R w, R &r, R &i)
+{
+    typedef typename Vec2<R>::T T;
+    const T c = x[p];
+    const T d1 = x[p + um + vm], d2 = x[p + um + vp], d3 = x[p + up + vm], d4 = x[p + up + vp];
+    const T e1 = x[p + um], e2 = x[p + up], e3 = x[p + vm], e4 = x[p + vp];
+    r += w * ((d1.x + d2.x + d3.x + d4.x) - 2 * (e1.x + e2.x + e3.x + e4.x) + 4 * c.x);
+    i += w * ((d1.y + d2.y + d3.y + d4.y) - 2 * (e1.y + e2.y + e3.y + e4.y) + 4 * c.y);
+}
+
+template <typename R>
+__device__ __forceinline__ R nfac(const typename Vec2<R>::T &c, const R *__restrict__ V,
+                                  long long p, R s)
+{
+    R n = s * (c.x * c.x + c.y * c.y);
+    return V ? n - V[p] : n;
+}
+
+/* one-sided second derivative at an end of a 1D line (dir = +1 or -1): the
+ * 4-point second-order formula NLSEmagic uses for both schemes */
+template <typename R>
+__device__ void one_sided(const typename Vec2<R>::T *__restrict__ x, long long p, int dir,
+                          const DCoef<R> &C, R &lr, R &li)
+{
+    const R w[4] = {2, -5, 4, -1};
+    R r = 0, i = 0;
+    for (int q = 0; q < 4; ++q) {
+        r += w[q] * x[p + dir * q].x;
+        i += w[q] * x[p + dir * q].y;
+    }
+    lr = C.ihk * r;
+    li = C.ihk * i;
+}
+
+template <int M>
+__device__ __forceinline__ long long inward(const DGeom &g, int i, int j, int k, Nb &oq,
+                                            int *iq = 0, int *jq = 0, int *kq = 0)
+{
+    const int ki = clampi(k, 1, g.len - 2);
+    const int ji = M >= 1 ? clampi(j, 1, g.n1 - 2) : j;
+    const int ii = M >= 2 ? clampi(i, 1, g.n0 - 2) : i;
+    oq = neighbours(g, ii, ji, ki);
+    if (iq) {
+        *iq = ii;
+        *jq = ji;
+        *kq = ki;
+    }
+    return ((long long)ii * g.n1 + ji) * g.len + ki;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernels                                                            */
+/* ------------------------------------------------------------------ */
+
+/* offsets to the points two steps away (wrapped) */
+struct Nb2 {
+    long long km, kp, jm, jp, im, ip;
+};
+
+__device__ __forceinline__ Nb2 neighbours2(const DGeom &g, int i, int j, int k)
+{
+    Nb2 o;
+    const long long sj = g.len, si = (long long)g.n1 * g.len;
+    o.km = (k >= 2) ? -2 : g.len - 2;
+    o.kp = (k + 2 < g.len) ? 2 : 2 - g.len;
+    o.jm = ((j >= 2) ? -2 : g.n1 - 2) * sj;
+    o.jp = ((j + 2 < g.n1) ? 2 : 2 - g.n1) * sj;
+    o.im = ((i >= 2) ? -2 : g.n0 - 2) * si;
+    o.ip = ((i + 2 < g.n0) ? 2 : 2 - g.n0) * si;
+    return o;
+}
+
+/* a point one step from a non-periodic edge: its 2SHOC Laplacian needs D at
+ * boundary points */
+template <int M>
+__device__ __forceinline__ bool near_edge(const DGeom &g, int i, int j, int k)
+{
+    if (g.periodic)
+        return false;
+    bool e = (k == 1 || k == g.len - 2);
+    if (M >= 1)
+        e = e || j == 1 || j == g.n1 - 2;
+    if (M >= 2)
+        e = e || i == 1 || i == g.n0 - 2;
+    return e;
+}
+
+/* 2SHOC away from boundaries: sum_a (-x_{-2} + 16 x_{-1} - 30 x_0 + 16 x_{+1}
+ * - x_{+2}) / (12 h_a^2), the composition of eqs. 4-9 (fd_kernels.inc form:
+ * D - sum_a (h_a^2/12) D_aa D + sum_{a<b} c_ab h_a^2 h_b^2 D_aa D_bb, whose
+ * mixed terms cancel) */
+template <typename R, int M>
+__device__ __forceinline__ void wide4(const typename Vec2<R>::T *__restrict__ x, long long p,
+                                      const Nb &o, const Nb2 &o2, const DCoef<R> &C, R &lr,
+                                      R &li)
+{
+    typedef typename Vec2<R>::T T;
+    const T c = x[p];
+    const R t = (R)1 / 12;
+    T a = x[p + o2.km], b = x[p + o.km], d = x[p + o.kp], e = x[p + o2.kp];
+    R r = C.ihk * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+    R i = C.ihk * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    if (M >= 2) {
+        a = x[p + o2.im], b = x[p + o.im], d = x[p + o.ip], e = x[p + o2.ip];
+        r += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    }
+    if (M >= 1) {
+        a = x[p + o2.jm], b = x[p + o.jm], d = x[p + o.jp], e = x[p + o2.jp];
+        r += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+    }
+    lr = r;
+    li = i;
+}
+
+template <typename R>
+__device__ __forceinline__ R nfac(const typename Vec2<R>::T &c, const R *__restrict__ V,
+                                  long long p, R s);
+
+/* The 2SHOC first step D at (i, j, k): the CD Laplacian inside, the
+ * Laplacian forms of the boundary conditions on the edge (eqs. 12, 15, 17;
+ * one-sided: the one-sided difference). */
+template <typename R, int M>
+__device__ void D_at(const DGeom &g, const DCoef<R> &C, const typename Vec2<R>::T *__restrict__ x,
+                     const R *__restrict__ V, int i, int j, int k, R &dr, R &di)
+{
+    typedef typename Vec2<R>::T T;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    if (!on_edge<M>(g, i, j, k)) {
+        lap2<R, M>(x, p, neighbours(g, i, j, k), C, dr, di);
+        return;
+    }
+    const T c = x[p];
+    dr = di = 0;
+    if (g.bc == NLSE_BC_DIRICHLET) {
+        const R n = nfac<R>(c, V, p, C.s);
+        dr = -n * c.x / C.a;
+        di = -n * c.y / C.a;
+    } else if (g.bc == NLSE_BC_MSD) {
+        Nb oq;
+        const long long q = inward<M>(g, i, j, k, oq);
+        R qr, qi;
+        lap2<R, M>(x, q, oq, C, qr, qi);
+        const T u = x[q];
+        const R m2 = u.x * u.x + u.y * u.y;
+        const R re = m2 > 0 ? (qr * u.x + qi * u.y) / m2 : (R)0;
+        const R f = re + (nfac<R>(u, V, q, C.s) - nfac<R>(c, V, p, C.s)) / C.a;
+        dr = f * c.x;
+        di = f * c.y;
+    } else if (g.bc == NLSE_BC_ONE_SIDED) {
+        one_sided<R>(x, p, k == 0 ? 1 : -1, C, dr, di);
+    } /* L0: D_b = 0 */
+}
+
+/* 2SHOC next to an edge: the two steps themselves, eqs. 5, 7, 9 in the
+ * per-axis form  D - (1/12) sum_a (D_{+a} + D_{-a} - 2 D) + cross terms. */
+template <typename R, int M>
+__device__ void lap4_two_step(const DGeom &g, const DCoef<R> &C,
+                              const typename Vec2<R>::T *__restrict__ x, const R *__restrict__ V,
+                              int i, int j, int k, long long p, const Nb &o, R &lr, R &li)
+{
+    R dr, di, ar, ai, br, bi;
+    D_at<R, M>(g, C, x, V, i, j, k, dr, di);
+    D_at<R, M>(g, C, x, V, i, j, k - 1, ar, ai);
+    D_at<R, M>(g, C, x, V, i, j, k + 1, br, bi);
+    R sr = ar + br - 2 * dr, si = ai + bi - 2 * di, xr = 0, xi = 0;
+    if (M >= 1) {
+        D_at<R, M>(g, C, x, V, i, j - 1, k, ar, ai);
+        D_at<R, M>(g, C, x, V, i, j + 1, k, br, bi);
+        sr += ar + br - 2 * dr;
+        si += ai + bi - 2 * di;
+        cross<R>(x, p, o.jm, o.jp, o.km, o.kp, C.cjk, xr, xi);
+    }
+    if (M >= 2) {
+        D_at<R, M>(g, C, x, V, i - 1, j, k, ar, ai);
+        D_at<R, M>(g, C, x, V, i + 1, j, k, br, bi);
+        sr += ar + br - 2 * dr;
+        si += ai + bi - 2 * di;
+        cross<R>(x, p, o.im, o.ip, o.km, o.kp, C.cik, xr, xi);
+        cross<R>(x, p, o.im, o.ip, o.jm, o.jp, C.cij, xr, xi);
+    }
+    const R tw = (R)1 / 12;
+    lr = dr - tw * sr + xr;
+    li = di - tw * si + xi;
+}
+
+/* the scheme's Laplacian at an interior point (i, j, k) = p */
+template <typename R, int M, bool SHOC>
+__device__ __forceinline__ void lap(const DGeom &g, const DCoef<R> &C,
+                                    const typename Vec2<R>::T *__restrict__ x,
+                                    const R *__restrict__ V, int i, int j, int k, long long p,
+                                    const Nb &o, R &lr, R &li)
+{
+    if (!SHOC)
+        lap2<R, M>(x, p, o, C, lr, li);
+    else if (near_edge<M>(g, i, j, k))
+        lap4_two_step<R, M>(g, C, x, V, i, j, k, p, o, lr, li);
+    else
+        wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
+}
+
+/* Time derivative F at grid point (i, j, k) = p: the scheme inside, the
+ * boundary conditions on the edge (eqs. 11, 14, 16; one-sided). */
+template <typename R, int M, bool SHOC>
+__device__ __forceinline__ void F_point(const DGeom &g, const DCoef<R> &C,
+                                        const typename Vec2<R>::T *__restrict__ x,
+                                        const R *__restrict__ V, int i, int j, int k, long long p,
+                                        R &fr, R &fi)
+{
+    typedef typename Vec2<R>::T T;
+    const T c = x[p];
+    R lr, li;
+    if (!on_edge<M>(g, i, j, k)) {
+        const Nb o = neighbours(g, i, j, k);
+        lap<R, M, SHOC>(g, C, x, V, i, j, k, p, o, lr, li);
+        const R n = nfac<R>(c, V, p, C.s);
+        fr = -(C.a * li + n * c.y);
+        fi = C.a * lr + n * c.x;
+    } else if (g.bc == NLSE_BC_L0) {
+        const R n = nfac<R>(c, V, p, C.s);
+        fr = -n * c.y;
+        fi = n * c.x;
+    } else if (g.bc == NLSE_BC_ONE_SIDED) {
+        one_sided<R>(x, p, k == 0 ? 1 : -1, C, lr, li);
+        const R n = nfac<R>(c, V, p, C.s);
+        fr = -(C.a * li + n * c.y);
+        fi = C.a * lr + n * c.x;
+    } else if (g.bc == NLSE_BC_MSD) {
+        Nb oq;
+        int iq, jq, kq;
+        const long long q = inward<M>(g, i, j, k, oq, &iq, &jq, &kq);
+        lap<R, M, SHOC>(g, C, x, V, iq, jq, kq, q, oq, lr, li);
+        const T u = x[q];
+        const R n = nfac<R>(u, V, q, C.s);
+        const R gr = -(C.a * li + n * u.y), gi = C.a * lr + n * u.x;
+        const R m2 = u.x * u.x + u.y * u.y;
+        const R w = m2 > 0 ? (gi * u.x - gr * u.y) / m2 : (R)0; /* Im(F_q / Psi_q) */
+        fr = -w * c.y;
+        fi = w * c.x;
+    } else { /* Dirichlet */
+        fr = fi = 0;
+    }
+}
+
+/* The RK4 stage update at p; stage 4 (step > 0) flags non-finite values. */
+template <typename R>
+__device__ __forceinline__ void update(const typename Vec2<R>::T *__restrict__ psin,
+                                       const typename Vec2<R>::T *base, typename Vec2<R>::T *acc,
+                                       typename Vec2<R>::T *__restrict__ out, long long p, R fr,
+                                       R fi, R wa, R wo, int step, int *flags)
+{
+    typedef typename Vec2<R>::T T;
+    const T b = base[p];
+    T a;
+    a.x = b.x + wa * fr;
+    a.y = b.y + wa * fi;
+    acc[p] = a;
+    if (out) {
+        const T n0 = psin[p];
+        T o;
+        o.x = n0.x + wo * fr;
+        o.y = n0.y + wo * fi;
+        out[p] = o;
+    }
+    if (step > 0 && !(isfinite(a.x) && isfinite(a.y)))
+        atomicCAS(flags, 0, flags[1] + step);
+}
+
+/* One RK4 stage (see the file comment), one thread per point; `step` > 0
+ * marks stage 4, whose non-finite results record flags[1] + step in flags[0]. */
+template <typename R, int M, bool SHOC>
+__global__ void __launch_bounds__(256, 4) /* <= 64 registers: occupancy hides latency */
+k_stage(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
+        const typename Vec2<R>::T *__restrict__ psin, const typename Vec2<R>::T *base,
+        typename Vec2<R>::T *acc, typename Vec2<R>::T *__restrict__ out,
+        const R *__restrict__ V, R wa, R wo, int step, int *flags)
+{
+    if (flags[0])
+        return;
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const int i = blockIdx.z * blockDim.z + threadIdx.z;
+    if (k >= g.len || j >= g.n1 || i >= g.n0)
+        return;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    R fr, fi;
+    if (on_edge<M>(g, i, j, k) || (SHOC && near_edge<M>(g, i, j, k))) {
+        F_point<R, M, SHOC>(g, C, x, V, i, j, k, p, fr, fi); /* O(N^(2/3)) points */
+    } else {
+        typedef typename Vec2<R>::T T;
+        const T c = x[p];
+        const Nb o = neighbours(g, i, j, k);
+        R lr, li;
+        if (SHOC)
+            wide4<R, M>(x, p, o, neighbours2(g, i, j, k), C, lr, li);
+        else
+            lap2<R, M>(x, p, o, C, lr, li);
+        const R n = nfac<R>(c, V, p, C.s);
+        fr = -(C.a * li + n * c.y);
+        fi = C.a * lr + n * c.x;
+    }
+    update<R>(psin, base, acc, out, p, fr, fi, wa, wo, step, flags);
+}
+
+/* complex64 2SHOC in 2D/3D: each thread takes two neighbouring points along
+ * the contiguous axis (k even; needs an even line length) and reads x in
+ * 16-byte pairs: 3 loads cover both points' neighbours along that axis and
+ * each other neighbour pair is one load, about half the load instructions of
+ * two k_stage threads (the single-precision kernel is bound by those). */
+template <int M>
+__device__ __forceinline__ void wide4_pair(const float4 *__restrict__ x4, long long h,
+                                           const Nb &o, const Nb2 &o2, const DCoef<float> &C,
+                                           float4 c, float4 l, float4 r, float4 &L)
+{
+    const float t = 1.0f / 12;
+    /* point 0 = (c.x, c.y): k-2 = l.xy, k-1 = l.zw, k+1 = c.zw, k+2 = r.xy
+     * point 1 = (c.z, c.w): k-2 = l.zw, k-1 = c.xy, k+1 = r.xy, k+2 = r.zw */
+    L.x = C.ihk * t * (16 * (l.z + c.z) - (l.x + r.x) - 30 * c.x);
+    L.y = C.ihk * t * (16 * (l.w + c.w) - (l.y + r.y) - 30 * c.y);
+    L.z = C.ihk * t * (16 * (c.x + r.x) - (l.z + r.z) - 30 * c.z);
+    L.w = C.ihk * t * (16 * (c.y + r.y) - (l.w + r.w) - 30 * c.w);
+    if (M >= 2) {
+        const float4 a = x4[h + o2.im / 2], b = x4[h + o.im / 2];
+        const float4 d = x4[h + o.ip / 2], e = x4[h + o2.ip / 2];
+        L.x += C.ihi * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        L.y += C.ihi * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        L.z += C.ihi * t * (16 * (b.z + d.z) - (a.z + e.z) - 30 * c.z);
+        L.w += C.ihi * t * (16 * (b.w + d.w) - (a.w + e.w) - 30 * c.w);
+    }
+    if (M >= 1) {
+        const float4 a = x4[h + o2.jm / 2], b = x4[h + o.jm / 2];
+        const float4 d = x4[h + o.jp / 2], e = x4[h + o2.jp / 2];
+        L.x += C.ihj * t * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        L.y += C.ihj * t * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        L.z += C.ihj * t * (16 * (b.z + d.z) - (a.z + e.z) - 30 * c.z);
+        L.w += C.ihj * t * (16 * (b.w + d.w) - (a.w + e.w) - 30 * c.w);
+    }
+}
+
+template <int M>
+__global__ void __launch_bounds__(256, 4)
+k_stage_pair(DGeom g, DCoef<float> C, const float2 *__restrict__ x,
+             const float2 *__restrict__ psin, const float2 *base, float2 *acc,
+             float2 *__restrict__ out, const float *__restrict__ V, float wa, float wo, int step,
+             int *flags)
+{
+    if (flags[0])
+        return;
+    const int k = 2 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const int i = blockIdx.z;
+    if (k >= g.len || j >= g.n1)
+        return;
+    const long long p = ((long long)i * g.n1 + j) * g.len + k;
+    const bool slow = on_edge<M>(g, i, j, k) || near_edge<M>(g, i, j, k) ||
+                      on_edge<M>(g, i, j, k + 1) || near_edge<M>(g, i, j, k + 1) ||
+                      (!g.periodic && (k < 2 || k + 1 > g.len - 3));
+    if (slow) { /* O(N^(2/3)) points: one at a time */
+#pragma unroll 1
+        for (int d = 0; d < 2; ++d) {
+            float fr, fi;
+            F_point<float, M, true>(g, C, x, V, i, j, k + d, p + d, fr, fi);
+            update<float>(psin, base, acc, out, p + d, fr, fi, wa, wo, step, flags);
+        }
+        return;
+    }
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    const long long h = p / 2; /* index of the pair (p even) */
+    const Nb o = neighbours(g, i, j, k);
+    const Nb2 o2 = neighbours2(g, i, j, k);
+    const float4 c = x4[h];
+    const float4 l = x4[h + o2.km / 2];                  /* k-2, k-1 (wrapped) */
+    const float4 r = x4[h + (k + 2 < g.len ? 1 : -(long long)(g.len / 2 - 1))]; /* k+2, k+3 */
+    float4 L;
+    wide4_pair<M>(x4, h, o, o2, C, c, l, r, L);
+    float2 v = make_float2(0, 0);
+    if (V)
+        v = reinterpret_cast<const float2 *>(V)[h];
+    const float n0 = C.s * (c.x * c.x + c.y * c.y) - v.x;
+    const float n1 = C.s * (c.z * c.z + c.w * c.w) - v.y;
+    float4 f;
+    f.x = -(C.a * L.y + n0 * c.y);
+    f.y = C.a * L.x + n0 * c.x;
+    f.z = -(C.a * L.w + n1 * c.w);
+    f.w = C.a * L.z + n1 * c.z;
+    const float4 b = reinterpret_cast<const float4 *>(base)[h];
+    float4 a;
+    a.x = b.x + wa * f.x;
+    a.y = b.y + wa * f.y;
+    a.z = b.z + wa * f.z;
+    a.w = b.w + wa * f.w;
+    reinterpret_cast<float4 *>(acc)[h] = a;
+    if (out) {
+        const float4 q = reinterpret_cast<const float4 *>(psin)[h];
+        float4 w;
+        w.x = q.x + wo * f.x;
+        w.y = q.y + wo * f.y;
+        w.z = q.z + wo * f.z;
+        w.w = q.w + wo * f.w;
+        reinterpret_cast<float4 *>(out)[h] = w;
+    }
+    if (step > 0 && !(isfinite(a.x) && isfinite(a.y) && isfinite(a.z) && isfinite(a.w)))
+        atomicCAS(flags, 0, flags[1] + step);
+}
+
+/* advance the graph's step base (one thread) */
+__global__ void k_bump(int *flags, int by) { flags[1] += by; }
+
+/* Observables: sums[0] += |x|^2, sums[1] += V|x|^2 - s/2 |x|^4, sums[2] += the
+ * kinetic density (see nlse_fd_observe). */
+template <typename R, int M, bool SHOC>
+__global__ void __launch_bounds__(256)
+k_observe(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
+          const R *__restrict__ V, double *sums)
+{
+    typedef typename Vec2<R>::T T;
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    const int i = blockIdx.z * blockDim.z + threadIdx.z;
+    double v[3] = {0, 0, 0};
+    if (k < g.len && j < g.n1 && i < g.n0) {
+        const long long p = ((long long)i * g.n1 + j) * g.len + k;
+        const T c = x[p];
+        const double r2 = (double)c.x * c.x + (double)c.y * c.y;
+        v[0] = r2;
+        v[1] = (V ? (double)V[p] * r2 : 0.0) - 0.5 * (double)C.s * r2 * r2;
+        if (g.periodic) {
+            R lr, li;
+            lap<R, M, SHOC>(g, C, x, V, i, j, k, p, neighbours(g, i, j, k), lr, li);
+            v[2] = -((double)c.x * lr + (double)c.y * li);
+        } else {
+            const long long sj = g.len, si = (long long)g.n1 * g.len;
+            if (k < g.len - 1) {
+                const T u = x[p + 1];
+                v[2] += (double)C.ihk * (((double)u.x - c.x) * ((double)u.x - c.x) +
+                                         ((double)u.y - c.y) * ((double)u.y - c.y));
+            }
+            if (M >= 1 && j < g.n1 - 1) {
+                const T u = x[p + sj];
+                v[2] += (double)C.ihj * (((double)u.x - c.x) * ((double)u.x - c.x) +
+                                         ((double)u.y - c.y) * ((double)u.y - c.y));
+            }
+            if (M >= 2 && i < g.n0 - 1) {
+                const T u = x[p + si];
+                v[2] += (double)C.ihi * (((double)u.x - c.x) * ((double)u.x - c.x) +
+                                         ((double)u.y - c.y) * ((double)u.y - c.y));
+            }
+        }
+    }
+    for (int q = 0; q < 3; ++q) {
+        double w = v[q];
+        for (int off = 16; off > 0; off >>= 1)
+            w += __shfl_down_sync(0xffffffffu, w, off);
+        if ((threadIdx.x & 31) == 0 && w != 0)
+            atomicAdd(&sums[q], w);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* host side                                                          */
+/* ------------------------------------------------------------------ */
+
+template <typename R> static DCoef<R> coef_of(const fd_geom &g)
+{
+    DCoef<R> C;
+    memset(&C, 0, sizeof C);
+    const int m = g.m;
+    C.ihk = (R)g.ih2[m];
+    if (m >= 1)
+        C.ihj = (R)g.ih2[m - 1];
+    if (m >= 2)
+        C.ihi = (R)g.ih2[0];
+    if (m == 1) {
+        C.cjk = (R)g.cpair[0];
+    } else if (m == 2) {
+        C.cij = (R)g.cpair[0];
+        C.cik = (R)g.cpair[1];
+        C.cjk = (R)g.cpair[2];
+    }
+    C.a = (R)g.a;
+    C.s = (R)g.s;
+    return C;
+}
+
+static void launch_shape(const nlse_fd *s, dim3 *grid, dim3 *block)
+{
+    const DGeom &g = s->dg;
+    if (s->g.m == 0) {
+        *block = dim3(256, 1, 1);
+        *grid = dim3((g.len + 255) / 256, 1, 1);
+    } else {
+        *block = dim3(32, 8, 1);
+        *grid = dim3((g.len + 31) / 32, (g.n1 + 7) / 8, g.n0);
+    }
+}
+
+/* the pair kernel exists for float only; the double instantiation is never
+ * called (enqueue_steps checks the precision first) */
+template <typename R, int M>
+static void launch_pair(nlse_fd *s, dim3 grid, dim3 block, const DCoef<R> &C,
+                        const typename Vec2<R>::T *in, typename Vec2<R>::T *psi,
+                        typename Vec2<R>::T *base, typename Vec2<R>::T *acc,
+                        typename Vec2<R>::T *out, const R *V, R wa, R wo, int step)
+{
+    if (sizeof(R) == sizeof(float))
+        k_stage_pair<(M >= 1 ? M : 1)><<<grid, block, 0, s->stream>>>(
+            s->dg, *(const DCoef<float> *)&C, (const float2 *)in, (const float2 *)psi,
+            (const float2 *)base, (float2 *)acc, (float2 *)out, (const float *)V, (float)wa,
+            (float)wo, step, s->flags);
+}
+
+/* Enqueue `nsteps` RK4 steps numbered 1..nsteps after flags[1]; the Psi and
+ * acc pointers are swapped after each step as the kernels expect. */
+template <typename R, int M, bool SHOC>
+static void enqueue_steps(nlse_fd *s, int nsteps)
+{
+    typedef typename Vec2<R>::T T;
+    dim3 grid, block;
+    launch_shape(s, &grid, &block);
+    /* complex64 2SHOC in 2D/3D with even lines: two points per thread */
+    const bool pairs = SHOC && M >= 1 && sizeof(R) == sizeof(float) && s->dg.len % 2 == 0;
+    const dim3 pgrid((s->dg.len / 2 + 31) / 32, grid.y, grid.z);
+    const DCoef<R> C = coef_of<R>(s->g);
+    const R dt = (R)s->g.dt;
+    const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
+    const R wo[4] = {dt / 2, dt / 2, dt, 0};
+    T *ta = (T *)s->ta, *tb = (T *)s->tb;
+    const R *V = (const R *)s->V;
+    for (int n = 0; n < nsteps; ++n) {
+        T *psi = (T *)s->psi, *acc = (T *)s->acc;
+        const T *in[4] = {psi, ta, tb, ta};
+        T *out[4] = {ta, tb, ta, NULL};
+        for (int q = 0; q < 4; ++q) {
+            if (pairs)
+                launch_pair<R, M>(s, pgrid, block, C, in[q], psi, q == 0 ? psi : acc, acc,
+                                  out[q], V, wa[q], wo[q], q == 3 ? n + 1 : 0);
+            else
+                k_stage<R, M, SHOC><<<grid, block, 0, s->stream>>>(
+                    s->dg, C, in[q], psi, q == 0 ? psi : acc, acc, out[q], V, wa[q], wo[q],
+                    q == 3 ? n + 1 : 0, s->flags);
+        }
+        s->psi = acc;
+        s->acc = psi;
+    }
+}
+
+typedef void (*enqueue_fn)(nlse_fd *, int);
+
+template <typename R> static enqueue_fn pick_enqueue(int m, int shoc)
+{
+    if (shoc)
+        return m == 2 ? enqueue_steps<R, 2, true> : m == 1 ? enqueue_steps<R, 1, true>
+                                                            : enqueue_steps<R, 0, true>;
+    return m == 2 ? enqueue_steps<R, 2, false> : m == 1 ? enqueue_steps<R, 1, false>
+                                                         : enqueue_steps<R, 0, false>;
+}
+
+static enqueue_fn enqueue_for(const nlse_fd *s)
+{
+    const int shoc = s->p.scheme == NLSE_FD_2SHOC;
+    return s->p.dtype == NLSE_COMPLEX64 ? pick_enqueue<float>(s->g.m, shoc)
+                                        : pick_enqueue<double>(s->g.m, shoc);
+}
+
+static void drop_graph(nlse_fd *s)
+{
+    for (int q = 0; q < 2; ++q) {
+        if (s->graph[q])
+            cudaGraphExecDestroy(s->graph[q]);
+        s->graph[q] = NULL;
+        s->graph_psi[q] = NULL;
+    }
+}
+
+/* The graph of GRAPH_STEPS steps (plus the step-base bump) for the current
+ * assignment of Psi and acc to the two buffers, captured on first use. */
+static int get_graph(nlse_fd *s, cudaGraphExec_t *out)
+{
+    cudaGraph_t graph;
+    const int slot = (s->graph_psi[0] == s->psi) ? 0 : (s->graph_psi[1] == s->psi) ? 1 : -1;
+    if (slot >= 0) {
+        *out = s->graph[slot];
+        return NLSE_OK;
+    }
+    const int q = s->graph[0] ? 1 : 0;
+    void *psi = s->psi, *acc = s->acc;
+    CK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+    enqueue_for(s)(s, GRAPH_STEPS);
+    k_bump<<<1, 1, 0, s->stream>>>(s->flags, GRAPH_STEPS);
+    cudaError_t err = cudaStreamEndCapture(s->stream, &graph);
+    s->psi = psi; /* GRAPH_STEPS is even: the roles are back where they were */
+    s->acc = acc;
+    CK(err);
+    err = cudaGraphInstantiate(&s->graph[q], graph, 0);
+    cudaGraphDestroy(graph);
+    if (err != cudaSuccess) {
+        s->graph[q] = NULL;
+        return nlse_cuda_check(err, "cudaGraphInstantiate");
+    }
+    s->graph_psi[q] = psi;
+    *out = s->graph[q];
+    return NLSE_OK;
+}
+
+static int set_device(const nlse_fd *s) { return nlse_cuda_check(cudaSetDevice(s->device), "cudaSetDevice"); }
+
+extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
+{
+    int st, ndev = 0;
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_create: NULL argument");
+    *out = NULL;
+    if ((st = nlse_fd_check_params(p)) != NLSE_OK)
+        return st;
+    cudaError_t err = cudaGetDeviceCount(&ndev);
+    if (err != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "no CUDA device available (%s)",
+                         err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
+    }
+    nlse_fd *s = (nlse_fd *)calloc(1, sizeof *s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory allocating the solver");
+    s->p = *p;
+    pthread_mutex_init(&s->stage_lock, NULL);
+    nlse_fd_make_geom(p, &s->g);
+    s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
+    const fd_geom &g = s->g;
+    s->dg.len = (int)g.len;
+    s->dg.n1 = g.m >= 1 ? (int)g.n[g.m - 1] : 1;
+    s->dg.n0 = g.m >= 2 ? (int)g.n[0] : 1;
+    s->dg.periodic = g.periodic;
+    s->dg.bc = g.bc;
+    if (s->dg.n0 > 65535 || (g.m >= 1 && (s->dg.n1 + 7) / 8 > 65535)) {
+        const int n0 = s->dg.n0, n1 = s->dg.n1;
+        free(s);
+        return nlse_fail(NLSE_ERR_VALUE, "grid too large for the CUDA launch shape: at most "
+                         "65535 points on axis 0 of a 3D grid and 524280 on the axis before "
+                         "the last, got %d and %d", n0, n1);
+    }
+    cudaGetDevice(&s->device);
+    const size_t bytes = (size_t)g.npts * 2 * s->real_size;
+    const int nbuf = 4;
+    void **bufs[4] = {&s->psi, &s->acc, &s->ta, &s->tb};
+    for (int q = 0; q < nbuf; ++q) {
+        err = cudaMalloc(bufs[q], bytes);
+        if (err != cudaSuccess) {
+            size_t freeb = 0, total = 0;
+            (void)cudaGetLastError();
+            cudaMemGetInfo(&freeb, &total);
+            nlse_fd_destroy(s);
+            return nlse_fail(NLSE_ERR_BACKEND,
+                             "out of device memory: the solver needs %zu bytes (%d arrays of "
+                             "%zu), %zu of %zu bytes are free",
+                             nbuf * bytes, nbuf, bytes, freeb, total);
+        }
+        cudaMemset(*bufs[q], 0, bytes);
+    }
+    if ((st = nlse_cuda_check(cudaMalloc((void **)&s->flags, 2 * sizeof(int)), "cudaMalloc")) ||
+        (st = nlse_cuda_check(cudaMallocHost((void **)&s->host_flag, sizeof(int)),
+                              "cudaMallocHost")) ||
+        (st = nlse_cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
+                              "cudaStreamCreate")) ||
+        (st = nlse_cuda_check(cudaMemset(s->flags, 0, 2 * sizeof(int)), "cudaMemset")) ||
+        (st = nlse_cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"))) {
+        nlse_fd_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NLSE_OK;
+}
+
+extern "C" void nlse_fd_destroy(nlse_fd *s)
+{
+    if (!s)
+        return;
+    cudaSetDevice(s->device);
+    drop_graph(s);
+    if (s->stream)
+        cudaStreamSynchronize(s->stream);
+    cudaFree(s->psi);
+    cudaFree(s->acc);
+    cudaFree(s->ta);
+    cudaFree(s->tb);
+    cudaFree(s->V);
+    cudaFree(s->flags);
+    cudaFreeHost(s->host_flag);
+    if (s->copy_stream)
+        cudaStreamSynchronize(s->copy_stream);
+    for (int q = 0; q < 2; ++q) {
+        cudaFree(s->snap[q]);
+        cudaFreeHost(s->stage[q]);
+        if (s->snap_ev[q])
+            cudaEventDestroy(s->snap_ev[q]);
+        if (s->stage_ev[q])
+            cudaEventDestroy(s->stage_ev[q]);
+    }
+    if (s->copy_stream)
+        cudaStreamDestroy(s->copy_stream);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    (void)cudaGetLastError();
+    pthread_mutex_destroy(&s->stage_lock);
+    free(s);
+}
+
+template <typename R> static int host_all_finite(const void *xv, size_t n)
+{
+    const R *x = (const R *)xv;
+    for (size_t q = 0; q < n; ++q)
+        if (!(x[q] - x[q] == 0))
+            return 0;
+    return 1;
+}
+
+static int all_finite(const nlse_fd *s, const void *x, int real_only)
+{
+    const size_t n = (size_t)s->g.npts * (real_only ? 1 : 2);
+    return s->p.dtype == NLSE_COMPLEX64 ? host_all_finite<float>(x, n)
+                                        : host_all_finite<double>(x, n);
+}
+
+extern "C" int nlse_fd_set_state(nlse_fd *s, const void *psi)
+{
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_state: NULL argument");
+    if (!all_finite(s, psi, 0))
+        return nlse_fail(NLSE_ERR_VALUE, "psi contains non-finite values (NaN or Inf)");
+    CKS(set_device(s));
+    CK(cudaMemcpyAsync(s->psi, psi, (size_t)s->g.npts * 2 * s->real_size,
+                       cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+/* Lazily create the copy stream and the pinned staging blocks. */
+static int ensure_staging(nlse_fd *s)
+{
+    if (!s->copy_stream)
+        CK(cudaStreamCreateWithFlags(&s->copy_stream, cudaStreamNonBlocking));
+    for (int q = 0; q < 2; ++q) {
+        if (!s->stage[q])
+            CK(cudaMallocHost(&s->stage[q], STAGE_BYTES));
+        if (!s->stage_ev[q])
+            CK(cudaEventCreateWithFlags(&s->stage_ev[q], cudaEventDisableTiming));
+    }
+    return NLSE_OK;
+}
+
+/* Device-to-host copy through the two pinned blocks on `stream`: block b+1
+ * crosses the bus while block b is copied (in parallel) into `dst`. */
+static int staged_d2h(nlse_fd *s, void *dst, const void *src, size_t bytes, cudaStream_t stream)
+{
+    const size_t nb = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+    for (size_t b = 0; b <= nb; ++b) {
+        if (b < nb) {
+            const size_t off = b * STAGE_BYTES;
+            const size_t len = off + STAGE_BYTES < bytes ? STAGE_BYTES : bytes - off;
+            CK(cudaMemcpyAsync(s->stage[b % 2], (const char *)src + off, len,
+                               cudaMemcpyDeviceToHost, stream));
+            CK(cudaEventRecord(s->stage_ev[b % 2], stream));
+        }
+        if (b > 0) {
+            const size_t off = (b - 1) * STAGE_BYTES;
+            const size_t len = off + STAGE_BYTES < bytes ? STAGE_BYTES : bytes - off;
+            CK(cudaEventSynchronize(s->stage_ev[(b - 1) % 2]));
+            nlse_parallel_memcpy((char *)dst + off, s->stage[(b - 1) % 2], len);
+        }
+    }
+    return NLSE_OK;
+}
+
+static int locked_d2h(nlse_fd *s, void *dst, const void *src, cudaStream_t *stream,
+                      cudaEvent_t wait)
+{
+    int st;
+    pthread_mutex_lock(&s->stage_lock);
+    st = ensure_staging(s);
+    if (!st && wait)
+        st = nlse_cuda_check(cudaStreamWaitEvent(s->copy_stream, wait, 0), "cudaStreamWaitEvent");
+    if (!st)
+        st = staged_d2h(s, dst, src, (size_t)s->g.npts * 2 * s->real_size,
+                        stream ? *stream : s->copy_stream);
+    pthread_mutex_unlock(&s->stage_lock);
+    return st;
+}
+
+extern "C" int nlse_fd_get_state(const nlse_fd *cs, void *psi)
+{
+    nlse_fd *s = (nlse_fd *)cs; /* the staging buffers are scratch */
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_state: NULL argument");
+    CKS(set_device(s));
+    return locked_d2h(s, psi, s->psi, &s->stream, NULL);
+}
+
+extern "C" int nlse_fd_snapshot(nlse_fd *s, int slot)
+{
+    if (!s || slot < 0 || slot > 1)
+        return nlse_fail(NLSE_ERR_VALUE, "snapshot slot must be 0 or 1, got %d", slot);
+    CKS(set_device(s));
+    const size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
+    if (!s->snap[slot]) {
+        cudaError_t err = cudaMalloc(&s->snap[slot], bytes);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            s->snap[slot] = NULL;
+            return nlse_fail(NLSE_ERR_BACKEND, "out of device memory for a frame buffer "
+                                               "(%zu bytes)", bytes);
+        }
+        CK(cudaEventCreateWithFlags(&s->snap_ev[slot], cudaEventDisableTiming));
+    }
+    CK(cudaMemcpyAsync(s->snap[slot], s->psi, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaEventRecord(s->snap_ev[slot], s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_fetch(nlse_fd *s, int slot, void *psi)
+{
+    if (!s || !psi || slot < 0 || slot > 1 || !s->snap[slot])
+        return nlse_fail(NLSE_ERR_VALUE, "fetch: slot %d holds no snapshot", slot);
+    CKS(set_device(s));
+    return locked_d2h(s, psi, s->snap[slot], NULL, s->snap_ev[slot]);
+}
+
+extern "C" int nlse_fd_set_potential(nlse_fd *s, const void *V)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_potential: NULL solver");
+    CKS(set_device(s));
+    if (!V) {
+        drop_graph(s);
+        CK(cudaStreamSynchronize(s->stream));
+        cudaFree(s->V);
+        s->V = NULL;
+        return NLSE_OK;
+    }
+    if (!all_finite(s, V, 1))
+        return nlse_fail(NLSE_ERR_VALUE, "V contains non-finite values (NaN or Inf)");
+    const size_t bytes = (size_t)s->g.npts * s->real_size;
+    if (!s->V) {
+        drop_graph(s); /* the graph captured V = NULL */
+        cudaError_t err = cudaMalloc(&s->V, bytes);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            s->V = NULL;
+            return nlse_fail(NLSE_ERR_BACKEND, "out of device memory for V (%zu bytes)", bytes);
+        }
+    }
+    CK(cudaMemcpyAsync(s->V, V, bytes, cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_set_dt(nlse_fd *s, double dt)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_dt: NULL solver");
+    int st = nlse_fd_check_dt(dt);
+    if (st)
+        return st;
+    if (dt != s->g.dt)
+        drop_graph(s); /* the weights are kernel arguments */
+    s->p.dt = dt;
+    s->g.dt = dt;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
+{
+    long tmp;
+    if (!done)
+        done = &tmp;
+    int st = nlse_fd_check_step(s, nsteps, done);
+    if (st)
+        return st;
+    CKS(set_device(s));
+    void *start[2] = {s->psi, s->acc};
+    long left = nsteps;
+    while (left > 0) {
+        /* flags[0] holds a step number: chunks stay below INT_MAX steps */
+        const int chunk = left > (1L << 30) ? (1 << 30) : (int)left;
+        CK(cudaMemsetAsync(s->flags, 0, 2 * sizeof(int), s->stream));
+        const int nb = chunk / GRAPH_STEPS, rest = chunk % GRAPH_STEPS;
+        if (nb > 0) {
+            cudaGraphExec_t graph;
+            CKS(get_graph(s, &graph));
+            for (int b = 0; b < nb; ++b)
+                CK(cudaGraphLaunch(graph, s->stream));
+        }
+        /* the rest are numbered after the graph's steps (flags[1]) */
+        if (rest > 0)
+            enqueue_for(s)(s, rest);
+        CK(cudaGetLastError());
+        CK(cudaMemcpyAsync(s->host_flag, s->flags, sizeof(int), cudaMemcpyDeviceToHost,
+                           s->stream));
+        CK(cudaStreamSynchronize(s->stream));
+        const int bad = *s->host_flag;
+        if (bad) {
+            /* steps 1..bad-1 of this chunk were good; the last good state is
+             * in the buffer that was Psi during step `bad` */
+            s->psi = start[(bad - 1) % 2];
+            s->acc = start[bad % 2];
+            *done += bad - 1;
+            CK(cudaMemsetAsync(s->flags, 0, 2 * sizeof(int), s->stream));
+            CK(cudaStreamSynchronize(s->stream));
+            return nlse_fail(NLSE_ERR_BLOWUP, "non-finite value in step %ld", *done + 1);
+        }
+        *done += chunk;
+        left -= chunk;
+        start[0] = s->psi;
+        start[1] = s->acc;
+    }
+    return NLSE_OK;
+}
+
+template <typename R, int M, bool SHOC>
+static void enqueue_observe(nlse_fd *s, double *sums)
+{
+    typedef typename Vec2<R>::T T;
+    dim3 grid, block;
+    launch_shape(s, &grid, &block);
+    const DCoef<R> C = coef_of<R>(s->g);
+    k_observe<R, M, SHOC><<<grid, block, 0, s->stream>>>(s->dg, C, (const T *)s->psi,
+                                                         (const R *)s->V, sums);
+}
+
+template <typename R> static void observe_dispatch(nlse_fd *s, double *sums)
+{
+    const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
+    if (shoc)
+        (m == 2 ? enqueue_observe<R, 2, true> : m == 1 ? enqueue_observe<R, 1, true>
+                                                       : enqueue_observe<R, 0, true>)(s, sums);
+    else
+        (m == 2 ? enqueue_observe<R, 2, false> : m == 1 ? enqueue_observe<R, 1, false>
+                                                        : enqueue_observe<R, 0, false>)(s, sums);
+}
+
+extern "C" int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)
+{
+    double h[3], *d = NULL;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe: NULL solver");
+    CKS(set_device(s));
+    CK(cudaMalloc((void **)&d, 3 * sizeof(double)));
+    cudaError_t err = cudaMemsetAsync(d, 0, 3 * sizeof(double), s->stream);
+    if (err == cudaSuccess) {
+        if (s->p.dtype == NLSE_COMPLEX64)
+            observe_dispatch<float>(s, d);
+        else
+            observe_dispatch<double>(s, d);
+        err = cudaGetLastError();
+    }
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, s->stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(s->stream);
+    cudaFree(d);
+    CK(err);
+    if (norm)
+        *norm = h[0] * s->g.dv;
+    if (energy)
+        *energy = (s->g.a * h[2] + h[1]) * s->g.dv;
+    return NLSE_OK;
+}
+
+extern "C" double nlse_fd_bytes_per_point_step(const nlse_fd *s)
+{
+    /* complex values each point moves per step, for CD and 2SHOC alike (no
+     * D array): stage 1 reads Psi^n, writes acc and ta (3); stages 2-3 read
+     * x, Psi^n, acc and write acc and the next input (5 each); stage 4 reads
+     * x and acc and writes acc (3).  Stencil neighbours come from cache.  A
+     * potential adds one real read per stage. */
+    double b = 16 * 2.0 * (double)s->real_size;
+    if (s->V)
+        b += 4 * (double)s->real_size;
+    return b;
+}

@@ -1,0 +1,419 @@
+/*
+ * _bind/dipolar.c -- binding of the split-step dipolar GPE solver (nlsepy/dipolar.h),
+ * included by _core.c (it shares raise_status, parse_triple and check_grid there).
+ */
+#include "nlsepy/dipolar.h"
+
+typedef struct {
+    PyObject_HEAD
+    nlse_dipolar *s;
+    nlse_dipolar_params p;
+    int ndim;
+    int busy;
+} DipolarObject;
+
+static int dipolar_ready(DipolarObject *self) { return handle_ready(self->s, self->busy); }
+
+static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"geometry", "shape", "spacing", "dtype", "dt", "kin", "trap", "g",
+                             "gdd", "cutoff", "kscale", "dipolar", "fft_effort", NULL};
+    PyObject *shape, *spacing, *trap;
+    nlse_dipolar_params p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOiddOddddii", kwlist, &p.geometry, &shape,
+                                     &spacing, &p.dtype, &p.dt, &p.kin, &trap, &p.g, &p.gdd,
+                                     &p.cutoff, &p.kscale, &p.dipolar, &p.fft_effort))
+        return -1;
+    int nd = nlse_dipolar_ndim(p.geometry);
+    if (!nd) {
+        PyErr_Format(PyExc_ValueError, "geometry must be 0-4, got %d", p.geometry);
+        return -1;
+    }
+    if (parse_triple(shape, nd, "shape", NULL, p.shape) ||
+        parse_triple(spacing, nd, "spacing", p.spacing, NULL) ||
+        parse_triple(trap, nd, "trap", p.trap, NULL))
+        return -1;
+    if (self->s) {
+        nlse_dipolar_destroy(self->s);
+        self->s = NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_dipolar_create(&p, &self->s);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        raise_status(st);
+        return -1;
+    }
+    self->p = p;
+    self->ndim = nd;
+    return 0;
+}
+
+static void dipolar_dealloc(DipolarObject *self)
+{
+    nlse_dipolar_destroy(self->s);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Aligned C-contiguous array of the grid's shape: complex (allow_complex)
+ * or real in the solver's precision.  *is_complex tells which. */
+static PyArrayObject *dipolar_check_array(DipolarObject *self, PyObject *obj, const char *name,
+                                     int allow_complex, int *is_complex)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a numpy.ndarray, got %s", name,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    int single = self->p.dtype == NLSE_COMPLEX64;
+    int tr = single ? NPY_FLOAT32 : NPY_FLOAT64, tc = single ? NPY_COMPLEX64 : NPY_COMPLEX128;
+    int t = PyArray_TYPE(a);
+    if (t == tc && allow_complex) {
+        *is_complex = 1;
+    } else if (t == tr) {
+        *is_complex = 0;
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s must have dtype %s%s", name,
+                     single ? "float32" : "float64",
+                     allow_complex ? (single ? " or complex64" : " or complex128") : "");
+        return NULL;
+    }
+    return check_grid(a, name, self->ndim, self->p.shape);
+}
+
+static PyObject *dipolar_set_state(DipolarObject *self, PyObject *obj)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    int cplx = 0;
+    PyArrayObject *a = dipolar_check_array(self, obj, "psi", 1, &cplx);
+    if (!a)
+        return NULL;
+    int st = nlse_dipolar_set_state(self->s, PyArray_DATA(a), cplx);
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dipolar_new_array(int nd, const npy_intp *dims, int type)
+{
+    return PyArray_SimpleNew(nd, (npy_intp *)dims, type);
+}
+
+static PyObject *dipolar_get_state(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    npy_intp dims[3];
+    for (int q = 0; q < self->ndim; ++q)
+        dims[q] = (npy_intp)self->p.shape[q];
+    PyObject *out = dipolar_new_array(self->ndim, dims,
+                                 self->p.dtype == NLSE_COMPLEX64 ? NPY_COMPLEX64 : NPY_COMPLEX128);
+    if (!out)
+        return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_dipolar_get_state(self->s, PyArray_DATA((PyArrayObject *)out));
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return raise_status(st);
+    }
+    return out;
+}
+
+static PyObject *dipolar_is_real(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    return PyBool_FromLong(nlse_dipolar_state_is_real(self->s));
+}
+
+static PyObject *dipolar_set_dt(DipolarObject *self, PyObject *arg)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    double dt = PyFloat_AsDouble(arg);
+    if (dt == -1.0 && PyErr_Occurred())
+        return NULL;
+    int st = nlse_dipolar_set_dt(self->s, dt);
+    if (st)
+        return raise_status(st);
+    self->p.dt = dt;
+    Py_RETURN_NONE;
+}
+
+static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
+{
+    double g, gdd;
+    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "dd", &g, &gdd))
+        return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_dipolar_set_couplings(self->s, g, gdd);
+    Py_END_ALLOW_THREADS
+    if (st)
+        return raise_status(st);
+    self->p.g = g;
+    self->p.gdd = gdd;
+    Py_RETURN_NONE;
+}
+
+static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    int st, cplx = 0;
+    if (obj == Py_None) {
+        st = nlse_dipolar_set_potential(self->s, NULL);
+    } else {
+        PyArrayObject *a = dipolar_check_array(self, obj, "V", 0, &cplx);
+        if (!a)
+            return NULL;
+        st = nlse_dipolar_set_potential(self->s, PyArray_DATA(a));
+    }
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dipolar_set_obstacle(DipolarObject *self, PyObject *obj)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    int st;
+    if (obj == Py_None) {
+        st = nlse_dipolar_set_obstacle(self->s, NULL);
+    } else {
+        nlse_dipolar_obstacle o;
+        if (!PyArg_ParseTuple(obj, "ddddddii", &o.V0, &o.sigma, &o.velocity, &o.start, &o.t_move,
+                              &o.t_off, &o.beam_axis, &o.move_axis))
+            return NULL;
+        st = nlse_dipolar_set_obstacle(self->s, &o);
+    }
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* step(mode, n, t0, dg, dgdd) -> (done, blew_up) */
+static PyObject *dipolar_step(DipolarObject *self, PyObject *args)
+{
+    int mode;
+    long n, done = 0;
+    double t0, dg, dgdd;
+    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "ilddd", &mode, &n, &t0, &dg, &dgdd))
+        return NULL;
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_dipolar_step(self->s, mode, n, t0, dg, dgdd, &done);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st && st != NLSE_ERR_BLOWUP)
+        return raise_status(st);
+    return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
+}
+
+static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    double t = PyFloat_AsDouble(arg);
+    if (t == -1.0 && PyErr_Occurred())
+        return NULL;
+    nlse_dipolar_obs o;
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = nlse_dipolar_observe(self->s, t, &o);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st)
+        return raise_status(st);
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d}", "norm", o.norm, "norm_sum",
+                         o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic", o.kinetic,
+                         "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1], o.x2[2],
+                         "psi0sq", o.psi0sq);
+}
+
+static PyObject *grid_doubles(DipolarObject *self, int nd, const npy_intp *dims,
+                              int (*fill)(DipolarObject *, double *, long, long, double), long a, long b,
+                              double t)
+{
+    PyObject *out = dipolar_new_array(nd, dims, NPY_FLOAT64);
+    if (!out)
+        return NULL;
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = fill(self, (double *)PyArray_DATA((PyArrayObject *)out), a, b, t);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st) {
+        Py_DECREF(out);
+        return raise_status(st);
+    }
+    return out;
+}
+
+static int fill_dd(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_dipolar_potential(self->s, o);
+}
+static int fill_pot(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_potential(self->s, t, o);
+}
+static int fill_den(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_density(self->s, (int)a, o);
+}
+static int fill_phase(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_phase_slice(self->s, (int)a, b, o);
+}
+static int fill_kernel(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_kernel(self->s, o);
+}
+
+static void grid_dims(DipolarObject *self, npy_intp *dims)
+{
+    for (int q = 0; q < self->ndim; ++q)
+        dims[q] = (npy_intp)self->p.shape[q];
+}
+
+static PyObject *dipolar_phi_method(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    npy_intp dims[3];
+    if (!dipolar_ready(self))
+        return NULL;
+    grid_dims(self, dims);
+    return grid_doubles(self, self->ndim, dims, fill_dd, 0, 0, 0.0);
+}
+
+static PyObject *dipolar_potential(DipolarObject *self, PyObject *arg)
+{
+    npy_intp dims[3];
+    if (!dipolar_ready(self))
+        return NULL;
+    double t = PyFloat_AsDouble(arg);
+    if (t == -1.0 && PyErr_Occurred())
+        return NULL;
+    grid_dims(self, dims);
+    return grid_doubles(self, self->ndim, dims, fill_pot, 0, 0, t);
+}
+
+static PyObject *dipolar_density(DipolarObject *self, PyObject *arg)
+{
+    npy_intp dims[3];
+    int nd = 0;
+    if (!dipolar_ready(self))
+        return NULL;
+    long keep = PyLong_AsLong(arg);
+    if (keep == -1 && PyErr_Occurred())
+        return NULL;
+    if (keep < 0 || keep >= (1L << self->ndim))
+        return PyErr_Format(PyExc_ValueError, "keep mask must be 0..%ld, got %ld",
+                            (1L << self->ndim) - 1, keep);
+    for (int q = 0; q < self->ndim; ++q)
+        if ((keep >> q) & 1)
+            dims[nd++] = (npy_intp)self->p.shape[q];
+    return grid_doubles(self, nd, dims, fill_den, keep, 0, 0.0);
+}
+
+static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
+{
+    npy_intp dims[3];
+    int nd = 0, axis;
+    long index;
+    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "il", &axis, &index))
+        return NULL;
+    if (axis < 0 || axis >= self->ndim)
+        return PyErr_Format(PyExc_ValueError, "axis must be 0..%d, got %d", self->ndim - 1, axis);
+    if (index < 0 || (size_t)index >= self->p.shape[axis])
+        return PyErr_Format(PyExc_ValueError, "index must be 0..%zu on axis %d, got %ld",
+                            self->p.shape[axis] - 1, axis, index);
+    for (int q = 0; q < self->ndim; ++q)
+        if (q != axis)
+            dims[nd++] = (npy_intp)self->p.shape[q];
+    return grid_doubles(self, nd, dims, fill_phase, axis, index, 0.0);
+}
+
+static PyObject *dipolar_kernel(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    npy_intp dims[3];
+    if (!dipolar_ready(self))
+        return NULL;
+    grid_dims(self, dims);
+    dims[self->ndim - 1] = dims[self->ndim - 1] / 2 + 1;
+    return grid_doubles(self, self->ndim, dims, fill_kernel, 0, 0, 0.0);
+}
+
+static PyObject *dipolar_bytes(DipolarObject *self, PyObject *arg)
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    long mode = PyLong_AsLong(arg);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    return PyFloat_FromDouble(nlse_dipolar_bytes_per_point_step(self->s, (int)mode));
+}
+
+static PyObject *dipolar_memory(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    return PyLong_FromSize_t(nlse_dipolar_memory_bytes(self->s));
+}
+
+static PyObject *dipolar_last_seconds(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!dipolar_ready(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_dipolar_last_step_seconds(self->s));
+}
+
+static PyMethodDef dipolar_methods[] = {
+    {"set_state", (PyCFunction)dipolar_set_state, METH_O, "set_state(psi): real or complex state."},
+    {"get_state", (PyCFunction)dipolar_get_state, METH_NOARGS, "get_state() -> complex array."},
+    {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS, "True when the state is stored real."},
+    {"set_dt", (PyCFunction)dipolar_set_dt, METH_O, "set_dt(dt)."},
+    {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS, "set_couplings(g, gdd)."},
+    {"set_potential", (PyCFunction)dipolar_set_potential, METH_O, "set_potential(U or None)."},
+    {"set_obstacle", (PyCFunction)dipolar_set_obstacle, METH_O,
+     "set_obstacle((V0, sigma, velocity, start, t_move, t_off, beam_axis, move_axis) or None)."},
+    {"step", (PyCFunction)dipolar_step, METH_VARARGS,
+     "step(mode, n, t0, dg, dgdd) -> (done, blew_up)."},
+    {"observe", (PyCFunction)dipolar_observe, METH_O, "observe(t) -> dict of raw observables."},
+    {"dipolar_potential", (PyCFunction)dipolar_phi_method, METH_NOARGS,
+     "dipolar_potential() -> V_dd * |psi|^2 (float64)."},
+    {"potential", (PyCFunction)dipolar_potential, METH_O, "potential(t) -> V(r, t) (float64)."},
+    {"density", (PyCFunction)dipolar_density, METH_O,
+     "density(keep_mask) -> |psi|^2 integrated over the other axes."},
+    {"phase_slice", (PyCFunction)dipolar_phase_slice, METH_VARARGS,
+     "phase_slice(axis, index) -> arg(psi) on the slice."},
+    {"kernel", (PyCFunction)dipolar_kernel, METH_NOARGS, "kernel() -> dipolar kernel on the r2c grid."},
+    {"memory_bytes", (PyCFunction)dipolar_memory, METH_NOARGS,
+     "memory_bytes() -> bytes the solver holds (device memory for CUDA)."},
+    {"last_step_seconds", (PyCFunction)dipolar_last_seconds, METH_NOARGS,
+     "last_step_seconds() -> duration of the last step() call's steps."},
+    {"bytes_per_point_step", (PyCFunction)dipolar_bytes, METH_O,
+     "bytes_per_point_step(mode) -> memory traffic model."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject DipolarType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = MODULE_NAME ".SS",
+    .tp_basicsize = sizeof(DipolarObject),
+    .tp_dealloc = (destructor)dipolar_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Split-step Crank-Nicolson solver of the dipolar GPE (C core).",
+    .tp_methods = dipolar_methods,
+    .tp_init = (initproc)dipolar_init,
+    .tp_new = PyType_GenericNew,
+};

@@ -1,0 +1,260 @@
+/*
+ * _bind/mbloch.c -- binding of the Maxwell-Bloch solver (nlsepy/mbloch.h, source
+ * 004), included by _core.c (it shares raise_status there).  Arrays cross as
+ * float64 / complex128 whatever the working precision; the sizes n_atoms and
+ * n_t are those of the arrays given.
+ */
+#include <limits.h>
+
+#include "nlsepy/mbloch.h"
+
+typedef struct {
+    PyObject_HEAD
+    nlse_mbloch *s;
+    nlse_mbloch_params p;
+    int busy; /* set while the GIL is released inside a kernel */
+} MblochObject;
+
+static int mbloch_ready(MblochObject *self) { return handle_ready(self->s, self->busy); }
+
+/* `obj` as an aligned C-contiguous array of `type` with `ndim` dimensions;
+ * dims[q] >= 0 must match, dims[q] < 0 is filled in.  New reference or NULL. */
+static PyArrayObject *mbloch_array(PyObject *obj, const char *name, int type, int ndim, npy_intp *dims)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, type, 0, 0,
+                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    if (!a)
+        return NULL;
+    if (PyArray_NDIM(a) != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s must have %d dimensions, got %d", name, ndim,
+                     PyArray_NDIM(a));
+        Py_DECREF(a);
+        return NULL;
+    }
+    for (int q = 0; q < ndim; ++q) {
+        if (dims[q] < 0) {
+            dims[q] = PyArray_DIM(a, q);
+        } else if (PyArray_DIM(a, q) != dims[q]) {
+            PyErr_Format(PyExc_ValueError, "%s has shape[%d] = %zd, expected %zd", name, q,
+                         (Py_ssize_t)PyArray_DIM(a, q), (Py_ssize_t)dims[q]);
+            Py_DECREF(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static int mbloch_init(MblochObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"n_g", "n_e", "l_min", "l_max", "F", "detunings", "weights",
+                             "initial_state", "fields0", "h_t", "h_z", "beta", "kappa_g",
+                             "kappa_e", "delta", "euler_substeps", "dtype", NULL};
+    PyObject *oF, *odet, *ow, *opsi, *ofld;
+    nlse_mbloch_params p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiOOOOOddddddii", kwlist, &p.n_g, &p.n_e,
+                                     &p.l_min, &p.l_max, &oF, &odet, &ow, &opsi, &ofld, &p.h_t,
+                                     &p.h_z, &p.beta, &p.kappa_g, &p.kappa_e, &p.delta,
+                                     &p.euler_substeps, &p.dtype))
+        return -1;
+    if (p.n_g < 1 || p.n_e < 1 || p.l_max < p.l_min) {
+        p.n_atoms = p.n_t = 2; /* let the C checks name the culprit */
+        raise_status(nlse_mbloch_check_params(&p));
+        return -1;
+    }
+    npy_intp dF[2] = {p.n_g, p.n_e}, dd[1] = {-1}, dw[1] = {-1};
+    npy_intp dpsi[2] = {-1, p.n_g + p.n_e}, dfld[2] = {-1, p.l_max - p.l_min + 1};
+    PyArrayObject *aF = NULL, *adet = NULL, *aw = NULL, *apsi = NULL, *afld = NULL;
+    int ret = -1;
+    if (!(aF = mbloch_array(oF, "F", NPY_FLOAT64, 2, dF)) ||
+        !(adet = mbloch_array(odet, "detunings", NPY_FLOAT64, 1, dd)))
+        goto done;
+    dw[0] = dpsi[0] = dd[0]; /* one entry per atom */
+    if (!(aw = mbloch_array(ow, "weights", NPY_FLOAT64, 1, dw)) ||
+        !(apsi = mbloch_array(opsi, "initial_state", NPY_COMPLEX128, 2, dpsi)) ||
+        !(afld = mbloch_array(ofld, "fields0", NPY_COMPLEX128, 2, dfld)))
+        goto done;
+    if (dd[0] > INT_MAX || dfld[0] > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n_atoms and n_t must be below 2**31");
+        goto done;
+    }
+    p.n_atoms = (int)dd[0];
+    p.n_t = (int)dfld[0];
+    if (self->s) {
+        nlse_mbloch_destroy(self->s);
+        self->s = NULL;
+    }
+    int st = nlse_mbloch_create(&p, (const double *)PyArray_DATA(aF),
+                            (const double *)PyArray_DATA(adet), (const double *)PyArray_DATA(aw),
+                            (const double *)PyArray_DATA(apsi), (const double *)PyArray_DATA(afld),
+                            &self->s);
+    if (st) {
+        raise_status(st);
+        goto done;
+    }
+    self->p = p;
+    ret = 0;
+done:
+    Py_XDECREF(aF);
+    Py_XDECREF(adet);
+    Py_XDECREF(aw);
+    Py_XDECREF(apsi);
+    Py_XDECREF(afld);
+    return ret;
+}
+
+static void mbloch_dealloc(MblochObject *self)
+{
+    nlse_mbloch_destroy(self->s);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
+ * a blow-up raises nlsepy.BlowUpError (the fields of the last z are kept). */
+static PyObject *mbloch_call(MblochObject *self, int (*fn)(nlse_mbloch *, int), int arg)
+{
+    int st;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    st = fn(self->s, arg);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (st)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mbloch_run(MblochObject *self, PyObject *arg, int (*fn)(nlse_mbloch *, int))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    const int want = PyObject_IsTrue(arg);
+    if (want < 0)
+        return NULL;
+    return mbloch_call(self, fn, want);
+}
+
+static PyObject *mbloch_atoms(MblochObject *self, PyObject *arg) { return mbloch_run(self, arg, nlse_mbloch_atoms); }
+static PyObject *mbloch_step(MblochObject *self, PyObject *arg) { return mbloch_run(self, arg, nlse_mbloch_step); }
+
+/* steps(n): n z steps without populations (several a launch where the
+ * backend can), the GIL released */
+static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    const long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0 || n > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "steps: n = %ld must be in [0, %d]", n, INT_MAX);
+        return NULL;
+    }
+    return mbloch_call(self, nlse_mbloch_steps, (int)n);
+}
+
+static PyObject *mbloch_pipeline(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    return PyLong_FromLong(nlse_mbloch_pipeline(self->s));
+}
+
+/* A new (n_t, cols) array of `type` filled by `get`. */
+static PyObject *mbloch_get(MblochObject *self, int (*get)(const nlse_mbloch *, double *), int cols, int type)
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    npy_intp dims[2] = {self->p.n_t, cols};
+    PyObject *out = PyArray_SimpleNew(2, dims, type);
+    if (!out)
+        return NULL;
+    int st = get(self->s, (double *)PyArray_DATA((PyArrayObject *)out));
+    if (st) {
+        Py_DECREF(out);
+        return raise_status(st);
+    }
+    return out;
+}
+
+static PyObject *mbloch_fields(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return mbloch_get(self, nlse_mbloch_get_fields, self->p.l_max - self->p.l_min + 1, NPY_COMPLEX128);
+}
+
+static PyObject *mbloch_polarisation(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return mbloch_get(self, nlse_mbloch_get_polarisation, self->p.l_max - self->p.l_min + 1,
+                  NPY_COMPLEX128);
+}
+
+static PyObject *mbloch_populations(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return mbloch_get(self, nlse_mbloch_get_populations, self->p.n_g + self->p.n_e, NPY_FLOAT64);
+}
+
+static PyObject *mbloch_z_index(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    return PyLong_FromLong(nlse_mbloch_z_index(self->s));
+}
+
+static PyObject *mbloch_norm_dev(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_mbloch_norm_deviation(self->s));
+}
+
+static PyObject *mbloch_seconds(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_mbloch_last_seconds(self->s));
+}
+
+static PyObject *mbloch_couplings(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!mbloch_ready(self))
+        return NULL;
+    return PyLong_FromLong(nlse_mbloch_couplings(&self->p));
+}
+
+static PyMethodDef mbloch_methods[] = {
+    {"atoms", (PyCFunction)mbloch_atoms, METH_O,
+     "atoms(want_pop): solve every atom at the current z (polarisation, populations)."},
+    {"step", (PyCFunction)mbloch_step, METH_O,
+     "step(want_pop): one z step (atoms at z_j, then AB2 or the Euler start)."},
+    {"steps", (PyCFunction)mbloch_steps, METH_O,
+     "steps(n): n z steps without populations, the fields of n step(False) calls."},
+    {"pipeline", (PyCFunction)mbloch_pipeline, METH_NOARGS,
+     "pipeline() -> z steps one launch can hold (1: one a launch)."},
+    {"get_fields", (PyCFunction)mbloch_fields, METH_NOARGS, "get_fields() -> (n_t, N_F) complex128."},
+    {"get_polarisation", (PyCFunction)mbloch_polarisation, METH_NOARGS,
+     "get_polarisation() -> (n_t, N_F) complex128 of the last atom solve."},
+    {"get_populations", (PyCFunction)mbloch_populations, METH_NOARGS,
+     "get_populations() -> (n_t, n_g + n_e) float64 of the last solve that asked for them."},
+    {"z_index", (PyCFunction)mbloch_z_index, METH_NOARGS, "z_index() -> j of the current fields."},
+    {"norm_deviation", (PyCFunction)mbloch_norm_dev, METH_NOARGS,
+     "norm_deviation() -> max | |psi|^2 - 1 | over every atom solve so far."},
+    {"last_seconds", (PyCFunction)mbloch_seconds, METH_NOARGS,
+     "last_seconds() -> seconds of the last step or atom solve (device time on CUDA)."},
+    {"couplings", (PyCFunction)mbloch_couplings, METH_NOARGS,
+     "couplings() -> nonzero (m, n) pairs of the coupling."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject MblochType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nlsepy." MODULE_NAME ".MB",
+    .tp_basicsize = sizeof(MblochObject),
+    .tp_dealloc = (destructor)mbloch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "MB(n_g, n_e, l_min, l_max, F, detunings, weights, initial_state, fields0, h_t, "
+              "h_z, beta, kappa_g, kappa_e, delta, euler_substeps, dtype): Maxwell-Bloch solver "
+              "handle (C API nlse_mbloch).",
+    .tp_methods = mbloch_methods,
+    .tp_init = (initproc)mbloch_init,
+    .tp_new = PyType_GenericNew,
+};
