@@ -25,7 +25,7 @@ Each case is compared with
   slice; NumPy releases the GIL while copying); with ``--backend cuda`` the
   device-to-device copy instead; and
 * the straightforward array-language statement of the same scheme,
-  :class:`nlsepy.reference_ss.SplitStepReference` (NumPy with ``scipy.fft``
+  :class:`nlsepy.reference.dipolar.SplitStepReference` (NumPy with ``scipy.fft``
   on ``--threads`` workers, or CuPy with ``--backend cuda``), run in the same
   process for fewer steps.
 
@@ -43,7 +43,7 @@ Usage
 -----
 ::
 
-    python bench/splitstep.py [--sizes small,large] [--dtype complex128]
+    python bench/dipolar.py [--sizes small,large] [--dtype complex128]
                               [--backend cpu] [--threads N] [--steps 10]
                               [--ref-steps 3] [--json PATH]
 """
@@ -62,7 +62,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 import nlsepy as nl
-from nlsepy.reference_ss import SplitStepReference
+from nlsepy.reference.dipolar import SplitStepReference
 
 from _common import COPY_BYTES, copy_bandwidth, cupy_or_none, format_table, loadavg, machine_info
 
@@ -460,7 +460,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
           f"state, complex); ns/point = time per iteration / grid points; MB/step and "
           f"GB/s: gpe.bytes_per_step(mode) (the solver's traffic model) and that over the "
           f"time; copy GB/s: {how}, read + write; reference: "
-          f"nlsepy.reference_ss.SplitStepReference ({ref_name}), median of {args.ref_steps} "
+          f"nlsepy.reference.dipolar.SplitStepReference ({ref_name}), median of {args.ref_steps} "
           f"single steps after one warm-up step; reference / C = reference time / solver "
           f"time.")
     noisy = [r for r in rows if r["rep_spread"] is not None and r["rep_spread"] > NOISY]

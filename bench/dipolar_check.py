@@ -1,6 +1,6 @@
 """Small CUDA split-step runs for compute-sanitizer and quick CPU/CUDA comparisons.
 
-    compute-sanitizer --tool memcheck python bench/ss_check.py
+    compute-sanitizer --tool memcheck python bench/dipolar_check.py
 
 Prints the largest relative difference of the state between the backends
 after a few steps, per geometry, state kind and mode.

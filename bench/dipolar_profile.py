@@ -1,11 +1,11 @@
 """Per-kernel view of a few split-step iterations on the GPU (run under ncu).
 
     ncu --clock-control none --csv --metrics gpu__time_duration.sum,\\
-        dram__bytes_read.sum,dram__bytes_write.sum python bench/ss_profile.py [N] [dtype]
+        dram__bytes_read.sum,dram__bytes_write.sum python bench/dipolar_profile.py [N] [dtype]
 
 Makes the benchmark's 3D problem on an N^3 grid (default 256), takes 3
 imaginary-time and 3 real-time steps; ncu lists each kernel's duration and
-DRAM traffic, to compare with the traffic model of cuda/ss.cu.
+DRAM traffic, to compare with the traffic model of cuda/dipolar/dipolar.cu.
 """
 
 import sys
@@ -15,7 +15,7 @@ import numpy as np
 import nlsepy as nl
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from splitstep import CUTOFF, DT, FREQ, G, GDD  # noqa: E402
+from dipolar import CUTOFF, DT, FREQ, G, GDD  # noqa: E402
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 256
 dtype = np.dtype(sys.argv[2] if len(sys.argv) > 2 else "complex128").type

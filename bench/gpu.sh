@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Build nlsepy with CUDA (plain CMake), run the test suite with the GPU
-# present, then the CUDA benchmarks.  Logs go to $OUT (default out/gpu).
+# present, then the CUDA benchmarks of the models named (bench/<stem>.py).
+# Logs go to $OUT (default out/gpu).
 #   bash bench/gpu.sh [--quick] [--no-bench] [--no-tests] [--tests "PYTEST ARGS"]
-#                     [--bench fd|ss|all] [--ss-sizes small,large,huge]
+#                     [--bench all|fd,dipolar,magnet,mbloch]
+#                     [--dipolar-sizes small,large,huge]
 set -uo pipefail
 OUT=${OUT:-out/gpu}
 PY=${PYTHON:-python3}
-mkdir -p "$OUT"
-quick=""; bench=1; tests=1; targs="tests"; which=all; ss_sizes="small,large,huge"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+quick=""; bench=1; tests=1; targs="tests"; which=all; dipolar_sizes="small,large,huge"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=--quick;;
@@ -15,7 +17,7 @@ while [ $# -gt 0 ]; do
     --no-tests) tests=0;;
     --tests) targs="$2"; shift;;
     --bench) which="$2"; shift;;
-    --ss-sizes) ss_sizes="$2"; shift;;
+    --dipolar-sizes) dipolar_sizes="$2"; shift;;
   esac
   shift
 done
@@ -34,12 +36,19 @@ if [ $tests = 1 ]; then
   # shellcheck disable=SC2086
   "$PY" -m pytest -q -p no:cacheprovider $targs 2>&1 | tee "$OUT/tests.log" | tail -40
 fi
-if [ $bench = 1 ] && { [ "$which" = all ] || [ "$which" = fd ]; }; then
+want() { [ $bench = 1 ] && { [ "$which" = all ] || [[ ",$which," == *",$1,"* ]]; }; }
+if want fd; then
   "$PY" bench/fd.py --backend cuda $quick --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -45
 fi
-if [ $bench = 1 ] && { [ "$which" = all ] || [ "$which" = ss ]; }; then
+if want dipolar; then
   for dt in complex128 complex64; do
-    "$PY" bench/splitstep.py --backend cuda --sizes "$ss_sizes" --dtype $dt --steps 20 \
-      --ref-steps 3 --ref-mem-gb 60 --json "$OUT/ss-$dt.json" 2>&1 | tee "$OUT/ss-$dt.log" | tail -16
+    "$PY" bench/dipolar.py --backend cuda --sizes "$dipolar_sizes" --dtype $dt --steps 20 \
+      --ref-steps 3 --ref-mem-gb 60 --json "$OUT/dipolar-$dt.json" 2>&1 | tee "$OUT/dipolar-$dt.log" | tail -16
   done
+fi
+if want magnet; then
+  (cd bench && "$PY" magnet.py --backend cuda --json "$OUT/magnet.json" 2>&1 | tee "$OUT/magnet.log" | tail -8)
+fi
+if want mbloch; then
+  (cd bench && "$PY" mbloch.py --numpy-z-steps 0 --json "$OUT/mbloch.json" 2>&1 | tee "$OUT/mbloch.log" | tail -8)
 fi

@@ -19,7 +19,7 @@ projects the time of the full count from the rate (marked as a projection).
 
 Usage::
 
-    python bench/laplace.py [--backend cpu|cuda] [--h 0.001] [--dtype float64]
+    python bench/magnet.py [--backend cpu|cuda] [--h 0.001] [--dtype float64]
                             [--rbsor-iterations N] [--json PATH]
 """
 

@@ -51,7 +51,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 import nlsepy as nl
-from nlsepy import reference_mbloch as ref
+from nlsepy.reference import mbloch as ref
 
 from _common import cupy_or_none, format_table, machine_info, run_cmd
 
@@ -78,7 +78,7 @@ def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="runs per backend and dtype; the table shows the median (the CPU runs of "
                         "one machine move by 10-30%% between runs)")
     p.add_argument("--numpy-z-steps", type=int, default=1,
-                   help="z steps of the NumPy reference (reference_mbloch) timed beside; 0: skip")
+                   help="z steps of the NumPy reference (nlsepy.reference.mbloch) timed beside; 0: skip")
     p.add_argument("--json", default=None, metavar="PATH")
     return p.parse_args(argv)
 
@@ -146,9 +146,9 @@ def gpu_peak() -> Dict[str, Optional[float]]:
 def tensor_fraction(atom_steps: float, tcf: Optional[int], dtype: str,
                     peak: Dict[str, Optional[float]]) -> Optional[float]:
     """The tensor-core kernel's rate over its tensor peak: FP64 in double,
-    TF32 with three products per real product in float (NLSEPY_MB_KERNEL=tc64
+    TF32 with three products per real product in float (NLSEPY_MBLOCH_KERNEL=tc64
     runs float in FP64 too; simt: no tensor cores)."""
-    kern = os.environ.get("NLSEPY_MB_KERNEL", "tc")
+    kern = os.environ.get("NLSEPY_MBLOCH_KERNEL", "tc")
     if not tcf or kern == "simt":
         return None
     if dtype == "float64" or kern == "tc64":
@@ -159,7 +159,7 @@ def tensor_fraction(atom_steps: float, tcf: Optional[int], dtype: str,
 def pipeline_depth(mb: Any, kw: Dict[str, Any], euler_substeps: int) -> int:
     """z steps one launch of the solver's kernel holds (1 on the CPU)."""
     core = mb._core
-    s = core.MB(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings, mb.weights,
+    s = core.Mbloch(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings, mb.weights,
                 mb.initial_state, np.ascontiguousarray(kw["fields0"], dtype=complex), mb.h_t, kw["h_z"],
                 mb.beta, mb.kappa_g, mb.kappa_e, mb.delta, euler_substeps,
                 core.COMPLEX64 if mb.dtype == np.complex64 else core.COMPLEX128)

@@ -14,5 +14,5 @@ done
 for skip in ${SKIPS:-0 2}; do
   timeout 200 "$NCU" --clock-control none -k regex:${KERNEL:-k_atoms_tcf} --launch-skip $skip --launch-count 1 \
     --metrics "launch__grid_size,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum${m}" \
-    python3 bench/probe/mb_prof.py 2>&1 | grep -E "launch__grid|smsp__|sm__|l1tex|gpu__time" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
+    python3 bench/probe/mbloch_prof.py 2>&1 | grep -E "launch__grid|smsp__|sm__|l1tex|gpu__time" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done

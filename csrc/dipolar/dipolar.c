@@ -425,16 +425,6 @@ int nlse_dipolar_set_obstacle(nlse_dipolar *s, const nlse_dipolar_obstacle *o)
     return NLSE_OK;
 }
 
-double dipolar_obstacle_centre(const struct nlse_dipolar *s, double t)
-{
-    return dipolar_obst_centre(&s->obst, t);
-}
-
-double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t)
-{
-    return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
-}
-
 static void obstacle_at(struct nlse_dipolar *s, double t)
 {
     if (!s->have_obst)

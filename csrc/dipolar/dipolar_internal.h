@@ -16,11 +16,12 @@
  * The CN operators of different axes commute exactly, so the order y, z, x
  * gives the same step as DBEC-GP's x, y, z.
  */
-#ifndef NLSEPY_SS_INTERNAL_H
-#define NLSEPY_SS_INTERNAL_H
+#ifndef NLSEPY_DIPOLAR_INTERNAL_H
+#define NLSEPY_DIPOLAR_INTERNAL_H
 
 #include <stddef.h>
 #include "nlsepy/dipolar.h"
+#include "dipolar_params.h"
 
 /* Precomputed Thomas coefficients of one axis (eqs. 2.32-2.34): alpha_i,
  * gamma_i for i = 0..n-2 and the scalars A (off-diagonal) and A0r (the
@@ -88,9 +89,19 @@ DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
 
-/* Shared helpers (dipolar.c). */
-double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t);
-double dipolar_obstacle_centre(const struct nlse_dipolar *s, double t);
+/* The obstacle's clock at time t (dipolar_params.c), for the driver and
+ * the kernels alike: centre on the move axis, and amplitude (0 without an
+ * obstacle). */
+static inline double dipolar_obstacle_centre(const struct nlse_dipolar *s, double t)
+{
+    return dipolar_obst_centre(&s->obst, t);
+}
+static inline double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t)
+{
+    return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
+}
+
+/* FFTW's threads, set up once (dipolar.c). */
 int dipolar_fftw_threads_init(void);
 
-#endif /* NLSEPY_SS_INTERNAL_H */
+#endif /* NLSEPY_DIPOLAR_INTERNAL_H */

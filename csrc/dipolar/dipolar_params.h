@@ -6,8 +6,8 @@
  * kernels (eqs. 2.13, 2.15, 2.18, 2.20 and the 3D cutoff kernel) and the
  * moving obstacle of eq. 9.1.
  */
-#ifndef NLSEPY_SS_PARAMS_H
-#define NLSEPY_SS_PARAMS_H
+#ifndef NLSEPY_DIPOLAR_PARAMS_H
+#define NLSEPY_DIPOLAR_PARAMS_H
 
 #include <stddef.h>
 #include "nlsepy/dipolar.h"
@@ -62,4 +62,4 @@ int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, 
 #ifdef __cplusplus
 }
 #endif
-#endif /* NLSEPY_SS_PARAMS_H */
+#endif /* NLSEPY_DIPOLAR_PARAMS_H */

@@ -8,8 +8,8 @@
  * the reference solver).  exp clamps its argument to +-708 (float: +-87):
  * beyond that the state overflows or underflows on the next step anyway.
  */
-#ifndef NLSEPY_SS_VMATH_H
-#define NLSEPY_SS_VMATH_H
+#ifndef NLSEPY_DIPOLAR_VMATH_H
+#define NLSEPY_DIPOLAR_VMATH_H
 
 #include <math.h>
 #include <string.h>
@@ -117,4 +117,4 @@ static inline void vm_sincos_f(float x, float *s, float *c)
     *c = ((n + 1) & 2) ? -b : b;
 }
 
-#endif /* NLSEPY_SS_VMATH_H */
+#endif /* NLSEPY_DIPOLAR_VMATH_H */

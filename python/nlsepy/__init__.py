@@ -19,6 +19,8 @@ MaxwellBloch
 
 Helpers
 -------
+models()            the models by stem (``fd``, ``dipolar``, ``magnet``, ``mbloch``):
+                    class and backends
 backends()          the backends this build and machine offer
 set_num_threads(n)  OpenMP threads of the CPU kernels
 examples            initial states of the source test problems
@@ -26,9 +28,10 @@ examples            initial states of the source test problems
 
 from __future__ import annotations
 
-from . import dbec, examples, runner
+from . import examples, runner
 from ._backend import backends
-from .dipolar import DipolarGPE, Obstacle
+from ._models import Model, models
+from .dipolar import DipolarGPE, Obstacle, dbec
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
 from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
@@ -41,7 +44,7 @@ __version__ = "0.1.0"
 __all__ = ["NLSE", "DipolarGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
            "Frames", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
-           "get_num_threads", "stability_bound", "build_info", "runner"]
+           "get_num_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 
 def set_num_threads(n: int) -> None:

@@ -197,7 +197,7 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
 
 
 def _dbec_main(args: argparse.Namespace) -> int:
-    from . import dbec
+    from .dipolar import dbec
     import numpy as np
 
     overrides: Dict[str, Any] = {}

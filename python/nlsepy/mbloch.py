@@ -6,7 +6,7 @@ resonant nonlinear optics using GPUs" (source 004): field modes
 propagate by eq. 2 through an inhomogeneously broadened ensemble of atoms
 with ``n_g`` ground and ``n_e`` excited levels obeying the optical Bloch
 equations (eq. 4) with the polarisation of eq. 6.  Units and equations are
-those of :mod:`nlsepy.reference_mbloch` (PHYSICS.md section 5): fields in
+those of :mod:`nlsepy.reference.mbloch` (PHYSICS.md section 5): fields in
 Rabi-frequency units, :math:`\\partial_z\\varepsilon_l = iP_l`,
 :math:`P_l = \\beta\\sum_{D,m} w_D F_{m,m+l} a^{D*}_m b^D_{m+l}`.
 
@@ -14,7 +14,7 @@ The scheme is algorithm 1: at each :math:`z_j` every atom marches the time
 grid by the RK4 of algorithm 2 from the initial state, the polarisation is
 reduced over the atoms and the fields advance by Adams-Bashforth 2 in z,
 started by ``euler_substeps`` Euler steps.  The atom march runs in C
-(OpenMP over blocks of atoms, :file:`csrc/mbloch.c`) or on the GPU; this
+(OpenMP over blocks of atoms, :file:`csrc/mbloch/mbloch.c`) or on the GPU; this
 module validates the input, loops over z steps and collects the output.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _backend, _validate
 from .errors import BlowUpError
-from .reference_mbloch import (absorption_coefficient, area_theorem, franck_condon,
+from .reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
 
 __all__ = ["MaxwellBloch", "MaxwellBlochResult", "franck_condon", "sech_pulse",
@@ -523,7 +523,7 @@ class MaxwellBloch:
         keep_pop = set(save.tolist()) if populations else set()
         keep_fld = set(range(n_z + 1)) if full_map else set(save.tolist())
         core = self._core
-        solver = core.MB(self.n_g, self.n_e, self.modes[0], self.modes[1], self.F,
+        solver = core.Mbloch(self.n_g, self.n_e, self.modes[0], self.modes[1], self.F,
                          self.detunings, self.weights, self.initial_state, eps0, self.h_t, h_z,
                          self.beta, self.kappa_g, self.kappa_e, self.delta, euler_substeps,
                          core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128)

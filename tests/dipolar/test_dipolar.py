@@ -478,7 +478,7 @@ def test_bad_reduced_traps_and_states():
 # DBEC-GP inputs
 # --------------------------------------------------------------------------
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "dbec")
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "dbec")
 
 
 def write(path, text):
@@ -626,12 +626,12 @@ def test_dbec_reduced_inputs_run(tmp_path):
 @pytest.mark.parametrize("imaginary", [False, True])
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 def test_matches_numpy_reference(backend, imaginary, dtype):
-    """Same steps as nlsepy.reference_ss (NumPy, libm exp/sin/cos, numpy FFT).
+    """Same steps as nlsepy.reference.dipolar (NumPy, libm exp/sin/cos, numpy FFT).
 
     Double agrees to round-off; this also pins the vectorised exp and
     sincos of the C kernels.  Single agrees to its own precision.
     """
-    from nlsepy.reference_ss import SplitStepReference
+    from nlsepy.reference.dipolar import SplitStepReference
 
     shape, h, trap = (24, 20, 16), 0.3, (0.5, 1.0, 1.5)
     kw = dict(g=300.0, gdd=40.0)

@@ -1,4 +1,4 @@
-"""nlsepy.reference_ss: the batched tridiagonal solve against the Thomas recursion.
+"""nlsepy.reference.dipolar: the batched tridiagonal solve against the Thomas recursion.
 
 NumPy only (``scipy.linalg.solve_banded``); the CuPy branch (cuSPARSE
 ``gtsv2``) shares everything but the library call and needs a GPU.
@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from nlsepy.reference_ss import SplitStepReference
+from nlsepy.reference.dipolar import SplitStepReference
 
 try:  # the batched NumPy solve uses SciPy, an optional extra
     import scipy.linalg  # noqa: F401

@@ -1,7 +1,7 @@
 """Tests of nl.CoaxialMagnet (source 002: the axisymmetric Laplace problem of
 magnet design): exact harmonic functions, convergence order, agreement of
 the solvers with each other and with the NumPy statement of Table 2.1
-(nlsepy.reference_laplace), the omega estimate, float vs double, bad input."""
+(nlsepy.reference.magnet), the omega estimate, float vs double, bad input."""
 
 import math
 import sys
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import reference_laplace as rl
+from nlsepy.reference import magnet as rl
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_reference_laplace import j0  # noqa: E402
+from test_magnet_reference import j0  # noqa: E402
 
 METHODS = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid", "mg-cg"]
 

@@ -1,7 +1,7 @@
-"""Tests of nlsepy.magnet_post: the potential jump across the magnet's surface,
+"""Tests of nlsepy.magnet.post: the potential jump across the magnet's surface,
 the winding at equally spaced Delta Phi levels and the field of the wires
 (source 002, sections 1.4.2-1.4.3 and 6.2-6.3.4), on potentials solved by
-nlsepy.reference_laplace."""
+nlsepy.reference.magnet."""
 
 import functools
 import math
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from nlsepy import magnet_post as mp
-from nlsepy import reference_laplace as rl
+from nlsepy.magnet import post as mp
+from nlsepy.reference import magnet as rl
 
 R0, Z0 = 0.25, 0.5            # the source's magnet (section 6.1)
 B_SRC = 0.008                 # the source's field (T)

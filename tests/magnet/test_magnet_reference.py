@@ -1,4 +1,4 @@
-"""Tests of nlsepy.reference_laplace: the finite-difference rows of source 002
+"""Tests of nlsepy.reference.magnet: the finite-difference rows of source 002
 (Table 2.1) against exact axisymmetric harmonic functions, the solvers
 against a direct solve, and the omega estimate against Tables A.1 and A.2."""
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from nlsepy import reference_laplace as rl
+from nlsepy.reference import magnet as rl
 
 
 def j0(x):

@@ -3,12 +3,12 @@
 Every test runs on each backend of this build (the ``backend`` fixture).
 
 - Agreement with the NumPy statement of the same scheme
-  (``reference_mbloch.solve``) to 1e-12 in double for a multi-level,
+  (``nlsepy.reference.mbloch.solve``) to 1e-12 in double for a multi-level,
   multi-mode ensemble (Franck-Condon F, level and mode spacings, a spread of
   detunings, a different normalised initial state per atom), over thread
   counts that select each block size and partial blocks.
 - The physics of PHYSICS.md section 5 in the two-level reduction, with the
-  parameters of tests/test_reference_mbloch.py (Gaussian line sigma = 1 by 128
+  parameters of tests/mbloch/test_mbloch_reference.py (Gaussian line sigma = 1 by 128
   atoms on [-4, 4], sech pulses of width 1, h_t = 0.05, beta = 1, so
   alpha = pi beta g(0) = 1.2533): Beer's law for a weak pulse, the McCall-Hahn
   area theorem, the 2 pi soliton, the 4 pi split, and each of them again on
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import reference_mbloch as rm
+from nlsepy.reference import mbloch as rm
 
 SIGMA, N_AT, SPAN, BETA = 1.0, 128, 4.0, 1.0
 H_T, N_T, T0, TAU = 0.05, 801, 8.0, 1.0
@@ -71,7 +71,7 @@ def multilevel(n_atoms=21, seed=3):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("n_atoms", [21, 45])
 def test_matches_reference_double(backend, threads, n_atoms):
-    """Same scheme as reference_mbloch.solve: fields and populations to 1e-12
+    """Same scheme as nlsepy.reference.mbloch.solve: fields and populations to 1e-12
     (1, 2 and 3 threads choose both block widths; 21 and 45 atoms leave
     partial blocks)."""
     model, det, w, e0 = multilevel(n_atoms)
@@ -410,9 +410,9 @@ def test_core_checks_name_the_argument(backend):
                       (dict(initial_state=[[np.nan, 0.0]]), "initial_state"),
                       (dict(euler_substeps=0), "euler_substeps")]:
         with pytest.raises(ValueError, match=match):
-            core.MB(**{**args, **kw})
+            core.Mbloch(**{**args, **kw})
     with pytest.raises(TypeError, match="dtype"):
-        core.MB(**{**args, "dtype": 7})
+        core.Mbloch(**{**args, "dtype": 7})
 
 
 def test_steps_give_the_bits_of_single_steps(backend):
@@ -423,7 +423,7 @@ def test_steps_give_the_bits_of_single_steps(backend):
     mb = nl.MaxwellBloch(h_t=0.03, n_t=201, line=(det, w), backend=backend, **model)
 
     def solver():
-        return mb._core.MB(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings,
+        return mb._core.Mbloch(mb.n_g, mb.n_e, mb.modes[0], mb.modes[1], mb.F, mb.detunings,
                            mb.weights, mb.initial_state, e0, mb.h_t, 0.2, mb.beta, mb.kappa_g,
                            mb.kappa_e, mb.delta, 3, mb._core.COMPLEX128)
 

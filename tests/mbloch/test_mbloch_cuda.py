@@ -10,7 +10,7 @@ tensor-core kernel at 1 + 1 to 32 + 32 levels (one and two 16-level tiles
 a half, narrow and wide bands), and the plain one.  A float run is computed
 in float with split TF32 products, on an H100/H200 by the warpgroup-MMA
 kernel where the larger half has 17-32 levels (the default, "tc") and
-elsewhere by the mma.sync kernel (NLSEPY_MB_KERNEL=tcf forces it), or in
+elsewhere by the mma.sync kernel (NLSEPY_MBLOCH_KERNEL=tcf forces it), or in
 double on the FP64 kernel (tc64); the float test runs all four.  In float
 the CUDA run is compared with a double run: source 004 section 5.2 reports
 relative differences below 1e-6 on the dominant fields between its float
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import reference_mbloch as ref
+from nlsepy.reference import mbloch as ref
 
 pytestmark = pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
                                 reason="needs the CUDA backend and a CUDA device")
@@ -62,7 +62,7 @@ def problem(n_g=6, n_e=5, modes=(-2, 2), n_atoms=37, n_t=400, h_t=0.02, beta=2.0
 
 
 def run(mod, kw, steps, dtype):
-    s = mod.MB(**kw, dtype=dtype)
+    s = mod.Mbloch(**kw, dtype=dtype)
     pops = []
     for k in range(steps):
         s.step(True)
@@ -75,7 +75,7 @@ def run(mod, kw, steps, dtype):
 def kernel(request, monkeypatch):
     """Both CUDA atom kernels: the tensor-core one (the default where the
     device has FP64 mma and the levels fit) and the plain one."""
-    monkeypatch.setenv("NLSEPY_MB_KERNEL", request.param)
+    monkeypatch.setenv("NLSEPY_MBLOCH_KERNEL", request.param)
     return request.param
 
 
@@ -119,7 +119,7 @@ def test_float_on_the_device(fkernel, shape, monkeypatch):
     kernel at 20 + 17 and 32 + 32 levels, the mma.sync one at 6 + 5), the
     mma.sync split-TF32 kernel (tcf), the FP64 kernel (tc64) and the plain
     kernel, at one and two 16-level tiles a half."""
-    monkeypatch.setenv("NLSEPY_MB_KERNEL", fkernel)
+    monkeypatch.setenv("NLSEPY_MBLOCH_KERNEL", fkernel)
     core, cuda = _modules()
     kw = problem(**shape)
     d, _, pd, _, _ = run(core, kw, 4, core.COMPLEX128)
@@ -150,7 +150,7 @@ def test_blow_up_keeps_the_last_fields(dtype, shape):
     _, cuda = _modules()
     kw = problem(n_atoms=16, n_t=100, **shape)
     kw["beta"] = 1e305
-    s = cuda.MB(**kw, dtype=getattr(cuda, dtype))
+    s = cuda.Mbloch(**kw, dtype=getattr(cuda, dtype))
     with pytest.raises(nl.BlowUpError):
         for _ in range(5):
             s.step(False)
@@ -167,7 +167,7 @@ def test_large_level_count_is_a_clear_error_or_runs():
     kw["initial_state"] = np.zeros((4, 800), complex)
     kw["initial_state"][:, 0] = 1
     try:
-        s = cuda.MB(**kw, dtype=cuda.COMPLEX128)
+        s = cuda.Mbloch(**kw, dtype=cuda.COMPLEX128)
     except ValueError as e:
         assert "shared memory" in str(e) or "levels exceed" in str(e)
     else:
@@ -177,12 +177,12 @@ def test_large_level_count_is_a_clear_error_or_runs():
 
 def _pipelined_and_single(cuda, kw, dtype, monkeypatch):
     """Two tensor-core solvers of kw: the default (several z slices a
-    launch) and one z step a launch (NLSEPY_MB_PIPE=1)."""
-    monkeypatch.setenv("NLSEPY_MB_KERNEL", "tc")
-    s = cuda.MB(**kw, dtype=dtype)
-    monkeypatch.setenv("NLSEPY_MB_PIPE", "1")
-    r = cuda.MB(**kw, dtype=dtype)
-    monkeypatch.delenv("NLSEPY_MB_PIPE")
+    launch) and one z step a launch (NLSEPY_MBLOCH_PIPE=1)."""
+    monkeypatch.setenv("NLSEPY_MBLOCH_KERNEL", "tc")
+    s = cuda.Mbloch(**kw, dtype=dtype)
+    monkeypatch.setenv("NLSEPY_MBLOCH_PIPE", "1")
+    r = cuda.Mbloch(**kw, dtype=dtype)
+    monkeypatch.delenv("NLSEPY_MBLOCH_PIPE")
     assert r.pipeline() == 1
     if s.pipeline() < 2:
         pytest.skip("the tensor-core kernel is not taken on this device (no FP64 mma)")
@@ -242,12 +242,12 @@ def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(dtype, shape, mo
 def test_run_with_the_z_pipeline_matches_one_step_a_launch(monkeypatch):
     """MaxwellBloch.run takes the steps between kept z points several a
     launch: its fields and populations equal those of one step a launch."""
-    monkeypatch.setenv("NLSEPY_MB_KERNEL", "tc")
+    monkeypatch.setenv("NLSEPY_MBLOCH_KERNEL", "tc")
     F = nl.mbloch.franck_condon(6, 5, 1.1)
     out = []
     for pipe in (None, "1"):
         if pipe:
-            monkeypatch.setenv("NLSEPY_MB_PIPE", pipe)
+            monkeypatch.setenv("NLSEPY_MBLOCH_PIPE", pipe)
         mb = nl.MaxwellBloch(6, 5, (-2, 2), F, h_t=0.02, n_t=300, n_atoms=48,
                              line=("gaussian", 1.3), beta=2.0, kappa_g=0.3, kappa_e=0.25,
                              delta=0.1, backend="cuda")

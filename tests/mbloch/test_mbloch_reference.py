@@ -1,4 +1,4 @@
-"""nlsepy.reference_mbloch: the physics checks PHYSICS.md section 5 asks of the Maxwell-Bloch model.
+"""nlsepy.reference.mbloch: the physics checks PHYSICS.md section 5 asks of the Maxwell-Bloch model.
 
 Two-level reduction (n_g = n_e = 1, F = 1, one mode), Gaussian line of rms width
 sigma = 1 sampled by 128 atoms on [-4, 4] (rephasing time 2 pi / dDelta = 100 > window 40),
@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from nlsepy import reference_mbloch as mb
+from nlsepy.reference import mbloch as mb
 
 SIGMA, N_AT, SPAN, BETA = 1.0, 128, 4.0, 1.0
 H_T, N_T, T0, TAU = 0.05, 801, 8.0, 1.0

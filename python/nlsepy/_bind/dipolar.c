@@ -1,18 +1,15 @@
 /*
- * _bind/dipolar.c -- binding of the split-step dipolar GPE solver (nlsepy/dipolar.h),
- * included by _core.c (it shares raise_status, parse_triple and check_grid there).
+ * _bind/dipolar.c -- binding of the dipolar GPE solver (split-step
+ * Crank-Nicolson with the FFT dipolar term; C API nlsepy/dipolar.h): the
+ * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.
  */
+#include "bind.h"
 #include "nlsepy/dipolar.h"
 
 typedef struct {
-    PyObject_HEAD
-    nlse_dipolar *s;
-    nlse_dipolar_params p;
+    NLSEPY_SOLVER_HEAD(nlse_dipolar, nlse_dipolar_params)
     int ndim;
-    int busy;
 } DipolarObject;
-
-static int dipolar_ready(DipolarObject *self) { return handle_ready(self->s, self->busy); }
 
 static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
 {
@@ -30,20 +27,18 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "geometry must be 0-4, got %d", p.geometry);
         return -1;
     }
-    if (parse_triple(shape, nd, "shape", NULL, p.shape) ||
-        parse_triple(spacing, nd, "spacing", p.spacing, NULL) ||
-        parse_triple(trap, nd, "trap", p.trap, NULL))
+    if (nlsepy_parse_triple(shape, nd, "shape", NULL, p.shape) ||
+        nlsepy_parse_triple(spacing, nd, "spacing", p.spacing, NULL) ||
+        nlsepy_parse_triple(trap, nd, "trap", p.trap, NULL))
         return -1;
     if (self->s) {
         nlse_dipolar_destroy(self->s);
         self->s = NULL;
     }
     int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_dipolar_create(&p, &self->s);
-    Py_END_ALLOW_THREADS
+    NLSEPY_RUN(self, st, nlse_dipolar_create(&p, &self->s));
     if (st) {
-        raise_status(st);
+        nlsepy_raise(st);
         return -1;
     }
     self->p = p;
@@ -51,11 +46,7 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-static void dipolar_dealloc(DipolarObject *self)
-{
-    nlse_dipolar_destroy(self->s);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+NLSEPY_DEALLOC(dipolar_dealloc, DipolarObject, nlse_dipolar_destroy)
 
 /* Aligned C-contiguous array of the grid's shape: complex (allow_complex)
  * or real in the solver's precision.  *is_complex tells which. */
@@ -69,7 +60,7 @@ static PyArrayObject *dipolar_check_array(DipolarObject *self, PyObject *obj, co
     }
     PyArrayObject *a = (PyArrayObject *)obj;
     int single = self->p.dtype == NLSE_COMPLEX64;
-    int tr = single ? NPY_FLOAT32 : NPY_FLOAT64, tc = single ? NPY_COMPLEX64 : NPY_COMPLEX128;
+    int tr = nlsepy_npy_type(self->p.dtype, 1), tc = nlsepy_npy_type(self->p.dtype, 0);
     int t = PyArray_TYPE(a);
     if (t == tc && allow_complex) {
         *is_complex = 1;
@@ -81,12 +72,12 @@ static PyArrayObject *dipolar_check_array(DipolarObject *self, PyObject *obj, co
                      allow_complex ? (single ? " or complex64" : " or complex128") : "");
         return NULL;
     }
-    return check_grid(a, name, self->ndim, self->p.shape);
+    return nlsepy_check_grid(a, name, self->ndim, self->p.shape);
 }
 
 static PyObject *dipolar_set_state(DipolarObject *self, PyObject *obj)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     int cplx = 0;
     PyArrayObject *a = dipolar_check_array(self, obj, "psi", 1, &cplx);
@@ -94,7 +85,7 @@ static PyObject *dipolar_set_state(DipolarObject *self, PyObject *obj)
         return NULL;
     int st = nlse_dipolar_set_state(self->s, PyArray_DATA(a), cplx);
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
@@ -105,43 +96,41 @@ static PyObject *dipolar_new_array(int nd, const npy_intp *dims, int type)
 
 static PyObject *dipolar_get_state(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     npy_intp dims[3];
     for (int q = 0; q < self->ndim; ++q)
         dims[q] = (npy_intp)self->p.shape[q];
     PyObject *out = dipolar_new_array(self->ndim, dims,
-                                 self->p.dtype == NLSE_COMPLEX64 ? NPY_COMPLEX64 : NPY_COMPLEX128);
+                                 nlsepy_npy_type(self->p.dtype, 0));
     if (!out)
         return NULL;
     int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_dipolar_get_state(self->s, PyArray_DATA((PyArrayObject *)out));
-    Py_END_ALLOW_THREADS
+    NLSEPY_RUN(self, st, nlse_dipolar_get_state(self->s, PyArray_DATA((PyArrayObject *)out)));
     if (st) {
         Py_DECREF(out);
-        return raise_status(st);
+        return nlsepy_raise(st);
     }
     return out;
 }
 
 static PyObject *dipolar_is_real(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyBool_FromLong(nlse_dipolar_state_is_real(self->s));
 }
 
 static PyObject *dipolar_set_dt(DipolarObject *self, PyObject *arg)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     double dt = PyFloat_AsDouble(arg);
     if (dt == -1.0 && PyErr_Occurred())
         return NULL;
     int st = nlse_dipolar_set_dt(self->s, dt);
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     self->p.dt = dt;
     Py_RETURN_NONE;
 }
@@ -149,14 +138,12 @@ static PyObject *dipolar_set_dt(DipolarObject *self, PyObject *arg)
 static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
 {
     double g, gdd;
-    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "dd", &g, &gdd))
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "dd", &g, &gdd))
         return NULL;
     int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_dipolar_set_couplings(self->s, g, gdd);
-    Py_END_ALLOW_THREADS
+    NLSEPY_RUN(self, st, nlse_dipolar_set_couplings(self->s, g, gdd));
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     self->p.g = g;
     self->p.gdd = gdd;
     Py_RETURN_NONE;
@@ -164,7 +151,7 @@ static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
 
 static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     int st, cplx = 0;
     if (obj == Py_None) {
@@ -176,13 +163,13 @@ static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
         st = nlse_dipolar_set_potential(self->s, PyArray_DATA(a));
     }
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
 static PyObject *dipolar_set_obstacle(DipolarObject *self, PyObject *obj)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     int st;
     if (obj == Py_None) {
@@ -195,7 +182,7 @@ static PyObject *dipolar_set_obstacle(DipolarObject *self, PyObject *obj)
         st = nlse_dipolar_set_obstacle(self->s, &o);
     }
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
@@ -205,35 +192,27 @@ static PyObject *dipolar_step(DipolarObject *self, PyObject *args)
     int mode;
     long n, done = 0;
     double t0, dg, dgdd;
-    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "ilddd", &mode, &n, &t0, &dg, &dgdd))
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ilddd", &mode, &n, &t0, &dg, &dgdd))
         return NULL;
     int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_dipolar_step(self->s, mode, n, t0, dg, dgdd, &done);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
+    NLSEPY_RUN(self, st, nlse_dipolar_step(self->s, mode, n, t0, dg, dgdd, &done));
     if (st && st != NLSE_ERR_BLOWUP)
-        return raise_status(st);
+        return nlsepy_raise(st);
     return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
 }
 
 static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     double t = PyFloat_AsDouble(arg);
     if (t == -1.0 && PyErr_Occurred())
         return NULL;
     nlse_dipolar_obs o;
     int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_dipolar_observe(self->s, t, &o);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
+    NLSEPY_RUN(self, st, nlse_dipolar_observe(self->s, t, &o));
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d}", "norm", o.norm, "norm_sum",
                          o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic", o.kinetic,
                          "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1], o.x2[2],
@@ -248,14 +227,10 @@ static PyObject *grid_doubles(DipolarObject *self, int nd, const npy_intp *dims,
     if (!out)
         return NULL;
     int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = fill(self, (double *)PyArray_DATA((PyArrayObject *)out), a, b, t);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
+    NLSEPY_RUN(self, st, fill(self, (double *)PyArray_DATA((PyArrayObject *)out), a, b, t));
     if (st) {
         Py_DECREF(out);
-        return raise_status(st);
+        return nlsepy_raise(st);
     }
     return out;
 }
@@ -290,7 +265,7 @@ static void grid_dims(DipolarObject *self, npy_intp *dims)
 static PyObject *dipolar_phi_method(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
     npy_intp dims[3];
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     grid_dims(self, dims);
     return grid_doubles(self, self->ndim, dims, fill_dd, 0, 0, 0.0);
@@ -299,7 +274,7 @@ static PyObject *dipolar_phi_method(DipolarObject *self, PyObject *Py_UNUSED(ign
 static PyObject *dipolar_potential(DipolarObject *self, PyObject *arg)
 {
     npy_intp dims[3];
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     double t = PyFloat_AsDouble(arg);
     if (t == -1.0 && PyErr_Occurred())
@@ -312,7 +287,7 @@ static PyObject *dipolar_density(DipolarObject *self, PyObject *arg)
 {
     npy_intp dims[3];
     int nd = 0;
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     long keep = PyLong_AsLong(arg);
     if (keep == -1 && PyErr_Occurred())
@@ -331,7 +306,7 @@ static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
     npy_intp dims[3];
     int nd = 0, axis;
     long index;
-    if (!dipolar_ready(self) || !PyArg_ParseTuple(args, "il", &axis, &index))
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "il", &axis, &index))
         return NULL;
     if (axis < 0 || axis >= self->ndim)
         return PyErr_Format(PyExc_ValueError, "axis must be 0..%d, got %d", self->ndim - 1, axis);
@@ -347,7 +322,7 @@ static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
 static PyObject *dipolar_kernel(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
     npy_intp dims[3];
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     grid_dims(self, dims);
     dims[self->ndim - 1] = dims[self->ndim - 1] / 2 + 1;
@@ -356,7 +331,7 @@ static PyObject *dipolar_kernel(DipolarObject *self, PyObject *Py_UNUSED(ignored
 
 static PyObject *dipolar_bytes(DipolarObject *self, PyObject *arg)
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     long mode = PyLong_AsLong(arg);
     if (mode == -1 && PyErr_Occurred())
@@ -366,14 +341,14 @@ static PyObject *dipolar_bytes(DipolarObject *self, PyObject *arg)
 
 static PyObject *dipolar_memory(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyLong_FromSize_t(nlse_dipolar_memory_bytes(self->s));
 }
 
 static PyObject *dipolar_last_seconds(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!dipolar_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyFloat_FromDouble(nlse_dipolar_last_step_seconds(self->s));
 }
@@ -408,7 +383,7 @@ static PyMethodDef dipolar_methods[] = {
 
 static PyTypeObject DipolarType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = MODULE_NAME ".SS",
+    .tp_name = NLSEPY_TYPE_NAME("Dipolar"),
     .tp_basicsize = sizeof(DipolarObject),
     .tp_dealloc = (destructor)dipolar_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -417,3 +392,12 @@ static PyTypeObject DipolarType = {
     .tp_init = (initproc)dipolar_init,
     .tp_new = PyType_GenericNew,
 };
+
+int nlsepy_bind_dipolar(PyObject *m)
+{
+    if (nlsepy_add_type(m, &DipolarType, "Dipolar") < 0 ||
+        PyModule_AddIntConstant(m, "DIPOLAR_IMAG", NLSE_DIPOLAR_IMAG) < 0 ||
+        PyModule_AddIntConstant(m, "DIPOLAR_REAL", NLSE_DIPOLAR_REAL) < 0)
+        return -1;
+    return 0;
+}

@@ -1,16 +1,16 @@
 /*
- * _bind/magnet.c -- binding of the magnet-design Laplace solver (nlsepy/magnet.h),
- * included by _core.c (it shares raise_status there).
+ * _bind/magnet.c -- binding of the magnet-design Laplace solver (C API
+ * nlsepy/magnet.h, Madhubhashini's thesis): the `Magnet` type, its method
+ * constants MAGNET_* and the module function magnet_omega_estimate (eqs.
+ * 2.44 and A.1).
  */
+#include "bind.h"
 #include "nlsepy/magnet.h"
 
 typedef struct {
-    PyObject_HEAD
-    nlse_magnet *s;
+    NLSEPY_SOLVER_HEAD(nlse_magnet, nlse_magnet_params)
     size_t nr, nz;
 } MagnetObject;
-
-static int magnet_ready(MagnetObject *self) { return handle_ready(self->s, 0); }
 
 static int magnet_parse(PyObject *args, PyObject *kw, nlse_magnet_params *p)
 {
@@ -31,22 +31,19 @@ static int magnet_init(MagnetObject *self, PyObject *args, PyObject *kw)
     }
     int st = nlse_magnet_create(&p, &self->s);
     if (st) {
-        raise_status(st);
+        nlsepy_raise(st);
         return -1;
     }
     nlse_magnet_shape(self->s, &self->nr, &self->nz);
+    self->p = p;
     return 0;
 }
 
-static void magnet_dealloc(MagnetObject *self)
-{
-    nlse_magnet_destroy(self->s);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+NLSEPY_DEALLOC(magnet_dealloc, MagnetObject, nlse_magnet_destroy)
 
 static PyObject *magnet_get(MagnetObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!magnet_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     npy_intp dims[2] = {(npy_intp)self->nr, (npy_intp)self->nz};
     PyObject *out = PyArray_SimpleNew(2, dims, NPY_FLOAT64);
@@ -55,14 +52,14 @@ static PyObject *magnet_get(MagnetObject *self, PyObject *Py_UNUSED(ignored))
     int st = nlse_magnet_get_phi(self->s, (double *)PyArray_DATA((PyArrayObject *)out));
     if (st) {
         Py_DECREF(out);
-        return raise_status(st);
+        return nlsepy_raise(st);
     }
     return out;
 }
 
 static PyObject *magnet_set(MagnetObject *self, PyObject *obj)
 {
-    if (!magnet_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_FLOAT64, 2, 2,
                                                         NPY_ARRAY_IN_ARRAY);
@@ -77,18 +74,18 @@ static PyObject *magnet_set(MagnetObject *self, PyObject *obj)
     int st = nlse_magnet_set_phi(self->s, (const double *)PyArray_DATA(a));
     Py_DECREF(a);
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
 static PyObject *magnet_dirichlet(MagnetObject *self, PyObject *obj)
 {
-    if (!magnet_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     if (obj == Py_None) {
         int st = nlse_magnet_set_dirichlet(self->s, NULL);
         if (st)
-            return raise_status(st);
+            return nlsepy_raise(st);
         Py_RETURN_NONE;
     }
     PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_FLOAT64, 2, 2,
@@ -105,7 +102,7 @@ static PyObject *magnet_dirichlet(MagnetObject *self, PyObject *obj)
     int st = nlse_magnet_set_dirichlet(self->s, (const double *)PyArray_DATA(a));
     Py_DECREF(a);
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
@@ -115,7 +112,7 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
     int method;
     double omega, tol;
     long max_iter;
-    if (!magnet_ready(self) || !PyArg_ParseTuple(args, "iddl", &method, &omega, &tol, &max_iter))
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "iddl", &method, &omega, &tol, &max_iter))
         return NULL;
     if (max_iter < 1) {
         PyErr_Format(PyExc_ValueError, "max_iter must be >= 1, got %ld", max_iter);
@@ -128,13 +125,12 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
     long it = 0;
     double rel = 0;
     int conv = 0, st;
-    Py_BEGIN_ALLOW_THREADS
-    st = nlse_magnet_solve(self->s, method, omega, tol, max_iter,
-                       (double *)PyArray_DATA((PyArrayObject *)hist), &it, &rel, &conv);
-    Py_END_ALLOW_THREADS
+    NLSEPY_RUN(self, st, nlse_magnet_solve(self->s, method, omega, tol, max_iter,
+                                           (double *)PyArray_DATA((PyArrayObject *)hist), &it,
+                                           &rel, &conv));
     if (st) {
         Py_DECREF(hist);
-        return raise_status(st);
+        return nlsepy_raise(st);
     }
     PyObject *h = PySequence_GetSlice(hist, 0, (Py_ssize_t)it);
     Py_DECREF(hist);
@@ -145,26 +141,26 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
 
 static PyObject *magnet_seconds(MagnetObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!magnet_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyFloat_FromDouble(nlse_magnet_last_solve_seconds(self->s));
 }
 
 static PyObject *magnet_residual(MagnetObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!magnet_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyFloat_FromDouble(nlse_magnet_rel_residual(self->s));
 }
 
-static PyObject *m_lp_omega(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+static PyObject *m_magnet_omega(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
 {
     nlse_magnet_params p;
     if (!magnet_parse(args, kw, &p))
         return NULL;
     int st = nlse_magnet_check_params(&p);
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     return PyFloat_FromDouble(nlse_magnet_omega_estimate(&p));
 }
 
@@ -184,7 +180,7 @@ static PyMethodDef magnet_methods[] = {
 
 static PyTypeObject MagnetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nlsepy." MODULE_NAME ".LP",
+    .tp_name = NLSEPY_TYPE_NAME("Magnet"),
     .tp_basicsize = sizeof(MagnetObject),
     .tp_dealloc = (destructor)magnet_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -193,3 +189,24 @@ static PyTypeObject MagnetType = {
     .tp_init = (initproc)magnet_init,
     .tp_new = PyType_GenericNew,
 };
+
+static PyMethodDef magnet_functions[] = {
+    {"magnet_omega_estimate", (PyCFunction)(void (*)(void))m_magnet_omega,
+     METH_VARARGS | METH_KEYWORDS,
+     "magnet_omega_estimate(r0, z0, r1, z1, dr, dz, B, dtype) -> omega of eqs. 2.44 and A.1."},
+    {NULL, NULL, 0, NULL}};
+
+int nlsepy_bind_magnet(PyObject *m)
+{
+    if (nlsepy_add_type(m, &MagnetType, "Magnet") < 0 ||
+        PyModule_AddFunctions(m, magnet_functions) < 0)
+        return -1;
+    const struct { const char *name; int value; } consts[] = {
+        {"MAGNET_JACOBI", NLSE_MAGNET_JACOBI}, {"MAGNET_GAUSS_SEIDEL", NLSE_MAGNET_GAUSS_SEIDEL},
+        {"MAGNET_SOR", NLSE_MAGNET_SOR}, {"MAGNET_RBSOR", NLSE_MAGNET_RBSOR},
+        {"MAGNET_MULTIGRID", NLSE_MAGNET_MULTIGRID}, {"MAGNET_MGCG", NLSE_MAGNET_MGCG}};
+    for (size_t q = 0; q < sizeof consts / sizeof consts[0]; ++q)
+        if (PyModule_AddIntConstant(m, consts[q].name, consts[q].value) < 0)
+            return -1;
+    return 0;
+}

@@ -1,21 +1,17 @@
 /*
- * _bind/mbloch.c -- binding of the Maxwell-Bloch solver (nlsepy/mbloch.h, source
- * 004), included by _core.c (it shares raise_status there).  Arrays cross as
+ * _bind/mbloch.c -- binding of the Maxwell-Bloch solver (C API
+ * nlsepy/mbloch.h, source 004): the `Mbloch` type.  Arrays cross as
  * float64 / complex128 whatever the working precision; the sizes n_atoms and
  * n_t are those of the arrays given.
  */
 #include <limits.h>
 
+#include "bind.h"
 #include "nlsepy/mbloch.h"
 
 typedef struct {
-    PyObject_HEAD
-    nlse_mbloch *s;
-    nlse_mbloch_params p;
-    int busy; /* set while the GIL is released inside a kernel */
+    NLSEPY_SOLVER_HEAD(nlse_mbloch, nlse_mbloch_params)
 } MblochObject;
-
-static int mbloch_ready(MblochObject *self) { return handle_ready(self->s, self->busy); }
 
 /* `obj` as an aligned C-contiguous array of `type` with `ndim` dimensions;
  * dims[q] >= 0 must match, dims[q] < 0 is filled in.  New reference or NULL. */
@@ -59,7 +55,7 @@ static int mbloch_init(MblochObject *self, PyObject *args, PyObject *kw)
         return -1;
     if (p.n_g < 1 || p.n_e < 1 || p.l_max < p.l_min) {
         p.n_atoms = p.n_t = 2; /* let the C checks name the culprit */
-        raise_status(nlse_mbloch_check_params(&p));
+        nlsepy_raise(nlse_mbloch_check_params(&p));
         return -1;
     }
     npy_intp dF[2] = {p.n_g, p.n_e}, dd[1] = {-1}, dw[1] = {-1};
@@ -89,7 +85,7 @@ static int mbloch_init(MblochObject *self, PyObject *args, PyObject *kw)
                             (const double *)PyArray_DATA(apsi), (const double *)PyArray_DATA(afld),
                             &self->s);
     if (st) {
-        raise_status(st);
+        nlsepy_raise(st);
         goto done;
     }
     self->p = p;
@@ -103,30 +99,22 @@ done:
     return ret;
 }
 
-static void mbloch_dealloc(MblochObject *self)
-{
-    nlse_mbloch_destroy(self->s);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+NLSEPY_DEALLOC(mbloch_dealloc, MblochObject, nlse_mbloch_destroy)
 
 /* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
  * a blow-up raises nlsepy.BlowUpError (the fields of the last z are kept). */
 static PyObject *mbloch_call(MblochObject *self, int (*fn)(nlse_mbloch *, int), int arg)
 {
     int st;
-    self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    st = fn(self->s, arg);
-    Py_END_ALLOW_THREADS
-    self->busy = 0;
+    NLSEPY_RUN(self, st, fn(self->s, arg));
     if (st)
-        return raise_status(st);
+        return nlsepy_raise(st);
     Py_RETURN_NONE;
 }
 
 static PyObject *mbloch_run(MblochObject *self, PyObject *arg, int (*fn)(nlse_mbloch *, int))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     const int want = PyObject_IsTrue(arg);
     if (want < 0)
@@ -141,7 +129,7 @@ static PyObject *mbloch_step(MblochObject *self, PyObject *arg) { return mbloch_
  * backend can), the GIL released */
 static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     const long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred())
@@ -155,7 +143,7 @@ static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
 
 static PyObject *mbloch_pipeline(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyLong_FromLong(nlse_mbloch_pipeline(self->s));
 }
@@ -163,7 +151,7 @@ static PyObject *mbloch_pipeline(MblochObject *self, PyObject *Py_UNUSED(ignored
 /* A new (n_t, cols) array of `type` filled by `get`. */
 static PyObject *mbloch_get(MblochObject *self, int (*get)(const nlse_mbloch *, double *), int cols, int type)
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     npy_intp dims[2] = {self->p.n_t, cols};
     PyObject *out = PyArray_SimpleNew(2, dims, type);
@@ -172,7 +160,7 @@ static PyObject *mbloch_get(MblochObject *self, int (*get)(const nlse_mbloch *, 
     int st = get(self->s, (double *)PyArray_DATA((PyArrayObject *)out));
     if (st) {
         Py_DECREF(out);
-        return raise_status(st);
+        return nlsepy_raise(st);
     }
     return out;
 }
@@ -195,28 +183,28 @@ static PyObject *mbloch_populations(MblochObject *self, PyObject *Py_UNUSED(igno
 
 static PyObject *mbloch_z_index(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyLong_FromLong(nlse_mbloch_z_index(self->s));
 }
 
 static PyObject *mbloch_norm_dev(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyFloat_FromDouble(nlse_mbloch_norm_deviation(self->s));
 }
 
 static PyObject *mbloch_seconds(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyFloat_FromDouble(nlse_mbloch_last_seconds(self->s));
 }
 
 static PyObject *mbloch_couplings(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!mbloch_ready(self))
+    if (!NLSEPY_READY(self))
         return NULL;
     return PyLong_FromLong(nlse_mbloch_couplings(&self->p));
 }
@@ -247,14 +235,19 @@ static PyMethodDef mbloch_methods[] = {
 
 static PyTypeObject MblochType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nlsepy." MODULE_NAME ".MB",
+    .tp_name = NLSEPY_TYPE_NAME("Mbloch"),
     .tp_basicsize = sizeof(MblochObject),
     .tp_dealloc = (destructor)mbloch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "MB(n_g, n_e, l_min, l_max, F, detunings, weights, initial_state, fields0, h_t, "
+    .tp_doc = "Mbloch(n_g, n_e, l_min, l_max, F, detunings, weights, initial_state, fields0, h_t, "
               "h_z, beta, kappa_g, kappa_e, delta, euler_substeps, dtype): Maxwell-Bloch solver "
               "handle (C API nlse_mbloch).",
     .tp_methods = mbloch_methods,
     .tp_init = (initproc)mbloch_init,
     .tp_new = PyType_GenericNew,
 };
+
+int nlsepy_bind_mbloch(PyObject *m)
+{
+    return nlsepy_add_type(m, &MblochType, "Mbloch");
+}

@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from . import runner
-from .dipolar import DipolarGPE, Obstacle
+from .. import runner
+from .solver import DipolarGPE, Obstacle
 
 __all__ = ["read_input", "run", "DBECResult", "BOHR_RADIUS"]
 

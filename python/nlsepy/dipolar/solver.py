@@ -23,12 +23,12 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, runner
-from ._validate import complex_dtype as _complex_dtype
-from ._validate import count as _count
-from ._validate import potential as _potential
-from ._validate import real as _real
-from .errors import BlowUpError
+from .. import _backend, runner
+from .._validate import complex_dtype as _complex_dtype
+from .._validate import count as _count
+from .._validate import potential as _potential
+from .._validate import real as _real
+from ..errors import BlowUpError
 
 __all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES"]
 
@@ -45,7 +45,7 @@ _MODES = {"imaginary": 0, "real": 1}
 
 
 def _core():
-    from . import _core as core
+    from .. import _core as core
     return core
 
 
@@ -210,7 +210,7 @@ class DipolarGPE:
         core = _core()
         kin = 1.0 if self.option == 2 else 0.5
         coef = [(self.option / 2.0) * self.trap["xyz".index(a)] ** 2 for a in self.axes]
-        self._solver = _backend.module(self.backend).SS(
+        self._solver = _backend.module(self.backend).Dipolar(
             code, self._shape, self.spacing, core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128,
             self._dt, kin, coef, self._g * self._fc, self._gdd * self._fd,
             0.0 if self.cutoff is None else self.cutoff, kscale, int(use_dd), _FFT_EFFORT[fft_effort])

@@ -4,7 +4,7 @@ Source 002 (Madhubhashini's thesis) designs a cylindrical magnet of radius
 ``r0`` and half-height ``z0`` whose field inside is the uniform ``B z``.  The
 scalar potential of ``H = B / mu0 = -grad Phi`` is chosen inside (section
 1.4.2, eq. 1.23), the potential outside is the solution of the Laplace problem
-of Table 1.1 (:mod:`nlsepy.reference_laplace`, or any solver of the same
+of Table 1.1 (:mod:`nlsepy.reference.magnet`, or any solver of the same
 rows), and the jump
 
     Delta Phi = Phi_outside - Phi_inside                               (eq. 6.3)
@@ -17,7 +17,7 @@ current (section 6.3.3, eq. 6.6), and the field of those wires, circular loops
 by Biot-Savart (eqs. 6.7-6.8), shows how uniform the magnet's field is
 (Figs 6.15-6.16).
 
-Conventions are those of :mod:`nlsepy.reference_laplace`: ``phi[i, j]`` at
+Conventions are those of :mod:`nlsepy.reference.magnet`: ``phi[i, j]`` at
 ``r = i dr``, ``z = j dz`` with z up; the magnet occupies ``i < i0 = r0/dr``,
 ``j < j0 = z0/dz`` (NaN there), its side is ``i = i0, 0 <= j <= j0`` and its
 cap ``j = j0, 0 <= i <= i0``; the cap condition is Table 1.1's
@@ -44,8 +44,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ._validate import count, real
-from .reference_laplace import MU0, whole_spacings
+from .._validate import count, real
+from ..reference.magnet import MU0, whole_spacings
 
 __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", "loop_field",
            "field_inside", "homogeneity", "plot"]
@@ -96,7 +96,7 @@ def phi_inside(z: Any, B: float) -> np.ndarray:
     ``H = B / mu0 = -grad Phi`` (eqs. 1.10, 1.12) that is
     ``dPhi/dz = -B / mu0`` and, with ``Phi = 0`` on the midplane (boundary 6
     of Table 1.1), ``Phi_inside = -B z / mu0``.  The sign agrees with the cap
-    condition of Table 1.1 used by :mod:`nlsepy.reference_laplace`: the
+    condition of Table 1.1 used by :mod:`nlsepy.reference.magnet`: the
     normal field B_z is continuous across the cap, so just outside it
     ``dPhi_outside/dz = -B / mu0`` as well.
 
@@ -123,7 +123,7 @@ def cap_field(phi: Any, dr: float, dz: float, r0: float, z0: float) -> float:
     """The field B whose cap condition a solved potential satisfies.
 
     The cap rows of Table 2.1 (eq. 2.30 with z up, as in
-    :func:`nlsepy.reference_laplace.coaxial_stencil`) read
+    :func:`nlsepy.reference.magnet.coaxial_stencil`) read
 
         a Phi[i+1, j0] + b Phi[i-1, j0] + 2 gamma Phi[i, j0+1] + e Phi[i, j0]
             = -2 gamma B dz / mu0,
@@ -585,11 +585,11 @@ def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional
     """
     p, dr, dz, r0, z0, i0, j0 = _geometry(phi, dr, dz, r0, z0)
     if winding is not None and not isinstance(winding, Winding):
-        raise ValueError(f"winding must be a Winding (from magnet_post.winding), got {winding!r}")
+        raise ValueError(f"winding must be a Winding (from nlsepy.magnet.winding), got {winding!r}")
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError("magnet_post.plot needs matplotlib: pip install 'nlsepy[plot]' "
+        raise ImportError("MagnetSolution.plot needs matplotlib: pip install 'nlsepy[plot]' "
                           "(the 'plot' extra installs matplotlib)") from exc
     if ax is None:
         _, ax = plt.subplots()

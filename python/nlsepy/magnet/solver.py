@@ -25,7 +25,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, _validate, magnet_post
+from .. import _backend, _validate
+from . import post
 
 #: permeability of free space used throughout (4 pi 1e-7 H/m)
 MU0 = 4e-7 * math.pi
@@ -96,28 +97,28 @@ class MagnetSolution:
         Returns
         -------
         dict
-            See :func:`nlsepy.magnet_post.delta_phi`: ``z``, ``side``
+            See :func:`nlsepy.magnet.post.delta_phi`: ``z``, ``side``
             (along the side), ``r``, ``cap`` (along the cap) and the
             surface path ``s``, ``path``.
         """
-        return magnet_post.delta_phi(*self._geom(), B=self.magnet.B)
+        return post.delta_phi(*self._geom(), B=self.magnet.B)
 
-    def winding(self, n_turns: int) -> "magnet_post.Winding":
+    def winding(self, n_turns: int) -> "post.Winding":
         """Wire positions of `n_turns` wires on the upper half: equally spaced
         levels of Delta Phi along the side and the cap (eqs. 1.34, 6.6)."""
-        return magnet_post.winding(*self._geom(), n_turns, B=self.magnet.B)
+        return post.winding(*self._geom(), n_turns, B=self.magnet.B)
 
     def field_inside(self, n_turns: int, z: Any = None, r: Any = None,
                      reference: str = "target") -> Dict[str, Any]:
         """Field of the `n_turns`-wire winding inside the magnet (eqs. 6.7, 6.8)
         and its normalized difference from B (Figs 6.15, 6.16)."""
-        return magnet_post.field_inside(*self._geom(), self.magnet.B, n_turns, z=z, r=r,
+        return post.field_inside(*self._geom(), self.magnet.B, n_turns, z=z, r=r,
                                         reference=reference)
 
     def homogeneity(self, n_turns: int, z_range: float = 0.2, reference: str = "target") -> float:
         """Largest ``|Bz - B| / |B|`` on the axis over ``|z| <= z_range`` for
         the `n_turns`-wire winding (Fig. 6.16: the middle 40 cm)."""
-        return magnet_post.homogeneity(*self._geom(), self.magnet.B, n_turns, z_range=z_range,
+        return post.homogeneity(*self._geom(), self.magnet.B, n_turns, z_range=z_range,
                                        reference=reference)
 
     def plot(self, n_turns: Optional[int] = None, ax: Any = None, **kw: Any) -> Any:
@@ -126,7 +127,7 @@ class MagnetSolution:
         Needs matplotlib (``pip install 'nlsepy[plot]'``).  Returns the Axes.
         """
         w = self.winding(n_turns) if n_turns is not None else None
-        return magnet_post.plot(*self._geom(), winding=w, ax=ax, **kw)
+        return post.plot(*self._geom(), winding=w, ax=ax, **kw)
 
 
 class CoaxialMagnet:
@@ -187,11 +188,11 @@ class CoaxialMagnet:
             raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
         self.dtype = dt.type
         self.backend = _backend.resolve(backend, "CoaxialMagnet")
-        from . import _core
+        from .. import _core
         self._core = _backend.module(self.backend)
         self._args = (self.r0, self.z0, self.r1, self.z1, self.dr, self.dz, self.B,
                       _core.COMPLEX64 if dt == np.float32 else _core.COMPLEX128)
-        self._solver = self._core.LP(*self._args)
+        self._solver = self._core.Magnet(*self._args)
         self.nr = int(round(self.r1 / self.dr)) + 1
         self.nz = int(round(self.z1 / self.dz)) + 1
         self.i0 = int(round(self.r0 / self.dr))
@@ -221,7 +222,7 @@ class CoaxialMagnet:
     def omega_estimate(self) -> float:
         """The source's optimal SOR factor: eq. 2.44 with rho of eq. A.1
         (the rectangle three times the circumscribing one)."""
-        return float(self._core.lp_omega_estimate(*self._args))
+        return float(self._core.magnet_omega_estimate(*self._args))
 
     # ------------------------------------------------------------ solving
     def solve(self, method: str = "multigrid", tol: float = 0.5e-6, max_iter: int = 1_000_000,
@@ -276,7 +277,7 @@ class CoaxialMagnet:
                 raise ValueError(f"omega must be in (0, 2), got {omega!r}")
         elif omega is not None:
             raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
-        solver = self._core.LP(*self._args)
+        solver = self._core.Magnet(*self._args)
         if boundary_values is not None:
             if callable(boundary_values):
                 rr, zz = np.meshgrid(self.r, self.z, indexing="ij")

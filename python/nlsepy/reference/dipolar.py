@@ -19,7 +19,7 @@ one time step being
    both ends (eqs. 2.27-2.34);
 4. in imaginary time, renormalisation to a unit Simpson norm (eq. 2.42).
 
-It is used to check and to benchmark the C solver (``nlsepy._core.SS``):
+It is used to check and to benchmark the C solver (``nlsepy._core.Dipolar``):
 whole-array expressions, one loop over the positions along an axis in the
 tridiagonal solve, no kernels.  The array module is chosen by argument
 (``numpy`` or ``cupy``), so the same expressions run on a GPU.  The
