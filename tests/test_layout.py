@@ -72,14 +72,18 @@ def test_no_model_files_outside_their_folders():
 def _objects_by_target():
     """The object files of the last CMake build of this tree, by target."""
     import glob
-    builds = sorted(glob.glob(str(ROOT / "build" / "*" / "CMakeFiles")),
+    builds = sorted(glob.glob(str(ROOT / "build" / "*" / "CMakeCache.txt")),
                     key=lambda p: pathlib.Path(p).stat().st_mtime)
     if not builds:
         return {}
+    top = pathlib.Path(builds[-1]).parent
     out = {}
-    for obj in glob.glob(builds[-1] + "/*.dir/**/*.o", recursive=True):
-        target = pathlib.Path(obj).relative_to(builds[-1]).parts[0]
-        out.setdefault(target, []).append(obj)
+    for obj in glob.glob(str(top / "**" / "CMakeFiles" / "*.dir" / "**" / "*.o"), recursive=True):
+        rel = pathlib.Path(obj).relative_to(top)          # [sub/]CMakeFiles/T.dir/path.o
+        i = rel.parts.index("CMakeFiles")
+        target = rel.parts[i + 1][:-len(".dir")]
+        source = pathlib.Path(*rel.parts[:i], *rel.parts[i + 2:]).with_suffix("")  # path.c
+        out.setdefault(target, []).append((str(source), obj))
     return out
 
 
@@ -125,13 +129,12 @@ def test_no_call_circles_between_files():
               "_cuda": ("nlsepy_common", "nlsepy_cuda", "nlsepy_cuda_mbloch", "_cuda")}
     checked = 0
     for ext, targets in groups.items():
-        files = [(t, o) for t in targets for o in objs.get(t + ".dir", ())
-                 if (ROOT / o.split(".dir/", 1)[1][:-2]).is_file()]
-        if ext == "_cuda" and not any(t == "_cuda" for t, _ in files):
+        files = [(src, obj) for t in targets for src, obj in objs.get(t, ())
+                 if (ROOT / src).is_file()]
+        if ext == "_cuda" and "_cuda" not in objs:
             continue  # a build without CUDA
         defs, uses = {}, {}
-        for target, obj in files:
-            name = obj.split(".dir/", 1)[1][:-2]
+        for name, obj in files:
             lines = subprocess.run(["nm", obj], capture_output=True, text=True,
                                    check=True).stdout.splitlines()
             uses[name] = {ln.split()[-1] for ln in lines if ln.split()[-2:-1] == ["U"]}
@@ -145,3 +148,9 @@ def test_no_call_circles_between_files():
         assert cyc is None, f"{ext}: files call each other: {' -> '.join(cyc)}"
         checked += len(files)
     assert checked > 10
+
+
+def test_cycle_finder():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"x": {"y"}, "y": {"y2"}, "y2": {"y"}}) == ["y", "y2", "y"]

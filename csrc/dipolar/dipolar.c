@@ -555,10 +555,10 @@ int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
     return s->p.dtype == NLSE_COMPLEX64 ? dipolar_observe_f(s, t, out) : dipolar_observe_d(s, t, out);
 }
 
-int nlse_dipolar_dipolar_potential(nlse_dipolar *s, double *out)
+int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out)
 {
     if (!out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dipolar_potential: NULL argument");
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dd_potential: NULL argument");
     if (!s->plan_f) {
         int st = enable_dipolar(s);
         if (st)

@@ -133,7 +133,7 @@ int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
 int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out);
 
 /* (V_dd * |Psi|^2) on the grid, without gdd (double array of the grid). */
-int nlse_dipolar_dipolar_potential(nlse_dipolar *s, double *out);
+int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out);
 
 /* The total potential V(r, t) (trap + user + obstacle) on the grid. */
 int nlse_dipolar_potential(const nlse_dipolar *s, double t, double *out);

@@ -237,7 +237,7 @@ static PyObject *grid_doubles(DipolarObject *self, int nd, const npy_intp *dims,
 
 static int fill_dd(DipolarObject *self, double *o, long a, long b, double t)
 {
-    return nlse_dipolar_dipolar_potential(self->s, o);
+    return nlse_dipolar_dd_potential(self->s, o);
 }
 static int fill_pot(DipolarObject *self, double *o, long a, long b, double t)
 {
@@ -262,7 +262,7 @@ static void grid_dims(DipolarObject *self, npy_intp *dims)
         dims[q] = (npy_intp)self->p.shape[q];
 }
 
-static PyObject *dipolar_phi_method(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *dipolar_dd_potential(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
     npy_intp dims[3];
     if (!NLSEPY_READY(self))
@@ -365,7 +365,7 @@ static PyMethodDef dipolar_methods[] = {
     {"step", (PyCFunction)dipolar_step, METH_VARARGS,
      "step(mode, n, t0, dg, dgdd) -> (done, blew_up)."},
     {"observe", (PyCFunction)dipolar_observe, METH_O, "observe(t) -> dict of raw observables."},
-    {"dipolar_potential", (PyCFunction)dipolar_phi_method, METH_NOARGS,
+    {"dipolar_potential", (PyCFunction)dipolar_dd_potential, METH_NOARGS,
      "dipolar_potential() -> V_dd * |psi|^2 (float64)."},
     {"potential", (PyCFunction)dipolar_potential, METH_O, "potential(t) -> V(r, t) (float64)."},
     {"density", (PyCFunction)dipolar_density, METH_O,

@@ -1,0 +1,447 @@
+/*
+ * dipolar.cuh -- what the files of the CUDA dipolar GPE solver share
+ * (private to cuda/dipolar/): the value types and their device arithmetic,
+ * the kernels' argument records (grid, the non-derivative step H1 of eq.
+ * 2.24 / 2.41, the Crank-Nicolson coefficients of eqs. 2.32-2.34, the
+ * density output), the device helpers of the scans and reductions, the
+ * solver's record, small host helpers (device memory, uploads), and the
+ * host functions by which each file launches its kernels.
+ *
+ * The files (calls go one way: observe -> solver -> fft -> lanes, and
+ * solver -> zsolve):
+ *   dipolar.cu          the solver: create / destroy, state and parameters,
+ *                       the step driver and its launch plan, traffic model
+ *   dipolar_zsolve.cu   H1 and the Crank-Nicolson solve along the
+ *                       contiguous axis, one warp per line (k_zreg, k_zline),
+ *                       and H1 alone for lines too long for them (k_h1)
+ *   dipolar_lanes.cu    the solves along the strided axes, one thread per
+ *                       line (k_lanes), and the fixed-order norm (k_norm)
+ *   dipolar_fft.cu      the dipolar term: cuFFT plans, the density and
+ *                       norm of a state, R2C -> kernel -> C2R (eq. 2.37)
+ *   dipolar_observe.cu  observables (mu, energy, rms sizes), densities,
+ *                       phase slices, the potential, the dipolar potential
+ */
+#ifndef NLSEPY_CUDA_DIPOLAR_CUH
+#define NLSEPY_CUDA_DIPOLAR_CUH
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nlsepy/common.h"
+#include "nlsepy/dipolar.h"
+#include "dipolar/dipolar_params.h"
+
+#include "common/check.cuh"
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* blocks of the kernels that produce partial sums (fixed: deterministic sums) */
+#define NB_MAX 4096
+#define BLK 128
+enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
+
+/* ------------------------------------------------------------------ */
+/* value types: T (real), T2 (complex); coefficient types likewise     */
+/* ------------------------------------------------------------------ */
+
+
+template <typename T> __device__ __forceinline__ T vzero(T *) { return (T)0; }
+__device__ __forceinline__ float2 vzero(float2 *) { return make_float2(0.f, 0.f); }
+__device__ __forceinline__ double2 vzero(double2 *) { return make_double2(0., 0.); }
+template <typename V> __device__ __forceinline__ V zero() { return vzero((V *)0); }
+
+template <typename T> __device__ __forceinline__ T vone(T *) { return (T)1; }
+__device__ __forceinline__ float2 vone(float2 *) { return make_float2(1.f, 0.f); }
+__device__ __forceinline__ double2 vone(double2 *) { return make_double2(1., 0.); }
+template <typename V> __device__ __forceinline__ V one() { return vone((V *)0); }
+
+#define CXOPS(T2, T)                                                                       \
+    __device__ __forceinline__ T2 operator+(T2 a, T2 b) { T2 r; r.x = a.x + b.x; r.y = a.y + b.y; return r; } \
+    __device__ __forceinline__ T2 operator-(T2 a, T2 b) { T2 r; r.x = a.x - b.x; r.y = a.y - b.y; return r; } \
+    __device__ __forceinline__ T2 operator-(T2 a) { T2 r; r.x = -a.x; r.y = -a.y; return r; } \
+    __device__ __forceinline__ T2 operator*(T2 a, T2 b)                                    \
+    {                                                                                      \
+        T2 r;                                                                              \
+        r.x = a.x * b.x - a.y * b.y;                                                       \
+        r.y = a.x * b.y + a.y * b.x;                                                       \
+        return r;                                                                          \
+    }                                                                                      \
+    __device__ __forceinline__ T2 operator*(T a, T2 b) { T2 r; r.x = a * b.x; r.y = a * b.y; return r; } \
+    __device__ __forceinline__ T abs2(T2 a) { return a.x * a.x + a.y * a.y; }              \
+    __device__ __forceinline__ T2 shfl_dn(T2 a, int d) {                                   \
+        T2 r; r.x = __shfl_down_sync(0xffffffffu, a.x, d);                                 \
+        r.y = __shfl_down_sync(0xffffffffu, a.y, d); return r; }                           \
+    __device__ __forceinline__ T2 shfl_up(T2 a, int d) {                                   \
+        T2 r; r.x = __shfl_up_sync(0xffffffffu, a.x, d);                                   \
+        r.y = __shfl_up_sync(0xffffffffu, a.y, d); return r; }
+CXOPS(float2, float)
+CXOPS(double2, double)
+#undef CXOPS
+__device__ __forceinline__ float abs2(float a) { return a * a; }
+__device__ __forceinline__ double abs2(double a) { return a * a; }
+__device__ __forceinline__ float shfl_dn(float a, int d) { return __shfl_down_sync(0xffffffffu, a, d); }
+__device__ __forceinline__ double shfl_dn(double a, int d) { return __shfl_down_sync(0xffffffffu, a, d); }
+__device__ __forceinline__ float shfl_up(float a, int d) { return __shfl_up_sync(0xffffffffu, a, d); }
+__device__ __forceinline__ double shfl_up(double a, int d) { return __shfl_up_sync(0xffffffffu, a, d); }
+__device__ __forceinline__ double re_of(float a) { return a; }
+__device__ __forceinline__ double re_of(double a) { return a; }
+__device__ __forceinline__ double re_of(float2 a) { return a.x; }
+__device__ __forceinline__ double re_of(double2 a) { return a.x; }
+__device__ __forceinline__ double im_of(float) { return 0; }
+__device__ __forceinline__ double im_of(double) { return 0; }
+__device__ __forceinline__ double im_of(float2 a) { return a.y; }
+__device__ __forceinline__ double im_of(double2 a) { return a.y; }
+
+__device__ __forceinline__ float vexp(float x) { return expf(x); }
+__device__ __forceinline__ double vexp(double x) { return exp(x); }
+__device__ __forceinline__ void vsincos(float x, float *s, float *c) { sincosf(x, s, c); }
+__device__ __forceinline__ void vsincos(double x, double *s, double *c) { sincos(x, s, c); }
+
+/* ------------------------------------------------------------------ */
+/* kernel arguments                                                   */
+/* ------------------------------------------------------------------ */
+
+template <typename T> struct Grid {
+    int n0, n1, n2;
+    long long nlp;              /* padded last dimension of dens      */
+    const T *vx, *vy, *vz;      /* trap per axis                      */
+    const T *ox, *oy, *oz;      /* obstacle factors per axis          */
+    const T *U;                 /* user potential or NULL             */
+    const double *w0, *w1, *w2; /* Simpson weights                    */
+};
+
+/* The non-derivative step (eq. 2.24 / 2.41) with the pending normalisation. */
+template <typename T> struct H1Args {
+    int imag;           /* imaginary time                            */
+    T dt;
+    double g, gdd;      /* couplings (the scale is applied on device) */
+    T amp;              /* obstacle amplitude now (0: none)          */
+    const T *D;         /* gdd (V_dd * |Psi|^2), or NULL              */
+    const double *norm; /* imaginary time: norm of the state (device) */
+};
+
+/* Crank-Nicolson coefficients of one axis. */
+template <typename C> struct CN {
+    C A, A0r;
+    const C *al, *ga;
+};
+
+/* Density output of the last solve of a step. */
+template <typename T> struct Dens {
+    T *dens;            /* NULL: no density wanted                  */
+    double *partial;    /* per-block Simpson norm                  */
+};
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                            */
+/* ------------------------------------------------------------------ */
+
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, d);
+    return v;
+}
+
+/* Sum of v over the block (fixed order); the result in thread 0. */
+static __device__ double block_sum(double v, double *sh)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    double t = 0;
+    if (threadIdx.x == 0)
+        for (int q = 0; q < nw; ++q)
+            t += sh[q];
+    return t;
+}
+
+/* Partial sum of the block into out.partial[blockIdx.x] (last solve of a step). */
+template <typename T>
+__device__ __forceinline__ void write_partial(double nsum, double *red, const Dens<T> &out)
+{
+    double t = block_sum(nsum, red);
+    if (threadIdx.x == 0)
+        out.partial[blockIdx.x] = t;
+}
+
+/* Join the lanes' affine maps x -> P x + Q of a descending recursion
+ * (lane 31's chunk first, fed with `top`) and return the value entering
+ * this lane's chunk (Hillis-Steele over 5 shuffle rounds). */
+template <typename C, typename V>
+__device__ __forceinline__ V join_down(C P, V Q, V top, int lane)
+{
+    if (lane == 31) {
+        Q = P * top + Q;
+        P = zero<C>();
+    }
+    for (int d = 1; d < 32; d <<= 1) {
+        const C P2 = shfl_dn(P, d);
+        const V Q2 = shfl_dn(Q, d);
+        if (lane + d < 32) {
+            Q = P * Q2 + Q;
+            P = P * P2;
+        }
+    }
+    const V in = shfl_dn(Q, 1);
+    return lane == 31 ? top : in;
+}
+
+/* The same for an ascending recursion fed with 0 at lane 0. */
+template <typename C, typename V>
+__device__ __forceinline__ V join_up(C P, V Q, int lane)
+{
+    if (lane == 0)
+        P = zero<C>();
+    for (int d = 1; d < 32; d <<= 1) {
+        const C P2 = shfl_up(P, d);
+        const V Q2 = shfl_up(Q, d);
+        if (lane >= d) {
+            Q = P * Q2 + Q;
+            P = P * P2;
+        }
+    }
+    const V in = shfl_up(Q, 1);
+    return lane == 0 ? zero<V>() : in;
+}
+
+/* Coalesced store of a solved line from shared memory (element e at
+ * e + e / c) into p; the last solve of a step also writes |Psi|^2 and
+ * returns the line's Simpson sum along the contiguous axis. */
+template <typename T, typename V, bool LAST>
+__device__ __forceinline__ double store_line(V *p, const V *s, int c, long long line, const Grid<T> &G,
+                                             const Dens<T> &out, int lane)
+{
+    double ls = 0;
+    for (int e = lane; e < G.n2; e += 32) {
+        const V v = s[e + e / c];
+        p[e] = v;
+        if (LAST) {
+            const T d = abs2(v);
+            if (out.dens)
+                out.dens[line * G.nlp + e] = d;
+            ls += G.w2[e] * (double)d;
+        }
+    }
+    return ls;
+}
+
+template <typename T> struct H1Scale {
+    T sc, g, gdd;
+};
+
+template <typename T>
+__device__ __forceinline__ H1Scale<T> h1_scale(const H1Args<T> &a)
+{
+    double scale = a.imag ? 1.0 / sqrt(*a.norm) : 1.0;
+    T s2 = (T)(scale * scale);
+    H1Scale<T> r;
+    r.sc = (T)scale;
+    r.g = (T)a.g * s2;
+    r.gdd = (T)a.gdd * s2;
+    return r;
+}
+
+/* H1 at point (i, j, k) of row `row`, applied to v (CPU: nonlin_row). */
+template <typename T>
+__device__ __forceinline__ T h1_pot(const Grid<T> &G, const H1Args<T> &a, const H1Scale<T> &S,
+                                    int i, int j, int k, long long row)
+{
+    T v = (G.vx[i] + G.vy[j]) + G.vz[k];
+    if (G.U)
+        v += G.U[row * G.n2 + k];
+    if (a.amp != 0)
+        v += (a.amp * G.ox[i] * G.oy[j]) * G.oz[k];
+    if (a.D)
+        v += S.gdd * a.D[row * G.nlp + k];
+    return v;
+}
+
+template <typename T>
+__device__ __forceinline__ T h1_apply(T p, T v, T dt, const H1Scale<T> &S, int)
+{
+    T th = dt * (v + S.g * (p * p));
+    return p * (S.sc * vexp(-th));
+}
+
+template <typename T, typename T2>
+__device__ __forceinline__ T2 h1_apply_c(T2 p, T v, T dt, const H1Scale<T> &S, int imag)
+{
+    T2 r;
+    if (imag) {
+        T f = S.sc * vexp(-dt * (v + S.g * (p.x * p.x + p.y * p.y)));
+        r.x = p.x * f;
+        r.y = p.y * f;
+    } else {
+        T th = dt * (v + S.g * (p.x * p.x + p.y * p.y));
+        T c, sn;
+        vsincos(th, &sn, &c);
+        r.x = p.x * c + p.y * sn;
+        r.y = p.y * c - p.x * sn;
+    }
+    return r;
+}
+__device__ __forceinline__ float2 h1_apply(float2 p, float v, float dt, const H1Scale<float> &S, int im)
+{
+    return h1_apply_c<float, float2>(p, v, dt, S, im);
+}
+__device__ __forceinline__ double2 h1_apply(double2 p, double v, double dt, const H1Scale<double> &S,
+                                            int im)
+{
+    return h1_apply_c<double, double2>(p, v, dt, S, im);
+}
+
+/* ------------------------------------------------------------------ */
+/* the solver                                                         */
+/* ------------------------------------------------------------------ */
+
+struct nlse_dipolar {
+    nlse_dipolar_params p;
+    dipolar_layout L;
+    size_t nlp, nk, rs;   /* padded last dim, spectrum size, bytes per REAL */
+    int is_real;
+    void *psi, *backup, *dens, *kern, *U;
+    double *x[3], *w[3];
+    void *vtrap[3], *ob[3];
+    void *al_r[3], *ga_r[3], *al_c[3], *ga_c[3];
+    dipolar_cn_scalars sc[3];
+    cufftHandle pf, pb;
+    int have_plans;
+    size_t fft_work;
+    double *partial, *norm;
+    int *bad;
+    cudaStream_t stream;
+    cudaEvent_t ev0, ev1;
+    double last_seconds;
+    int have_obst;
+    nlse_dipolar_obstacle obst;
+    double g, gdd;
+    size_t dev_bytes;
+    int zwarps;           /* warps per block of k_zline (0: lines too long) */
+    int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */
+    int zchunk;
+};
+
+static inline int grid_for(long long work, int per_block)
+{
+    long long b = (work + per_block - 1) / per_block;
+    if (b < 1)
+        b = 1;
+    return (int)(b > NB_MAX ? NB_MAX : b);
+}
+
+static inline int dmalloc(nlse_dipolar *s, void **ptr, size_t bytes, const char *what)
+{
+    cudaError_t err = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        size_t freeb = 0, total = 0;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&freeb, &total);
+        *ptr = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND,
+                         "out of device memory: %s needs %zu bytes (the solver holds %zu), %zu of "
+                         "%zu bytes are free", what, bytes, s->dev_bytes, freeb, total);
+    }
+    s->dev_bytes += bytes;
+    return NLSE_OK;
+}
+
+static inline void dfree(nlse_dipolar *s, void **ptr, size_t bytes)
+{
+    if (*ptr) {
+        cudaFree(*ptr);
+        s->dev_bytes -= bytes;
+    }
+    *ptr = NULL;
+}
+
+template <typename T> static inline Grid<T> grid_of(const nlse_dipolar *s)
+{
+    Grid<T> G;
+    G.n0 = (int)s->L.n[0];
+    G.n1 = (int)s->L.n[1];
+    G.n2 = (int)s->L.n[2];
+    G.nlp = (long long)s->nlp;
+    G.vx = (const T *)s->vtrap[0];
+    G.vy = (const T *)s->vtrap[1];
+    G.vz = (const T *)s->vtrap[2];
+    G.ox = (const T *)s->ob[0];
+    G.oy = (const T *)s->ob[1];
+    G.oz = (const T *)s->ob[2];
+    G.U = (const T *)s->U;
+    G.w0 = s->w[0];
+    G.w1 = s->w[1];
+    G.w2 = s->w[2];
+    return G;
+}
+
+/* host -> device on the solver's stream, complete on return */
+static inline int h2d(nlse_dipolar *s, void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+/* host table of doubles -> device array in the solver's precision */
+static inline int upload(nlse_dipolar *s, void *dst, const double *src, size_t count)
+{
+    if (s->p.dtype == NLSE_COMPLEX128)
+        return h2d(s, dst, src, count * sizeof(double));
+    float *f = (float *)malloc(count * sizeof(float) + 1);
+    if (!f)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (size_t q = 0; q < count; ++q)
+        f[q] = (float)src[q];
+    int st = h2d(s, dst, f, count * sizeof(float));
+    free(f);
+    return st;
+}
+
+static inline double obst_amp(const nlse_dipolar *s, double t)
+{
+    return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
+}
+
+/* ------------------------------------------------------------------ */
+/* what each file provides                                            */
+/* ------------------------------------------------------------------ */
+
+/* dipolar.cu: the obstacle factors at time t (no-op without an obstacle). */
+int dipolar_obstacle_at(nlse_dipolar *s, double t);
+
+/* dipolar_zsolve.cu: H1 and the solve along the contiguous axis for all
+ * lines (k_zreg when lines fit its registers, else k_zline); `last`: this
+ * solve ends the step (1D), *parts then gets the partial-sum count. */
+template <typename T, typename V, typename C>
+int dipolar_zsolve(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a, const CN<C> &cn,
+                   const Dens<T> &out, bool last, int *parts);
+/* H1 alone (lines too long for the warp solve), before dipolar_lanes on axis 2. */
+template <typename T, typename V>
+int dipolar_h1(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a);
+
+/* dipolar_lanes.cu: the solve along internal axis `axis` (0, 1, or 2 for
+ * lines too long for the warp solve), `n` points a line; `last` as above
+ * (axis 0 always ends the step). */
+template <typename T, typename V, typename C>
+int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
+                  const Dens<T> &out, bool last, int *parts);
+/* norm[0] = the sum of `parts` partial sums in a fixed order; bad[0] =
+ * `step` when it is not finite and positive (first such step). */
+void dipolar_norm(nlse_dipolar *s, int parts, int step);
+
+/* dipolar_fft.cu */
+int dipolar_enable_dipolar(nlse_dipolar *s); /* plans, buffers, kernel table */
+template <typename T> int dipolar_prepare(nlse_dipolar *s, int want, int step);
+template <typename T> int dipolar_apply_fft(nlse_dipolar *s);
+int dipolar_of_state(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 */
+
+#endif /* NLSEPY_CUDA_DIPOLAR_CUH */

@@ -1,0 +1,191 @@
+/*
+ * dipolar_lanes.cu -- the Crank-Nicolson solves along the strided axes of
+ * the CUDA dipolar GPE solver (Loncar, thesis, eqs. 2.27-2.34: the
+ * tridiagonal systems with the precomputed recursion coefficients), and the
+ * fixed-order sum of the blocks' partial norms.
+ *
+ * One thread per line; the 32 threads of a warp own neighbouring lines, so
+ * every load and store is a coalesced row.  The forward recursion writes its
+ * values into the state itself (shifted two places) and the back
+ * substitution reads them back, so no buffer the size of the state is
+ * needed (the source's GPU programs keep per-thread work arrays); the last
+ * solve of a step also writes |Psi|^2 for the next FFT and the block's part
+ * of the Simpson norm, which k_norm sums in a fixed order (results do not
+ * depend on timing).
+ */
+#include "dipolar/dipolar.cuh"
+
+/* ------------------------------------------------------------------ */
+/* k_lanes: one thread per line along axis Q (0, 1; 2 for long lines) */
+/* ------------------------------------------------------------------ */
+
+/* Line `lane` of axis Q: (outer, inner) -> first point and stride; the
+ * indices (i, j, k) of point m of the line. */
+template <int Q> struct LaneMap {
+    long long base, rs;
+    int a, b; /* the two fixed indices */
+    __device__ LaneMap(long long lane, int n0, int n1, int n2)
+    {
+        if (Q == 0) { a = (int)(lane / n2); b = (int)(lane % n2); base = (long long)a * n2 + b; rs = (long long)n1 * n2; }
+        else if (Q == 1) { a = (int)(lane / n2); b = (int)(lane % n2); base = (long long)a * n1 * n2 + b; rs = n2; }
+        else { a = (int)(lane / n1); b = (int)(lane % n1); base = ((long long)a * n1 + b) * n2; rs = 1; }
+    }
+    __device__ void ijk(int m, int *i, int *j, int *k) const
+    {
+        if (Q == 0) { *i = m; *j = a; *k = b; }
+        else if (Q == 1) { *i = a; *j = m; *k = b; }
+        else { *i = a; *j = b; *k = m; }
+    }
+};
+
+/* Loads in flight per thread in the lane sweeps: 64 bytes (4 complex
+ * doubles, 8 complex floats or real doubles, 16 floats). */
+#define UNR_OF(V) (64 / (int)sizeof(V))
+#define UNR_MAX 16
+
+template <typename T, typename V, typename C, int Q, bool LAST>
+__global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
+{
+    __shared__ double red[BLK / 32];
+    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
+    const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
+                                                                   : (long long)n0 * n1;
+    const C A = cn.A, A0r = cn.A0r;
+    constexpr int UNR = UNR_OF(V);
+    double nsum = 0;
+    for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
+         lane += (long long)gridDim.x * blockDim.x) {
+        const LaneMap<Q> L(lane, n0, n1, n2);
+        V *p = psi + L.base;
+        const long long rs = L.rs;
+        /* forward: beta_{i-1} = gamma_i (A beta_i - rhs_i), stored in slot i + 1 */
+        V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
+        for (int i = n - 2; i >= 1;) {
+            const int cnt = min(UNR, i);
+            V buf[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt)
+                    buf[u] = p[(i - 1 - u) * rs];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt) {
+                    const int ii = i - u;
+                    V pm = buf[u];
+                    V cc = A0r * pc - A * (pp + pm);
+                    beta = cn.ga[ii] * (A * beta - cc);
+                    p[(ii + 1) * rs] = beta;
+                    pp = pc;
+                    pc = pm;
+                }
+            i -= cnt;
+        }
+        /* back: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (slot m + 1), x_0 = 0 */
+        V x = zero<V>();
+        p[0] = x;
+        double ls = 0;
+        for (int m = 1; m <= n - 2;) {
+            const int cnt = min(UNR, n - 1 - m);
+            V buf[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt)
+                    buf[u] = p[(m + 1 + u) * rs];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt) {
+                    const int mm = m + u;
+                    x = cn.al[mm - 1] * x + buf[u];
+                    p[mm * rs] = x;
+                    if (LAST) {
+                        int i, j, k;
+                        L.ijk(mm, &i, &j, &k);
+                        T d = abs2(x);
+                        if (out.dens)
+                            out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
+                        ls += (Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k]) * (double)d;
+                    }
+                }
+            m += cnt;
+        }
+        p[(n - 1) * rs] = zero<V>();
+        if (LAST) {
+            int i, j, k;
+            if (out.dens) {
+                L.ijk(0, &i, &j, &k);
+                out.dens[((long long)i * n1 + j) * G.nlp + k] = 0;
+                L.ijk(n - 1, &i, &j, &k);
+                out.dens[((long long)i * n1 + j) * G.nlp + k] = 0;
+            }
+            L.ijk(0, &i, &j, &k);
+            double wf = Q == 0 ? G.w1[j] * G.w2[k] : Q == 1 ? G.w0[i] * G.w2[k] : G.w0[i] * G.w1[j];
+            nsum += ls * wf;
+        }
+    }
+    if (LAST)
+        write_partial(nsum, red, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* norms, density, scaling                                            */
+/* ------------------------------------------------------------------ */
+
+/* norm[0] = sum of the parts; bad[0] = first step with a bad norm. */
+__global__ void k_norm(const double *partial, int count, double *norm, int *bad, int step)
+{
+    __shared__ double red[8];
+    double v = 0;
+    for (int q = threadIdx.x; q < count; q += blockDim.x)
+        v += partial[q];
+    double t = block_sum(v, red);
+    if (threadIdx.x == 0) {
+        norm[0] = t;
+        if (!(t > 0) || !isfinite(t))
+            if (bad[0] < 0)
+                bad[0] = step;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* launches                                                           */
+/* ------------------------------------------------------------------ */
+
+template <typename T, typename V, typename C>
+int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
+                  const Dens<T> &out, bool last, int *parts)
+{
+    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
+    int blocks;
+    if (axis == 2) {
+        blocks = grid_for((long long)n0 * n1, BLK);
+        if (last)
+            k_lanes<T, V, C, 2, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        else
+            k_lanes<T, V, C, 2, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+    } else if (axis == 1) {
+        blocks = grid_for((long long)n0 * n2, BLK);
+        if (last)
+            k_lanes<T, V, C, 1, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        else
+            k_lanes<T, V, C, 1, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+    } else { /* axis 0 ends every 3D step */
+        blocks = grid_for((long long)n1 * n2, BLK);
+        k_lanes<T, V, C, 0, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        last = true;
+    }
+    if (last)
+        *parts = blocks;
+    return NLSE_OK;
+}
+
+void dipolar_norm(nlse_dipolar *s, int parts, int step)
+{
+    k_norm<<<1, 256, 0, s->stream>>>(s->partial, parts, s->norm, s->bad, step);
+}
+
+template int dipolar_lanes<float, float2, float2>(nlse_dipolar *, float2 *, const Grid<float> &, const CN<float2> &, int, int, const Dens<float> &, bool, int *);
+template int dipolar_lanes<float, float, float>(nlse_dipolar *, float *, const Grid<float> &, const CN<float> &, int, int, const Dens<float> &, bool, int *);
+template int dipolar_lanes<float, float2, float>(nlse_dipolar *, float2 *, const Grid<float> &, const CN<float> &, int, int, const Dens<float> &, bool, int *);
+template int dipolar_lanes<double, double2, double2>(nlse_dipolar *, double2 *, const Grid<double> &, const CN<double2> &, int, int, const Dens<double> &, bool, int *);
+template int dipolar_lanes<double, double, double>(nlse_dipolar *, double *, const Grid<double> &, const CN<double> &, int, int, const Dens<double> &, bool, int *);
+template int dipolar_lanes<double, double2, double>(nlse_dipolar *, double2 *, const Grid<double> &, const CN<double> &, int, int, const Dens<double> &, bool, int *);
