@@ -10,7 +10,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 DEBS   := build-essential pkg-config cmake libfftw3-dev
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy
 OUT    ?= out
 PYTEST_ARGS ?=
 
@@ -38,7 +38,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm" 2>/dev/null || \
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@cmake_ok=$$(cmake --version 2>/dev/null | awk 'NR==1{split($$3,v,"."); print (v[1]>3 || (v[1]==3 && v[2]>=24))}'); \
 	if [ "$$cmake_ok" != 1 ]; then $(PIP) install -q "cmake>=3.24" ninja; fi
