@@ -31,6 +31,7 @@ from __future__ import annotations
 from . import examples, runner
 from ._backend import backends
 from ._models import Model, models
+from .dec import DecGPE
 from .dipolar import DipolarGPE, Obstacle, dbec
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
@@ -41,7 +42,7 @@ from .runner import Frames
 
 __version__ = "0.1.0"
 
-__all__ = ["NLSE", "DipolarGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
+__all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
            "Frames", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
            "get_num_threads", "stability_bound", "build_info", "runner", "models", "Model"]

@@ -109,5 +109,6 @@ int nlsepy_bind_fd(PyObject *module);
 int nlsepy_bind_dipolar(PyObject *module);
 int nlsepy_bind_magnet(PyObject *module);
 int nlsepy_bind_mbloch(PyObject *module);
+int nlsepy_bind_dec(PyObject *module);
 
 #endif /* NLSEPY_BIND_H */

@@ -107,6 +107,7 @@ static const struct {
     {"dipolar", "DipolarGPE", nlsepy_bind_dipolar},
     {"magnet", "CoaxialMagnet", nlsepy_bind_magnet},
     {"mbloch", "MaxwellBloch", nlsepy_bind_mbloch},
+    {"dec", "DecGPE", nlsepy_bind_dec},
 };
 #define NMODELS ((Py_ssize_t)(sizeof models / sizeof models[0]))
 

@@ -5,11 +5,14 @@ Modules
 grids   the crystal point sets, the periodic block's Delaunay complex
         (cells, circumcentres, volumes, faces, dual edges) and the Laplacian
         of eq. 8 on it
+solver  ``DecGPE``: the solver (C and CUDA kernels behind one class)
+vortex  the stationary vortex state of eq. 14 and the cuboid of eq. 15
 """
 
 from __future__ import annotations
 
 from . import grids
 from .grids import CELLS_PER_BLOCK, GRIDS, Block, block, crystal_points
+from .solver import DecGPE
 
-__all__ = ["grids", "GRIDS", "CELLS_PER_BLOCK", "Block", "block", "crystal_points"]
+__all__ = ["DecGPE", "grids", "GRIDS", "CELLS_PER_BLOCK", "Block", "block", "crystal_points"]

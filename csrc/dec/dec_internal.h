@@ -1,0 +1,58 @@
+/*
+ * dec_internal.h -- shared by the CPU (csrc/dec/dec.c) and CUDA
+ * (cuda/dec/dec.cu) backends of the DEC GPE (source 001, eqs. 8 and 12):
+ * the block table in the form the kernels read, the trap at a circumcentre,
+ * and the checks of nlse_dec_step / nlse_dec_imaginary.
+ *
+ * A neighbour row k of cell c carries, besides the caller's (cell, offset,
+ * weight), `delta`: the index distance j - i from cell i to its neighbour j
+ * when both blocks lie inside the grid (no wrap), the same for every
+ * interior block, so that the interior kernels read psi[i + delta[k]].
+ */
+#ifndef NLSEPY_DEC_INTERNAL_H
+#define NLSEPY_DEC_INTERNAL_H
+
+#include "nlsepy/dec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __CUDACC__
+#define DEC_HD __host__ __device__
+#else
+#define DEC_HD
+#endif
+
+/* The block table as the kernels use it (host copy, double). */
+typedef struct dec_rows {
+    int cells, rows;
+    int *start;          /* cells + 1                                       */
+    int *cell;           /* rows: neighbour's local index                   */
+    int *off;            /* 3 rows: block offset, each -1, 0, 1             */
+    int *delta;          /* rows: j - i for an interior block               */
+    double *w;           /* rows: |F| / (2 |E*| |B_c|)                      */
+    double *diag;        /* cells: sum of the cell's weights                */
+    double *vol;         /* cells: |B_c|                                    */
+    double *centre;      /* 3 cells                                         */
+} dec_rows;
+
+/* Copy and complete the caller's table (checked by nlse_dec_check first). */
+int dec_rows_build(const nlse_dec_params *p, const nlse_dec_table *t, dec_rows *r);
+void dec_rows_free(dec_rows *r);
+
+/* nlse_dec_step / nlse_dec_imaginary argument checks (done = 0 first). */
+int dec_check_steps(const void *s, long n, long *done);
+
+/* A finite array of n reals of the given dtype's precision ("V"). */
+int dec_check_real(const void *v, size_t n, int dtype, const char *name);
+/* A finite array of n complex values of the dtype ("psi"). */
+int dec_check_complex(const void *v, size_t n, int dtype, const char *name);
+
+/* Seconds on the monotonic clock. */
+double dec_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_DEC_INTERNAL_H */

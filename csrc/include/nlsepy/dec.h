@@ -1,0 +1,124 @@
+/*
+ * nlsepy/dec.h -- the Gross-Pitaevskii equation by discrete exterior
+ * calculus on crystal-structure grids (Kivioja, Mönkölä, Rossi, source 001,
+ * sections 3-4):
+ *
+ *     i dPsi/dt = [-1/2 Lap + V + g |Psi|^2] Psi = H(Psi) Psi,
+ *     (H psi)_i = sum_j w_ij (psi_i - psi_ij) + (V_i + g |psi_i|^2) psi_i,
+ *     w_ij      = |F_ij| / (2 |E*_ij| |B_i|)                        (eq. 8)
+ *
+ * with the unknowns psi_i at the circumcentres of the 3-cells B_i of a
+ * periodic crystal complex built by tiling one block (its cells, faces and
+ * dual edges come from the caller as the block table below).
+ *
+ * Ordering of the unknowns: cell c of block (bx, by, bz) is
+ *     i = ((bz * ny + by) * nx + bx) * cells + c,
+ * z slowest, so that a z slab of blocks is one contiguous range (the
+ * domain split of section 4.2).
+ *
+ * Time stepping: real time by the central difference (leapfrog) of eq. 12,
+ *     psi(n+1) = psi(n-1) - 2 i dt H(psi(n)) psi(n),
+ * started from a given psi(-dt) or by one classic RK4 step; imaginary time
+ * by the normalised explicit Euler step psi <- psi - dt H(psi) psi, then
+ * psi <- psi * sqrt(N / norm(psi)).
+ *
+ * The potential at cell i is the trap 1/2 (wx^2 x^2 + wy^2 y^2 + wz^2 z^2)
+ * at its circumcentre (computed in the kernels, never stored) plus, when
+ * set, a per-cell array.
+ */
+#ifndef NLSEPY_DEC_H
+#define NLSEPY_DEC_H
+
+#include <stddef.h>
+#include "nlsepy/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nlse_dec_params {
+    int cells;          /* cells per block m_s, 1 .. NLSE_DEC_MAX_CELLS       */
+    int rows;           /* neighbour rows of the block table, 1 .. NLSE_DEC_MAX_ROWS */
+    long blocks[3];     /* blocks along x, y, z, >= 1                        */
+    double edge[3];     /* the block's edge lengths (spacing applied), > 0   */
+    double origin[3];   /* position of the corner of block (0, 0, 0)         */
+    int periodic;       /* 1: periodic; 0: psi = 0 outside the cuboid        */
+    double trap[3];     /* trap frequencies wx, wy, wz (finite)              */
+    double g;           /* nonlinearity (finite)                             */
+    double dt;          /* time step, finite and > 0                         */
+    int dtype;          /* NLSE_COMPLEX64 or NLSE_COMPLEX128                 */
+} nlse_dec_params;
+
+#define NLSE_DEC_MAX_CELLS 4096
+#define NLSE_DEC_MAX_ROWS 65536
+
+/* One block's complex (the values with the spacing applied):
+ * cell c's neighbours are rows k = row_start[c] .. row_start[c+1]-1, each
+ * neighbour the cell nbr_cell[k] of the block displaced by nbr_offset[3k..3k+2]
+ * (each -1, 0 or 1), with the weight w = |F| / (2 |E*| |B_c|) > 0.
+ * volume: |B_c| > 0; centre: 3 * cells, the circumcentre relative to the
+ * block's corner. */
+typedef struct nlse_dec_table {
+    const int *row_start;
+    const int *nbr_cell;
+    const int *nbr_offset;
+    const double *weight;
+    const double *volume;
+    const double *centre;
+} nlse_dec_table;
+
+typedef struct nlse_dec nlse_dec;
+
+/* Check p and the table without allocating (named errors). */
+int nlse_dec_check(const nlse_dec_params *p, const nlse_dec_table *t);
+
+/* Number of unknowns: cells * nx * ny * nz. */
+size_t nlse_dec_size(const nlse_dec_params *p);
+
+/* Validate and allocate; the state starts at zero, no potential array. */
+int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out);
+void nlse_dec_destroy(nlse_dec *s);
+
+/* State psi(0) (interleaved complex of the solver's dtype, nlse_dec_size
+ * values) and optionally psi(-dt) (NULL: the next real-time step starts by
+ * RK4).  Both must be finite. */
+int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev);
+int nlse_dec_get_state(const nlse_dec *s, void *psi);
+
+/* Per-cell potential added to the trap (real, working precision, finite),
+ * or NULL for the trap alone. */
+int nlse_dec_set_potential(nlse_dec *s, const void *V);
+
+/* New time step (finite, > 0); the next real-time step restarts by RK4. */
+int nlse_dec_set_dt(nlse_dec *s, double dt);
+
+/* n >= 0 leapfrog steps (the first by RK4 when no psi(-dt) is at hand).
+ * *done gets the steps completed.  When a step makes a value non-finite
+ * it is dropped, the state stays at the last finite step (whose psi(-dt)
+ * is lost: the next step restarts by RK4), *done counts the good steps and
+ * NLSE_ERR_BLOWUP is returned. */
+int nlse_dec_step(nlse_dec *s, long n, long *done);
+
+/* n >= 0 normalised imaginary-time Euler steps keeping the norm `norm`
+ * (> 0); blow-up as nlse_dec_step.  The next real-time step starts by RK4. */
+int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done);
+
+/* norm = sum |B_i| |psi_i|^2, energy = sum |B_i| Re[conj(psi_i) (K psi)_i
+ * + V_i |psi_i|^2 + (g/2) |psi_i|^4] with K the kinetic part of H (double
+ * accumulation in a fixed order). */
+int nlse_dec_observe(nlse_dec *s, double *norm, double *energy);
+
+/* out = H(psi) psi for a state psi of the solver's dtype (the solver's
+ * state is not touched). */
+int nlse_dec_apply(nlse_dec *s, const void *psi, void *out);
+
+/* Bytes moved through memory per unknown and leapfrog step (traffic model). */
+double nlse_dec_bytes_per_cell_step(const nlse_dec *s);
+
+/* Seconds the last nlse_dec_step or nlse_dec_imaginary took. */
+double nlse_dec_last_seconds(const nlse_dec *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLSEPY_DEC_H */

@@ -1,0 +1,690 @@
+/*
+ * dec.cu -- CUDA backend of the DEC GPE on crystal grids (Kivioja, Mönkölä,
+ * Rossi, source 001, eqs. 8 and 12, section 4.1), same C API as
+ * csrc/dec/dec.c.
+ *
+ * One thread per unknown.  A thread block takes a stretch of one row of
+ * blocks (fixed by, bz): cell q of the row is block bx = q / cells, cell
+ * c = q % cells, so a warp reads psi(n), psi(n-1) coalesced.  The block
+ * table (neighbour cells and offsets, the interior index distances, the
+ * weights, the diagonal, the circumcentres) is staged in shared memory at
+ * the start of every launch; neighbours are read through the read-only
+ * cache, where the rows of blocks around the current one stay resident
+ * (a z plane of blocks is a few MB: the neighbours' second reads hit L2),
+ * which is the purpose of the seed's staging of a block's psi in shared
+ * memory, without its per-grid permutation tables.  The trap potential is
+ * computed from the circumcentre, so a leapfrog step moves 48 B per unknown
+ * in complex128 (24 in complex64): read psi(n), read and write psi(n-1).
+ *
+ * Blow-up: a kernel that produces a non-finite value records the step in a
+ * device word; later launches of the chunk return at once, so the last
+ * finite state is kept without a host round-trip per step.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dec/dec_internal.h"
+#include "nlsepy/common.h"
+#include "nlsepy/dec.h"
+
+#include "common/check.cuh"
+
+#define NONE 0xffffffffffffffffULL
+#define SMEM_MAX (48 * 1024)
+
+/* Grid and trap as the kernels see them. */
+struct DGeo {
+    unsigned nx, ny, nz, cells, row_len;  /* row_len = nx * cells */
+    int periodic;
+    double ox, oy, oz, ex, ey, ez, hx, hy, hz;
+    /* byte offsets of the table's arrays in shared memory */
+    unsigned o_start, o_cell, o_delta, o_w, o_diag, o_cen, o_vol, bytes;
+};
+
+/* The table's arrays in shared memory. */
+template <typename R> struct STab {
+    const int *start, *cell, *delta;
+    const R *w, *diag;
+    const double *cen, *vol;
+};
+
+template <typename R>
+__device__ __forceinline__ STab<R> stage_table(const DGeo &G, const unsigned char *tab,
+                                               unsigned char *smem)
+{
+    const int *src = (const int *)tab;
+    int *dst = (int *)smem;
+    for (unsigned q = threadIdx.x; q < G.bytes / 4; q += blockDim.x)
+        dst[q] = src[q];
+    __syncthreads();
+    STab<R> T;
+    T.start = (const int *)(smem + G.o_start);
+    T.cell = (const int *)(smem + G.o_cell);
+    T.delta = (const int *)(smem + G.o_delta);
+    T.w = (const R *)(smem + G.o_w);
+    T.diag = (const R *)(smem + G.o_diag);
+    T.cen = (const double *)(smem + G.o_cen);
+    T.vol = (const double *)(smem + G.o_vol);
+    return T;
+}
+
+/* sum_k w_k x_j over the neighbours of cell c (index i) of block (bx, by, bz) */
+template <typename R>
+__device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const typename Vec2<R>::T *x,
+                                     size_t i, int c, int bx, int by, int bz, bool interior,
+                                     R &sr, R &si)
+{
+    typedef typename Vec2<R>::T C2;
+    R ar = 0, ai = 0;
+    const int k0 = T.start[c], k1 = T.start[c + 1];
+    if (interior) {
+        for (int k = k0; k < k1; ++k) {
+            const C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k]);
+            ar += T.w[k] * v.x;
+            ai += T.w[k] * v.y;
+        }
+    } else {
+        const int n[3] = {(int)G.nx, (int)G.ny, (int)G.nz};
+        for (int k = k0; k < k1; ++k) {
+            const int code = T.cell[k];
+            int nb[3] = {bx + ((code >> 4) & 3) - 1, by + ((code >> 2) & 3) - 1,
+                         bz + (code & 3) - 1};
+            bool outside = false;
+            for (int q = 0; q < 3; ++q)
+                if (nb[q] < 0 || nb[q] >= n[q]) {
+                    outside |= !G.periodic;
+                    nb[q] = nb[q] < 0 ? nb[q] + n[q] : nb[q] - n[q];
+                }
+            if (outside)
+                continue;
+            const size_t j = ((size_t)((size_t)nb[2] * G.ny + nb[1]) * G.nx + nb[0]) * G.cells +
+                             (unsigned)(code >> 6);
+            const C2 v = __ldg(x + j);
+            ar += T.w[k] * v.x;
+            ai += T.w[k] * v.y;
+        }
+    }
+    sr = ar;
+    si = ai;
+}
+
+template <typename R>
+__device__ __forceinline__ R trap(const DGeo &G, const STab<R> &T, int c, int bx, int by, int bz)
+{
+    const double x = G.ox + (double)bx * G.ex + T.cen[3 * c];
+    const double y = G.oy + (double)by * G.ey + T.cen[3 * c + 1];
+    const double z = G.oz + (double)bz * G.ez + T.cen[3 * c + 2];
+    return (R)(G.hx * x * x + G.hy * y * y + G.hz * z * z);
+}
+
+/* Block sum of v in double (fixed order) into *out by thread 0. */
+__device__ __forceinline__ double block_sum(double v, double *red)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        red[wid] = v;
+    __syncthreads();
+    double s = 0;
+    if (threadIdx.x == 0)
+        for (int q = 0; q < (int)(blockDim.x + 31) / 32; ++q)
+            s += red[q];
+    return s;
+}
+
+/* out = x0 + (cre + i cim) H(x1) x1; x0 may be NULL or out.  With `part`,
+ * the block's sum |B| |out|^2 goes to part[block].  A non-finite output
+ * records `step` in *bad; the launch does nothing when *bad is set. */
+template <typename R, bool HASV>
+__global__ void __launch_bounds__(256)
+k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
+        const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre, R cim,
+        const R *__restrict__ V, unsigned long long step, unsigned long long *bad, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    __shared__ double red[32];
+    if (threadIdx.x == 0)
+        skip = bad && *bad != NONE;
+    const STab<R> T = stage_table<R>(G, tab, smem); /* its __syncthreads publishes skip */
+    if (skip)
+        return;
+    const unsigned row = blockIdx.x, by = row % G.ny, bz = row / G.ny;
+    const unsigned q = blockIdx.y * blockDim.x + threadIdx.x;
+    double nn = 0;
+    if (q < G.row_len) {
+        const unsigned bx = q / G.cells;
+        const int c = (int)(q - bx * G.cells);
+        const size_t i = (size_t)row * G.row_len + q;
+        const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
+                              bx + 1 < G.nx;
+        R sr, si;
+        nsum<R>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+        const C2 x = x1[i];
+        R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+        if (HASV)
+            v = v + V[i];
+        const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+        const R hr = d * x.x - sr, hi = d * x.y - si;
+        C2 o;
+        o.x = cre * hr - cim * hi;
+        o.y = cre * hi + cim * hr;
+        if (x0) {
+            const C2 a = x0[i];
+            o.x = a.x + o.x;
+            o.y = a.y + o.y;
+        }
+        out[i] = o;
+        if (!(isfinite(o.x) && isfinite(o.y)))
+            atomicMin(bad, step);
+        if (part)
+            nn = T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+    }
+    if (part) {
+        const double s = block_sum(nn, red);
+        if (threadIdx.x == 0)
+            part[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
+    }
+}
+
+/* Norm and energy partial sums of the block (nlse_dec_observe). */
+template <typename R, bool HASV>
+__global__ void __launch_bounds__(256)
+k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__restrict__ x,
+          const R *__restrict__ V, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ double red[32];
+    const STab<R> T = stage_table<R>(G, tab, smem);
+    const unsigned row = blockIdx.x, by = row % G.ny, bz = row / G.ny;
+    const unsigned q = blockIdx.y * blockDim.x + threadIdx.x;
+    double an = 0, ae = 0;
+    if (q < G.row_len) {
+        const unsigned bx = q / G.cells;
+        const int c = (int)(q - bx * G.cells);
+        const size_t i = (size_t)row * G.row_len + q;
+        const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
+                              bx + 1 < G.nx;
+        R sr, si;
+        nsum<R>(G, T, x, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+        const C2 xv = x[i];
+        const double xr = xv.x, xi = xv.y, r2 = xr * xr + xi * xi;
+        const double kin = (double)T.diag[c] * r2 - (xr * (double)sr + xi * (double)si);
+        R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+        if (HASV)
+            v = v + V[i];
+        an = T.vol[c] * r2;
+        ae = T.vol[c] * (kin + (double)v * r2 + 0.5 * (double)g * r2 * r2);
+    }
+    const size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
+    const double sn = block_sum(an, red);
+    if (threadIdx.x == 0)
+        part[2 * b] = sn;
+    const double se = block_sum(ae, red);
+    if (threadIdx.x == 0)
+        part[2 * b + 1] = se;
+}
+
+/* factor = sqrt(norm / sum(part)) in a fixed order; a zero or non-finite
+ * sum records `step` in *bad. */
+__global__ void k_factor(const double *part, size_t n, double norm, double *factor,
+                         unsigned long long step, unsigned long long *bad)
+{
+    __shared__ double red[32];
+    if (*bad != NONE)
+        return;
+    double s = 0;
+    for (size_t q = threadIdx.x; q < n; q += blockDim.x)
+        s += part[q];
+    const double t = block_sum(s, red);
+    if (threadIdx.x == 0) {
+        if (!(t > 0 && isfinite(t)))
+            atomicMin(bad, step);
+        *factor = sqrt(norm / t);
+    }
+}
+
+template <typename R>
+__global__ void k_scale(typename Vec2<R>::T *x, size_t n, const double *factor,
+                        const unsigned long long *bad)
+{
+    if (*bad != NONE)
+        return;
+    const R f = (R)*factor;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        typename Vec2<R>::T v = x[i];
+        v.x *= f;
+        v.y *= f;
+        x[i] = v;
+    }
+}
+
+struct nlse_dec {
+    nlse_dec_params p;
+    size_t n;
+    dec_rows r;
+    DGeo G;
+    unsigned char *tab;      /* the table, laid out as in shared memory  */
+    void *buf[2];            /* current buf[par], psi(n-1) buf[par ^ 1]  */
+    void *V;
+    unsigned long long *bad; /* first step that went non-finite, or NONE */
+    double *part, *factor;   /* per-launch-block partial sums            */
+    double *h_part;
+    size_t nparts;
+    dim3 grid, block;
+    int par, have_prev;
+    unsigned long long steps;
+    cudaStream_t stream;
+    cudaEvent_t ev[2];
+    double last_seconds;
+};
+
+static size_t rsize(const nlse_dec *s) { return s->p.dtype == NLSE_COMPLEX64 ? 4 : 8; }
+
+static unsigned align16(unsigned b) { return (b + 15u) & ~15u; }
+
+/* Lay out the table for shared memory; host image in *img (malloc'd). */
+static int build_table(nlse_dec *s, unsigned char **img)
+{
+    const int C = s->r.cells, K = s->r.rows;
+    const unsigned r = (unsigned)rsize(s);
+    DGeo *G = &s->G;
+    unsigned o = 0;
+    G->o_cen = o;   o = align16(o + 24u * C);
+    G->o_vol = o;   o = align16(o + 8u * C);
+    G->o_w = o;     o = align16(o + r * K);
+    G->o_diag = o;  o = align16(o + r * C);
+    G->o_start = o; o = align16(o + 4u * (C + 1));
+    G->o_cell = o;  o = align16(o + 4u * K);
+    G->o_delta = o; o = align16(o + 4u * K);
+    G->bytes = o;
+    if (o > SMEM_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec (CUDA): the block table of %d cells and %d "
+                         "neighbour rows needs %u B of shared memory, more than %d", C, K, o,
+                         SMEM_MAX);
+    unsigned char *b = (unsigned char *)calloc(1, o);
+    if (!b)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec: out of memory");
+    memcpy(b + G->o_cen, s->r.centre, 24u * C);
+    memcpy(b + G->o_vol, s->r.vol, 8u * C);
+    for (int k = 0; k < K; ++k) {
+        if (r == 4)
+            ((float *)(b + G->o_w))[k] = (float)s->r.w[k];
+        else
+            ((double *)(b + G->o_w))[k] = s->r.w[k];
+        const int *off = s->r.off + 3 * k;
+        ((int *)(b + G->o_cell))[k] =
+            (s->r.cell[k] << 6) | ((off[0] + 1) << 4) | ((off[1] + 1) << 2) | (off[2] + 1);
+        ((int *)(b + G->o_delta))[k] = s->r.delta[k];
+    }
+    for (int c = 0; c < C; ++c) {
+        if (r == 4)
+            ((float *)(b + G->o_diag))[c] = (float)s->r.diag[c];
+        else
+            ((double *)(b + G->o_diag))[c] = s->r.diag[c];
+    }
+    memcpy(b + G->o_start, s->r.start, 4u * (C + 1));
+    *img = b;
+    return NLSE_OK;
+}
+
+void nlse_dec_destroy(nlse_dec *s)
+{
+    if (!s)
+        return;
+    cudaFree(s->tab);
+    cudaFree(s->buf[0]);
+    cudaFree(s->buf[1]);
+    cudaFree(s->V);
+    cudaFree(s->bad);
+    cudaFree(s->part);
+    cudaFree(s->factor);
+    free(s->h_part);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    for (int q = 0; q < 2; ++q)
+        if (s->ev[q])
+            cudaEventDestroy(s->ev[q]);
+    dec_rows_free(&s->r);
+    free(s);
+}
+
+int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
+{
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_create: NULL output");
+    *out = NULL;
+    int st = nlse_dec_check(p, t);
+    if (st)
+        return st;
+    nlse_dec *s = (nlse_dec *)calloc(1, sizeof *s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory");
+    s->p = *p;
+    s->n = nlse_dec_size(p);
+    if (s->n >= 2147483647ull) {
+        free(s);
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec (CUDA): %zu unknowns; the CUDA backend takes "
+                         "fewer than 2^31", nlse_dec_size(p));
+    }
+    if ((st = dec_rows_build(p, t, &s->r))) {
+        free(s);
+        return st;
+    }
+    DGeo *G = &s->G;
+    G->nx = (unsigned)p->blocks[0];
+    G->ny = (unsigned)p->blocks[1];
+    G->nz = (unsigned)p->blocks[2];
+    G->cells = (unsigned)p->cells;
+    G->row_len = G->nx * G->cells;
+    G->periodic = p->periodic;
+    G->ox = p->origin[0]; G->oy = p->origin[1]; G->oz = p->origin[2];
+    G->ex = p->edge[0];   G->ey = p->edge[1];   G->ez = p->edge[2];
+    G->hx = 0.5 * p->trap[0] * p->trap[0];
+    G->hy = 0.5 * p->trap[1] * p->trap[1];
+    G->hz = 0.5 * p->trap[2] * p->trap[2];
+    unsigned char *img = NULL;
+    if ((st = build_table(s, &img))) {
+        nlse_dec_destroy(s);
+        return st;
+    }
+    /* launch shape: one row of blocks per blockIdx.x, stretches of it along y */
+    unsigned threads = G->row_len >= 256 ? 256 : ((G->row_len + 31) / 32) * 32;
+    s->block = dim3(threads);
+    s->grid = dim3(G->ny * G->nz, (G->row_len + threads - 1) / threads);
+    s->nparts = (size_t)s->grid.x * s->grid.y;
+    const size_t bytes = 2 * s->n * rsize(s);
+    if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||
+        (st = nlse_cuda_alloc(&s->buf[0], bytes, "the DEC state")) ||
+        (st = nlse_cuda_alloc(&s->buf[1], bytes, "the DEC state")) ||
+        (st = nlse_cuda_alloc((void **)&s->bad, sizeof(unsigned long long), "a flag")) ||
+        (st = nlse_cuda_alloc((void **)&s->part, 2 * s->nparts * sizeof(double), "sums")) ||
+        (st = nlse_cuda_alloc((void **)&s->factor, sizeof(double), "a factor")) ||
+        (st = nlse_cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
+                              "cudaStreamCreate")) ||
+        (st = nlse_cuda_check(cudaEventCreate(&s->ev[0]), "cudaEventCreate")) ||
+        (st = nlse_cuda_check(cudaEventCreate(&s->ev[1]), "cudaEventCreate"))) {
+        free(img);
+        nlse_dec_destroy(s);
+        return st;
+    }
+    s->h_part = (double *)malloc(2 * s->nparts * sizeof(double));
+    const unsigned long long none = NONE;
+    if (!s->h_part ||
+        (st = nlse_cuda_check(cudaMemcpy(s->tab, img, G->bytes, cudaMemcpyHostToDevice),
+                              "cudaMemcpy")) ||
+        (st = nlse_cuda_check(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice),
+                              "cudaMemcpy")) ||
+        (st = nlse_cuda_check(cudaMemset(s->buf[0], 0, bytes), "cudaMemset")) ||
+        (st = nlse_cuda_check(cudaMemset(s->buf[1], 0, bytes), "cudaMemset"))) {
+        free(img);
+        nlse_dec_destroy(s);
+        return st ? st : nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory");
+    }
+    free(img);
+    *out = s;
+    return NLSE_OK;
+}
+
+int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    int st = dec_check_complex(psi, s->n, s->p.dtype, "psi");
+    if (!st && psi_prev)
+        st = dec_check_complex(psi_prev, s->n, s->p.dtype, "psi_prev");
+    if (st)
+        return st;
+    const size_t bytes = 2 * s->n * rsize(s);
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(s->buf[s->par], psi, bytes, cudaMemcpyHostToDevice));
+    if (psi_prev)
+        CK(cudaMemcpy(s->buf[s->par ^ 1], psi_prev, bytes, cudaMemcpyHostToDevice));
+    s->have_prev = psi_prev != NULL;
+    return NLSE_OK;
+}
+
+int nlse_dec_get_state(const nlse_dec *s, void *psi)
+{
+    if (!s || !psi)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_state: NULL argument");
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(psi, s->buf[s->par], 2 * s->n * rsize(s), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+int nlse_dec_set_potential(nlse_dec *s, const void *V)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    CK(cudaStreamSynchronize(s->stream));
+    if (!V) {
+        cudaFree(s->V);
+        s->V = NULL;
+        return NLSE_OK;
+    }
+    CKS(dec_check_real(V, s->n, s->p.dtype, "V"));
+    if (!s->V)
+        CKS(nlse_cuda_alloc(&s->V, s->n * rsize(s), "the DEC potential"));
+    CK(cudaMemcpy(s->V, V, s->n * rsize(s), cudaMemcpyHostToDevice));
+    return NLSE_OK;
+}
+
+int nlse_dec_set_dt(nlse_dec *s, double dt)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    if (!(isfinite(dt) && dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    if (dt != s->p.dt)
+        s->have_prev = 0;
+    s->p.dt = dt;
+    return NLSE_OK;
+}
+
+/* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
+template <typename R>
+static int launch_apply(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                        double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    if (s->V)
+        k_apply<R, true><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+            s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+            (const R *)s->V, step, s->bad, part);
+    else
+        k_apply<R, false><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+            s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+            NULL, step, s->bad, part);
+    return nlse_cuda_check(cudaGetLastError(), "k_apply");
+}
+
+static int apply(nlse_dec *s, void *out, const void *x0, const void *x1, double cre, double cim,
+                 unsigned long long step, double *part)
+{
+    return s->p.dtype == NLSE_COMPLEX64 ? launch_apply<float>(s, out, x0, x1, cre, cim, step, part)
+                                        : launch_apply<double>(s, out, x0, x1, cre, cim, step, part);
+}
+
+/* The flag after the chunk: NONE or the first bad step; reset to NONE. */
+static int take_bad(nlse_dec *s, unsigned long long *badstep)
+{
+    const unsigned long long none = NONE;
+    CK(cudaMemcpyAsync(badstep, s->bad, sizeof none, cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    if (*badstep != NONE)
+        CK(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice));
+    return NLSE_OK;
+}
+
+/* One RK4 step into buf[par ^ 1] (step index `step` for the flag). */
+static int rk4_start(nlse_dec *s, unsigned long long step)
+{
+    const double dt = s->p.dt;
+    void *psi = s->buf[s->par], *acc = s->buf[s->par ^ 1], *ya = NULL, *yb = NULL;
+    const size_t bytes = 2 * s->n * rsize(s);
+    int st = nlse_cuda_alloc(&ya, bytes, "the RK4 start");
+    if (!st)
+        st = nlse_cuda_alloc(&yb, bytes, "the RK4 start");
+    if (!st) st = apply(s, acc, psi, psi, 0, -dt / 6, step, NULL);
+    if (!st) st = apply(s, ya, psi, psi, 0, -dt / 2, step, NULL);
+    if (!st) st = apply(s, acc, acc, ya, 0, -dt / 3, step, NULL);
+    if (!st) st = apply(s, yb, psi, ya, 0, -dt / 2, step, NULL);
+    if (!st) st = apply(s, acc, acc, yb, 0, -dt / 3, step, NULL);
+    if (!st) st = apply(s, ya, psi, yb, 0, -dt, step, NULL);
+    if (!st) st = apply(s, acc, acc, ya, 0, -dt / 6, step, NULL);
+    cudaStreamSynchronize(s->stream);
+    cudaFree(ya);
+    cudaFree(yb);
+    return st;
+}
+
+int nlse_dec_step(nlse_dec *s, long n, long *done)
+{
+    CKS(dec_check_steps(s, n, done));
+    if (n == 0)
+        return NLSE_OK;
+    CK(cudaEventRecord(s->ev[0], s->stream));
+    const unsigned long long first = s->steps;
+    const int par0 = s->par;
+    long k = 0;
+    if (!s->have_prev) {
+        CKS(rk4_start(s, first));
+        k = 1;
+    }
+    for (; k < n; ++k) {
+        void *prev = s->buf[((par0 + k) & 1) ^ 1];
+        CKS(apply(s, prev, prev, s->buf[(par0 + k) & 1], 0, -2 * s->p.dt, first + k, NULL));
+    }
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    unsigned long long badstep;
+    CKS(take_bad(s, &badstep));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+    long good = badstep == NONE ? n : (long)(badstep - first);
+    /* after k good steps the state is buf[par0 ^ (k & 1)] */
+    s->par = par0 ^ (int)(good & 1);
+    s->steps = first + good;
+    if (done)
+        *done = good;
+    if (good < n) {
+        s->have_prev = 0;
+        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
+                         good + 1, n);
+    }
+    s->have_prev = 1;
+    return NLSE_OK;
+}
+
+int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
+{
+    CKS(dec_check_steps(s, n, done));
+    if (!(isfinite(norm) && norm > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "norm must be finite and > 0, got %g", norm);
+    if (n == 0)
+        return NLSE_OK;
+    CK(cudaEventRecord(s->ev[0], s->stream));
+    const unsigned long long first = s->steps;
+    const int par0 = s->par;
+    for (long k = 0; k < n; ++k) {
+        void *cur = s->buf[(par0 + k) & 1], *next = s->buf[(par0 + k + 1) & 1];
+        CKS(apply(s, next, cur, cur, -s->p.dt, 0, first + k, s->part));
+        k_factor<<<1, 1024, 0, s->stream>>>(s->part, s->nparts, norm, s->factor, first + k, s->bad);
+        const unsigned blocks = (unsigned)((s->n + 255) / 256 < 65536 ? (s->n + 255) / 256 : 65536);
+        if (s->p.dtype == NLSE_COMPLEX64)
+            k_scale<float><<<blocks, 256, 0, s->stream>>>((float2 *)next, s->n, s->factor, s->bad);
+        else
+            k_scale<double><<<blocks, 256, 0, s->stream>>>((double2 *)next, s->n, s->factor, s->bad);
+        CK(cudaGetLastError());
+    }
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    unsigned long long badstep;
+    CKS(take_bad(s, &badstep));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+    long good = badstep == NONE ? n : (long)(badstep - first);
+    s->par = par0 ^ (int)(good & 1);
+    s->steps = first + good;
+    s->have_prev = 0;
+    if (done)
+        *done = good;
+    if (good < n)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at imaginary-time "
+                                          "step %ld of %ld", good + 1, n);
+    return NLSE_OK;
+}
+
+int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
+{
+    if (!s || !norm || !energy)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_observe: NULL argument");
+    const void *x = s->buf[s->par];
+    if (s->p.dtype == NLSE_COMPLEX64) {
+        if (s->V)
+            k_observe<float, true><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+                s->G, s->tab, (float)s->p.g, (const float2 *)x, (const float *)s->V, s->part);
+        else
+            k_observe<float, false><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+                s->G, s->tab, (float)s->p.g, (const float2 *)x, NULL, s->part);
+    } else {
+        if (s->V)
+            k_observe<double, true><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+                s->G, s->tab, s->p.g, (const double2 *)x, (const double *)s->V, s->part);
+        else
+            k_observe<double, false><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+                s->G, s->tab, s->p.g, (const double2 *)x, NULL, s->part);
+    }
+    CK(cudaGetLastError());
+    CK(cudaMemcpyAsync(s->h_part, s->part, 2 * s->nparts * sizeof(double), cudaMemcpyDeviceToHost,
+                       s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    double an = 0, ae = 0;
+    for (size_t b = 0; b < s->nparts; ++b) {
+        an += s->h_part[2 * b];
+        ae += s->h_part[2 * b + 1];
+    }
+    *norm = an;
+    *energy = ae;
+    return NLSE_OK;
+}
+
+int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
+{
+    if (!s || !psi || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
+    const size_t bytes = 2 * s->n * rsize(s);
+    void *din = NULL, *dout = NULL;
+    int st = nlse_cuda_alloc(&din, bytes, "apply");
+    if (!st)
+        st = nlse_cuda_alloc(&dout, bytes, "apply");
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(din, psi, bytes, cudaMemcpyHostToDevice, s->stream),
+                             "cudaMemcpy");
+    if (!st)
+        st = apply(s, dout, NULL, din, 1, 0, NONE, NULL);
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(out, dout, bytes, cudaMemcpyDeviceToHost, s->stream),
+                             "cudaMemcpy");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    cudaFree(din);
+    cudaFree(dout);
+    return st;
+}
+
+double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
+{
+    const double r = s ? (double)rsize(s) : 8;
+    return 6 * r + (s && s->V ? r : 0);
+}
+
+double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }

@@ -1,0 +1,287 @@
+/*
+ * _bind/dec.c -- binding of the DEC GPE solver on crystal grids (C API
+ * nlsepy/dec.h, source 001): the `Dec` type.  The block table arrives
+ * from nlsepy.dec (built there from the crystal's Delaunay complex).
+ */
+#include "bind.h"
+#include "nlsepy/dec.h"
+
+typedef struct {
+    NLSEPY_SOLVER_HEAD(nlse_dec, nlse_dec_params)
+    size_t n;
+} DecObject;
+
+/* `obj` as a C-contiguous array of `type` with `count` elements in all:
+ * new reference or NULL with ValueError naming `name`. */
+static PyArrayObject *dec_array(PyObject *obj, const char *name, int type, npy_intp count)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, type, 0, 0,
+                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    if (!a)
+        return NULL;
+    if (PyArray_SIZE(a) != count) {
+        PyErr_Format(PyExc_ValueError, "%s must have %zd elements, got %zd", name,
+                     (Py_ssize_t)count, (Py_ssize_t)PyArray_SIZE(a));
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+static int parse_blocks(PyObject *seq, long *out)
+{
+    size_t z[3];
+    if (nlsepy_parse_triple(seq, 3, "blocks", NULL, z))
+        return -1;
+    for (int q = 0; q < 3; ++q)
+        out[q] = (long)z[q];
+    return 0;
+}
+
+static int dec_init(DecObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"blocks", "edge", "origin", "trap", "periodic", "g", "dt", "dtype",
+                             "row_start", "nbr_cell", "nbr_offset", "weight", "volume",
+                             "centre", NULL};
+    PyObject *oblk, *oedge, *oorig, *otrap, *ors, *onc, *ono, *ow, *ov, *oc;
+    nlse_dec_params p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOiddiOOOOOO", kwlist, &oblk, &oedge, &oorig,
+                                     &otrap, &p.periodic, &p.g, &p.dt, &p.dtype, &ors, &onc, &ono,
+                                     &ow, &ov, &oc))
+        return -1;
+    if (parse_blocks(oblk, p.blocks) || nlsepy_parse_triple(oedge, 3, "edge", p.edge, NULL) ||
+        nlsepy_parse_triple(oorig, 3, "origin", p.origin, NULL) ||
+        nlsepy_parse_triple(otrap, 3, "trap", p.trap, NULL))
+        return -1;
+    PyArrayObject *a[6] = {NULL};
+    int st = -1;
+    PyArrayObject *vol = (PyArrayObject *)PyArray_FROMANY(ov, NPY_FLOAT64, 1, 1,
+                                                          NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    PyArrayObject *w = (PyArrayObject *)PyArray_FROMANY(ow, NPY_FLOAT64, 1, 1,
+                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    if (!vol || !w)
+        goto done;
+    p.cells = (int)PyArray_SIZE(vol);
+    p.rows = (int)PyArray_SIZE(w);
+    if (!(a[0] = dec_array(ors, "row_start", NPY_INT32, p.cells + 1)) ||
+        !(a[1] = dec_array(onc, "nbr_cell", NPY_INT32, p.rows)) ||
+        !(a[2] = dec_array(ono, "nbr_offset", NPY_INT32, 3 * (npy_intp)p.rows)) ||
+        !(a[3] = dec_array(oc, "centre", NPY_FLOAT64, 3 * (npy_intp)p.cells)))
+        goto done;
+    nlse_dec_table t = {PyArray_DATA(a[0]), PyArray_DATA(a[1]), PyArray_DATA(a[2]),
+                        PyArray_DATA(w), PyArray_DATA(vol), PyArray_DATA(a[3])};
+    if (self->s) {
+        nlse_dec_destroy(self->s);
+        self->s = NULL;
+    }
+    int cst;
+    Py_BEGIN_ALLOW_THREADS
+    cst = nlse_dec_create(&p, &t, &self->s);
+    Py_END_ALLOW_THREADS
+    if (cst) {
+        nlsepy_raise(cst);
+        goto done;
+    }
+    self->p = p;
+    self->n = nlse_dec_size(&p);
+    st = 0;
+done:
+    Py_XDECREF(vol);
+    Py_XDECREF(w);
+    for (int q = 0; q < 6; ++q)
+        Py_XDECREF(a[q]);
+    return st;
+}
+
+NLSEPY_DEALLOC(dec_dealloc, DecObject, nlse_dec_destroy)
+
+/* `obj`: an aligned C-contiguous 1-d array of n values of the solver's
+ * (complex, or real when `real`) type; borrowed, or NULL. */
+static PyArrayObject *state_arg(DecObject *self, PyObject *obj, const char *name, int real)
+{
+    PyArrayObject *a = nlsepy_check_type(obj, name, nlsepy_npy_type(self->p.dtype, real));
+    const size_t shape[1] = {self->n};
+    return a ? nlsepy_check_grid(a, name, 1, shape) : NULL;
+}
+
+static PyObject *new_state(DecObject *self)
+{
+    npy_intp dims[1] = {(npy_intp)self->n};
+    return PyArray_SimpleNew(1, dims, nlsepy_npy_type(self->p.dtype, 0));
+}
+
+static PyObject *dec_set_state(DecObject *self, PyObject *args)
+{
+    PyObject *opsi, *oprev = Py_None;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "O|O", &opsi, &oprev))
+        return NULL;
+    PyArrayObject *a = state_arg(self, opsi, "psi", 0), *b = NULL;
+    if (!a)
+        return NULL;
+    if (oprev != Py_None && !(b = state_arg(self, oprev, "psi_prev", 0)))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_set_state(self->s, PyArray_DATA(a), b ? PyArray_DATA(b) : NULL));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dec_get_state(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    PyObject *out = new_state(self);
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_get_state(self->s, PyArray_DATA((PyArrayObject *)out)));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    return out;
+}
+
+static PyObject *dec_set_potential(DecObject *self, PyObject *obj)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    PyArrayObject *a = NULL;
+    if (obj != Py_None && !(a = state_arg(self, obj, "V", 1)))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_set_potential(self->s, a ? PyArray_DATA(a) : NULL));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dec_set_dt(DecObject *self, PyObject *arg)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    double dt = PyFloat_AsDouble(arg);
+    if (dt == -1.0 && PyErr_Occurred())
+        return NULL;
+    int st = nlse_dec_set_dt(self->s, dt);
+    if (st)
+        return nlsepy_raise(st);
+    self->p.dt = dt;
+    Py_RETURN_NONE;
+}
+
+/* step(n) / imaginary(n, norm) -> (done, blew_up): blow-up is reported,
+ * not raised, so that the Python layer can attach the step and time. */
+static PyObject *steps_result(int st, long done)
+{
+    if (st && st != NLSE_ERR_BLOWUP)
+        return nlsepy_raise(st);
+    return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
+}
+
+static PyObject *dec_step(DecObject *self, PyObject *arg)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    long n = PyLong_AsLong(arg), done = 0;
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_step(self->s, n, &done));
+    return steps_result(st, done);
+}
+
+static PyObject *dec_imaginary(DecObject *self, PyObject *args)
+{
+    long n, done = 0;
+    double norm;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ld", &n, &norm))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_imaginary(self->s, n, norm, &done));
+    return steps_result(st, done);
+}
+
+static PyObject *dec_observe(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    double norm = 0, energy = 0;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_observe(self->s, &norm, &energy));
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("dd", norm, energy);
+}
+
+static PyObject *dec_apply(DecObject *self, PyObject *obj)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    PyArrayObject *a = state_arg(self, obj, "psi", 0);
+    if (!a)
+        return NULL;
+    PyObject *out = new_state(self);
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_apply(self->s, PyArray_DATA(a),
+                                        PyArray_DATA((PyArrayObject *)out)));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    return out;
+}
+
+static PyObject *dec_bytes(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_dec_bytes_per_cell_step(self->s));
+}
+
+static PyObject *dec_seconds(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return PyFloat_FromDouble(nlse_dec_last_seconds(self->s));
+}
+
+static PyMethodDef dec_methods[] = {
+    {"set_state", (PyCFunction)dec_set_state, METH_VARARGS,
+     "set_state(psi, psi_prev=None): psi(0) and optionally psi(-dt)."},
+    {"get_state", (PyCFunction)dec_get_state, METH_NOARGS, "get_state() -> new array."},
+    {"set_potential", (PyCFunction)dec_set_potential, METH_O,
+     "set_potential(V or None): per-cell potential added to the trap."},
+    {"set_dt", (PyCFunction)dec_set_dt, METH_O, "set_dt(dt): change the time step."},
+    {"step", (PyCFunction)dec_step, METH_O,
+     "step(n) -> (done, blew_up): n leapfrog steps (the first by RK4 without psi(-dt))."},
+    {"imaginary", (PyCFunction)dec_imaginary, METH_VARARGS,
+     "imaginary(n, norm) -> (done, blew_up): normalised imaginary-time Euler steps."},
+    {"observe", (PyCFunction)dec_observe, METH_NOARGS, "observe() -> (norm, energy)."},
+    {"apply", (PyCFunction)dec_apply, METH_O, "apply(psi) -> H(psi) psi."},
+    {"bytes_per_cell_step", (PyCFunction)dec_bytes, METH_NOARGS,
+     "Bytes a leapfrog step moves per unknown (model)."},
+    {"last_seconds", (PyCFunction)dec_seconds, METH_NOARGS,
+     "Seconds the last step() or imaginary() took."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject DecType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = NLSEPY_TYPE_NAME("Dec"),
+    .tp_basicsize = sizeof(DecObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Dec(blocks, edge, origin, trap, periodic, g, dt, dtype, row_start, nbr_cell, "
+              "nbr_offset, weight, volume, centre): DEC GPE solver handle (C API nlse_dec).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)dec_init,
+    .tp_dealloc = (destructor)dec_dealloc,
+    .tp_methods = dec_methods,
+};
+
+int nlsepy_bind_dec(PyObject *m)
+{
+    return nlsepy_add_type(m, &DecType, "Dec");
+}
