@@ -13,10 +13,12 @@ magnet    Table 2.1's rows, Jacobi, red-black SOR, the omega estimate and a
           dense direct solve of the magnet problem (source 002)
 mbloch    the Maxwell-Bloch model and scheme of source 004, line shapes,
           pulses, Franck-Condon factors
+dec       the DEC operator of eq. 8 as a sparse matrix and the leapfrog of
+          eq. 12 (source 001)
 """
 
 from __future__ import annotations
 
 from .fd import NLSEReference
 
-__all__ = ["NLSEReference", "fd", "dipolar", "magnet", "mbloch"]
+__all__ = ["NLSEReference", "fd", "dipolar", "magnet", "mbloch", "dec"]
