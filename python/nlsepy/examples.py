@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["dark_soliton", "bright_soliton", "dark_vortex", "vortex_ring", "plane_wave", "grid"]
+__all__ = ["dark_soliton", "bright_soliton", "dark_vortex", "vortex_ring", "plane_wave", "grid",
+           "vortex_state"]
 
 Example = Tuple[np.ndarray, Any, Dict[str, Any]]
 
@@ -252,3 +253,42 @@ def plane_wave(shape: Tuple[int, ...], h: Any, modes: Tuple[int, ...], a: float 
 
     params = dict(a=a, s=0.0, k=tuple(ks), bc="periodic", exact=exact)
     return exact(0.0), hs, params
+
+
+def vortex_state(lam: float = 1.0, g: float = 300.0, kappa: int = 10, **kwargs: Any) -> Any:
+    """Stationary vortex of the trapped 3D GPE, the initial state of the DEC
+    GPE runs (Kivioja et al., section 5, eq. 14).
+
+    ``Psi = f(rho, z) exp(i kappa phi - i mu t)`` in the trap
+    ``V = (x^2 + y^2 + lam^2 z^2)/2`` with ``int |Psi|^2 = 1``; forwards to
+    :func:`nlsepy.dec.vortex.vortex_state` (needs scipy).
+
+    Parameters
+    ----------
+    lam, g : float
+        Trap anisotropy (> 0) and interaction strength (>= 0).
+    kappa : int
+        Winding number (0: the ground state).
+    **kwargs
+        ``h``, ``rho_max``, ``z_max``, ``tol``, ``max_iter`` of
+        :func:`nlsepy.dec.vortex.vortex_state`.
+
+    Returns
+    -------
+    nlsepy.dec.vortex.VortexState
+        The state: ``mu``, the profile ``f`` on its ``(rho, z)`` grid, and
+        ``state(positions, t)`` for Psi at Cartesian points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nlsepy import examples
+    >>> s = examples.vortex_state(1.0, 300.0, 10)   # the source's accuracy test
+    >>> lo, hi = s.cuboid(1e-5)                     # its domain, eq. 15
+    >>> x = np.linspace(lo[0], hi[0], 64)
+    >>> X, Y, Z = np.meshgrid(x, x, [0.0], indexing="ij")
+    >>> psi = s(np.stack([X, Y, Z], axis=-1))       # complex, shape (64, 64, 1)
+    """
+    from .dec.vortex import vortex_state as _solve
+
+    return _solve(lam, g, kappa, **kwargs)

@@ -14,5 +14,6 @@ from __future__ import annotations
 from . import grids
 from .grids import CELLS_PER_BLOCK, GRIDS, Block, block, crystal_points
 from .solver import DecGPE
+from .vortex import VortexState, vortex_state
 
-__all__ = ["DecGPE", "grids", "GRIDS", "CELLS_PER_BLOCK", "Block", "block", "crystal_points"]
+__all__ = ["DecGPE", "VortexState", "vortex_state", "grids", "GRIDS", "CELLS_PER_BLOCK", "Block", "block", "crystal_points"]
