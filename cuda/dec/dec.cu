@@ -37,6 +37,7 @@
 /* Grid and trap as the kernels see them. */
 struct DGeo {
     unsigned nx, ny, nz, cells, row_len;  /* row_len = nx * cells */
+    unsigned chunks, units;  /* thread-block stretches per row, rows * chunks */
     int periodic;
     double ox, oy, oz, ex, ey, ez, hx, hy, hz;
     /* byte offsets of the table's arrays in shared memory */
@@ -154,10 +155,12 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     const STab<R> T = stage_table<R>(G, tab, smem); /* its __syncthreads publishes skip */
     if (skip)
         return;
-    const unsigned row = blockIdx.x, by = row % G.ny, bz = row / G.ny;
-    const unsigned q = blockIdx.y * blockDim.x + threadIdx.x;
     double nn = 0;
-    if (q < G.row_len) {
+    for (unsigned u = blockIdx.x; u < G.units; u += gridDim.x) {
+        const unsigned row = u / G.chunks, by = row % G.ny, bz = row / G.ny;
+        const unsigned q = (u - row * G.chunks) * blockDim.x + threadIdx.x;
+        if (q >= G.row_len)
+            continue;
         const unsigned bx = q / G.cells;
         const int c = (int)(q - bx * G.cells);
         const size_t i = (size_t)row * G.row_len + q;
@@ -183,12 +186,12 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (!(isfinite(o.x) && isfinite(o.y)))
             atomicMin(bad, step);
         if (part)
-            nn = T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+            nn += T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
     }
     if (part) {
         const double s = block_sum(nn, red);
         if (threadIdx.x == 0)
-            part[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
+            part[blockIdx.x] = s;
     }
 }
 
@@ -202,10 +205,12 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ double red[32];
     const STab<R> T = stage_table<R>(G, tab, smem);
-    const unsigned row = blockIdx.x, by = row % G.ny, bz = row / G.ny;
-    const unsigned q = blockIdx.y * blockDim.x + threadIdx.x;
     double an = 0, ae = 0;
-    if (q < G.row_len) {
+    for (unsigned u = blockIdx.x; u < G.units; u += gridDim.x) {
+        const unsigned row = u / G.chunks, by = row % G.ny, bz = row / G.ny;
+        const unsigned q = (u - row * G.chunks) * blockDim.x + threadIdx.x;
+        if (q >= G.row_len)
+            continue;
         const unsigned bx = q / G.cells;
         const int c = (int)(q - bx * G.cells);
         const size_t i = (size_t)row * G.row_len + q;
@@ -219,16 +224,15 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
         R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
         if (HASV)
             v = v + V[i];
-        an = T.vol[c] * r2;
-        ae = T.vol[c] * (kin + (double)v * r2 + 0.5 * (double)g * r2 * r2);
+        an += T.vol[c] * r2;
+        ae += T.vol[c] * (kin + (double)v * r2 + 0.5 * (double)g * r2 * r2);
     }
-    const size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     const double sn = block_sum(an, red);
     if (threadIdx.x == 0)
-        part[2 * b] = sn;
+        part[2 * blockIdx.x] = sn;
     const double se = block_sum(ae, red);
     if (threadIdx.x == 0)
-        part[2 * b + 1] = se;
+        part[2 * blockIdx.x + 1] = se;
 }
 
 /* factor = sqrt(norm / sum(part)) in a fixed order; a zero or non-finite
@@ -395,11 +399,26 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         nlse_dec_destroy(s);
         return st;
     }
-    /* launch shape: one row of blocks per blockIdx.x, stretches of it along y */
+    /* launch shape: work units are stretches of blockDim cells of one row
+     * of blocks; a resident set of thread blocks loops over them, so the
+     * table is staged once per thread block, not once per unit */
     unsigned threads = G->row_len >= 256 ? 256 : ((G->row_len + 31) / 32) * 32;
+    G->chunks = (G->row_len + threads - 1) / threads;
+    G->units = G->ny * G->nz * G->chunks;
+    int dev = 0, sms = 1, per_sm = 1;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (p->dtype == NLSE_COMPLEX64)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_apply<float, false>, threads,
+                                                      G->bytes);
+    else
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_apply<double, false>, threads,
+                                                      G->bytes);
+    cudaGetLastError();
+    const unsigned resident = (unsigned)(sms * (per_sm > 0 ? per_sm : 1));
     s->block = dim3(threads);
-    s->grid = dim3(G->ny * G->nz, (G->row_len + threads - 1) / threads);
-    s->nparts = (size_t)s->grid.x * s->grid.y;
+    s->grid = dim3(G->units < resident ? G->units : resident);
+    s->nparts = s->grid.x;
     const size_t bytes = 2 * s->n * rsize(s);
     if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||
         (st = nlse_cuda_alloc(&s->buf[0], bytes, "the DEC state")) ||
