@@ -3,13 +3,13 @@
 # present, then the CUDA benchmarks of the models named (bench/<stem>.py).
 # Logs go to $OUT (default out/gpu).
 #   bash bench/gpu.sh [--quick] [--no-bench] [--no-tests] [--tests "PYTEST ARGS"]
-#                     [--bench all|fd,dipolar,magnet,mbloch]
-#                     [--dipolar-sizes small,large,huge]
+#                     [--bench all|fd,dipolar,magnet,mbloch,dec]
+#                     [--dipolar-sizes small,large,huge] [--dec-args "BENCH/DEC.PY ARGS"]
 set -uo pipefail
 OUT=${OUT:-out/gpu}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
-quick=""; bench=1; tests=1; targs="tests"; which=all; dipolar_sizes="small,large,huge"
+quick=""; bench=1; tests=1; targs="tests"; which=all; dipolar_sizes="small,large,huge"; dec_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=--quick;;
@@ -18,6 +18,7 @@ while [ $# -gt 0 ]; do
     --tests) targs="$2"; shift;;
     --bench) which="$2"; shift;;
     --dipolar-sizes) dipolar_sizes="$2"; shift;;
+    --dec-args) dec_args="$2"; shift;;
   esac
   shift
 done
@@ -51,4 +52,7 @@ if want magnet; then
 fi
 if want mbloch; then
   (cd bench && "$PY" mbloch.py --numpy-z-steps 0 --json "$OUT/mbloch.json" 2>&1 | tee "$OUT/mbloch.log" | tail -8)
+fi
+if want dec; then
+  "$PY" bench/dec.py --backend cuda $dec_args --json "$OUT/dec.json" 2>&1 | tee "$OUT/dec.log" | tail -40
 fi
