@@ -34,10 +34,39 @@
 #define NONE 0xffffffffffffffffULL
 #define SMEM_MAX (48 * 1024)
 
+/* Division by a runtime constant d >= 1 of any 32-bit n: a multiply-high,
+ * an add and two shifts (Granlund and Montgomery's round-up method). */
+struct FastDiv {
+    unsigned m, s1, s2;
+};
+
+static FastDiv fastdiv(unsigned d)
+{
+    unsigned l = 0;
+    while (l < 32 && (1ull << l) < d)
+        ++l;
+    FastDiv f;
+    f.m = (unsigned)(((1ull << 32) * ((1ull << l) - d)) / d + 1);
+    f.s1 = l < 1 ? l : 1;
+    f.s2 = l > 1 ? l - 1 : 0;
+    return f;
+}
+
+__device__ __forceinline__ unsigned fdiv(unsigned n, FastDiv f)
+{
+    const unsigned t = __umulhi(n, f.m);
+    return (t + ((n - t) >> f.s1)) >> f.s2;
+}
+
 /* Grid and trap as the kernels see them. */
 struct DGeo {
     unsigned nx, ny, nz, cells, row_len;  /* row_len = nx * cells */
-    unsigned chunks, units;  /* thread-block stretches per row, rows * chunks */
+    /* work units: stretches of blockDim cells of a row of blocks (chunks per
+     * row), ordered by y tiles of ty rows, then z, then y, then the stretch:
+     * the GPU sweeps z through one y tile at a time, so the neighbours'
+     * planes of psi(n) stay in L2 between their reads */
+    unsigned chunks, units, ty, full_units, tile_units;
+    FastDiv d_cells, d_chunks, d_tile, d_tyc, d_ryc;
     int periodic;
     double ox, oy, oz, ex, ey, ez, hx, hy, hz;
     /* byte offsets of the table's arrays in shared memory */
@@ -111,6 +140,34 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
     si = ai;
 }
 
+/* The cell of thread threadIdx.x in work unit u: false past the row's end. */
+__device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &by, unsigned &bz,
+                                          unsigned &bx, int &c, unsigned &q)
+{
+    unsigned t, rem, slab;
+    FastDiv dslab;
+    if (u < G.full_units) {
+        t = fdiv(u, G.d_tile);
+        rem = u - t * G.tile_units;
+        slab = G.ty * G.chunks;
+        dslab = G.d_tyc;
+    } else {
+        t = G.ny / G.ty;
+        rem = u - G.full_units;
+        slab = (G.ny - t * G.ty) * G.chunks;
+        dslab = G.d_ryc;
+    }
+    bz = fdiv(rem, dslab);
+    const unsigned r2 = rem - bz * slab, yy = fdiv(r2, G.d_chunks);
+    by = t * G.ty + yy;
+    q = (r2 - yy * G.chunks) * blockDim.x + threadIdx.x;
+    if (q >= G.row_len)
+        return false;
+    bx = fdiv(q, G.d_cells);
+    c = (int)(q - bx * G.cells);
+    return true;
+}
+
 template <typename R>
 __device__ __forceinline__ R trap(const DGeo &G, const STab<R> &T, int c, int bx, int by, int bz)
 {
@@ -157,12 +214,11 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         return;
     double nn = 0;
     for (unsigned u = blockIdx.x; u < G.units; u += gridDim.x) {
-        const unsigned row = u / G.chunks, by = row % G.ny, bz = row / G.ny;
-        const unsigned q = (u - row * G.chunks) * blockDim.x + threadIdx.x;
-        if (q >= G.row_len)
+        unsigned by, bz, bx, q;
+        int c;
+        if (!unit_cell(G, u, by, bz, bx, c, q))
             continue;
-        const unsigned bx = q / G.cells;
-        const int c = (int)(q - bx * G.cells);
+        const unsigned row = bz * G.ny + by;
         const size_t i = (size_t)row * G.row_len + q;
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
@@ -207,12 +263,11 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
     const STab<R> T = stage_table<R>(G, tab, smem);
     double an = 0, ae = 0;
     for (unsigned u = blockIdx.x; u < G.units; u += gridDim.x) {
-        const unsigned row = u / G.chunks, by = row % G.ny, bz = row / G.ny;
-        const unsigned q = (u - row * G.chunks) * blockDim.x + threadIdx.x;
-        if (q >= G.row_len)
+        unsigned by, bz, bx, q;
+        int c;
+        if (!unit_cell(G, u, by, bz, bx, c, q))
             continue;
-        const unsigned bx = q / G.cells;
-        const int c = (int)(q - bx * G.cells);
+        const unsigned row = bz * G.ny + by;
         const size_t i = (size_t)row * G.row_len + q;
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
@@ -405,6 +460,21 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     unsigned threads = G->row_len >= 256 ? 256 : ((G->row_len + 31) / 32) * 32;
     G->chunks = (G->row_len + threads - 1) / threads;
     G->units = G->ny * G->nz * G->chunks;
+    /* y tiles of about 1 MiB of psi(n) per plane */
+    const size_t row_bytes = (size_t)G->row_len * 2 * rsize(s);
+    size_t ty = ((size_t)1 << 20) / (row_bytes ? row_bytes : 1);
+    const char *env = getenv("NLSEPY_DEC_TILE_ROWS");
+    if (env && atoi(env) > 0)
+        ty = (size_t)atoi(env);
+    G->ty = (unsigned)(ty < 1 ? 1 : ty > G->ny ? G->ny : ty);
+    G->tile_units = G->ty * G->nz * G->chunks;
+    G->full_units = (G->ny / G->ty) * G->tile_units;
+    const unsigned rest = G->ny - (G->ny / G->ty) * G->ty;
+    G->d_cells = fastdiv(G->cells);
+    G->d_chunks = fastdiv(G->chunks);
+    G->d_tile = fastdiv(G->tile_units);
+    G->d_tyc = fastdiv(G->ty * G->chunks);
+    G->d_ryc = fastdiv(rest ? rest * G->chunks : 1);
     int dev = 0, sms = 1, per_sm = 1;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
