@@ -101,7 +101,7 @@ __device__ __forceinline__ STab<R> stage_table(const DGeo &G, const unsigned cha
 }
 
 /* sum_k w_k x_j over the neighbours of cell c (index i) of block (bx, by, bz) */
-template <typename R>
+template <typename R, int MAXN>
 __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const typename Vec2<R>::T *x,
                                      size_t i, int c, int bx, int by, int bz, bool interior,
                                      R &sr, R &si)
@@ -109,7 +109,31 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
     typedef typename Vec2<R>::T C2;
     R ar = 0, ai = 0;
     const int k0 = T.start[c], k1 = T.start[c + 1];
-    if (interior) {
+    if (MAXN > 0 && interior) {
+        /* every neighbour load issued before the first use (a cell has at
+         * most MAXN neighbours), then the sum in the order of k */
+        C2 v[MAXN > 0 ? MAXN : 1];
+#pragma unroll
+        for (int q = 0; q < MAXN; ++q)
+            if (k0 + q < k1)
+                v[q] = __ldg(x + (ptrdiff_t)i + T.delta[k0 + q]);
+#pragma unroll
+        for (int q = 0; q < MAXN; ++q)
+            if (k0 + q < k1) {
+                ar += T.w[k0 + q] * v[q].x;
+                ai += T.w[k0 + q] * v[q].y;
+            }
+    } else if (MAXN < 0 && interior) {
+        /* software pipelined: the next neighbour's load in flight while
+         * the current one is summed */
+        C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k0]);
+        for (int k = k0; k < k1; ++k) {
+            const C2 vn = k + 1 < k1 ? __ldg(x + (ptrdiff_t)i + T.delta[k + 1]) : v;
+            ar += T.w[k] * v.x;
+            ai += T.w[k] * v.y;
+            v = vn;
+        }
+    } else if (interior) {
         for (int k = k0; k < k1; ++k) {
             const C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k]);
             ar += T.w[k] * v.x;
@@ -197,23 +221,38 @@ __device__ __forceinline__ double block_sum(double v, double *red)
 /* out = x0 + (cre + i cim) H(x1) x1; x0 may be NULL or out.  With `part`,
  * the block's sum |B| |out|^2 goes to part[block].  A non-finite output
  * records `step` in *bad; the launch does nothing when *bad is set. */
-template <typename R, bool HASV>
-__global__ void __launch_bounds__(256)
+template <typename R, bool HASV, int MAXN, int MINB>
+__global__ void __launch_bounds__(256, MINB)
 k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre, R cim,
-        const R *__restrict__ V, unsigned long long step, unsigned long long *bad, double *part)
+        const R *__restrict__ V, unsigned long long step, unsigned long long *bad, double *part,
+        unsigned *ctr, unsigned slot)
 {
     typedef typename Vec2<R>::T C2;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int skip;
+    __shared__ unsigned su;
     __shared__ double red[32];
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         skip = bad && *bad != NONE;
+        if (blockIdx.x == 0)
+            ctr[(slot + 1) % 3] = 0; /* the next launch's counter */
+    }
     const STab<R> T = stage_table<R>(G, tab, smem); /* its __syncthreads publishes skip */
     if (skip)
         return;
     double nn = 0;
-    for (unsigned u = blockIdx.x; u < G.units; u += gridDim.x) {
+    for (;;) {
+        /* units are handed out in order, so the resident thread blocks work
+         * on neighbouring units at any moment (a fixed stride would let
+         * them drift apart and the planes of psi(n) fall out of L2) */
+        if (threadIdx.x == 0)
+            su = atomicAdd(ctr + slot, 1u);
+        __syncthreads();
+        const unsigned u = su;
+        __syncthreads();
+        if (u >= G.units)
+            break;
         unsigned by, bz, bx, q;
         int c;
         if (!unit_cell(G, u, by, bz, bx, c, q))
@@ -222,9 +261,12 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const size_t i = (size_t)row * G.row_len + q;
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
-        R sr, si;
-        nsum<R>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
         const C2 x = x1[i];
+        C2 a;
+        if (x0)
+            a = x0[i];
+        R sr, si;
+        nsum<R, MAXN>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
         R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
         if (HASV)
             v = v + V[i];
@@ -234,7 +276,6 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         o.x = cre * hr - cim * hi;
         o.y = cre * hi + cim * hr;
         if (x0) {
-            const C2 a = x0[i];
             o.x = a.x + o.x;
             o.y = a.y + o.y;
         }
@@ -272,7 +313,7 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
         R sr, si;
-        nsum<R>(G, T, x, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+        nsum<R, 0>(G, T, x, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
         const C2 xv = x[i];
         const double xr = xv.x, xi = xv.y, r2 = xr * xr + xi * xi;
         const double kin = (double)T.diag[c] * r2 - (xr * (double)sr + xi * (double)si);
@@ -335,6 +376,10 @@ struct nlse_dec {
     void *V;
     unsigned long long *bad; /* first step that went non-finite, or NONE */
     double *part, *factor;   /* per-launch-block partial sums            */
+    unsigned *ctr;           /* work-unit counters of k_apply, 3 slots   */
+    unsigned launch;         /* k_apply launches so far (counter slot)   */
+    int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
+    int variant;             /* kernel variant (NLSEPY_DEC_KERNEL)       */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -405,6 +450,7 @@ void nlse_dec_destroy(nlse_dec *s)
     cudaFree(s->bad);
     cudaFree(s->part);
     cudaFree(s->factor);
+    cudaFree(s->ctr);
     free(s->h_part);
     if (s->stream)
         cudaStreamDestroy(s->stream);
@@ -460,9 +506,15 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     unsigned threads = G->row_len >= 256 ? 256 : ((G->row_len + 31) / 32) * 32;
     G->chunks = (G->row_len + threads - 1) / threads;
     G->units = G->ny * G->nz * G->chunks;
-    /* y tiles of about 1 MiB of psi(n) per plane */
+    int most = 0;
+    for (int c = 0; c < p->cells; ++c)
+        most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
+    s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
+    const char *kv = getenv("NLSEPY_DEC_KERNEL");
+    s->variant = kv ? atoi(kv) : 0;
+    /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
     const size_t row_bytes = (size_t)G->row_len * 2 * rsize(s);
-    size_t ty = ((size_t)1 << 20) / (row_bytes ? row_bytes : 1);
+    size_t ty = ((size_t)8 << 20) / (row_bytes ? row_bytes : 1);
     const char *env = getenv("NLSEPY_DEC_TILE_ROWS");
     if (env && atoi(env) > 0)
         ty = (size_t)atoi(env);
@@ -475,17 +527,13 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     G->d_tile = fastdiv(G->tile_units);
     G->d_tyc = fastdiv(G->ty * G->chunks);
     G->d_ryc = fastdiv(rest ? rest * G->chunks : 1);
-    int dev = 0, sms = 1, per_sm = 1;
+    /* as many thread blocks as an SM can hold at 256 threads; those that
+     * do not fit at once start later and take what units are left */
+    int dev = 0, sms = 1;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (p->dtype == NLSE_COMPLEX64)
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_apply<float, false>, threads,
-                                                      G->bytes);
-    else
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_apply<double, false>, threads,
-                                                      G->bytes);
     cudaGetLastError();
-    const unsigned resident = (unsigned)(sms * (per_sm > 0 ? per_sm : 1));
+    const unsigned resident = (unsigned)sms * (2048u / threads);
     s->block = dim3(threads);
     s->grid = dim3(G->units < resident ? G->units : resident);
     s->nparts = s->grid.x;
@@ -496,6 +544,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         (st = nlse_cuda_alloc((void **)&s->bad, sizeof(unsigned long long), "a flag")) ||
         (st = nlse_cuda_alloc((void **)&s->part, 2 * s->nparts * sizeof(double), "sums")) ||
         (st = nlse_cuda_alloc((void **)&s->factor, sizeof(double), "a factor")) ||
+        (st = nlse_cuda_alloc((void **)&s->ctr, 3 * sizeof(unsigned), "counters")) ||
         (st = nlse_cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
                               "cudaStreamCreate")) ||
         (st = nlse_cuda_check(cudaEventCreate(&s->ev[0]), "cudaEventCreate")) ||
@@ -511,6 +560,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
                               "cudaMemcpy")) ||
         (st = nlse_cuda_check(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice),
                               "cudaMemcpy")) ||
+        (st = nlse_cuda_check(cudaMemset(s->ctr, 0, 3 * sizeof(unsigned)), "cudaMemset")) ||
         (st = nlse_cuda_check(cudaMemset(s->buf[0], 0, bytes), "cudaMemset")) ||
         (st = nlse_cuda_check(cudaMemset(s->buf[1], 0, bytes), "cudaMemset"))) {
         free(img);
@@ -579,19 +629,53 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
+template <typename R, bool HASV, int MAXN, int MINB>
+static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    k_apply<R, HASV, MAXN, MINB><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+        s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+        (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
+}
+
+/* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply), the variant for
+ * the potential array and the table's largest neighbour count. */
+template <typename R, bool HASV>
+static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    switch (s->variant) {
+    case 1: /* unrolled, at most 40 registers */
+        switch (s->maxn) {
+        case 4: launch_k<R, HASV, 4, 6>(s, out, x0, x1, cre, cim, step, part); return;
+        case 8: launch_k<R, HASV, 8, 6>(s, out, x0, x1, cre, cim, step, part); return;
+        case 16: launch_k<R, HASV, 16, 6>(s, out, x0, x1, cre, cim, step, part); return;
+        }
+        break;
+    case 2: /* unrolled, at most 32 registers */
+        switch (s->maxn) {
+        case 4: launch_k<R, HASV, 4, 8>(s, out, x0, x1, cre, cim, step, part); return;
+        case 8: launch_k<R, HASV, 8, 8>(s, out, x0, x1, cre, cim, step, part); return;
+        case 16: launch_k<R, HASV, 16, 8>(s, out, x0, x1, cre, cim, step, part); return;
+        }
+        break;
+    case 3:
+        launch_k<R, HASV, -1, 1>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    }
+    launch_k<R, HASV, 0, 1>(s, out, x0, x1, cre, cim, step, part);
+}
+
 template <typename R>
 static int launch_apply(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                         double cim, unsigned long long step, double *part)
 {
-    typedef typename Vec2<R>::T C2;
     if (s->V)
-        k_apply<R, true><<<s->grid, s->block, s->G.bytes, s->stream>>>(
-            s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
-            (const R *)s->V, step, s->bad, part);
+        launch_n<R, true>(s, out, x0, x1, cre, cim, step, part);
     else
-        k_apply<R, false><<<s->grid, s->block, s->G.bytes, s->stream>>>(
-            s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
-            NULL, step, s->bad, part);
+        launch_n<R, false>(s, out, x0, x1, cre, cim, step, part);
+    ++s->launch;
     return nlse_cuda_check(cudaGetLastError(), "k_apply");
 }
 
