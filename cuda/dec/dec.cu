@@ -533,7 +533,11 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaGetLastError();
-    const unsigned resident = (unsigned)sms * (2048u / threads);
+    unsigned per_sm = 2048u / threads;
+    const char *ev = getenv("NLSEPY_DEC_BLOCKS_PER_SM");
+    if (ev && atoi(ev) > 0)
+        per_sm = (unsigned)atoi(ev);
+    const unsigned resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
     s->grid = dim3(G->units < resident ? G->units : resident);
     s->nparts = s->grid.x;
