@@ -261,12 +261,9 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const size_t i = (size_t)row * G.row_len + q;
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
-        const C2 x = x1[i];
-        C2 a;
-        if (x0)
-            a = x0[i];
         R sr, si;
         nsum<R, MAXN>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+        const C2 x = x1[i];
         R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
         if (HASV)
             v = v + V[i];
@@ -276,6 +273,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         o.x = cre * hr - cim * hi;
         o.y = cre * hi + cim * hr;
         if (x0) {
+            const C2 a = x0[i];
             o.x = a.x + o.x;
             o.y = a.y + o.y;
         }
