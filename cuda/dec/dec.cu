@@ -662,11 +662,15 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         case 16: launch_k<R, HASV, 16, 8>(s, out, x0, x1, cre, cim, step, part); return;
         }
         break;
-    case 3:
-        launch_k<R, HASV, -1, 1>(s, out, x0, x1, cre, cim, step, part);
+    case 3: /* pipelined loop, at most 40 registers */
+        launch_k<R, HASV, -1, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 4: /* plain loop, at most 32 registers */
+        launch_k<R, HASV, 0, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
     }
-    launch_k<R, HASV, 0, 1>(s, out, x0, x1, cre, cim, step, part);
+    /* plain loop, at most 40 registers */
+    launch_k<R, HASV, 0, 6>(s, out, x0, x1, cre, cim, step, part);
 }
 
 template <typename R>
