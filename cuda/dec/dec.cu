@@ -3,18 +3,27 @@
  * Rossi, source 001, eqs. 8 and 12, section 4.1), same C API as
  * csrc/dec/dec.c.
  *
- * One thread per unknown.  A thread block takes a stretch of one row of
- * blocks (fixed by, bz): cell q of the row is block bx = q / cells, cell
- * c = q % cells, so a warp reads psi(n), psi(n-1) coalesced.  The block
- * table (neighbour cells and offsets, the interior index distances, the
- * weights, the diagonal, the circumcentres) is staged in shared memory at
- * the start of every launch; neighbours are read through the read-only
- * cache, where the rows of blocks around the current one stay resident
- * (a z plane of blocks is a few MB: the neighbours' second reads hit L2),
- * which is the purpose of the seed's staging of a block's psi in shared
- * memory, without its per-grid permutation tables.  The trap potential is
- * computed from the circumcentre, so a leapfrog step moves 48 B per unknown
- * in complex128 (24 in complex64): read psi(n), read and write psi(n-1).
+ * One thread per unknown.  The work is cut into units, each a stretch of
+ * at most 256 cells of one row of blocks (fixed by, bz): cell q of the row
+ * is block bx = q / cells, cell c = q % cells, so a warp reads psi(n) and
+ * psi(n-1) coalesced.  A resident set of thread blocks takes the units in
+ * order from an atomic counter, so at any moment the GPU works on a narrow
+ * window of the grid and the neighbouring planes of psi(n) are still in L2
+ * when their second and third readers come (with a fixed stride the blocks
+ * drifted apart and psi(n) came from DRAM three times); planes wider than
+ * 8 MiB are swept in y tiles.  The block table (neighbour cells and
+ * offsets, the interior index distances, the weights, the diagonal, the
+ * circumcentres) is staged in shared memory once per thread block;
+ * neighbours are read through the read-only cache.  This replaces the
+ * seed's staging of a block's psi in shared memory and its permutation
+ * tables against bank conflicts (section 4.1): the reuse it sought is
+ * served by L1/L2, and the DRAM traffic is the minimum.  The trap potential
+ * is computed from the circumcentre, so a leapfrog step moves 48 B per
+ * unknown in complex128 (24 in complex64): read psi(n), read and write
+ * psi(n-1).  The kernel is bound by memory latency; the neighbour loop runs
+ * under 32 registers so that all 64 warps of an SM stay resident
+ * (NLSEPY_DEC_KERNEL=1 or 2 picks the 40-register loop or the unrolled
+ * loads, slower on an H100: bench/RESULTS.md).
  *
  * Blow-up: a kernel that produces a non-finite value records the step in a
  * device word; later launches of the chunk return at once, so the last
@@ -123,16 +132,6 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
                 ar += T.w[k0 + q] * v[q].x;
                 ai += T.w[k0 + q] * v[q].y;
             }
-    } else if (MAXN < 0 && interior) {
-        /* software pipelined: the next neighbour's load in flight while
-         * the current one is summed */
-        C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k0]);
-        for (int k = k0; k < k1; ++k) {
-            const C2 vn = k + 1 < k1 ? __ldg(x + (ptrdiff_t)i + T.delta[k + 1]) : v;
-            ar += T.w[k] * v.x;
-            ai += T.w[k] * v.y;
-            v = vn;
-        }
     } else if (interior) {
         for (int k = k0; k < k1; ++k) {
             const C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k]);
@@ -501,7 +500,11 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     /* launch shape: work units are stretches of blockDim cells of one row
      * of blocks; a resident set of thread blocks loops over them, so the
      * table is staged once per thread block, not once per unit */
-    unsigned threads = G->row_len >= 256 ? 256 : ((G->row_len + 31) / 32) * 32;
+    /* the fewest stretches of at most 256 threads per row, as even as a
+     * multiple of 32 allows (432 cells: 2 x 224, not 256 + 176) */
+    G->chunks = (G->row_len + 255) / 256;
+    unsigned threads = (G->row_len + G->chunks - 1) / G->chunks;
+    threads = (threads + 31) / 32 * 32;
     G->chunks = (G->row_len + threads - 1) / threads;
     G->units = G->ny * G->nz * G->chunks;
     int most = 0;
@@ -648,29 +651,23 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
                      double cim, unsigned long long step, double *part)
 {
     switch (s->variant) {
-    case 1: /* unrolled, at most 40 registers */
-        switch (s->maxn) {
-        case 4: launch_k<R, HASV, 4, 6>(s, out, x0, x1, cre, cim, step, part); return;
-        case 8: launch_k<R, HASV, 8, 6>(s, out, x0, x1, cre, cim, step, part); return;
-        case 16: launch_k<R, HASV, 16, 6>(s, out, x0, x1, cre, cim, step, part); return;
+    case 1: /* plain loop, at most 40 registers (three quarters of the warps) */
+        launch_k<R, HASV, 0, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 2: /* every neighbour load issued first, at most 40 registers */
+        if (s->maxn > 0) {
+            if (s->maxn == 4)
+                launch_k<R, HASV, 4, 6>(s, out, x0, x1, cre, cim, step, part);
+            else if (s->maxn == 8)
+                launch_k<R, HASV, 8, 6>(s, out, x0, x1, cre, cim, step, part);
+            else
+                launch_k<R, HASV, 16, 6>(s, out, x0, x1, cre, cim, step, part);
+            return;
         }
         break;
-    case 2: /* unrolled, at most 32 registers */
-        switch (s->maxn) {
-        case 4: launch_k<R, HASV, 4, 8>(s, out, x0, x1, cre, cim, step, part); return;
-        case 8: launch_k<R, HASV, 8, 8>(s, out, x0, x1, cre, cim, step, part); return;
-        case 16: launch_k<R, HASV, 16, 8>(s, out, x0, x1, cre, cim, step, part); return;
-        }
-        break;
-    case 3: /* pipelined loop, at most 40 registers */
-        launch_k<R, HASV, -1, 6>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 4: /* plain loop, at most 32 registers */
-        launch_k<R, HASV, 0, 8>(s, out, x0, x1, cre, cim, step, part);
-        return;
     }
-    /* plain loop, at most 40 registers */
-    launch_k<R, HASV, 0, 6>(s, out, x0, x1, cre, cim, step, part);
+    /* plain loop, at most 32 registers: all 64 warps of an SM resident */
+    launch_k<R, HASV, 0, 8>(s, out, x0, x1, cre, cim, step, part);
 }
 
 template <typename R>
