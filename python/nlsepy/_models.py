@@ -7,7 +7,7 @@ from typing import Dict, Tuple
 
 # stem -> Python class name, in the order of the mission
 _STEMS = (("fd", "NLSE"), ("dipolar", "DipolarGPE"), ("magnet", "CoaxialMagnet"),
-          ("mbloch", "MaxwellBloch"))
+          ("mbloch", "MaxwellBloch"), ("dec", "DecGPE"))
 
 
 @dataclass(frozen=True)

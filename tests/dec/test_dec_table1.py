@@ -30,27 +30,21 @@ OPS = 6e9
 
 def operations(grid, h, L):
     """sum_i #J^i / dt per unit time for `grid` at lattice constant h on the
-    box L (blocks counted fractionally, so the count is smooth in h)."""
+    box L (blocks counted fractionally), counted here from the block."""
     blk = nl.dec.block(grid)
-    edge = np.asarray(blk.edge) * h
-    cells = blk.cells * np.prod(L / edge)
+    cells = blk.cells * np.prod(L / (np.asarray(blk.edge) * h))
     faces_plus_one = np.bincount(blk.nbr_row).mean() + 1
     diag = 0.5 * blk.diagonal().max() / h ** 2
     vmax = 0.5 * np.sum((L / 2) ** 2)
-    dt = 1.0 / (2.0 * (diag + vmax))
-    return cells * faces_plus_one / dt
+    return cells * faces_plus_one * 2.0 * (diag + vmax)
 
 
 def scale(grid, L):
-    """The h with operations(h) = 6e9 (bisection in log h; decreasing in h)."""
-    lo, hi = np.log(1e-3), np.log(10.0)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if operations(grid, np.exp(mid), L) > OPS:
-            lo = mid
-        else:
-            hi = mid
-    return np.exp(0.5 * (lo + hi))
+    """The library's equal-cost lattice constant (nl.dec.grids)."""
+    h = nl.dec.grids.equal_cost_spacing(grid, L, OPS, vmax=0.5 * np.sum((L / 2) ** 2))
+    assert nl.dec.grids.operations_per_time(grid, h, L, 0.5 * np.sum((L / 2) ** 2)) == \
+        pytest.approx(operations(grid, h, L), rel=1e-12)
+    return h
 
 
 @pytest.fixture(scope="module")

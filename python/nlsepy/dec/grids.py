@@ -322,3 +322,64 @@ def plane_wave_eigenvalue(blk: Block, kappa) -> float:
     H = v[:, None] * S / v[None, :]          # self-adjoint form
     ev = np.linalg.eigvalsh(0.5 * (H + H.conj().T))
     return float(ev[np.argmin(np.abs(ev))])
+
+
+def operations_per_time(grid: str, spacing: float, box, vmax: float = 0.0) -> float:
+    """Arithmetic per unit of time of the leapfrog on a box (section 5.1).
+
+    ``sum_i #J^i / dt`` with ``#J^i`` the faces of cell i plus one (the
+    nonzeros of row i of eq. 12's matrix) and ``dt = 1 / (2 max_i M_ii)``,
+    the bound of eq. 11, ``M_ii`` the Laplacian's diagonal plus the largest
+    potential ``vmax``.  Blocks are counted fractionally (``box / edge``), so
+    the count is smooth in the spacing.
+
+    Parameters
+    ----------
+    grid : str
+        The crystal.
+    spacing : float
+        Lattice constant h.
+    box : sequence of 3 floats
+        The domain's lengths.
+    vmax : float, optional
+        The potential's largest value on the domain.
+
+    Returns
+    -------
+    float
+    """
+    blk = block(grid)
+    edge = np.asarray(blk.edge) * spacing
+    cells = blk.cells * np.prod(np.asarray(box, float) / edge)
+    per_row = np.bincount(blk.nbr_row).mean() + 1
+    dt = 1.0 / (2.0 * (0.5 * blk.diagonal().max() / spacing ** 2 + vmax))
+    return float(cells * per_row / dt)
+
+
+def equal_cost_spacing(grid: str, box, operations: float = 6e9, vmax: float = 0.0) -> float:
+    """The lattice constant at which :func:`operations_per_time` equals
+    `operations` (section 5.1's scaling behind Table 1: 6e9 there).
+
+    Parameters
+    ----------
+    grid : str
+        The crystal.
+    box : sequence of 3 floats
+        The domain's lengths.
+    operations : float, optional
+        Arithmetic per unit of time.
+    vmax : float, optional
+        The potential's largest value on the domain.
+
+    Returns
+    -------
+    float
+    """
+    lo, hi = np.log(1e-4), np.log(1e3)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if operations_per_time(grid, float(np.exp(mid)), box, vmax) > operations:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.exp(0.5 * (lo + hi)))
