@@ -30,25 +30,28 @@ import nlsepy as nl
 
 
 def fold(sim: "nl.DecGPE", r_core: float, n: int = 161) -> Dict[str, Any]:
-    """Minima count and dominant angular harmonic of |psi|^2 at z = 0."""
-    from scipy import ndimage
-    R = 2.2 * r_core
-    dens, (x, y) = sim.density_on_grid((n, n), bounds=[(-R, R), (-R, R), (0.0, 0.0)])
-    X, Y = np.meshgrid(x, y, indexing="ij")
-    r = np.hypot(X, Y)
-    ring = (r > 0.3 * r_core) & (r < 1.6 * r_core)
-    local = dens == ndimage.minimum_filter(dens, size=9, mode="nearest")
-    minima = int(np.count_nonzero(local & ring & (dens < 0.5 * dens.max())))
-    phi = np.linspace(0, 2 * np.pi, 256, endpoint=False)
-    harm = []
-    for rr in np.linspace(0.6, 1.2, 7) * r_core:
+    """The fold of |psi|^2 at z = 0 around the former core: on rings of
+    radius 0.6 .. 1.4 r_core, the density's strongest angular harmonic m
+    (summed over the rings), and the number of density minima along the ring
+    where that harmonic is strongest (the ring density kept to harmonics
+    1-8 so that grid noise makes no minima)."""
+    R = 1.5 * r_core
+    phi = np.linspace(0, 2 * np.pi, 360, endpoint=False)
+    best, spec_sum = None, np.zeros(8)
+    for rr in np.linspace(0.6, 1.4, 9) * r_core:
         pts = np.stack([rr * np.cos(phi), rr * np.sin(phi)], axis=1)
-        idx = np.clip(((pts + R) / (2 * R) * (n - 1)).round().astype(int), 0, n - 1)
-        ring_d = dens[idx[:, 0], idx[:, 1]]
-        harm.append(np.abs(np.fft.rfft(ring_d - ring_d.mean()))[1:9])
-    spec = np.sum(harm, axis=0)
-    return dict(minima=minima, harmonic=int(np.argmax(spec) + 1),
-                spectrum=[float(v) for v in spec])
+        d = sim.density_at(np.column_stack([pts, np.zeros(len(pts))]))
+        c = np.fft.rfft(d - d.mean())
+        spec = np.abs(c[1:9])
+        spec_sum += spec
+        if best is None or spec.max() > best[0]:
+            smooth = np.fft.irfft(np.concatenate([[0], c[1:9], np.zeros(len(c) - 9)]), len(d))
+            minima = int(np.count_nonzero((smooth < np.roll(smooth, 1)) &
+                                          (smooth < np.roll(smooth, -1))))
+            best = (spec.max(), float(rr), minima)
+    dens, _ = sim.density_on_grid((n, n), bounds=[(-R, R), (-R, R), (0.0, 0.0)])
+    return dict(harmonic=int(np.argmax(spec_sum) + 1), minima=best[2], ring_radius=best[1],
+                spectrum=[float(v) for v in spec_sum], section=dens.tolist())
 
 
 def run_grid(grid: str, state: Any, box: np.ndarray, ops: float, t_max: float, every: float,

@@ -14,7 +14,7 @@ MODELS = nl.models()
 
 
 def test_models_lists_every_model_class():
-    assert list(MODELS) == ["fd", "dipolar", "magnet", "mbloch"]
+    assert list(MODELS) == ["fd", "dipolar", "magnet", "mbloch", "dec"]
     for stem, m in MODELS.items():
         assert m.stem == stem
         assert m.cls is getattr(nl, m.name)
