@@ -73,3 +73,11 @@ def test_bad_grid_name():
 
 def test_blocks_are_cached():
     assert grids.block("c15") is grids.block("C15".lower())
+
+
+def test_cached_block_is_read_only():
+    blk = grids.block("bcc")
+    with pytest.raises(ValueError):
+        blk.edge[0] = 2.0
+    with pytest.raises(ValueError):
+        blk.nbr_dual *= 2

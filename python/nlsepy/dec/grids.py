@@ -253,6 +253,9 @@ def block(grid: str) -> Block:
                 nbr_offset=np.array(offs).reshape(-1, 3), nbr_area=np.array(areas),
                 nbr_dual=np.array(duals))
     _check_closed(blk)
+    for name in ("edge", "points", "centres", "volumes", "nbr_row", "nbr_cell", "nbr_offset",
+                 "nbr_area", "nbr_dual"):
+        getattr(blk, name).setflags(write=False)  # the block is cached: no caller may alter it
     return blk
 
 

@@ -156,6 +156,7 @@ class DecGPE:
             [[0], np.cumsum(np.bincount(blk.nbr_row, minlength=C))]).astype(np.int32)
         self._V: Optional[np.ndarray] = None
         self._tree: Any = None  # cKDTree of the circumcentres (density_at)
+        self._volumes: Optional[np.ndarray] = None
         if V is not None:
             self._V = self._potential_array(V)
         self.max_dt = self._stability_bound()
@@ -208,8 +209,12 @@ class DecGPE:
 
     @property
     def volumes(self) -> np.ndarray:
-        """Cell volumes ``|B_i|``, shape ``(size,)``."""
-        return np.tile(self._block.volumes * self.spacing ** 3, int(np.prod(self.blocks)))
+        """Cell volumes ``|B_i|``, shape ``(size,)`` (read-only)."""
+        if self._volumes is None:
+            v = np.tile(self._block.volumes * self.spacing ** 3, int(np.prod(self.blocks)))
+            v.setflags(write=False)
+            self._volumes = v
+        return self._volumes
 
     def _potential_array(self, V: Any) -> np.ndarray:
         if callable(V):
