@@ -10,33 +10,98 @@
  * psi(n+1) in place (the seed's double buffer, section 4.1) and flips par.
  * The kernels (dec_kernels.inc) are compiled for float and double.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dec_internal.h"
 
-/* What the kernels need besides the table: the grid and the trap. */
+/* What the kernels need besides the table: the grid and the trap, the
+ * latter as per-axis tables vx[c * nx + bx] = wx^2/2 x^2 with x the
+ * circumcentre's coordinate (origin + bx edge + centre), likewise vy, vz,
+ * so that the trap at a cell is vx + vy + vz (the sum of eq. 2's trap in
+ * the same order). */
 typedef struct {
     long n[3];
+    size_t size;         /* unknowns */
     int cells, periodic;
     double origin[3], edge[3], half_w2[3];
     const double *centre, *vol;
+    double *vx, *vy, *vz;
 } dec_geom;
+
+/* The row kernel is also compiled for x86-64-v3 (AVX2) and x86-64-v4
+ * (AVX-512) and chosen at load time; its helpers are inlined into each
+ * clone.  CMakeLists.txt adds -fopenmp-simd for this file (the `omp simd`
+ * loops without OpenMP) and no FMA contraction: the results stay those of
+ * the scalar operations. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
+#define DEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DEC_CLONES
+#endif
+#if defined(__GNUC__)
+#define DEC_INLINE static inline __attribute__((always_inline))
+#define DEC_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define DEC_INLINE static inline
+#define DEC_PREFETCH(p) ((void)(p))
+#endif
+
+/* With several threads the rows of blocks are swept in tiles of size[1]
+ * rows (y) by size[2] planes (z), count[q] tiles along each, plane by
+ * plane, so that the three planes of a tile that a plane's neighbours span
+ * stay in a thread's share of about DEC_TILE_BYTES of cache (threads may
+ * share a core's caches); count[1] = 1: rows in order, no tiles. */
+typedef struct {
+    long size[3], count[3];
+} dec_tiles;
+
+#ifndef DEC_TILE_BYTES
+#define DEC_TILE_BYTES (1024L * 1024)
+#endif
+
+static dec_tiles dec_tiling(const dec_geom *G, size_t real_bytes)
+{
+    const long *n = G->n, row = 2 * (long)real_bytes * G->cells * n[0];
+    const long threads = nlse_get_num_threads(), rows = DEC_TILE_BYTES / threads / (3 * row) - 2;
+    dec_tiles P = {{n[0], n[1], n[2]}, {1, 1, 1}};
+    if (threads < 2 || rows < 4 || rows >= n[1])
+        return P;
+    P.size[1] = rows;
+    P.count[1] = (n[1] + rows - 1) / rows;
+    /* enough tiles for the threads: split z, at least 8 planes each */
+    long split = (4 * threads + P.count[1] - 1) / P.count[1];
+    split = split < n[2] / 8 ? split : n[2] / 8;
+    P.size[2] = split > 1 ? (n[2] + split - 1) / split : n[2];
+    P.count[2] = (n[2] + P.size[2] - 1) / P.size[2];
+    return P;
+}
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
 #define REAL float
+#define REAL_MAX FLT_MAX
 #define FN(name) CAT(name, _f)
 #include "dec_kernels.inc"
 #undef FN
+#undef REAL_MAX
 #undef REAL
 
 #define REAL double
+#define REAL_MAX DBL_MAX
 #define FN(name) CAT(name, _d)
 #include "dec_kernels.inc"
 #undef FN
+#undef REAL_MAX
 #undef REAL
+
+/* The kernels' table of solver s (tab_f or tab_d). */
+#define DEC_TAB(s)                                                                       \
+    {(s)->r.start, (s)->r.cell, (s)->r.off, (s)->r.delta, (s)->w, (s)->diag, (s)->slot, \
+     (s)->cdd, (s)->cw, (s)->p.rows, (s)->deg, (s)->spans, (s)->lead}
 
 struct nlse_dec {
     nlse_dec_params p;
@@ -44,6 +109,17 @@ struct nlse_dec {
     dec_rows r;
     dec_geom G;
     void *w, *diag;      /* weights and diagonal in the working precision */
+    /* The rows per class of block (dec_kernels.inc): class id
+     * cx + 4 cy + 16 cz, c_q = (b_q == 0) + 2 (b_q == n_q - 1); slot[id]
+     * is its table or -1, the table slot * rows + k holding the neighbour's
+     * distance in reals (wrapped) and the weight (0 for a dropped
+     * neighbour, which then points at the cell itself). */
+    int slot[64];
+    long *cdd;
+    void *cw;
+    int deg;             /* rows per cell when the same for all cells, else 0 */
+    int spans;           /* every cell has 4, 6 or 8 rows                   */
+    long lead;           /* distance to the neighbours' leading row, or -1  */
     void *buf[2];        /* current state buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;             /* per-cell potential or NULL                     */
     int par, have_prev;
@@ -71,12 +147,117 @@ void nlse_dec_destroy(nlse_dec *s)
     if (!s)
         return;
     dec_rows_free(&s->r);
+    free(s->G.vx);
+    free(s->G.vy);
+    free(s->G.vz);
     free(s->w);
     free(s->diag);
+    free(s->cdd);
+    free(s->cw);
     free(s->buf[0]);
     free(s->buf[1]);
     free(s->V);
     free(s);
+}
+
+/* The per-axis trap tables of dec_geom (1 when out of memory); the same
+ * operations as the sum 1/2 (wx^2 x^2 + wy^2 y^2 + wz^2 z^2) in one line. */
+static int trap_tables(dec_geom *G)
+{
+    double **t[3] = {&G->vx, &G->vy, &G->vz};
+    const int C = G->cells;
+    for (int q = 0; q < 3; ++q) {
+        double *v = *t[q] = malloc(sizeof(double) * (size_t)(G->n[q] * C));
+        if (!v)
+            return 1;
+        for (int c = 0; c < C; ++c)
+            for (long b = 0; b < G->n[q]; ++b) {
+                const double x = G->origin[q] + b * G->edge[q] + G->centre[3 * c + q];
+                v[c * G->n[q] + b] = G->half_w2[q] * x * x;
+            }
+    }
+    return 0;
+}
+
+/* Row k (of cell c) of a block of class cls: the distance in reals to the
+ * neighbour (wrapped across a periodic side), or 0 with *drop = 1 when it
+ * lies outside a zero boundary. */
+static long class_row(const nlse_dec *s, int cls, int c, int k, int *drop)
+{
+    const long *n = s->G.n;
+    const int *o = s->r.off + 3 * k;
+    long m[3];
+    *drop = 0;
+    for (int q = 0; q < 3; ++q) {
+        const int side = (cls >> (2 * q)) & 3;
+        m[q] = o[q];
+        if ((o[q] < 0 && (side & 1)) || (o[q] > 0 && (side & 2))) {
+            *drop |= !s->p.periodic;
+            m[q] -= o[q] * n[q];
+        }
+    }
+    if (*drop)
+        return 0;
+    return 2 * (((m[2] * n[1] + m[1]) * n[0] + m[0]) * s->p.cells + s->r.cell[k] - c);
+}
+
+/* The class tables of nlse_dec (1 when out of memory). */
+static int class_tables(nlse_dec *s)
+{
+    const int K = s->p.rows;
+    int used = 0, ax[3];
+    for (int id = 0; id < 64; ++id) {
+        int ok = 1;
+        for (int q = 0; q < 3; ++q) {
+            ax[q] = (id >> (2 * q)) & 3;
+            const long n = s->G.n[q];
+            ok &= n == 1 ? ax[q] == 3 : n == 2 ? ax[q] == 1 || ax[q] == 2 : ax[q] < 3;
+        }
+        s->slot[id] = ok ? used++ : -1;
+    }
+    const size_t r = real_size(s);
+    s->cdd = malloc(sizeof(long) * (size_t)used * (size_t)K);
+    s->cw = malloc(r * (size_t)used * (size_t)K);
+    if (!s->cdd || !s->cw)
+        return 1;
+    for (int id = 0; id < 64; ++id) {
+        if (s->slot[id] < 0)
+            continue;
+        const size_t o = (size_t)s->slot[id] * (size_t)K;
+        for (int c = 0; c < s->p.cells; ++c)
+            for (int k = s->r.start[c]; k < s->r.start[c + 1]; ++k) {
+                int drop;
+                s->cdd[o + k] = class_row(s, id, c, k, &drop);
+                const double w = drop ? 0.0 : s->r.w[k];
+                if (r == 4)
+                    ((float *)s->cw)[o + k] = (float)w;
+                else
+                    ((double *)s->cw)[o + k] = w;
+            }
+    }
+    return 0;
+}
+
+/* What the kernels read off the table: the degree (rows per cell) when
+ * the same for all cells, whether every cell has a vectorised kernel (4, 6
+ * or 8 rows), and the row of blocks (y, z offsets) farthest ahead in
+ * memory, whose data a row reads first (the others were read before). */
+static void table_facts(nlse_dec *s)
+{
+    const long *n = s->G.n;
+    s->deg = s->r.start[1];
+    s->spans = 1;
+    for (int c = 0; c < s->p.cells; ++c) {
+        const int d = s->r.start[c + 1] - s->r.start[c];
+        s->deg = d == s->deg ? s->deg : 0;
+        s->spans &= d == 4 || d == 6 || d == 8;
+    }
+    s->lead = -1;
+    for (int k = 0; k < s->p.rows; ++k) {
+        const int *o = s->r.off + 3 * k;
+        const long d = (o[2] * n[1] + o[1]) * n[0] * s->p.cells;
+        s->lead = d > s->lead ? d : s->lead;
+    }
 }
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
@@ -104,6 +285,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         G->half_w2[q] = 0.5 * p->trap[q] * p->trap[q];
     }
     G->cells = p->cells;
+    G->size = s->n;
     G->periodic = p->periodic;
     G->centre = s->r.centre;
     G->vol = s->r.vol;
@@ -112,11 +294,14 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     const size_t bytes = 2 * s->n * real_size(s);
     s->buf[0] = calloc(1, bytes);
     s->buf[1] = calloc(1, bytes);
-    if (!s->w || !s->diag || !s->buf[0] || !s->buf[1]) {
+    const int no_tables = trap_tables(G) || class_tables(s);
+    if (!s->w || !s->diag || !s->buf[0] || !s->buf[1] || no_tables) {
+        const size_t n = s->n;
         nlse_dec_destroy(s);
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory for %zu unknowns "
-                                         "(%.3g GB)", s->n, 2.0 * bytes / 1e9);
+                                         "(%.3g GB)", n, 2.0 * bytes / 1e9);
     }
+    table_facts(s);
     *out = s;
     return NLSE_OK;
 }
@@ -182,10 +367,10 @@ static int apply(nlse_dec *s, void *out, const void *x0, const void *x1, double 
                  double *norm)
 {
     if (s->p.dtype == NLSE_COMPLEX64) {
-        const tab_f T = {s->r.start, s->r.cell, s->r.off, s->r.delta, s->w, s->diag};
+        const tab_f T = DEC_TAB(s);
         return apply_f(&s->G, &T, s->V, (float)s->p.g, out, x0, x1, (float)cre, (float)cim, norm);
     }
-    const tab_d T = {s->r.start, s->r.cell, s->r.off, s->r.delta, s->w, s->diag};
+    const tab_d T = DEC_TAB(s);
     return apply_d(&s->G, &T, s->V, s->p.g, out, x0, x1, cre, cim, norm);
 }
 
@@ -291,10 +476,10 @@ int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
     if (!s || !norm || !energy)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_observe: NULL argument");
     if (s->p.dtype == NLSE_COMPLEX64) {
-        const tab_f T = {s->r.start, s->r.cell, s->r.off, s->r.delta, s->w, s->diag};
+        const tab_f T = DEC_TAB(s);
         observe_f(&s->G, &T, s->V, (float)s->p.g, s->buf[s->par], norm, energy);
     } else {
-        const tab_d T = {s->r.start, s->r.cell, s->r.off, s->r.delta, s->w, s->diag};
+        const tab_d T = DEC_TAB(s);
         observe_d(&s->G, &T, s->V, s->p.g, s->buf[s->par], norm, energy);
     }
     return NLSE_OK;
@@ -304,7 +489,9 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 {
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
-    apply(s, out, NULL, psi, 1, 0, NULL);
+    /* out = 0 + H(psi) psi: the kernels always add to a state */
+    memset(out, 0, 2 * s->n * real_size(s));
+    apply(s, out, out, psi, 1, 0, NULL);
     return NLSE_OK;
 }
 
