@@ -33,10 +33,30 @@ int nlse_fail(int code, const char *fmt, ...)
     return code;
 }
 
+/* The thread count of every parallel region of the kernels, process-wide:
+ * OpenMP's own setting (omp_set_num_threads) belongs to the calling OS
+ * thread only, so each region names this count (NLSE_THREADS).  0: not set,
+ * OpenMP's default (OMP_NUM_THREADS or the processors). */
+static volatile int nlse_threads = 0;
+
+int nlse_max_threads(void)
+{
+#ifdef _OPENMP
+    const int procs = omp_get_num_procs();
+#else
+    const int procs = 1;
+#endif
+    return procs > 0 ? 4 * procs : 4;
+}
+
 int nlse_set_num_threads(int n)
 {
-    if (n < 1)
-        return nlse_fail(NLSE_ERR_VALUE, "num_threads must be >= 1, got %d", n);
+    const int most = nlse_max_threads();
+    if (n < 1 || n > most)
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "num_threads must be in [1, %d] (4 per processor of this machine), got %d",
+                         most, n);
+    nlse_threads = n;
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
@@ -46,10 +66,24 @@ int nlse_set_num_threads(int n)
 int nlse_get_num_threads(void)
 {
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    const int n = nlse_threads;
+    return n > 0 ? n : omp_get_max_threads();
 #else
     return 1;
 #endif
+}
+
+int nlse_threads_in_region(void)
+{
+    int n = 1;
+#pragma omp parallel NLSE_THREADS
+    {
+#ifdef _OPENMP
+#pragma omp single
+        n = omp_get_num_threads();
+#endif
+    }
+    return n;
 }
 
 int nlse_have_openmp(void)
@@ -65,7 +99,7 @@ void nlse_parallel_memcpy(void *dst, const void *src, size_t n)
 {
     const size_t block = (size_t)1 << 20;
     const ptrdiff_t nb = (ptrdiff_t)((n + block - 1) / block);
-#pragma omp parallel for schedule(static) if (nb > 4)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (nb > 4)
     for (ptrdiff_t b = 0; b < nb; ++b) {
         size_t off = (size_t)b * block, len = (off + block < n) ? block : n - off;
         memcpy((char *)dst + off, (const char *)src + off, len);

@@ -37,7 +37,7 @@ static void put(const struct nlse_dipolar *s, void *dst, size_t i, double v)
 static int threads_now(void)
 {
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    return nlse_get_num_threads();
 #else
     return 1;
 #endif
@@ -84,7 +84,7 @@ static void make_kernel(struct nlse_dipolar *s)
     dipolar_make_layout(&s->p, &L);
     const size_t n0 = s->n[0], n1 = s->n[1], nh = s->n[2] / 2 + 1;
     const double invN = 1.0 / (double)s->N;
-#pragma omp parallel for schedule(static) if (n0 > 1)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (n0 > 1)
     for (ptrdiff_t i = 0; i < (ptrdiff_t)n0; ++i)
         for (size_t j = 0; j < n1; ++j)
             for (size_t k = 0; k < nh; ++k)
@@ -329,7 +329,7 @@ int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
     if (s->p.dtype == NLSE_COMPLEX64) {
         const float *p = (const float *)s->psi;
         float *o = (float *)out;
-#pragma omp parallel for schedule(static) if (N > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (N > 65536)
         for (ptrdiff_t q = 0; q < N; ++q) {
             o[2 * q] = p[q];
             o[2 * q + 1] = 0;
@@ -337,7 +337,7 @@ int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
     } else {
         const double *p = (const double *)s->psi;
         double *o = (double *)out;
-#pragma omp parallel for schedule(static) if (N > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (N > 65536)
         for (ptrdiff_t q = 0; q < N; ++q) {
             o[2 * q] = p[q];
             o[2 * q + 1] = 0;

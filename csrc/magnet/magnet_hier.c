@@ -31,7 +31,7 @@ int magnet_galerkin(const magnet_geom *g, const magnet_row *rows, int fnr, int f
         free(mask);
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a multigrid level (%zu nodes)", n);
     }
-#pragma omp parallel for schedule(static) if (n > 16384)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (n > 16384)
     for (int I = 0; I < nrc; ++I)
         for (int J = 0; J < nzc; ++J) {
             double *row = A + 9 * ((size_t)I * nzc + J);

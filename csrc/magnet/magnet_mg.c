@@ -144,7 +144,7 @@ static void gs_sweep(magnet_level *L, int first_colour)
     for (int cc = 0; cc < 2; ++cc) {
         const int colour = cc ^ first_colour;
         /* five-point rows (the fine level): a colour's nodes are independent */
-#pragma omp parallel for schedule(static) if (L->five_point && (size_t)nr * nz > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if (L->five_point && (size_t)nr * nz > 65536)
         for (int I = 0; I < nr; ++I)
             for (int J = (I + colour) & 1; J < nz; J += 2) {
                 const size_t q = (size_t)I * nz + J;
@@ -159,7 +159,7 @@ static void gs_sweep(magnet_level *L, int first_colour)
 static void residual(magnet_level *L)
 {
     const int nr = L->nr, nz = L->nz;
-#pragma omp parallel for schedule(static) if ((size_t)nr * nz > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if ((size_t)nr * nz > 65536)
     for (int I = 0; I < nr; ++I)
         for (int J = 0; J < nz; ++J) {
             const size_t q = (size_t)I * nz + J;
@@ -171,7 +171,7 @@ static void residual(magnet_level *L)
 static void restrict_to(const double *rf, int nrf, int nzf, magnet_level *C)
 {
     const int nrc = C->nr, nzc = C->nz;
-#pragma omp parallel for schedule(static) if ((size_t)nrc * nzc > 16384)
+#pragma omp parallel for NLSE_THREADS schedule(static) if ((size_t)nrc * nzc > 16384)
     for (int I = 0; I < nrc; ++I)
         for (int J = 0; J < nzc; ++J) {
             double v = 0.0;
@@ -194,7 +194,7 @@ static void prolong(const magnet_level *C, double *ef, int nrf, int nzf, const u
                     int add)
 {
     const int nzc = C->nz;
-#pragma omp parallel for schedule(static) if ((size_t)nrf * nzf > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if ((size_t)nrf * nzf > 65536)
     for (int i = 0; i < nrf; ++i)
         for (int j = 0; j < nzf; ++j) {
             const size_t q = (size_t)i * nzf + j;
@@ -218,7 +218,7 @@ static void prolong(const magnet_level *C, double *ef, int nrf, int nzf, const u
 static void matvec(const magnet_level *L, const double *x, double *y)
 {
     const int nr = L->nr, nz = L->nz;
-#pragma omp parallel for schedule(static) if ((size_t)nr * nz > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if ((size_t)nr * nz > 65536)
     for (int I = 0; I < nr; ++I)
         for (int J = 0; J < nz; ++J) {
             const size_t q = (size_t)I * nz + J;
@@ -301,7 +301,7 @@ static void precondition(struct nlse_magnet *s, const double *v, double *z)
 static double dot(const double *a, const double *b, size_t n)
 {
     double t = 0.0;
-#pragma omp parallel for reduction(+ : t) schedule(static) if (n > 65536)
+#pragma omp parallel for NLSE_THREADS reduction(+ : t) schedule(static) if (n > 65536)
     for (ptrdiff_t q = 0; q < (ptrdiff_t)n; ++q)
         t += a[q] * b[q];
     return t;

@@ -374,7 +374,7 @@ static int ensure_threads(nlse_mbloch *s, int nthr)
 static int all_finite(const double *x, size_t n)
 {
     int ok = 1;
-#pragma omp parallel for schedule(static) reduction(&& : ok) if (n > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) reduction(&& : ok) if (n > 65536)
     for (size_t q = 0; q < n; ++q)
         ok = ok && isfinite(x[q]);
     return ok;
@@ -402,7 +402,7 @@ static int solve_atoms(nlse_mbloch *s, const double *fields, double *P, double *
         (blk == 16 ? atoms_d16 : atoms_d8)(s, fields, want, nthr);
     const int nt = s->nt_used, nf2 = 2 * s->nf, nlev = s->nlev, n_t = s->p.n_t;
     const double beta = s->p.beta;
-#pragma omp parallel for schedule(static) if ((long)n_t * nf2 > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) if ((long)n_t * nf2 > 65536)
     for (int k = 0; k < n_t; ++k) {
         for (int c = 0; c < nf2; ++c) {
             double acc = 0;
@@ -444,7 +444,7 @@ static int advance(size_t n, const double *in, double h, double a, const double 
                    const double *Q, double *out)
 {
     int ok = 1;
-#pragma omp parallel for schedule(static) reduction(&& : ok) if (n > 65536)
+#pragma omp parallel for NLSE_THREADS schedule(static) reduction(&& : ok) if (n > 65536)
     for (size_t q = 0; q < n; q += 2) {
         double re = a * P[q], im = a * P[q + 1];
         if (Q) {

@@ -53,6 +53,13 @@ extern "C" int nlse_cuda_device_name(char *buf, int len)
     return NLSE_OK;
 }
 
+/* Free and total memory of the current device (cudaMemGetInfo). */
+extern "C" int nlse_cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    *free_bytes = *total_bytes = 0;
+    return nlse_cuda_check(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;

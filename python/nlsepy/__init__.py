@@ -28,7 +28,9 @@ examples            initial states of the source test problems
 
 from __future__ import annotations
 
-from . import examples, runner
+import numpy as np
+
+from . import _build_config, examples, runner
 from ._backend import backends
 from ._models import Model, models
 from .dec import DecGPE
@@ -45,27 +47,58 @@ __version__ = "0.1.0"
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
            "Frames", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
-           "get_num_threads", "stability_bound", "build_info", "runner", "models", "Model"]
+           "get_num_threads", "max_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of OpenMP threads used by the CPU kernels.
+    """Set the number of OpenMP threads of the CPU kernels, process-wide.
+
+    The setting holds for every thread of the process that calls nlsepy
+    (not only the calling one).
 
     Parameters
     ----------
     n : int
-        Threads (>= 1).  The default follows ``OMP_NUM_THREADS``.
+        Threads, 1 to :func:`max_threads` (4 per processor of this machine);
+        a Python or NumPy integer.  The default follows ``OMP_NUM_THREADS``.
+
+    Raises
+    ------
+    TypeError
+        `n` is not an integer.
+    ValueError
+        `n` is out of range.
     """
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be an int, got {n!r}")
+    import operator
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"n must be an integer, got {n!r}")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"n must be an integer, got {n!r}") from None
     from . import _core
+    most = _core.max_threads()
+    if not 1 <= n <= most:
+        raise ValueError(f"n must be in [1, {most}] (4 per processor of this machine), got {n}")
     _core.set_num_threads(n)
+    if _build_config.cuda:
+        try:
+            from . import _cuda  # type: ignore[attr-defined]
+        except ImportError:
+            return
+        _cuda.set_num_threads(n)
 
 
 def get_num_threads() -> int:
     """Number of OpenMP threads the CPU kernels use."""
     from . import _core
     return _core.get_num_threads()
+
+
+def max_threads() -> int:
+    """The most threads :func:`set_num_threads` accepts on this machine."""
+    from . import _core
+    return _core.max_threads()
 
 
 def build_info() -> dict:

@@ -46,9 +46,19 @@ int nlse_fail(int code, const char *fmt, ...)
 /* Clear the calling thread's last error. */
 void nlse_clear_error(void);
 
-/* OpenMP threads used by the CPU kernels (1 when built without OpenMP). */
+/* OpenMP threads used by the CPU kernels (1 when built without OpenMP),
+ * process-wide: the setting holds for every OS thread that calls nlsepy.
+ * nlse_set_num_threads accepts 1 .. nlse_max_threads() (4 per processor). */
 int nlse_set_num_threads(int n);
 int nlse_get_num_threads(void);
+int nlse_max_threads(void);
+
+/* Threads a parallel region of the kernels runs on now, from the calling
+ * thread (what the setting above gives; for tests). */
+int nlse_threads_in_region(void);
+
+/* The clause every `omp parallel` of the kernels carries. */
+#define NLSE_THREADS num_threads(nlse_get_num_threads())
 
 /* memcpy split over the OpenMP threads (large host copies, e.g. frames). */
 void nlse_parallel_memcpy(void *dst, const void *src, size_t n);

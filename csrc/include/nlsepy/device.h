@@ -18,6 +18,9 @@ int nlse_cuda_device_count(int *count);
 /* Name of the current device. */
 int nlse_cuda_device_name(char *buf, int len);
 
+/* Free and total memory of the current device in bytes. */
+int nlse_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+
 /* Device-to-device copy bandwidth in GB/s, bytes read + written, median of
  * `reps` copies of `bytes` timed with CUDA events. */
 int nlse_cuda_copy_bandwidth(size_t bytes, int reps, double *gbps);

@@ -21,8 +21,10 @@ static PyObject *m_set_num_threads(PyObject *Py_UNUSED(m), PyObject *arg)
     long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    if (n < 1 || n > 65536)
-        return PyErr_Format(PyExc_ValueError, "num_threads must be in [1, 65536], got %ld", n);
+    if (n < 1 || n > nlse_max_threads())
+        return PyErr_Format(PyExc_ValueError,
+                            "num_threads must be in [1, %d] (4 per processor of this machine), "
+                            "got %ld", nlse_max_threads(), n);
     int st = nlse_set_num_threads((int)n);
     if (st)
         return nlsepy_raise(st);
@@ -32,6 +34,20 @@ static PyObject *m_set_num_threads(PyObject *Py_UNUSED(m), PyObject *arg)
 static PyObject *m_get_num_threads(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
     return PyLong_FromLong(nlse_get_num_threads());
+}
+
+static PyObject *m_max_threads(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    return PyLong_FromLong(nlse_max_threads());
+}
+
+static PyObject *m_threads_in_region(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    n = nlse_threads_in_region();
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(n);
 }
 
 static PyObject *m_have_openmp(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
@@ -56,6 +72,15 @@ static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
     return PyUnicode_FromString(buf);
 }
 
+static PyObject *m_mem_info(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    size_t fr = 0, tot = 0;
+    int st = nlse_cuda_mem_info(&fr, &tot);
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("(nn)", (Py_ssize_t)fr, (Py_ssize_t)tot);
+}
+
 static PyObject *m_copy_bandwidth(PyObject *Py_UNUSED(m), PyObject *args)
 {
     Py_ssize_t bytes;
@@ -78,11 +103,15 @@ static PyMethodDef module_methods[] = {
 #ifdef NLSEPY_WITH_CUDA
     {"device_count", m_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"device_name", m_device_name, METH_NOARGS, "Name of the current CUDA device."},
+    {"mem_info", m_mem_info, METH_NOARGS, "(free, total) bytes of the current CUDA device."},
     {"copy_bandwidth", m_copy_bandwidth, METH_VARARGS,
      "copy_bandwidth(bytes, reps=20) -> GB/s of device-to-device copies (read + write)."},
 #endif
     {"set_num_threads", m_set_num_threads, METH_O, "Set the OpenMP thread count."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "OpenMP threads in use."},
+    {"max_threads", m_max_threads, METH_NOARGS, "The most threads set_num_threads accepts."},
+    {"threads_in_region", m_threads_in_region, METH_NOARGS,
+     "Threads a kernel's parallel region runs on from the calling thread."},
     {"have_openmp", m_have_openmp, METH_NOARGS, "True when built with OpenMP."},
     {NULL, NULL, 0, NULL}};
 

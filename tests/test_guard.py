@@ -1,0 +1,144 @@
+"""The shared safety layer (nlsepy._guard) and the process-wide thread count."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+from nlsepy import _guard
+
+
+def _sigint_after(seconds):
+    """Send SIGINT to this process from a timer thread after `seconds`."""
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_chunked_books_every_chunk_and_stops_on_sigint():
+    done = []
+
+    def work(k):
+        time.sleep(0.002 * k)
+        done.append(k)
+
+    timer = _sigint_after(0.3)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        _guard.chunked(10**9, work)
+    elapsed = time.perf_counter() - t0
+    timer.join()
+    assert elapsed < 1.0
+    assert 0 < sum(done) < 10**9
+    # the chunks grew from 1 towards CHUNK_SECONDS' worth and no further
+    assert done[0] == 1 and max(done) <= 8 * 0.1 / 0.002
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_chunked_runs_to_the_end_and_stops_early():
+    seen = []
+    _guard.chunked(1000, lambda k: seen.append(k))
+    assert sum(seen) == 1000
+    seen.clear()
+    _guard.chunked(1000, lambda k: seen.append(k) or (sum(seen) < 10) or False)
+    assert 10 <= sum(seen) < 1000
+
+
+def test_deferred_sigint_keeps_a_user_handler():
+    got = []
+    old = signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+    try:
+        with _guard.deferred_sigint():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert not got  # held back
+        assert got == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGINT) is not None and got
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def test_checkpoint_round_trip_and_refusals(tmp_path):
+    p = tmp_path / "a.npz"
+    psi = np.arange(6, dtype=np.complex128).reshape(2, 3)
+    _guard.save_checkpoint(p, "Thing", psi=psi, t=1.5, n=3, name="x", flag=True)
+    keys = {"psi": _guard.Key("array", "c", ndim=(2,)), "t": _guard.Key("float"),
+            "n": _guard.Key("int"), "name": _guard.Key("str", choices=("x", "y")),
+            "flag": _guard.Key("bool"), "extra": _guard.Key("float", optional=True)}
+    d = _guard.load_checkpoint(p, "Thing", keys)
+    assert np.array_equal(d["psi"], psi) and d["t"] == 1.5 and d["n"] == 3
+    assert d["name"] == "x" and d["flag"] is True and "extra" not in d
+    with pytest.raises(ValueError, match="checkpoint of Thing, not of Other"):
+        _guard.load_checkpoint(p, "Other", keys)
+    with pytest.raises(ValueError, match="lacks the entry 'missing'"):
+        _guard.load_checkpoint(p, "Thing", {"missing": _guard.Key("float")})
+    with pytest.raises(ValueError, match="'psi' has 2 dimensions"):
+        _guard.load_checkpoint(p, "Thing", {"psi": _guard.Key("array", "c", ndim=(3,))})
+    _guard.save_checkpoint(p, "Thing", psi=psi, t=np.inf, n=3, name="x", flag=True)
+    with pytest.raises(ValueError, match="'t' is not finite"):
+        _guard.load_checkpoint(p, "Thing", keys)
+    bad = psi.copy()
+    bad[0, 0] = np.nan
+    _guard.save_checkpoint(p, "Thing", psi=bad, t=0.0, n=3, name="z", flag=True)
+    with pytest.raises(ValueError, match="'psi' contains non-finite"):
+        _guard.load_checkpoint(p, "Thing", keys)
+    with pytest.raises(ValueError, match="must be one of"):
+        _guard.load_checkpoint(p, "Thing", {"name": keys["name"]})
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage" * 10, None, "pickle", "plain"])
+def test_checkpoint_loader_refuses_what_is_not_one(tmp_path, content):
+    p = tmp_path / "c.npz"
+    if content is None:  # truncated archive
+        _guard.save_checkpoint(p, "Thing", psi=np.zeros(1000))
+        p.write_bytes(p.read_bytes()[:300])
+    elif content == "pickle":
+        np.savez(p, psi=np.array([{"a": 1}], dtype=object))
+    elif content == "plain":
+        np.savez(p, psi=np.zeros(3))
+    else:
+        p.write_bytes(content)
+    with pytest.raises(ValueError) as info:
+        _guard.load_checkpoint(p, "Thing", {"psi": _guard.Key("array")})
+    msg = str(info.value)
+    assert str(p) in msg
+    assert "allow_pickle" not in msg
+    with pytest.raises(FileNotFoundError):
+        _guard.load_checkpoint(tmp_path / "none.npz", "Thing", {})
+
+
+def test_require_memory():
+    _guard.require_memory(1024, "a small thing")
+    with pytest.raises(MemoryError, match=r"a huge thing \(N = 1e30\) needs .* of memory"):
+        _guard.require_memory(1e30, "a huge thing (N = 1e30)")
+    assert _guard.format_bytes(3 * 2**30) == "3.0 GiB"
+
+
+def test_set_num_threads_is_process_wide_and_checked():
+    from nlsepy import _core
+    before = nl.get_num_threads()
+    try:
+        nl.set_num_threads(np.int32(1))
+        seen = []
+        th = threading.Thread(target=lambda: seen.append(_core.threads_in_region()))
+        th.start()
+        th.join()
+        assert seen == [1] and _core.threads_in_region() == 1
+        if nl.build_info().get("openmp", True) and nl.max_threads() >= 2:
+            nl.set_num_threads(2)
+            th = threading.Thread(target=lambda: seen.append(_core.threads_in_region()))
+            th.start()
+            th.join()
+            assert seen[-1] == 2
+        for n in (nl.max_threads() + 1, 40000, 65536, 0, -1):
+            with pytest.raises(ValueError, match="n must be in"):
+                nl.set_num_threads(n)
+        for n in (1.0, True, "2", None):
+            with pytest.raises(TypeError):
+                nl.set_num_threads(n)
+    finally:
+        nl.set_num_threads(before)
