@@ -280,7 +280,7 @@ def load_checkpoint(path: Union[str, os.PathLike], model: str,
                           "another kind of file)")
     out: Dict[str, Any] = {}
     try:
-        with np.load(spath)  # plain arrays only (NumPy's default) as d:
+        with np.load(spath) as d:  # plain arrays only (NumPy's default)
             names = set(d.files)
             if "_format" not in names:
                 raise _bad(spath, "is an .npz archive but not an nlsepy checkpoint (no "
