@@ -604,6 +604,17 @@ int nlse_dec_get_state(const nlse_dec *s, void *psi)
     return NLSE_OK;
 }
 
+int nlse_dec_get_prev(const nlse_dec *s, void *psi_prev, int *have)
+{
+    if (!s || !psi_prev || !have)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_prev: NULL argument");
+    CK(cudaStreamSynchronize(s->stream));
+    *have = s->have_prev;
+    if (s->have_prev)
+        CK(cudaMemcpy(psi_prev, s->buf[s->par ^ 1], 2 * s->n * rsize(s), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
 int nlse_dec_set_potential(nlse_dec *s, const void *V)
 {
     if (!s)

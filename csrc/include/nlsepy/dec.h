@@ -85,6 +85,10 @@ void nlse_dec_destroy(nlse_dec *s);
 int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev);
 int nlse_dec_get_state(const nlse_dec *s, void *psi);
 
+/* psi(t - dt) of the leapfrog into psi_prev and 1 into *have, or *have = 0
+ * (psi_prev untouched) when the next real-time step starts by RK4. */
+int nlse_dec_get_prev(const nlse_dec *s, void *psi_prev, int *have);
+
 /* Per-cell potential added to the trap (real, working precision, finite),
  * or NULL for the trap alone. */
 int nlse_dec_set_potential(nlse_dec *s, const void *V);

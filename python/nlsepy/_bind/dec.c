@@ -144,6 +144,26 @@ static PyObject *dec_get_state(DecObject *self, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
+static PyObject *dec_get_prev(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    PyObject *out = new_state(self);
+    if (!out)
+        return NULL;
+    int st, have = 0;
+    NLSEPY_RUN(self, st, nlse_dec_get_prev(self->s, PyArray_DATA((PyArrayObject *)out), &have));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    if (!have) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 static PyObject *dec_set_potential(DecObject *self, PyObject *obj)
 {
     if (!NLSEPY_READY(self))
@@ -254,6 +274,8 @@ static PyMethodDef dec_methods[] = {
     {"set_state", (PyCFunction)dec_set_state, METH_VARARGS,
      "set_state(psi, psi_prev=None): psi(0) and optionally psi(-dt)."},
     {"get_state", (PyCFunction)dec_get_state, METH_NOARGS, "get_state() -> new array."},
+    {"get_prev", (PyCFunction)dec_get_prev, METH_NOARGS,
+     "get_prev() -> psi(t - dt) as a new array, or None before the leapfrog has one."},
     {"set_potential", (PyCFunction)dec_set_potential, METH_O,
      "set_potential(V or None): per-cell potential added to the trap."},
     {"set_dt", (PyCFunction)dec_set_dt, METH_O, "set_dt(dt): change the time step."},

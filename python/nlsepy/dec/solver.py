@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _backend, runner
+from .. import _backend, _guard, runner
 from .._validate import complex_dtype as _complex_dtype
 from .._validate import real as _real
 from ..errors import BlowUpError
@@ -129,24 +129,25 @@ class DecGPE:
                  bc: str = "zero", centre: Sequence[float] = (0.0, 0.0, 0.0),
                  dt: Optional[float] = None, dtype: Any = np.complex128, psi0: Any = None,
                  psi_prev: Any = None, force: bool = False, backend: str = "auto") -> None:
-        self.grid = _grids._grid_name(grid)
-        self.blocks = _blocks(blocks)
-        self.spacing = _real("spacing", spacing, positive=True)
-        self.g = _real("g", g)
-        self.trap = (0.0, 0.0, 0.0) if trap is None else _triple("trap", trap)
+        self._grid = _grids._grid_name(grid)
+        self._nblocks = _blocks(blocks)
+        self._spacing = _real("spacing", spacing, positive=True)
+        self._g = _real("g", g)
+        self._trap = (0.0, 0.0, 0.0) if trap is None else _triple("trap", trap)
         if not isinstance(bc, str) or bc.lower() not in _BCS:
             raise ValueError(f"bc must be one of {_BCS}, got {bc!r}")
-        self.bc = bc.lower()
-        self.dtype = _complex_dtype(dtype)
+        self._bc = bc.lower()
+        self._dtype = _complex_dtype(dtype)
         self._force = bool(force)
+        self._centre = _triple("centre", centre)
+        self._backend = _backend.resolve(backend, "DecGPE")
+        self._check_memory()
         self._block = _grids.block(self.grid)
         blk = self._block
         h = self.spacing
         self._edge = np.asarray(blk.edge, float) * h
-        self.centre = _triple("centre", centre)
-        self.box = tuple(float(x) for x in self._edge * np.asarray(self.blocks))
+        self._box = tuple(float(x) for x in self._edge * np.asarray(self.blocks))
         self._origin = np.asarray(self.centre) - 0.5 * np.asarray(self.box)
-        self.backend = _backend.resolve(backend, "DecGPE")
         C = blk.cells
         self._n = C * int(np.prod(self.blocks))
         # the block table with the spacing applied: w = |F| / (2 |E*| |B|)
@@ -159,7 +160,7 @@ class DecGPE:
         self._volumes: Optional[np.ndarray] = None
         if V is not None:
             self._V = self._potential_array(V)
-        self.max_dt = self._stability_bound()
+        self._max_dt = self._stability_bound()
         self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
         mod = _backend.module(self.backend)
         core = _backend.module("cpu")
@@ -175,11 +176,57 @@ class DecGPE:
         self._t_base = 0.0
         self._k = 0
         self._steps = 0
+        self._imaginary_steps = 0
         self._solver_dt = self._dt
         if psi0 is not None:
             self.set_state(psi0, psi_prev)
         elif psi_prev is not None:
             raise ValueError("psi_prev needs psi0")
+
+    # ------------------------------------------------------- the parameters
+    # Fixed at construction (the C solver is built from them): read-only; a
+    # different grid, g, trap, ... is a new solver.
+    def _fixed(name: str, doc: str):  # type: ignore[misc]
+        def get(self: "DecGPE") -> Any:
+            return getattr(self, "_" + name)
+
+        def put(self: "DecGPE", value: Any) -> None:
+            raise AttributeError(
+                f"DecGPE.{name} is fixed when the solver is made; make a new solver, e.g. "
+                f"nl.DecGPE(..., {name}={value!r}, psi0=sim.psi)")
+        return property(get, put, doc=doc)
+
+    grid = _fixed("grid", "The crystal grid's name.")
+    spacing = _fixed("spacing", "The lattice constant h.")
+    g = _fixed("g", "The nonlinearity.")
+    trap = _fixed("trap", "Trap frequencies (wx, wy, wz).")
+    bc = _fixed("bc", "Boundary: 'zero' or 'periodic'.")
+    centre = _fixed("centre", "The domain's centre.")
+    dtype = _fixed("dtype", "Precision of state and arithmetic.")
+    backend = _fixed("backend", "'cpu' or 'cuda'.")
+    box = _fixed("box", "The cuboid's edge lengths.")
+    blocks = property(lambda self: self._nblocks, _fixed("blocks", "").fset,
+                      doc="Blocks along x, y, z.")
+    del _fixed
+
+    @property
+    def max_dt(self) -> float:
+        """The bound of eq. 11 for this grid and potential."""
+        return self._max_dt
+
+    def _check_memory(self) -> None:
+        """Refuse at once when the state will not fit (MemoryError naming the
+        size): two states of the leapfrog, two more for the RK4 start, the
+        potential, and a host copy for each read of the state."""
+        n = _grids.CELLS_PER_BLOCK[self._grid] * int(np.prod(self._nblocks))
+        item = np.dtype(self._dtype).itemsize
+        what = (f"DecGPE(grid={self._grid!r}, blocks={self._nblocks}, "
+                f"dtype={np.dtype(self._dtype).name}) with {n} unknowns")
+        state = 4 * n * item + n * item // 2
+        if self._backend == "cuda":
+            _guard.require_memory(state, what, "cuda", host_bytes=2 * n * item)
+        else:
+            _guard.require_memory(state + n * item, what)
 
     # ------------------------------------------------------------- geometry
     @property
@@ -231,8 +278,10 @@ class DecGPE:
                              f"{np.shape(V)}")
         if not np.all(np.isfinite(arr)):
             raise ValueError("V contains non-finite values (NaN or Inf)")
-        return np.ascontiguousarray(arr, dtype=np.float32 if self.dtype == np.complex64
-                                    else np.float64)
+        out = np.array(arr, dtype=np.float32 if self.dtype == np.complex64 else np.float64,
+                       order="C", copy=True)  # owned: the caller's array may change
+        out.setflags(write=False)
+        return out
 
     def _trap_max_per_cell(self) -> np.ndarray:
         """max over blocks of the trap at each cell of the block, shape (C,)."""
@@ -301,9 +350,34 @@ class DecGPE:
         self.set_state(value)
 
     @property
+    def psi_prev(self) -> Optional[np.ndarray]:
+        """A copy of ``psi(t - dt)``, or None when the next real-time step
+        starts by RK4."""
+        return self._solver.get_prev()
+
+    @property
     def V(self) -> Optional[np.ndarray]:
-        """The extra potential array (None when only the trap acts)."""
+        """The extra potential array (None when only the trap acts).
+
+        Assigning (an array, a callable ``V(x, y, z)`` or None) checks it,
+        recomputes the bound of eq. 11 and applies it from the next step; a
+        potential under which :attr:`dt` exceeds the bound is refused unless
+        the solver was made with ``force=True``."""
         return None if self._V is None else self._V.copy()
+
+    @V.setter
+    def V(self, value: Any) -> None:
+        new = None if value is None else self._potential_array(value)
+        old = self._V
+        self._V = new
+        bound = self._stability_bound()
+        if self._dt > bound and not self._force:
+            self._V = old
+            raise ValueError(f"with this V the stability bound of eq. 11 is {bound:g}, below "
+                             f"dt={self._dt:g}; lower dt first or make the solver with "
+                             f"force=True")
+        self._solver.set_potential(new)
+        self._max_dt = bound
 
     @property
     def t(self) -> float:
@@ -336,12 +410,19 @@ class DecGPE:
             step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
 
     def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
+        """`n` leapfrog steps of `dt` in calls of about 0.1 s, each booked on
+        the time and counters before the next (Ctrl-C acts between calls);
+        `t_final` snaps the time when all `n` were taken."""
         self._use_dt(dt)
-        done, blew_up = self._solver.step(int(n))
-        self._k += done
-        self._steps += done
-        if blew_up:
-            raise self._blowup("real time", dt)
+
+        def work(k: int) -> None:
+            done, blew_up = self._solver.step(int(k))
+            self._k += done
+            self._steps += done
+            if blew_up:
+                raise self._blowup("real time", dt)
+
+        _guard.chunked(int(n), work)
         if t_final is not None:
             self._t_base, self._k = float(t_final), 0
 
@@ -401,9 +482,14 @@ class DecGPE:
         self._use_dt(self._dt)
         if self.norm() == 0.0:
             raise ValueError("imaginary_time needs a nonzero state: set psi first")
-        done, blew_up = self._solver.imaginary(int(steps), norm)
-        if blew_up:
-            raise self._blowup("imaginary time", self._dt)
+
+        def work(k: int) -> None:
+            done, blew_up = self._solver.imaginary(int(k), norm)
+            self._imaginary_steps += done
+            if blew_up:
+                raise self._blowup("imaginary time", self._dt)
+
+        _guard.chunked(int(steps), work)
         return self
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
@@ -613,18 +699,53 @@ class DecGPE:
         return im
 
     # ----------------------------------------------------------- checkpoints
+    @property
+    def steps(self) -> int:
+        """Real-time steps taken since the solver was made (or the checkpoint's
+        solver was)."""
+        return self._steps
+
+    @property
+    def imaginary_steps(self) -> int:
+        """Imaginary-time steps taken since the solver was made."""
+        return self._imaginary_steps
+
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Write a checkpoint (``.npz``), whole or not at all.
 
-        The restart takes its first real-time step by RK4 (``psi(t - dt)`` is
-        not stored).
+        Everything the solver depends on is stored: the parameters, the
+        extra potential, the time and the counters, ``psi(t)`` and
+        ``psi(t - dt)`` when the leapfrog has it, so that :meth:`load` and
+        stepping on gives the same bits as stepping on without the restart.
+
+        Parameters
+        ----------
+        path : path-like
+            Destination file.
         """
-        runner.atomic_savez(
-            path, psi=self.psi, t=self.t, steps=self._steps, grid=self.grid,
+        prev = self.psi_prev
+        _guard.save_checkpoint(
+            path, "DecGPE", psi=self.psi, psi_prev=prev if prev is not None else np.zeros(0,
+                                                                                       self.dtype),
+            t=self.t, t_base=self._t_base, k=self._k, solver_dt=self._solver_dt,
+            steps=self._steps, imaginary_steps=self._imaginary_steps, grid=self.grid,
             blocks=np.asarray(self.blocks), spacing=self.spacing, g=self.g,
             trap=np.asarray(self.trap), bc=self.bc, centre=np.asarray(self.centre),
-            dt=self._dt, force=self._force,
-            V=self._V if self._V is not None else np.zeros(0))
+            dt=self._dt, force=self._force, V=self._V if self._V is not None else np.zeros(0))
+
+    _KEYS = {
+        "psi": _guard.Key("array", "c", ndim=(1,)),
+        "psi_prev": _guard.Key("array", "c", ndim=(1,)),
+        "t": _guard.Key("float"), "t_base": _guard.Key("float"), "k": _guard.Key("int"),
+        "solver_dt": _guard.Key("float"), "steps": _guard.Key("int"),
+        "imaginary_steps": _guard.Key("int"),
+        "grid": _guard.Key("str", choices=tuple(_grids.GRIDS)),
+        "blocks": _guard.Key("array", "iu", ndim=(1,)), "spacing": _guard.Key("float"),
+        "g": _guard.Key("float"), "trap": _guard.Key("array", "fiu", ndim=(1,)),
+        "bc": _guard.Key("str", choices=_BCS), "centre": _guard.Key("array", "fiu", ndim=(1,)),
+        "dt": _guard.Key("float"), "force": _guard.Key("bool"),
+        "V": _guard.Key("array", "fiu", ndim=(1,)),
+    }
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], backend: str = "auto") -> "DecGPE":
@@ -636,15 +757,38 @@ class DecGPE:
             Checkpoint file.
         backend : {"auto", "cpu", "cuda"}, optional
             Backend of the new solver.
+
+        Raises
+        ------
+        ValueError
+            The file is not a whole DecGPE checkpoint (the message names the
+            file and what is wrong).
         """
-        with np.load(path, allow_pickle=False) as d:
-            V = d["V"] if d["V"].size else None
-            sim = cls(str(d["grid"]), tuple(int(b) for b in d["blocks"]), float(d["spacing"]),
-                      g=float(d["g"]), trap=tuple(d["trap"]), V=V, bc=str(d["bc"]),
-                      centre=tuple(d["centre"]), dt=float(d["dt"]), dtype=d["psi"].dtype,
-                      psi0=d["psi"], force=bool(d["force"]), backend=backend)
-            sim._t_base = float(d["t"])
-            sim._steps = int(d["steps"])
+        d = _guard.load_checkpoint(path, "DecGPE", cls._KEYS)
+        where = os.fspath(path)
+        if d["psi_prev"].size not in (0, d["psi"].size) or d["psi_prev"].size and \
+                d["psi_prev"].dtype != d["psi"].dtype:
+            raise ValueError(f"{where}: entry 'psi_prev' does not match 'psi'")
+        for name in ("blocks", "trap", "centre"):
+            if d[name].shape != (3,):
+                raise ValueError(f"{where}: entry {name!r} must have 3 values, got "
+                                 f"{d[name].shape}")
+        if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
+            raise ValueError(f"{where}: negative step counters")
+        try:
+            sim = cls(d["grid"], tuple(int(b) for b in d["blocks"]), d["spacing"], g=d["g"],
+                      trap=tuple(d["trap"]), V=d["V"] if d["V"].size else None, bc=d["bc"],
+                      centre=tuple(d["centre"]), dt=d["dt"], dtype=d["psi"].dtype,
+                      force=d["force"], backend=backend)
+            if d["solver_dt"] <= 0 or (d["solver_dt"] > sim.max_dt and not d["force"]):
+                raise ValueError(f"solver_dt={d['solver_dt']!r} is not in (0, {sim.max_dt:g}]")
+            sim._use_dt(d["solver_dt"])  # before psi_prev: a new dt restarts by RK4
+            sim.set_state(d["psi"], d["psi_prev"] if d["psi_prev"].size else None)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}: the checkpoint's parameters are not valid: {exc}") \
+                from None
+        sim._t_base, sim._k = d["t_base"], d["k"]
+        sim._steps, sim._imaginary_steps = d["steps"], d["imaginary_steps"]
         return sim
 
     def __repr__(self) -> str:
