@@ -135,7 +135,7 @@ def test_set_num_threads_is_process_wide_and_checked():
             th.join()
             assert seen[-1] == 2
         for n in (nl.max_threads() + 1, 40000, 65536, 0, -1):
-            with pytest.raises(ValueError, match="n must be in"):
+            with pytest.raises(ValueError, match=r"n \(num_threads\) must be in"):
                 nl.set_num_threads(n)
         for n in (1.0, True, "2", None):
             with pytest.raises(TypeError):

@@ -79,7 +79,8 @@ def set_num_threads(n: int) -> None:
     from . import _core
     most = _core.max_threads()
     if not 1 <= n <= most:
-        raise ValueError(f"n must be in [1, {most}] (4 per processor of this machine), got {n}")
+        raise ValueError(f"n (num_threads) must be in [1, {most}] (4 per processor of this "
+                         f"machine), got {n}")
     _core.set_num_threads(n)
     if _build_config.cuda:
         try:
