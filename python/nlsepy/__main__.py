@@ -24,8 +24,8 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -154,10 +154,10 @@ class _Demo:
     t_end: float
     frames: int
     dtype: np.dtype
-    shape: tuple = field(default_factory=tuple)
+    shape: Tuple[int, ...]
 
 
-def read_demo(text: str, source: str = "<input>") -> _Demo:
+def _read_demo(text: str, source: str = "<input>") -> _Demo:
     """Check a demo input: keys, types, ranges and the grid it asks for.
 
     Raises
@@ -251,7 +251,7 @@ def run_input(text: str, out: str, source: str = "<input>",
     MemoryError
         The run would not fit in memory.
     """
-    demo = read_demo(text, source)
+    demo = _read_demo(text, source)
     outs = OutputSet(out)
     outs.check_folder()
     files = ["frames.npz", "summary.json", "summary.txt", f"{demo.name}.png"]
@@ -350,10 +350,12 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
         plt.close(fig)
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, text: bool = True) -> str:
+    """The input file's text (or, with ``text=False``, only a check that it
+    can be opened); ValueError naming the file."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return fh.read()
+            return fh.read() if text else ""
     except UnicodeDecodeError as exc:
         raise ValueError(f"cannot read the input {path!r}: not UTF-8 text ({exc.reason} at "
                          f"byte {exc.start})") from None
@@ -385,6 +387,7 @@ def _demo_main(args: argparse.Namespace) -> int:
 def _dbec_main(args: argparse.Namespace) -> int:
     from .dipolar import dbec
 
+    _read_text(args.input, text=False)
     overrides = dbec.parse_overrides(args.set)
     if args.progress:
         try:

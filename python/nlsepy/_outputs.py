@@ -92,14 +92,14 @@ class OutputSet:
         """Check and book the output `name` (named by `what`); return its path.
 
         Raises ValueError for a name with a folder part, a name booked twice
-        or a destination that is a folder.
+        or a destination that is a folder (TypeError for a non-string).
         """
         check_name(name, what)
         if name in self._names:
             raise ValueError(f"{what} = {name!r} names the same file as {self._names[name]}")
         dest = os.path.join(self.folder, name)
         if os.path.isdir(dest):
-            raise IsADirectoryError(f"{what} = {name!r}: {dest!r} is a folder")
+            raise ValueError(f"{what} = {name!r} names a folder, {dest!r}, not a file")
         self._names[name] = what
         return dest
 
