@@ -3,21 +3,35 @@
 ``demo`` runs a simulation described by a small TOML input (an embedded
 default when none is given: the NLSEmagic dark soliton), and writes its
 frames (``frames.npz``), a summary (``summary.json`` and ``summary.txt``) and
-a plot (``<name>.png``) under the output folder.  Every file is written to a
-temporary name and renamed, so it is whole or absent.
+a plot (``<name>.png``) under the output folder.  ``dbec`` runs a DBEC-GP
+input file (:mod:`nlsepy.dipolar.dbec`).
+
+Both check their input before running (types: an integer is an integer, a
+boolean a boolean, a number finite; output names are plain file names kept
+inside the output folder), write all of a run's outputs or none (staged
+under temporary names, renamed together at the end), and report any failure
+as one line ``nlsepy: error: <message>`` on stderr with a non-zero exit
+status: 2 for a bad command line or input, 1 for a failed run, 130 for
+Ctrl-C.  ``NLSEPY_TRACEBACK=1`` shows the Python traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ._guard import require_memory
+from ._outputs import OutputSet, check_name
+from .errors import BackendError, BlowUpError
 from .runner import atomic_write
 
 #: the default input of ``python -m nlsepy demo``
@@ -43,9 +57,33 @@ t_end = 20.0
 frames = 50
 """
 
-_BUILDERS = ("dark_soliton", "bright_soliton", "dark_vortex", "vortex_ring")
+#: builders of nlsepy.examples a demo may name, and their dimension
+_BUILDERS = {"dark_soliton": 1, "bright_soliton": 1, "dark_vortex": 2, "vortex_ring": 3}
+#: kinds of the builders' keyword arguments ([problem]); "+" marks "> 0"
+_PROBLEM_KEYS = {"length": "float+", "h": "float+", "a": "float+", "s": "float", "c": "float",
+                 "omega": "float", "x0": "float", "d": "float+", "m": "int",
+                 "periodic": "bool"}
+#: kinds of the keys of [solver] (keyword arguments of nl.NLSE) and [run]
+_SOLVER_KEYS = {"scheme": "str", "bc": "str", "dt": "float+", "dtype": "str", "force": "bool",
+                "backend": "str"}
+_RUN_KEYS = {"t_end": "float+", "frames": "int+"}
+_DTYPES = ("complex64", "complex128")
+#: the most points on one axis of a demo grid
+_N_MAX = 2 ** 31 - 1
 
 
+class UsageError(ValueError):
+    """A bad command line (reported as one line, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse without its usage block: an error is one line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+# ------------------------------------------------------------------- demo
 def _parse_toml(text: str, source: str) -> Dict[str, Any]:
     try:
         import tomllib  # Python >= 3.11
@@ -58,76 +96,188 @@ def _parse_toml(text: str, source: str) -> Dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{source}: {exc}") from exc
+        raise ValueError(f"{source}: not valid TOML: {exc}") from None
 
 
-def _write_text(path: str, text: str) -> None:
-    atomic_write(path, lambda fh: fh.write(text), binary=False)
+def _show(value: Any) -> str:
+    """`value` as TOML writes it (for messages)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
 
 
-def _section(cfg: Dict[str, Any], name: str, source: str) -> Dict[str, Any]:
+def _typed(value: Any, kind: str, what: str) -> Any:
+    """`value` checked against `kind` ("int", "float", "bool", "str"; a
+    trailing "+" asks for > 0); ValueError naming `what` and the value."""
+    base, positive = kind.rstrip("+"), kind.endswith("+")
+    if base == "int":
+        if type(value) is not int:  # bool is not an integer, 2.0 is not either
+            raise ValueError(f"{what} must be an integer, got {_show(value)}")
+    elif base == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{what} must be a number, got {_show(value)}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{what} must be finite, got {_show(value)}")
+    elif base == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{what} must be true or false, got {_show(value)}")
+    elif not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {_show(value)}")
+    if positive and value <= 0:
+        raise ValueError(f"{what} must be > 0, got {_show(value)}")
+    return value
+
+
+def _section(cfg: Dict[str, Any], name: str, kinds: Dict[str, str], source: str
+             ) -> Dict[str, Any]:
     sec = cfg.get(name, {})
     if not isinstance(sec, dict):
-        raise ValueError(f"{source}: [{name}] must be a table")
-    return dict(sec)
+        raise ValueError(f"{source}: [{name}] must be a table, got {_show(sec)}")
+    unknown = sorted(set(sec) - set(kinds))
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) in [{name}]: {unknown}; known keys: "
+                         f"{sorted(kinds)}")
+    return {k: _typed(v, kinds[k], f"{source}: [{name}] {k}") for k, v in sec.items()}
 
 
-def run_input(text: str, out: str, source: str = "<input>") -> Dict[str, Any]:
+@dataclass
+class _Demo:
+    """A checked demo input."""
+
+    name: str
+    example: str
+    problem: Dict[str, Any]
+    solver: Dict[str, Any]
+    t_end: float
+    frames: int
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+
+
+def _read_demo(text: str, source: str = "<input>") -> _Demo:
+    """Check a demo input: keys, types, ranges and the grid it asks for.
+
+    Raises
+    ------
+    ValueError
+        Naming the input, the table, the key and the value.
+    """
+    cfg = _parse_toml(text, source)
+    unknown = sorted(set(cfg) - {"name", "problem", "solver", "run"})
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) or table(s): {unknown}; an input has "
+                         f"name, [problem], [solver] and [run]")
+    name = _typed(cfg.get("name", "nlse"), "str", f"{source}: name")
+    check_name(name, f"{source}: name")
+    problem = cfg.get("problem", {})
+    if not isinstance(problem, dict):
+        raise ValueError(f"{source}: [problem] must be a table, got {_show(problem)}")
+    problem = dict(problem)
+    example = problem.pop("example", None)
+    if not isinstance(example, str) or example not in _BUILDERS:
+        raise ValueError(f"{source}: [problem] example must be one of {tuple(_BUILDERS)}, "
+                         f"got {_show(example)}")
+    from . import examples
+    builder = inspect.signature(getattr(examples, example)).parameters
+    kinds = {k: v for k, v in _PROBLEM_KEYS.items() if k in builder}
+    problem = _section({"problem": problem}, "problem", kinds, source)
+    solver = _section(cfg, "solver", _SOLVER_KEYS, source)
+    run = _section(cfg, "run", _RUN_KEYS, source)
+    for key in ("t_end", "frames"):
+        if key not in run:
+            raise ValueError(f"{source}: [run] needs the key {key!r}")
+    dtype = solver.get("dtype", "complex128")
+    if dtype not in _DTYPES:
+        raise ValueError(f"{source}: [solver] dtype must be one of {_DTYPES}, got {_show(dtype)}")
+    solver["dtype"] = np.dtype(dtype)
+    # the grid of nlsepy.examples.grid, checked before it is made
+    length = problem.get("length", builder["length"].default)
+    h = problem.get("h", builder["h"].default)
+    ratio = length / h
+    if not math.isfinite(ratio) or ratio > _N_MAX:
+        raise ValueError(f"{source}: [problem] length / h = {length!r} / {h!r} gives more than "
+                         f"{_N_MAX} points per axis")
+    periodic = example == "bright_soliton" and problem.get("periodic", True)
+    n = int(round(ratio)) + (0 if periodic else 1)
+    return _Demo(name=name, example=example, problem=problem, solver=solver,
+                 t_end=run["t_end"], frames=run["frames"], dtype=solver["dtype"],
+                 shape=(n,) * _BUILDERS[example])
+
+
+def _demo_bytes(demo: _Demo) -> int:
+    """Host bytes a demo run takes: the builder's work arrays, the solver's
+    state and stages, the frames (kept, stacked and compressed)."""
+    points = math.prod(demo.shape)
+    item = demo.dtype.itemsize
+    return points * (16 * 8 + item * (8 + 3 * (demo.frames + 1)))
+
+
+def run_input(text: str, out: str, source: str = "<input>",
+              announce: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the simulation described by TOML `text` and write results to `out`.
+
+    The input is checked whole before anything runs; the four outputs are
+    staged and renamed into `out` together at the end, so a failed or
+    interrupted run leaves nothing (not even a new `out` folder).
 
     Parameters
     ----------
     text : str
-        TOML input with tables ``[problem]`` (``example`` plus the builder's
-        keyword arguments), ``[solver]`` (keyword arguments of
-        :class:`nlsepy.NLSE`) and ``[run]`` (``t_end``, ``frames``).
+        TOML input: ``name`` (a plain file name, used for the plot),
+        ``[problem]`` (``example`` plus the builder's keyword arguments),
+        ``[solver]`` (``scheme``, ``bc``, ``dt``, ``dtype``, ``force``,
+        ``backend`` of :class:`nlsepy.NLSE`) and ``[run]`` (``t_end``,
+        ``frames``).  Integer keys take integers, booleans ``true`` or
+        ``false``, numbers finite values.
     out : str
         Output folder (created if missing).
     source : str, optional
         Name of the input for error messages.
+    announce : callable, optional
+        Called with a line saying what runs, before it runs.
 
     Returns
     -------
     dict
         The summary that was written.
-    """
-    import nlsepy as nl
 
-    cfg = _parse_toml(text, source)
-    name = str(cfg.get("name", "nlse"))
-    problem = _section(cfg, "problem", source)
-    solver = _section(cfg, "solver", source)
-    run = _section(cfg, "run", source)
-    example = problem.pop("example", None)
-    if example not in _BUILDERS:
-        raise ValueError(f"{source}: [problem] example must be one of {_BUILDERS}, "
-                         f"got {example!r}")
-    if "dtype" in solver:
-        solver["dtype"] = np.dtype(solver["dtype"])
-        problem.setdefault("dtype", solver["dtype"])
-    try:
-        psi0, h, params = getattr(nl.examples, example)(**problem)
-    except TypeError as exc:
-        raise ValueError(f"{source}: bad key in [problem]: {exc}") from exc
-    for key in ("t_end", "frames"):
-        if key not in run:
-            raise ValueError(f"{source}: [run] needs the key {key!r}")
-    extra = set(run) - {"t_end", "frames"}
-    if extra:
-        raise ValueError(f"{source}: unknown key(s) in [run]: {sorted(extra)}")
+    Raises
+    ------
+    ValueError
+        A bad input (names the key and the value); nothing is written.
+    MemoryError
+        The run would not fit in memory.
+    """
+    demo = _read_demo(text, source)
+    outs = OutputSet(out)
+    outs.check_folder()
+    files = ["frames.npz", "summary.json", "summary.txt", f"{demo.name}.png"]
+    for f in files:
+        outs.reserve(f, f"{source}: name")
+    _matplotlib()  # the plot comes last: fail now, not after the run
+    require_memory(_demo_bytes(demo), f"{source}: the {demo.example} run on a "
+                   f"{'x'.join(map(str, demo.shape))} grid with {demo.frames} frames "
+                   f"({demo.dtype.name})")
+
+    import nlsepy as nl
+    psi0, h, params = getattr(nl.examples, demo.example)(dtype=demo.dtype, **demo.problem)
+    solver = dict(demo.solver)
     solver.setdefault("bc", params["bc"])
-    try:
-        sim = nl.NLSE(psi0, h, a=params["a"], s=params["s"], **solver)
-    except TypeError as exc:
-        raise ValueError(f"{source}: bad key in [solver]: {exc}") from exc
+    sim = nl.NLSE(psi0, h, a=params["a"], s=params["s"], **solver)
+    if announce is not None:
+        announce(f"running {demo.name}: {demo.example} on a {'x'.join(map(str, sim.shape))} "
+                 f"grid to t = {demo.t_end:g} in {demo.frames} frames")
 
     n0, e0 = sim.norm(), sim.energy()
     wall = time.perf_counter()
-    frames = sim.run(float(run["t_end"]), frames=int(run["frames"]))
+    frames = sim.run(demo.t_end, frames=demo.frames)
     wall = time.perf_counter() - wall
     n1, e1 = sim.norm(), sim.energy()
     summary: Dict[str, Any] = {
-        "name": name, "example": example, "shape": list(sim.shape),
+        "name": demo.name, "example": demo.example, "shape": list(sim.shape),
         "spacing": list(sim.spacing), "scheme": sim.scheme, "bc": sim.bc,
         "dtype": sim.dtype.name, "dt": sim.dt, "t_end": sim.t, "frames": len(frames),
         "norm_start": n0, "norm_end": n1, "energy_start": e0, "energy_end": e1,
@@ -135,17 +285,27 @@ def run_input(text: str, out: str, source: str = "<input>") -> Dict[str, Any]:
     }
     if "exact" in params:
         summary["max_error_vs_exact"] = float(np.abs(sim.psi - params["exact"](sim.t)).max())
-
-    os.makedirs(out, exist_ok=True)
     coords = {k: params[k] for k in ("x", "y", "z") if k in params}
 
-    atomic_write(os.path.join(out, "frames.npz"),
-                 lambda fh: np.savez_compressed(fh, t=frames.t, psi=frames.psi, **coords))
-    _write_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=2) + "\n")
-    _write_text(os.path.join(out, "summary.txt"),
-                "".join(f"{k:>20s} : {v}\n" for k, v in summary.items()))
-    plot_frames(frames, params, os.path.join(out, f"{name}.png"), title=name)
+    with outs:
+        outs.stage_bytes("frames.npz", lambda fh: np.savez_compressed(
+            fh, t=frames.t, psi=frames.psi, **coords))
+        outs.stage_text("summary.json", json.dumps(summary, indent=2) + "\n")
+        outs.stage_text("summary.txt", "".join(f"{k:>20s} : {v}\n" for k, v in summary.items()))
+        outs.stage(f"{demo.name}.png",
+                   lambda p: plot_frames(frames, params, p, title=demo.name))
+        outs.commit()
     return summary
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError("plots need matplotlib: pip install 'nlsepy[plot]'") from None
+    return plt
 
 
 def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "") -> None:
@@ -162,75 +322,118 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
     title : str, optional
         Figure title.
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'nlsepy[plot]'") from exc
+    plt = _matplotlib()
     dens = np.abs(frames.psi) ** 2
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    if dens.ndim == 2:
-        x = params["x"]
-        im = axes[0].pcolormesh(x, frames.t, dens, shading="auto", cmap="viridis")
-        axes[0].set(xlabel="x", ylabel="t", title="|psi|^2")
-        fig.colorbar(im, ax=axes[0])
-        axes[1].plot(x, dens[-1], label=f"nlsepy, t = {frames.t[-1]:g}")
-        if "exact" in params:
-            axes[1].plot(x, np.abs(params["exact"](frames.t[-1])) ** 2, "--", label="exact")
-        axes[1].set(xlabel="x", ylabel="|psi|^2")
-        axes[1].legend()
-    else:
-        last = dens[-1] if dens.ndim == 3 else dens[-1][:, :, dens.shape[-1] // 2]
-        first = dens[0] if dens.ndim == 3 else dens[0][:, :, dens.shape[-1] // 2]
-        for ax, img, t in ((axes[0], first, frames.t[0]), (axes[1], last, frames.t[-1])):
-            im = ax.imshow(img.T, origin="lower", cmap="viridis")
-            ax.set(title=f"|psi|^2 at t = {t:g}")
-            fig.colorbar(im, ax=ax)
-    fig.suptitle(title)
-    fig.tight_layout()
-
     try:
+        if dens.ndim == 2:
+            x = params["x"]
+            im = axes[0].pcolormesh(x, frames.t, dens, shading="auto", cmap="viridis")
+            axes[0].set(xlabel="x", ylabel="t", title="|psi|^2")
+            fig.colorbar(im, ax=axes[0])
+            axes[1].plot(x, dens[-1], label=f"nlsepy, t = {frames.t[-1]:g}")
+            if "exact" in params:
+                axes[1].plot(x, np.abs(params["exact"](frames.t[-1])) ** 2, "--", label="exact")
+            axes[1].set(xlabel="x", ylabel="|psi|^2")
+            axes[1].legend()
+        else:
+            last = dens[-1] if dens.ndim == 3 else dens[-1][:, :, dens.shape[-1] // 2]
+            first = dens[0] if dens.ndim == 3 else dens[0][:, :, dens.shape[-1] // 2]
+            for ax, img, t in ((axes[0], first, frames.t[0]), (axes[1], last, frames.t[-1])):
+                im = ax.imshow(img.T, origin="lower", cmap="viridis")
+                ax.set(title=f"|psi|^2 at t = {t:g}")
+                fig.colorbar(im, ax=ax)
+        fig.suptitle(title)
+        fig.tight_layout()
         atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     finally:
         plt.close(fig)
 
 
+def _read_text(path: str, text: bool = True) -> str:
+    """The input file's text (or, with ``text=False``, only a check that it
+    can be opened); ValueError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read() if text else ""
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot read the input {path!r}: not UTF-8 text ({exc.reason} at "
+                         f"byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read the input {path!r}: {exc.strerror or exc}") from None
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _demo_main(args: argparse.Namespace) -> int:
+    if args.print_input:
+        sys.stdout.write(DEFAULT_INPUT)
+        return 0
+    if args.input:
+        text, source = _read_text(args.input), args.input
+    else:
+        text, source = DEFAULT_INPUT, "<default input>"
+    summary = run_input(text, args.out, source, announce=_say)
+    for k, v in summary.items():
+        print(f"{k:>20s} : {v}")
+    print(f"wrote {os.path.join(args.out, 'frames.npz')}, summary.json, summary.txt, "
+          f"{summary['name']}.png")
+    return 0
+
+
+# ------------------------------------------------------------------- dbec
 def _dbec_main(args: argparse.Namespace) -> int:
     from .dipolar import dbec
-    import numpy as np
 
-    overrides: Dict[str, Any] = {}
-    for item in args.set:
-        if "=" not in item:
-            print(f"nlsepy: error: --set needs KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        k, v = (x.strip() for x in item.split("=", 1))
-        key = k.upper()
+    _read_text(args.input, text=False)
+    overrides = dbec.parse_overrides(args.set)
+    if args.progress:
         try:
-            overrides[key] = (int(float(v)) if key in dbec._INT else
-                              float(v) if key in dbec._FLOAT else v)
-        except ValueError:
-            print(f"nlsepy: error: --set {key}: bad value {v!r}", file=sys.stderr)
-            return 2
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-    try:
-        res = dbec.run(args.input, mode=args.mode, geometry=args.geometry, backend=args.backend,
-                       dtype=np.complex64 if args.single else np.complex128, out_dir=args.out,
-                       overrides=overrides, progress=args.progress)
-    except (OSError, ValueError, TypeError, ImportError) as exc:
-        print(f"nlsepy: error: {exc}", file=sys.stderr)
-        return 2
-    with open(res.files[0], encoding="utf-8") as fh:
-        sys.stdout.write(fh.read())
+            import tqdm  # noqa: F401
+        except ImportError:
+            raise ImportError("--progress needs tqdm: pip install 'nlsepy[progress]'") from None
+    res = dbec.run(args.input, mode=args.mode, geometry=args.geometry, backend=args.backend,
+                   dtype=np.complex64 if args.single else np.complex128, out_dir=args.out,
+                   overrides=overrides, progress=args.progress, announce=_say)
+    sys.stdout.write(res.summary)
     print("wrote " + ", ".join(res.files))
     return 0
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``python -m nlsepy`` and the ``nlsepy`` script."""
-    parser = argparse.ArgumentParser(prog="nlsepy", description=__doc__.splitlines()[0])
+# ----------------------------------------------------------------- errors
+_PLAIN = (ValueError, TypeError, OSError, MemoryError, ImportError, BlowUpError, BackendError)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line saying what went wrong."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        msg = f"{exc.filename}: {exc.strerror}"
+        if exc.filename2 is not None:
+            msg += f" ({exc.filename2})"
+    elif isinstance(exc, KeyError) and exc.args:
+        msg = str(exc.args[0])
+    else:
+        msg = str(exc)
+    if isinstance(exc, MemoryError) and not msg:
+        msg = "out of memory"
+    if not isinstance(exc, _PLAIN):
+        msg = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    return " ".join(msg.split()) or type(exc).__name__
+
+
+def _fail(message: str, status: int) -> int:
+    try:
+        sys.stderr.write(f"nlsepy: error: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="nlsepy", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run a simulation from a TOML input (default: embedded)")
     demo.add_argument("--input", help="TOML input file (default: the embedded dark soliton)")
@@ -248,29 +451,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     dbec.add_argument("--out", default=None,
                       help="folder for outputs and INPUT files (default: current folder)")
     dbec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                      help="replace a key of the input file (repeatable)")
+                      help="replace a key of the input file (repeatable; typed as in the file)")
     dbec.add_argument("--progress", action="store_true", help="show progress bars (tqdm)")
-    args = parser.parse_args(argv)
-    if args.command == "dbec":
-        return _dbec_main(args)
-    if args.command == "demo":
-        if args.print_input:
-            sys.stdout.write(DEFAULT_INPUT)
-            return 0
-        if args.input:
-            with open(args.input, encoding="utf-8") as fh:
-                text, source = fh.read(), args.input
-        else:
-            text, source = DEFAULT_INPUT, "<default input>"
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of ``python -m nlsepy`` and the ``nlsepy`` script.
+
+    Returns the exit status: 0 on success, 2 for a bad command line or
+    input, 1 for a failed run, 130 after Ctrl-C; a failure is reported as
+    one line ``nlsepy: error: <message>`` on stderr.
+    """
+    try:
+        args = _parser().parse_args(argv)
+        return _demo_main(args) if args.command == "demo" else _dbec_main(args)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # the reader of stdout went away: stop writing to it
         try:
-            summary = run_input(text, args.out, source)
-        except (ValueError, TypeError, ImportError) as exc:
-            print(f"nlsepy: error: {exc}", file=sys.stderr)
-            return 2
-        for k, v in summary.items():
-            print(f"{k:>20s} : {v}")
-        print(f"wrote {args.out}/frames.npz, summary.json, summary.txt, {summary['name']}.png")
-    return 0
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return _fail("standard output closed (broken pipe)", 1)
+    except Exception as exc:  # every failure: one line, no traceback
+        if os.environ.get("NLSEPY_TRACEBACK"):
+            raise
+        return _fail(_describe(exc), 2 if isinstance(exc, (ValueError, TypeError, KeyError))
+                     else 1)
 
 
 if __name__ == "__main__":

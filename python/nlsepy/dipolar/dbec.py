@@ -9,7 +9,14 @@ multiplied by GPAR and GDDPAR first).  Outputs: the summary (``OUTPUT``, the
 layout of source listing 3.11), the rms table (``RMSOUT``), the real-time
 dynamics (``DYNAOUT``, every OUTSTPT steps), integrated densities
 (``FINALOUT``) and the final state (``PSIOUT``, an ``.npz`` that a real-time
-input names as ``INPUT``).  Every file is written whole or not at all.
+input names as ``INPUT``).
+
+Values are typed: an integer key takes an integer (``NX = 64``, not
+``64.0`` or ``1e2``) in range, a number key a finite number.  Output names
+are plain file names (no folder part, no ``..``): every output lands in the
+run's folder (``out_dir``, else the current folder).  A run writes all its
+outputs or none: names and folder are checked before it starts, and the
+files are staged under temporary names and renamed together at the end.
 
 The program kind comes from ``MODE`` (imag/real) and ``GEOMETRY`` (3d,
 2d-xy, 2d-xz, 1d-x, 1d-z) keys, or else from the file name as DBEC-GP names
@@ -22,15 +29,17 @@ import math
 import os
 import re
 import time
+import zipfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import runner
+from .._guard import Key, load_checkpoint
+from .._outputs import OutputSet, check_name
 from .solver import DipolarGPE, Obstacle
 
-__all__ = ["read_input", "run", "DBECResult", "BOHR_RADIUS"]
+__all__ = ["read_input", "parse_overrides", "run", "DBECResult", "InputError", "BOHR_RADIUS"]
 
 #: Bohr radius in metres (CODATA 2018)
 BOHR_RADIUS = 5.29177210903e-11
@@ -43,11 +52,71 @@ _FLOAT = {"G0", "GDD0", "AS", "ADD", "AHO", "GPAR", "GDDPAR", "CUTOFF", "DX", "D
 _STR = {"OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT", "INPUT", "MODE",
         "GEOMETRY", "OBSTACLE_AXIS", "OBSTACLE_BEAM"}
 _KEYS = _INT | _FLOAT | _STR
+#: keys naming output files: plain names, written in the run's folder
+_OUTPUT_KEYS = ("OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT")
+#: the largest size of an integer key's value (grid sizes are checked tighter)
+_INT_MAX = 2 ** 63 - 1
+#: the most points on one axis
+_N_MAX = 2 ** 31 - 1
 _GEOMS = ("3d", "2d-xy", "2d-xz", "1d-x", "1d-z")
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 
 
 class InputError(ValueError):
     """A DBEC-GP input file that cannot be used (names the key and line)."""
+
+
+def _parse_value(key: str, value: str, where: str) -> Any:
+    """The typed value of `key` written as the text `value`.
+
+    Integer keys take integer literals (``64``, not ``64.0`` or ``1e2``),
+    number keys finite numbers (Fortran's ``1.d-6`` too), string keys the
+    text.  `where` (file and line, or the override) starts the message.
+    """
+    if key in _INT:
+        if not _INT_RE.match(value):
+            raise InputError(f"{where}: key {key} must be an integer, got {value!r}")
+        return _check_value(key, int(value), where)
+    if key in _FLOAT:
+        try:
+            v = float(value.replace("d", "e").replace("D", "E"))
+        except ValueError:
+            raise InputError(f"{where}: key {key} must be a number, got {value!r}") from None
+        return _check_value(key, v, where)
+    return _check_value(key, value, where)
+
+
+def _check_value(key: str, value: Any, where: str) -> Any:
+    """`value` (a Python object) checked against the kind of `key`.
+
+    Integers are integers (``bool`` is not one) of at most 2**63 - 1 in
+    size; numbers are finite ints or floats; output names are plain file
+    names.
+    """
+    if key in _INT:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise InputError(f"{where}: key {key} must be an integer, got {value!r}")
+        value = int(value)
+        if abs(value) > _INT_MAX:
+            raise InputError(f"{where}: key {key} = {value} is out of range (at most "
+                             f"{_INT_MAX} in size)")
+        return value
+    if key in _FLOAT:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise InputError(f"{where}: key {key} must be a number, got {value!r}")
+        v = float(value)
+        if not math.isfinite(v):
+            raise InputError(f"{where}: key {key} must be finite, got {value!r}")
+        return v
+    if not isinstance(value, str):
+        raise InputError(f"{where}: key {key} must be a string, got {value!r}")
+    if key in _OUTPUT_KEYS:
+        try:
+            check_name(value, key)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}: {exc}") from None
+    return value
 
 
 def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
@@ -67,51 +136,96 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     Raises
     ------
     InputError
-        A malformed line, an unknown or repeated key, or a value of the
-        wrong type (the message names the key and the line).
+        A malformed line, an unknown or repeated key, a value of the wrong
+        type or out of range, or an output name with a folder part (the
+        message names the key and the line).
+    OSError
+        The file cannot be read.
     """
     path = os.fspath(path)
     out: Dict[str, Any] = {}
     lines: Dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for no, raw in enumerate(fh, 1):
-            text = raw.split("#", 1)[0].strip()
-            if not text:
-                continue
-            if "=" not in text:
-                raise InputError(f"{path}:{no}: expected KEY = value, got {raw.strip()!r}")
-            key, value = (s.strip() for s in text.split("=", 1))
-            key = key.upper()
-            if key not in _KEYS:
-                raise InputError(f"{path}:{no}: unknown key {key!r}; known keys: "
-                                 f"{', '.join(sorted(_KEYS))}")
-            if key in out:
-                raise InputError(f"{path}:{no}: key {key} repeated (first on line {lines[key]})")
-            if not value:
-                raise InputError(f"{path}:{no}: key {key} has no value")
-            try:
-                if key in _INT:
-                    f = float(value)
-                    if not f.is_integer():
-                        raise ValueError
-                    v: Any = int(f)
-                elif key in _FLOAT:
-                    v = float(value.replace("d", "e").replace("D", "E"))
-                else:
-                    v = value
-            except ValueError:
-                kind = "an integer" if key in _INT else "a number"
-                raise InputError(f"{path}:{no}: key {key} must be {kind}, got {value!r}") from None
-            if key in _FLOAT and not math.isfinite(v):
-                raise InputError(f"{path}:{no}: key {key} must be finite, got {value!r}")
-            out[key] = v
-            lines[key] = no
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text_lines = fh.read().splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a DBEC-GP input file (not UTF-8 text: {exc.reason} at "
+                         f"byte {exc.start})") from None
+    for no, raw in enumerate(text_lines, 1):
+        text = raw.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if "=" not in text:
+            raise InputError(f"{path}:{no}: expected KEY = value, got {raw.strip()!r}")
+        key, value = (s.strip() for s in text.split("=", 1))
+        key = key.upper()
+        if key not in _KEYS:
+            raise InputError(f"{path}:{no}: unknown key {key!r}; known keys: "
+                             f"{', '.join(sorted(_KEYS))}")
+        if key in out:
+            raise InputError(f"{path}:{no}: key {key} repeated (first on line {lines[key]})")
+        if not value:
+            raise InputError(f"{path}:{no}: key {key} has no value")
+        out[key] = _parse_value(key, value, f"{path}:{no}")
+        lines[key] = no
     out["_line"] = lines
     out["_path"] = path
+    out["_override"] = set()
     return out
 
 
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """Typed overrides from ``KEY=VALUE`` strings (``--set`` on the command line).
+
+    Parameters
+    ----------
+    items : sequence of str
+        ``"KEY=VALUE"`` each; keys are case-insensitive.
+
+    Returns
+    -------
+    dict
+        Key -> value, typed as in an input file.
+
+    Raises
+    ------
+    InputError
+        A malformed item, an unknown or repeated key, or a bad value (the
+        message quotes the item).
+    """
+    out: Dict[str, Any] = {}
+    for item in items:
+        where = f"--set {item}"
+        if "=" not in item:
+            raise InputError(f"{where}: expected KEY=VALUE")
+        key, value = (s.strip() for s in item.split("=", 1))
+        key = key.upper()
+        if key not in _KEYS:
+            raise InputError(f"{where}: unknown key {key!r}; known keys: "
+                             f"{', '.join(sorted(_KEYS))}")
+        if key in out:
+            raise InputError(f"{where}: key {key} given twice")
+        if not value:
+            raise InputError(f"{where}: key {key} has no value")
+        out[key] = _parse_value(key, value, where)
+    return out
+
+
+def _apply_overrides(cfg: Dict[str, Any], overrides: Optional[Mapping[str, Any]]) -> None:
+    for k, v in (overrides or {}).items():
+        key = k.upper() if isinstance(k, str) else k
+        where = f"override {k!r}"
+        if key not in _KEYS:
+            raise InputError(f"{where}: unknown key {k!r}")
+        cfg[key] = (_parse_value(key, v.strip(), where) if isinstance(v, str)
+                    else _check_value(key, v, where))
+        cfg["_line"].pop(key, None)
+        cfg["_override"].add(key)
+
+
 def _where(cfg: Mapping[str, Any], key: str) -> str:
+    if key in cfg.get("_override", ()):
+        return f"override {key}"
     no = cfg.get("_line", {}).get(key)
     return f"{cfg.get('_path', 'input')}:{no}" if no else cfg.get("_path", "input")
 
@@ -169,6 +283,8 @@ class DBECResult:
         The solver, at the final state.
     seconds : float
         Wall-clock time of the run.
+    summary : str
+        The text of the summary file (``OUTPUT``).
     """
 
     mode: str
@@ -177,6 +293,7 @@ class DBECResult:
     files: List[str] = field(default_factory=list)
     gpe: Optional[DipolarGPE] = None
     seconds: float = 0.0
+    summary: str = ""
 
 
 _AXES = {"3d": "xyz", "2d-xy": "xy", "2d-xz": "xz", "1d-x": "x", "1d-z": "z"}
@@ -203,6 +320,46 @@ def _aho(cfg: Mapping[str, Any], what: str) -> float:
     return _positive(cfg, "AHO")
 
 
+def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
+    """The initial state in the INPUT file `src`: a DipolarGPE checkpoint
+    (the PSIOUT of an earlier run) or an ``.npz`` holding an array ``psi``."""
+    if not os.path.isfile(src):
+        raise InputError(f"{where}: INPUT file {src!r} does not exist; run the imaginary-time "
+                         f"input first (it writes PSIOUT)")
+    bad = (f"{where}: INPUT file {src!r} is not a state written by PSIOUT or an .npz with an "
+           f"array 'psi'")
+    if os.path.getsize(src) == 0 or not zipfile.is_zipfile(src):
+        raise InputError(f"{bad} (empty, truncated or another kind of file)")
+    try:
+        with np.load(src) as d:  # plain arrays only (NumPy's default)
+            tagged = "_format" in d.files
+            if not tagged:
+                if "psi" not in d.files:
+                    raise InputError(f"{where}: {src!r} holds no 'psi' array")
+                psi = d["psi"]
+    except InputError:
+        raise
+    except (ValueError, KeyError, EOFError, OSError, zipfile.BadZipFile) as exc:
+        msg = " ".join(str(exc).split())[:200]
+        if "Object arrays" in msg:
+            msg = "it holds Python objects, which nlsepy never reads"
+        raise InputError(f"{bad} ({type(exc).__name__}: {msg})") from None
+    if tagged:
+        try:
+            psi = load_checkpoint(src, DipolarGPE.__name__, {"psi": Key("array", "fc")})["psi"]
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    if psi.dtype.kind not in "fc":
+        raise InputError(f"{where}: the state in {src!r} has dtype {psi.dtype}, not a float or "
+                         f"complex array")
+    if psi.shape != shape:
+        raise InputError(f"{where}: the state in {src!r} has shape {psi.shape}, the input's "
+                         f"grid is {shape}")
+    if not np.all(np.isfinite(psi)):
+        raise InputError(f"{where}: the state in {src!r} is not finite (NaN or Inf)")
+    return psi
+
+
 def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype: Any,
            base: str) -> Tuple[DipolarGPE, Dict[str, Any]]:
     axes = _AXES[geometry]
@@ -211,8 +368,9 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
         raise InputError(f"{_where(cfg, 'OPTION')}: OPTION must be 1 or 2, got {opt!r}")
     shape = tuple(_positive(cfg, f"N{a.upper()}") for a in axes)
     for a, n in zip(axes, shape):
-        if n < 4:
-            raise InputError(f"{_where(cfg, 'N' + a.upper())}: N{a.upper()} must be >= 4, got {n}")
+        if n < 4 or n > _N_MAX:
+            raise InputError(f"{_where(cfg, 'N' + a.upper())}: N{a.upper()} must be >= 4 and "
+                             f"<= {_N_MAX}, got {n}")
     spacing = tuple(_positive(cfg, f"D{a.upper()}") for a in axes)
     dt = _positive(cfg, "DT")
     trap = tuple(_positive(cfg, k) for k in ("GAMMA", "NU", "LAMBDA"))
@@ -248,17 +406,7 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
         if "INPUT" not in cfg:
             raise InputError(f"{cfg.get('_path')}: a real-time run needs INPUT = <file> with the "
                              f"initial state (the PSIOUT file an imaginary-time run writes)")
-        src = os.path.join(base, cfg["INPUT"])
-        if not os.path.isfile(src):
-            raise InputError(f"{_where(cfg, 'INPUT')}: INPUT file {src!r} does not exist; run "
-                             f"the imaginary-time input first (it writes PSIOUT)")
-        with np.load(src, allow_pickle=False) as d:
-            if "psi" not in d:
-                raise InputError(f"{_where(cfg, 'INPUT')}: {src!r} holds no 'psi' array")
-            psi0 = d["psi"]
-        if psi0.shape != shape:
-            raise InputError(f"{_where(cfg, 'INPUT')}: the state in {src!r} has shape "
-                             f"{psi0.shape}, the input's grid is {shape}")
+        psi0 = _read_state(os.path.join(base, cfg["INPUT"]), _where(cfg, "INPUT"), shape)
     gpe = DipolarGPE(shape, spacing, dt, g=opt * g0, gdd=opt * gdd0, trap=trap, cutoff=cutoff,
                      geometry=geometry, option=opt, obstacle=obstacle, psi0=psi0, dtype=dtype,
                      dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend)
@@ -331,41 +479,79 @@ def _rms_table(mode: str, info: Mapping[str, Any], rows: Mapping[str, Mapping[st
     return "\n".join(out)
 
 
-def _write_text(path: str, text: str) -> None:
-    runner.atomic_write(path, lambda fh: fh.write(text), binary=False)
-
-
-def _densities(gpe: DipolarGPE, prefix: str, cfg: Mapping[str, Any]) -> List[str]:
-    """Integrated 1D (and, in 3D, 2D) densities, gnuplot layout (listing 3.10)."""
-    files = []
+def _densities(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, str]:
+    """Integrated 1D (and, in 3D, 2D) densities, gnuplot layout (listing 3.10):
+    file suffix -> text."""
+    files: Dict[str, str] = {}
     axes = gpe.axes
     co = dict(zip(axes, gpe.coords))
     step = {a: cfg.get(f"OUTSTP{a.upper()}", 1) for a in axes}
     for a in axes:
         n = gpe.density((a,))
         sl = slice(None, None, step[a])
-        text = "".join(f"{x:.6e} {v:.6e}\n" for x, v in zip(co[a][sl], n[sl]))
-        path = f"{prefix}1d_{a}.txt"
-        _write_text(path, text)
-        files.append(path)
-    if len(axes) >= 2:
-        pairs = [(axes[i], axes[j]) for i in range(len(axes)) for j in range(i + 1, len(axes))]
-        for a, b in pairs:
-            n = gpe.density((a, b))[:: step[a], :: step[b]]
-            xa, xb = co[a][:: step[a]], co[b][:: step[b]]
-            blocks = []
-            for i, x in enumerate(xa):
-                blocks.append("".join(f"{x:.6e} {y:.6e} {v:.6e}\n" for y, v in zip(xb, n[i])))
-            path = f"{prefix}2d_{a}{b}.txt"
-            _write_text(path, "\n".join(blocks))
-            files.append(path)
+        files[f"1d_{a}.txt"] = "".join(f"{x:.6e} {v:.6e}\n" for x, v in zip(co[a][sl], n[sl]))
+    for a, b in _pairs(axes):
+        n = gpe.density((a, b))[:: step[a], :: step[b]]
+        xa, xb = co[a][:: step[a]], co[b][:: step[b]]
+        blocks = []
+        for i, x in enumerate(xa):
+            blocks.append("".join(f"{x:.6e} {y:.6e} {v:.6e}\n" for y, v in zip(xb, n[i])))
+        files[f"2d_{a}{b}.txt"] = "\n".join(blocks)
     return files
+
+
+def _pairs(axes: str) -> List[Tuple[str, str]]:
+    return [(axes[i], axes[j]) for i in range(len(axes)) for j in range(i + 1, len(axes))]
+
+
+def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str, str]:
+    """Output key -> file name of a run (the one place that names outputs).
+
+    ``FINALOUT`` is a prefix; its files appear as ``FINALOUT:<suffix>``.
+    """
+    axes = _AXES[geometry]
+    tag = f"{mode}{len(axes)}d" + ("" if geometry == "3d" else "-" + geometry[3:])
+    names = {"OUTPUT": cfg.get("OUTPUT", f"{tag}-out"), "RMSOUT": cfg.get("RMSOUT", f"{tag}-rms")}
+    if mode == "real" and "DYNAOUT" in cfg:
+        names["DYNAOUT"] = cfg["DYNAOUT"]
+    if "FINALOUT" in cfg:
+        suffixes = [f"1d_{a}.txt" for a in axes] + [f"2d_{a}{b}.txt" for a, b in _pairs(axes)]
+        for suffix in suffixes:
+            names[f"FINALOUT:{suffix}"] = cfg["FINALOUT"] + suffix
+    names["PSIOUT"] = cfg.get("PSIOUT", f"{tag}-psi.npz")
+    return names
+
+
+def _plan_outputs(cfg: Mapping[str, Any], names: Mapping[str, str], base: str) -> OutputSet:
+    """Check the run's folder and every output name before the run starts."""
+    outs = OutputSet(base)
+    outs.check_folder()
+    for key, name in names.items():
+        what = key.split(":")[0]
+        try:
+            outs.reserve(name, what)
+        except ValueError as exc:  # the same name twice, or a folder in the way
+            raise InputError(f"{_where(cfg, what)}: {exc}") from None
+    return outs
+
+
+def _write_outputs(outs: OutputSet, names: Mapping[str, str], texts: Mapping[str, str],
+                   gpe: DipolarGPE) -> List[str]:
+    """Stage every output and rename them all into place (all or none)."""
+    with outs:
+        for key, name in names.items():
+            if key == "PSIOUT":
+                outs.stage(name, gpe.save, key)
+            else:
+                outs.stage_text(name, texts[key], key)
+        return outs.commit()
 
 
 def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Optional[str] = None,
         backend: str = "auto", dtype: Any = np.complex128, out_dir: Optional[str] = None,
-        overrides: Optional[Mapping[str, Any]] = None, progress: bool = False) -> DBECResult:
-    """Run a DBEC-GP input file and write its outputs.
+        overrides: Optional[Mapping[str, Any]] = None, progress: bool = False,
+        announce: Optional[Callable[[str], None]] = None) -> DBECResult:
+    """Run a DBEC-GP input file and write its outputs, all or none.
 
     Parameters
     ----------
@@ -381,16 +567,30 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     dtype : numpy dtype, optional
         complex128 (default) or complex64.
     out_dir : str, optional
-        Directory for outputs and for INPUT (default: the current one).
+        Folder for the outputs and for INPUT (default: the current one);
+        created when missing.
     overrides : mapping, optional
-        Key -> value replacing the file's values (e.g. a coarser grid).
+        Key -> value replacing the file's values (e.g. a coarser grid);
+        a value is typed as in the file (an integer key takes an int, or a
+        string with an integer literal).
     progress : bool, optional
         tqdm progress bars.
+    announce : callable, optional
+        Called with a line saying what runs, once the input is checked and
+        the solver built, before the first step.
 
     Returns
     -------
     DBECResult
         Rows of the summary, files written, and the solver.
+
+    Raises
+    ------
+    InputError
+        A bad input file, override or output name (nothing is written).
+    OSError
+        The input cannot be read or the outputs cannot be written (nothing
+        is left behind).
 
     Examples
     --------
@@ -399,20 +599,19 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     >>> res.rows["After NRUN iter."]["mu"]                       # doctest: +SKIP
     """
     cfg = read_input(path)
-    for k, v in (overrides or {}).items():
-        k = k.upper()
-        if k not in _KEYS:
-            raise InputError(f"override: unknown key {k!r}")
-        cfg[k] = v
-        cfg["_line"].pop(k, None)
+    _apply_overrides(cfg, overrides)
     mode, geometry = _kind(cfg, mode, geometry)
     base = os.getcwd() if out_dir is None else os.fspath(out_dir)
+    names = _output_names(cfg, mode, geometry)
+    outs = _plan_outputs(cfg, names, base)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     gpe, info = _build(cfg, mode, geometry, backend, dtype, base)
     res = DBECResult(mode=mode, geometry=geometry, gpe=gpe)
-    tag = f"{mode}{len(info['axes'])}d" + ("" if geometry == "3d" else "-" + geometry[3:])
     advance = gpe.imaginary_time if mode == "imag" else gpe.real_time
     nstp, npas, nrun = cfg.get("NSTP", 0), cfg["NPAS"], cfg["NRUN"]
+    if announce is not None:
+        announce(f"running {cfg['_path']}: {mode} time, {geometry}, grid "
+                 f"{'x'.join(map(str, info['shape']))}, {nstp + npas + nrun} steps")
 
     res.rows["Initial"] = gpe.observables()
     if nstp > 0:
@@ -424,7 +623,7 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     if mode == "real":
         gpe.g = gpe.g * cfg.get("GPAR", 1.0)
         gpe.gdd = gpe.gdd * cfg.get("GDDPAR", 1.0)
-    if mode == "real" and "DYNAOUT" in cfg:
+    if "DYNAOUT" in names:
         every = cfg.get("OUTSTPT", max(1, nrun // 100) if nrun else 1)
         axes = info["axes"]
         dyna_lines.append("# t  <r>  " + "  ".join(f"<{a}>" for a in axes) + "\n")
@@ -447,24 +646,10 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     res.seconds = time.perf_counter() - t_wall
     cpu = time.process_time() - t_cpu
 
-    def out(key: str, default: Optional[str]) -> Optional[str]:
-        name = cfg.get(key, default)
-        return None if name is None else os.path.join(base, name)
-
-    summary = _summary(cfg, mode, geometry, info, res.rows, res.seconds, cpu, gpe)
-    p = out("OUTPUT", f"{tag}-out")
-    _write_text(p, summary)
-    res.files.append(p)
-    p = out("RMSOUT", f"{tag}-rms")
-    _write_text(p, _rms_table(mode, info, res.rows))
-    res.files.append(p)
-    if dyna_lines:
-        p = out("DYNAOUT", None)
-        _write_text(p, "".join(dyna_lines))
-        res.files.append(p)
+    res.summary = _summary(cfg, mode, geometry, info, res.rows, res.seconds, cpu, gpe)
+    texts = {"OUTPUT": res.summary, "RMSOUT": _rms_table(mode, info, res.rows),
+             "DYNAOUT": "".join(dyna_lines)}
     if "FINALOUT" in cfg:
-        res.files += _densities(gpe, out("FINALOUT", None), cfg)
-    p = out("PSIOUT", f"{tag}-psi.npz")
-    gpe.save(p)
-    res.files.append(p)
+        texts.update({f"FINALOUT:{k}": v for k, v in _densities(gpe, cfg).items()})
+    res.files = _write_outputs(outs, names, texts, gpe)
     return res
