@@ -50,11 +50,18 @@ class _Fixed:
         return obj._fixed[self.name]
 
     def __set__(self, obj: Any, value: Any) -> None:
+        name = self.name
+        keys = ("a", "s", "scheme", "bc", "backend") + (("dtype",) if name == "dtype" else ())
+        args = ["sim.psi", "<new spacing>" if name == "spacing" else "sim.spacing"]
+        args += [f"{k}=<new>" if k == name else f"{k}=sim.{k}" for k in keys]
+        call = f"nl.NLSE({', '.join(args + ['V=sim.V'])})"
+        if name == "max_dt":
+            how = f"it follows from a, spacing and scheme; make a new solver with others: {call}"
+        else:
+            how = f"make a new solver from the current state: {call}"
         raise AttributeError(
-            f"NLSE.{self.name} cannot be changed: the solver's kernels, work arrays and "
-            f"stability bound were set up with it. Make a new solver from the current state, "
-            f"e.g. nl.NLSE(sim.psi, sim.spacing, a=sim.a, s=sim.s, V=sim.V, "
-            f"scheme=sim.scheme, bc=sim.bc, {self.name}=...)")
+            f"NLSE.{name} cannot be changed: the solver's kernels, work arrays and stability "
+            f"bound were set up with it; {how}")
 
     def __delete__(self, obj: Any) -> None:
         self.__set__(obj, None)
@@ -547,6 +554,7 @@ class NLSE:
             scheme or boundary condition); the message names the file.
         """
         spath = os.fspath(path)
+        backend = _backend.resolve(backend, "NLSE")  # the caller's argument, not the file's
         d = _guard.load_checkpoint(spath, "NLSE", cls._KEYS)
 
         def bad(what: str) -> ValueError:

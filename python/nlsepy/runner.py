@@ -177,13 +177,14 @@ def run(model: Any, t_end: float, frames: int = 10,
                          f"ask for at most {nsteps} frames or a later t_end")
     bounds = chunk_bounds(nsteps, frames)
     out = Frames()
-    first = model._snapshot()
-    if isinstance(first, Future):
-        first = first.result()
-    out.append(model.t, first)
-    _require_frames(model, first, frames)
-    bar = _progress_bar(progress, nsteps)
+    bar = None
     try:
+        first = model._snapshot()
+        if isinstance(first, Future):
+            first = first.result()
+        out.append(model.t, first)
+        _require_frames(model, first, frames)
+        bar = _progress_bar(progress, nsteps)
         for j in range(frames):
             n = bounds[j + 1] - bounds[j]
             # SIGINT is held until the chunk is booked and its frame taken
