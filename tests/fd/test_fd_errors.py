@@ -196,7 +196,7 @@ def test_blowup_is_reported_not_crashed():
 
 
 def test_set_num_threads_errors():
-    with pytest.raises(ValueError, match=r"n must be in \[1, "):
+    with pytest.raises(ValueError, match="num_threads"):
         nl.set_num_threads(0)
     with pytest.raises(TypeError, match="n must be an int"):
         nl.set_num_threads(1.5)
