@@ -8,12 +8,13 @@ sections 3.1-3.4).
 
 from __future__ import annotations
 
+import math
 import os
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, runner
+from . import _backend, _guard, runner
 from ._validate import complex_dtype as _complex_dtype
 from ._validate import potential as _potential
 from ._validate import real as _check_real
@@ -27,6 +28,49 @@ _BC_ALIASES = {"one_sided": "one-sided", "1s": "one-sided", "d": "dirichlet"}
 
 #: fraction of the linear stability bound used when dt is not given
 DT_SAFETY = 0.8
+
+#: pinned host blocks the CUDA backend stages frames through (2 x 32 MiB)
+_CUDA_STAGING_BYTES = 2 * (32 << 20)
+
+
+class _Fixed:
+    """A parameter fixed when the solver is made: reading returns it,
+    assigning raises ``AttributeError`` saying how to change it."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        if obj is None:
+            return self
+        return obj._fixed[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        name = self.name
+        keys = ("a", "s", "scheme", "bc", "backend") + (("dtype",) if name == "dtype" else ())
+        args = ["sim.psi", "<new spacing>" if name == "spacing" else "sim.spacing"]
+        args += [f"{k}=<new>" if k == name else f"{k}=sim.{k}" for k in keys]
+        call = f"nl.NLSE({', '.join(args + ['V=sim.V'])})"
+        if name == "max_dt":
+            how = f"it follows from a, spacing and scheme; make a new solver with others: {call}"
+        else:
+            how = f"make a new solver from the current state: {call}"
+        raise AttributeError(
+            f"NLSE.{name} cannot be changed: the solver's kernels, work arrays and stability "
+            f"bound were set up with it; {how}")
+
+    def __delete__(self, obj: Any) -> None:
+        self.__set__(obj, None)
+
+
+def _grid_arrays(scheme: str, backend: str) -> int:
+    """Grid-sized complex arrays a solver allocates: Psi, acc, ta, tb (RK4,
+    csrc/fd/fd.c and cuda/fd/fd.cu), plus D for 2SHOC on the CPU."""
+    return 5 if (scheme == "2shoc" and backend != "cuda") else 4
 
 
 def _core():
@@ -128,6 +172,27 @@ class NLSE:
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run.
 
+    Attributes
+    ----------
+    a, s, spacing, scheme, bc, dtype, backend, max_dt
+        Fixed when the solver is made (read-only; assigning raises
+        ``AttributeError``): make a new solver to change them.
+    V : numpy.ndarray or None
+        A copy of the potential; assigning checks the new one, copies it and
+        applies it from the next step.
+    dt : float
+        Time step; assigning checks it against :attr:`max_dt`.
+    t : float
+        Current time; always that of the state (also after Ctrl-C).
+
+    Notes
+    -----
+    :meth:`step` and :meth:`run` work in calls of about 0.1 s: Ctrl-C raises
+    ``KeyboardInterrupt`` within about that time, with :attr:`t`, the step
+    counter and :attr:`psi` consistent, and the solver can go on (continuing
+    gives, bit for bit, what an uninterrupted call gives).  The memory the
+    solver takes is checked before it is allocated (``MemoryError``).
+
     Examples
     --------
     >>> import nlsepy as nl
@@ -137,6 +202,15 @@ class NLSE:
     >>> len(frames)
     5
     """
+
+    a = _Fixed("Dispersion coefficient (read-only).")
+    s = _Fixed("Nonlinearity coefficient (read-only).")
+    spacing = _Fixed("Grid spacing per axis (read-only).")
+    scheme = _Fixed("Spatial scheme, 'cd' or '2shoc' (read-only).")
+    bc = _Fixed("Boundary condition (read-only).")
+    dtype = _Fixed("Complex dtype of the state (read-only).")
+    backend = _Fixed("Backend, 'cpu' or 'cuda' (read-only).")
+    max_dt = _Fixed("Linear stability bound of the time step (read-only).")
 
     def __init__(self, psi0: Any, spacing: Union[float, Sequence[float]], a: float = 1.0,
                  s: float = -1.0, V: Optional[Any] = None, scheme: str = "2shoc",
@@ -152,15 +226,17 @@ class NLSE:
         if dtype is None:
             dtype = np.complex64 if arr.dtype in (np.float32, np.complex64) else np.complex128
         dtype = _complex_dtype(dtype)
-        self.scheme = _name("scheme", scheme, _SCHEMES)
-        self.bc = _name("bc", bc, _BCS, _BC_ALIASES)
+        fixed: Dict[str, Any] = {}
+        self._fixed = fixed
+        fixed["scheme"] = _name("scheme", scheme, _SCHEMES)
+        fixed["bc"] = _name("bc", bc, _BCS, _BC_ALIASES)
         if self.bc == "one-sided" and arr.ndim != 1:
             raise ValueError(f"bc='one-sided' is only available in 1D, psi0 has ndim={arr.ndim}")
-        self.a = _check_real("a", a, positive=True)
-        self.s = _check_real("s", s)
-        self.spacing = _spacing(spacing, arr.ndim)
-        self.dtype = dtype
-        self._shape = tuple(arr.shape)
+        fixed["a"] = _check_real("a", a, positive=True)
+        fixed["s"] = _check_real("s", s)
+        fixed["spacing"] = _spacing(spacing, arr.ndim)
+        fixed["dtype"] = dtype
+        self._shape = tuple(int(n) for n in arr.shape)
         core = _core()
         nmin = core.fd_min_points(_SCHEMES[self.scheme], _BCS[self.bc])
         for q, n in enumerate(arr.shape):
@@ -170,20 +246,22 @@ class NLSE:
                                  f"least {nmin}")
         if not np.all(np.isfinite(arr)):
             raise ValueError("psi0 contains non-finite values (NaN or Inf)")
-        self.backend = _backend.resolve(backend, "NLSE")
-        self.max_dt = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
+        fixed["backend"] = _backend.resolve(backend, "NLSE")
+        fixed["max_dt"] = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
         self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
         self._force = bool(force)
-        self._solver = _backend.module(self.backend).FD(arr.shape, self.spacing, self.a, self.s, self._dt,
-                               _SCHEMES[self.scheme], _BCS[self.bc],
-                               core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128)
+        self._require_memory(V is not None)
+        self._solver = _backend.module(self.backend).FD(
+            self._shape, self.spacing, self.a, self.s, self._dt, _SCHEMES[self.scheme],
+            _BCS[self.bc], core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128)
         self._solver.set_state(np.ascontiguousarray(arr, dtype=dtype))
-        self._V = None
+        self._V: Optional[np.ndarray] = None
         self.V = V
         self._solver_dt = self._dt
         self._t_base = 0.0   # time at the last change of step size
         self._k = 0          # steps since then
         self._steps = 0      # steps since creation
+        self._slots_ready = False      # CUDA frame slots allocated
         self._fetcher = None           # worker bringing GPU frames to the host
         self._pending = [None, None]   # frames in flight, per device slot
         self._slot = 0
@@ -198,6 +276,27 @@ class NLSE:
     def ndim(self) -> int:
         """Number of dimensions."""
         return len(self.spacing)
+
+    def _state_bytes(self) -> int:
+        return int(math.prod(self._shape)) * self.dtype.itemsize
+
+    def _what(self) -> str:
+        return (f"NLSE on a grid of shape {self._shape} ({self.dtype.name}, "
+                f"scheme={self.scheme!r}, backend={self.backend!r})")
+
+    def _require_memory(self, with_V: bool) -> None:
+        """Check that the solver's arrays fit before any is allocated: the
+        RK4 work arrays, the potential (the solver's copy and ours) and one
+        state-sized staging copy on the host."""
+        state = self._state_bytes()
+        v = state // 2 if with_V else 0
+        arrays = _grid_arrays(self.scheme, self.backend)
+        what = f"{self._what()}, {arrays} state arrays{' and V' if with_V else ''},"
+        if self.backend == "cuda":
+            _guard.require_memory(arrays * state + v, what, backend="cuda",
+                                  host_bytes=state + v)
+        else:
+            _guard.require_memory(arrays * state + 2 * v + state, what)
 
     @property
     def psi(self) -> np.ndarray:
@@ -225,6 +324,9 @@ class NLSE:
             self._V = None
             return
         arr = _potential(value, self._shape, self.dtype)
+        if arr is value or arr.base is not None:  # the caller's memory: own a copy
+            arr = arr.copy()
+        arr.flags.writeable = False
         self._solver.set_potential(arr)
         self._V = arr
 
@@ -259,18 +361,27 @@ class NLSE:
             self._solver_dt = dt
 
     def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
+        """Take `n` steps of `dt` in calls of about 0.1 s, each booked on
+        ``t`` and the step counter as it returns; after the last, set the time
+        to `t_final` (the run's end, free of rounding).  Ctrl-C raises
+        ``KeyboardInterrupt`` between two calls, leaving the time at the last
+        step taken (never at `t_final`)."""
         self._use_dt(dt)
-        done, blew_up = self._solver.step(int(n))
-        self._k += done
-        self._steps += done
-        if blew_up:
-            t_bad = self.t + dt
-            raise BlowUpError(
-                f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
-                f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
-                f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
-                step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
-        if t_final is not None:
+
+        def work(k: int) -> None:
+            done, blew_up = self._solver.step(int(k))
+            self._k += done
+            self._steps += done
+            if blew_up:
+                t_bad = self.t + dt
+                raise BlowUpError(
+                    f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
+                    f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
+                    f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
+                    step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
+
+        _guard.chunked(int(n), work)
+        if t_final is not None:  # reached only when every step was taken
             self._t_base, self._k = float(t_final), 0
 
     def _plan(self, t_end: float) -> Tuple[int, float]:
@@ -288,6 +399,7 @@ class NLSE:
         if self._pending[slot] is not None:
             self._pending[slot].result()  # the slot's previous frame has landed
         self._solver.snapshot(slot)
+        self._slots_ready = True
         self._pending[slot] = self._fetcher.submit(self._solver.fetch, slot)
         self._slot ^= 1
         return self._pending[slot]
@@ -309,6 +421,10 @@ class NLSE:
         ------
         BlowUpError
             If the state becomes non-finite; the last finite state is kept.
+        KeyboardInterrupt
+            On Ctrl-C, within about 0.1 s: the steps taken until then are
+            booked (:attr:`t` and the step counter match :attr:`psi`), and
+            ``step(n - taken)`` completes the call bit for bit.
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an integer >= 0, got {n!r}")
@@ -341,7 +457,22 @@ class NLSE:
         -------
         Frames
             ``(t, psi)`` snapshots, with ``.t`` and ``.psi`` array views.
+
+        Raises
+        ------
+        MemoryError
+            Before any step, when the ``frames + 1`` snapshots (or, on CUDA,
+            the two device frame slots) do not fit.
+        KeyboardInterrupt
+            On Ctrl-C, within about 0.1 s.  The run does not return: the
+            frames taken so far are the exception's ``frames`` attribute, the
+            solver stands at its last step (consistent, and it can go on) and
+            the checkpoint file holds the last whole chunk.
         """
+        if self.backend == "cuda" and not self._slots_ready:
+            state = self._state_bytes()
+            _guard.require_memory(2 * state, f"{self._what()}, 2 device frame slots,",
+                                  backend="cuda", host_bytes=_CUDA_STAGING_BYTES)
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
                           checkpoint=checkpoint)
 
@@ -367,15 +498,34 @@ class NLSE:
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Write a checkpoint (``.npz``), whole or not at all.
 
+        The file holds the state, every parameter and the counters (time,
+        steps), so that :meth:`load` followed by stepping gives, bit for bit,
+        what this solver gives by stepping on.
+
         Parameters
         ----------
         path : path-like
             Destination file.
         """
-        runner.atomic_savez(
-            path, psi=self.psi, t=self.t, steps=self._steps, spacing=np.asarray(self.spacing),
+        real = np.float32 if self.dtype == np.complex64 else np.float64
+        _guard.save_checkpoint(
+            path, "NLSE", psi=self.psi, t=self.t, steps=self._steps, t_base=self._t_base,
+            k=self._k, solver_dt=self._solver_dt, spacing=np.asarray(self.spacing),
             a=self.a, s=self.s, dt=self._dt, scheme=self.scheme, bc=self.bc,
-            force=self._force, V=self._V if self._V is not None else np.zeros(0))
+            force=self._force, V=self._V if self._V is not None else np.zeros(0, real))
+
+    _KEYS = {
+        "psi": _guard.Key("array", "c", ndim=(1, 2, 3)),
+        "t": _guard.Key("float"), "steps": _guard.Key("int"),
+        "t_base": _guard.Key("float"), "k": _guard.Key("int"),
+        "solver_dt": _guard.Key("float"),
+        "spacing": _guard.Key("array", "f", ndim=(1,)),
+        "a": _guard.Key("float"), "s": _guard.Key("float"), "dt": _guard.Key("float"),
+        "scheme": _guard.Key("str", choices=tuple(_SCHEMES)),
+        "bc": _guard.Key("str", choices=tuple(_BCS)),
+        "force": _guard.Key("bool"),
+        "V": _guard.Key("array", "f", ndim=(1, 2, 3)),
+    }
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], backend: str = "auto") -> "NLSE":
@@ -391,15 +541,47 @@ class NLSE:
         Returns
         -------
         NLSE
-            A solver at the checkpoint's time and state.
+            A solver at the checkpoint's time, step count and state.
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ValueError
+            The file is not a whole NLSE checkpoint (empty, truncated, another
+            kind of file or another model's checkpoint) or holds a value the
+            solver refuses (non-finite time, wrong shape or dtype, unknown
+            scheme or boundary condition); the message names the file.
         """
-        with np.load(path, allow_pickle=False) as d:
-            V = d["V"] if d["V"].size else None
-            sim = cls(d["psi"], tuple(d["spacing"]), a=float(d["a"]), s=float(d["s"]), V=V,
-                      scheme=str(d["scheme"]), bc=str(d["bc"]), dt=float(d["dt"]),
-                      dtype=d["psi"].dtype, force=bool(d["force"]), backend=backend)
-            sim._t_base = float(d["t"])
-            sim._steps = int(d["steps"])
+        spath = os.fspath(path)
+        backend = _backend.resolve(backend, "NLSE")  # the caller's argument, not the file's
+        d = _guard.load_checkpoint(spath, "NLSE", cls._KEYS)
+
+        def bad(what: str) -> ValueError:
+            return ValueError(f"{spath}: {what}")
+
+        for name in ("steps", "k"):
+            if d[name] < 0:
+                raise bad(f"entry {name!r} must be >= 0, got {d[name]}")
+        if d["k"] > d["steps"]:
+            raise bad(f"entry 'k' ({d['k']}) exceeds 'steps' ({d['steps']})")
+        if d["solver_dt"] <= 0:
+            raise bad(f"entry 'solver_dt' must be > 0, got {d['solver_dt']!r}")
+        t = d["t_base"] + d["k"] * d["solver_dt"]
+        if t != d["t"]:
+            raise bad(f"entry 't' = {d['t']!r} does not match t_base + k * solver_dt = {t!r}")
+        V = d["V"] if d["V"].size else None
+        try:
+            sim = cls(d["psi"], tuple(d["spacing"].tolist()), a=d["a"], s=d["s"], V=V,
+                      scheme=d["scheme"], bc=d["bc"], dt=d["dt"], dtype=d["psi"].dtype,
+                      force=d["force"], backend=backend)
+        except (TypeError, ValueError) as exc:
+            raise bad(str(exc)) from None
+        if not sim._force and d["solver_dt"] > sim.max_dt * (1 + 1e-6):
+            raise bad(f"entry 'solver_dt' = {d['solver_dt']:g} exceeds the stability bound "
+                      f"{sim.max_dt:g} of the saved parameters")
+        sim._use_dt(d["solver_dt"])
+        sim._t_base, sim._k, sim._steps = d["t_base"], d["k"], d["steps"]
         return sim
 
     def __repr__(self) -> str:

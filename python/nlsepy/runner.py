@@ -10,19 +10,40 @@ A model used with :func:`run` provides
 
 ``t``                 current time (float),
 ``_plan(t_end)``      ``(nsteps, dt)``: equal steps that land on ``t_end``,
-``_advance(n, dt)``   take ``n`` steps of size ``dt`` (may raise BlowUpError),
+``_advance(n, dt, t_final)``
+                      take ``n`` steps of size ``dt`` and book them on ``t``
+                      and the model's counters; after the last step set the
+                      time to ``t_final`` when it is not None (may raise
+                      BlowUpError),
 ``_snapshot()``       a copy of the state for a frame (or a Future of one),
 ``save(path)``        write a checkpoint (only when ``checkpoint`` is given).
+
+Ctrl-C
+    Each chunk runs with SIGINT held as a flag (:func:`nlsepy._guard.deferred_sigint`,
+    shared with a model that cuts its own ``_advance`` into short calls through
+    :func:`nlsepy._guard.chunked`): ``KeyboardInterrupt`` is raised once the
+    model has booked what it did, so its time and counters match its state.
+    The run then does not return; the frames taken so far travel on the
+    exception as its ``frames`` attribute.  Checkpoints are written whole or
+    not at all, so the file keeps the last complete chunk and no temporary
+    file is left.
+
+Memory
+    Before the first step the ``frames + 1`` snapshots a run keeps are
+    counted against the host's available memory (``MemoryError``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from concurrent.futures import Future
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from . import _guard
 
 __all__ = ["Frames", "run"]
 
@@ -128,6 +149,18 @@ def run(model: Any, t_end: float, frames: int = 10,
     -------
     Frames
         Snapshots ``(t, state)``.
+
+    Raises
+    ------
+    MemoryError
+        Before any step, when the ``frames + 1`` snapshots do not fit in the
+        host's available memory.
+    KeyboardInterrupt
+        On Ctrl-C, once the model has booked the steps it took (within a
+        chunk for a model that cuts its ``_advance`` into short calls, else
+        at the end of the chunk).  The model is consistent and can go on;
+        the frames taken so far are the exception's ``frames`` attribute;
+        the checkpoint file, when given, holds the last complete chunk.
     """
     t_end = float(t_end)
     if not np.isfinite(t_end) or t_end <= model.t:
@@ -144,13 +177,20 @@ def run(model: Any, t_end: float, frames: int = 10,
                          f"ask for at most {nsteps} frames or a later t_end")
     bounds = chunk_bounds(nsteps, frames)
     out = Frames()
-    out.append(model.t, model._snapshot())
-    bar = _progress_bar(progress, nsteps)
+    bar = None
     try:
+        first = model._snapshot()
+        if isinstance(first, Future):
+            first = first.result()
+        out.append(model.t, first)
+        _require_frames(model, first, frames)
+        bar = _progress_bar(progress, nsteps)
         for j in range(frames):
             n = bounds[j + 1] - bounds[j]
-            model._advance(n, dt, t_end if j == frames - 1 else None)
-            out.append(model.t, model._snapshot())
+            # SIGINT is held until the chunk is booked and its frame taken
+            with _guard.deferred_sigint():
+                model._advance(n, dt, t_end if j == frames - 1 else None)
+                out.append(model.t, model._snapshot())
             if bar is not None:
                 bar.update(n)
             if checkpoint is not None:
@@ -160,6 +200,13 @@ def run(model: Any, t_end: float, frames: int = 10,
                     callback(model)
                 except StopIteration:
                     break
+    except KeyboardInterrupt as exc:
+        try:
+            out._resolve()
+        except Exception:  # a frame that cannot be fetched stays a Future
+            pass
+        exc.frames = out  # type: ignore[attr-defined]
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -167,13 +214,65 @@ def run(model: Any, t_end: float, frames: int = 10,
     return out
 
 
+def _require_frames(model: Any, state: Any, frames: int) -> None:
+    """Raise MemoryError before the first step when the `frames` snapshots
+    still to come (of the size of `state`) do not fit in host memory."""
+    nbytes = getattr(state, "nbytes", None)
+    if not nbytes:
+        return
+    shape = getattr(state, "shape", "?")
+    dtype = getattr(state, "dtype", "?")
+    _guard.require_memory(
+        frames * int(nbytes),
+        f"{type(model).__name__}.run(frames={frames}), keeping {frames + 1} snapshots of shape "
+        f"{shape} ({dtype}, {_guard.format_bytes(nbytes)} each),")
+
+
+def _temp_name(path: str, pid: int) -> str:
+    directory, base = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{base}.{pid}.tmp")
+
+
+def _remove_stale_temps(path: str) -> None:
+    """Remove temporary files of `path` left by processes that no longer run
+    (a writer killed by SIGKILL or SIGTERM cannot clean up after itself)."""
+    directory, base = os.path.split(os.path.abspath(path))
+    pattern = re.compile(r"\." + re.escape(base) + r"\.(\d+)\.tmp\Z")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.match(name)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # that writer still runs
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue
+        try:
+            os.remove(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
 def atomic_write(path: Union[str, os.PathLike], write: Callable[[Any], Any],
                  binary: bool = True) -> None:
     """Write a file whole or not at all: `write(fh)` fills a temporary file
-    beside `path`, which is flushed to disk and then renamed over `path`."""
+    beside `path`, which is flushed to disk and then renamed over `path`.
+
+    The temporary file is removed on any exception, ``KeyboardInterrupt``
+    included; those of writers that were killed are removed by the next
+    write of the same path."""
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    _remove_stale_temps(path)
+    tmp = _temp_name(path, os.getpid())
     try:
         with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
             write(fh)
