@@ -391,7 +391,7 @@ class MaxwellBloch:
         self._dtype = dt.type
         self._backend = _backend.resolve(backend, "MaxwellBloch")
         self._core = _backend.module(self.backend)
-        self._require_atoms(line, n_atoms, initial_state)
+        self._require_model(line, n_atoms, initial_state)
         det, w = self._line(line, n_atoms)
         self._detunings, self._weights = _owned(det), _owned(w)
         self._initial_state = _owned(self._check_initial_state(initial_state))
@@ -452,33 +452,32 @@ class MaxwellBloch:
         return self._partial
 
     # ------------------------------------------------------------ memory
-    def _atom_bytes(self) -> int:
-        """Host bytes per atom of the model (detunings, weights, initial
-        states) and of a run's solver (its copies; on CUDA the staging)."""
-        own = 16 + 16 * self.n_levels
-        return 2 * own if self.backend == "cpu" else own + 4 * (1 + self.n_levels)
-
-    def _require_atoms(self, line: Any, n_atoms: Any, initial_state: Any) -> None:
-        """MemoryError before the line is sampled when the atoms do not fit."""
+    def _require_model(self, line: Any, n_atoms: Any, initial_state: Any) -> None:
+        """MemoryError before the line is sampled when the atoms (the
+        model's arrays) and the smallest run (its solver, one kept field)
+        do not fit the host."""
+        n, extra = 1, 0
         if isinstance(line, (tuple, list)) and len(line) >= 2:
-            if isinstance(line[0], str):
-                if line[0].lower() == "single":
-                    return
+            if not isinstance(line[0], str):
+                n = int(np.size(line[0]))
+            elif line[0].lower() != "single":
                 n = _validate.count("n_atoms", n_atoms, 1)
                 extra = 4 * 8 * n                 # the sampling's temporaries
-            else:
-                n = int(np.size(line[0]))
-                extra = 0
-            if initial_state is not None:
-                extra += 16 * self.n_levels * n   # the given state converted
-            _require(self._atom_bytes() * n + extra, f"MaxwellBloch with n_atoms = {n} "
-                     f"(n_g + n_e = {self.n_levels} levels)")
+        own = (16 + 16 * self.n_levels) * n       # detunings, weights, initial states
+        if initial_state is not None:
+            extra += 16 * self.n_levels * n       # the given state converted
+        host, _ = self._run_bytes(1, 0, n)
+        _require(own + extra + host, f"MaxwellBloch with n_atoms = {n} (n_g + n_e = "
+                 f"{self.n_levels} levels, n_t = {self.n_t}, N_F = {self.n_modes})")
 
-    def _run_bytes(self, saved_fields: int, saved_populations: int) -> Tuple[int, int]:
+    def _run_bytes(self, saved_fields: int, saved_populations: int,
+                   n_atoms: Optional[int] = None) -> Tuple[int, int]:
         """Bytes a run takes besides the model: ``(host, device)``: the
-        solver's state (on the CPU with every thread's buffers), the input
-        fields and the kept output twice (collected, then stacked)."""
-        nf, nt, nl, na = self.n_modes, self.n_t, self.n_levels, self.n_atoms
+        solver's state (on the CPU with every thread's buffers; on CUDA the
+        device arrays and the host's staging), the input fields and the kept
+        output twice (collected, then stacked)."""
+        nf, nt, nl = self.n_modes, self.n_t, self.n_levels
+        na = self.n_atoms if n_atoms is None else n_atoms
         field = 16 * nt * nf
         out = 2 * (saved_fields * field + saved_populations * 8 * nt * nl) + field
         if self.backend == "cpu":
@@ -492,7 +491,7 @@ class MaxwellBloch:
         dev = (2 * rs + 2 * rs * nl) * na + 5 * field + 8 * nt * nl + nb * 2 * rs * nt * nf
         if saved_populations:
             dev += nb * rs * nt * nl
-        return out, dev
+        return out + 4 * (2 + 2 * nl) * na, dev   # + the atoms staged as float
 
     # ------------------------------------------------------------ validation
     def _check_modes(self, modes: Any) -> Tuple[int, int]:
@@ -732,7 +731,6 @@ class MaxwellBloch:
         """
         t_start = time.perf_counter()
         self._partial = None
-        eps0 = self.input_fields(fields0)
         h_z = _validate.real("h_z", h_z, positive=True)
         n_z = _validate.count("n_z", n_z, 1)
         euler_substeps = _validate.count("euler_substeps", euler_substeps, 1)
@@ -749,6 +747,7 @@ class MaxwellBloch:
             _require(dev, what, backend="cuda", host_bytes=host)
         else:
             _require(host, what)
+        eps0 = self.input_fields(fields0)
 
         def keep_fld(j: int) -> bool:
             return j <= n_z if full_map else j in saved

@@ -163,8 +163,14 @@ def test_a_billion_atoms_are_refused_before_sampling(monkeypatch):
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 8 * GiB)
     t0 = time.perf_counter()
     with pytest.raises(MemoryError, match=r"MaxwellBloch with n_atoms = 1000000000 \(n_g \+ n_e "
-                                          r"= 2 levels\) needs \d+\.\d GiB.*fewer atoms"):
+                                          r"= 2 levels, n_t = 401, N_F = 1\) needs \d+\.\d GiB"
+                                          r".*fewer atoms"):
         nl.MaxwellBloch(n_atoms=10**9, h_t=0.05, n_t=401, backend="cpu")
+    with pytest.raises(MemoryError, match=r"n_atoms = 1000000000"):
+        det = np.broadcast_to(np.float32(0.5), (10**9,))  # a caller's line, to be copied
+        nl.MaxwellBloch(line=(det, det), h_t=0.05, n_t=401, backend="cpu")
+    with pytest.raises(MemoryError, match=r"n_t = 10000000000"):
+        nl.MaxwellBloch(n_atoms=4, h_t=0.05, n_t=10**10, backend="cpu")
     assert time.perf_counter() - t0 < 1.0
 
 
