@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 
 import numpy as np
 
-from . import _backend, _validate
+from . import _backend, _guard, _validate
 from .errors import BlowUpError
 from .reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
@@ -55,6 +55,53 @@ def _real_array(name: str, value: Any, shape: Optional[Tuple[int, ...]] = None) 
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values (NaN or Inf)")
     return arr
+
+
+def _owned(arr: np.ndarray) -> np.ndarray:
+    """A read-only copy of `arr` that no caller holds."""
+    out = np.array(arr, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def _require(nbytes: float, what: str, backend: str = "cpu", host_bytes: float = 0.0) -> None:
+    """:func:`nlsepy._guard.require_memory` with the model's own advice."""
+    try:
+        _guard.require_memory(nbytes, what, backend=backend, host_bytes=host_bytes)
+    except MemoryError as exc:
+        msg = str(exc)
+        cut = msg.rfind("; use ")
+        raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; use fewer atoms, a shorter "
+                          "time grid or fewer saved positions") from None
+
+
+class _Fixed:
+    """A parameter fixed at construction: reads the private ``_name`` (a copy
+    for arrays), refuses assignment with an AttributeError that says how to
+    change it."""
+
+    def __init__(self, doc: str, hint: Optional[str] = None, copy: bool = False) -> None:
+        self.__doc__ = doc
+        self.hint = hint
+        self.copy = copy
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__["_" + self.name]
+        return value.copy() if self.copy else value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        hint = self.hint or f"mb.replace({self.name}=...)"
+        raise AttributeError(f"MaxwellBloch.{self.name} is read-only: runs use the value given "
+                             f"at construction; make a new MaxwellBloch with {hint}")
+
+    def __delete__(self, obj: Any) -> None:
+        self.__set__(obj, None)
 
 
 @dataclass
@@ -86,6 +133,10 @@ class MaxwellBlochResult:
         Time spent in the backend's steps (CUDA events on the device).
     h_z : float
         The z step.
+    interrupted : bool
+        True for the partial result of a run stopped by Ctrl-C
+        (:attr:`MaxwellBloch.partial_result`): it ends with the fields at
+        the z reached.
     """
 
     z: np.ndarray
@@ -98,6 +149,7 @@ class MaxwellBlochResult:
     seconds: float
     kernel_seconds: float
     h_z: float
+    interrupted: bool = False
 
     @property
     def h_t(self) -> float:
@@ -174,6 +226,44 @@ class MaxwellBlochResult:
             a.set_xlabel("t (retarded)")
             a.set_title(f"mode l = {l}")
         return axes
+
+
+class _Saved:
+    """The z indices where a run keeps its output, without listing them:
+    every `every`-th and the last, or the given `indices`; :meth:`end_at`
+    adds the index where a callback ended the run."""
+
+    def __init__(self, n_z: int, every: int = 0, indices: Optional[np.ndarray] = None) -> None:
+        self.n_z, self.every = n_z, every
+        self.indices = np.zeros(0, np.int64) if indices is None else indices
+        self.extra: set = set()
+
+    def count(self) -> int:
+        """How many indices there are."""
+        if self.every:
+            return self.n_z // self.every + 1 + (self.n_z % self.every != 0)
+        return int(self.indices.size)
+
+    def __contains__(self, j: int) -> bool:
+        if j in self.extra:
+            return True
+        if self.every:
+            return j % self.every == 0 or j == self.n_z
+        q = int(np.searchsorted(self.indices, j))
+        return q < self.indices.size and int(self.indices[q]) == j
+
+    def end_at(self, j: int) -> None:
+        """Keep the output at `j` too (the run ends there)."""
+        self.extra.add(j)
+
+    def next_stop(self, j: int, full_map: bool) -> int:
+        """The first index after `j` where something is kept, or the last."""
+        if full_map:
+            return j + 1
+        if self.every:
+            return min((j // self.every + 1) * self.every, self.n_z)
+        q = int(np.searchsorted(self.indices, j, side="right"))
+        return min(int(self.indices[q]), self.n_z) if q < self.indices.size else self.n_z
 
 
 @dataclass
@@ -256,36 +346,155 @@ class MaxwellBloch:
     ((11, 401, 1), True)
     """
 
+    n_g = _Fixed("Ground levels.")
+    n_e = _Fixed("Excited levels.")
+    modes = _Fixed("``(l_min, l_max)``, the mode set.")
+    F = _Fixed("The coupling matrix ``(n_g, n_e)`` (a copy).", copy=True)
+    h_t = _Fixed("The time step.")
+    n_t = _Fixed("Points of the time grid.")
+    kappa_g = _Fixed("Ground level spacing.")
+    kappa_e = _Fixed("Excited level spacing.")
+    delta = _Fixed("Mode spacing.")
+    beta = _Fixed("Coupling constant of eq. 2.")
+    detunings = _Fixed("The atoms' detunings ``(N_Delta,)`` (a copy).",
+                       "mb.replace(line=(detunings, weights))", copy=True)
+    weights = _Fixed("The atoms' weights ``(N_Delta,)`` (a copy).",
+                     "mb.replace(line=(detunings, weights))", copy=True)
+    initial_state = _Fixed("Every atom's initial state ``(N_Delta, n_g + n_e)`` (a copy).",
+                           copy=True)
+    dtype = _Fixed("Precision of the atoms (numpy.complex128 or numpy.complex64).")
+    backend = _Fixed('Where the atoms are solved ("cpu" or "cuda").')
+
     def __init__(self, n_g: int = 1, n_e: int = 1, modes: Tuple[int, int] = (0, 0),
                  F: Optional[Any] = None, *, h_t: float, n_t: int, kappa_g: float = 0.0,
                  kappa_e: float = 0.0, delta: float = 0.0,
                  line: Tuple[Any, ...] = ("gaussian", 1.0), n_atoms: int = 128,
                  beta: float = 1.0, initial_state: Optional[Any] = None,
                  dtype: Any = np.complex128, backend: str = "auto") -> None:
-        self.n_g = _validate.count("n_g", n_g, 1)
-        self.n_e = _validate.count("n_e", n_e, 1)
-        self.modes = self._modes(modes)
+        self._partial: Optional[MaxwellBlochResult] = None
+        self._n_g = _validate.count("n_g", n_g, 1)
+        self._n_e = _validate.count("n_e", n_e, 1)
+        self._modes = self._check_modes(modes)
         if F is None:
             if (self.n_g, self.n_e) != (1, 1):
                 raise ValueError(f"F is required for n_g={self.n_g}, n_e={self.n_e} "
                                  f"(e.g. nl.mbloch.franck_condon(n_g, n_e, displacement))")
             F = [[1.0]]
-        self.F = _real_array("F", F, (self.n_g, self.n_e))
-        self.h_t = _validate.real("h_t", h_t, positive=True)
-        self.n_t = _validate.count("n_t", n_t, 2)
-        self.kappa_g = _validate.real("kappa_g", kappa_g)
-        self.kappa_e = _validate.real("kappa_e", kappa_e)
-        self.delta = _validate.real("delta", delta)
-        self.beta = _validate.real("beta", beta)
-        self.detunings, self.weights = self._line(line, n_atoms)
-        self.initial_state = self._initial_state(initial_state)
+        self._F = _owned(_real_array("F", F, (self.n_g, self.n_e)))
+        self._h_t = _validate.real("h_t", h_t, positive=True)
+        self._n_t = _validate.count("n_t", n_t, 2)
+        self._kappa_g = _validate.real("kappa_g", kappa_g)
+        self._kappa_e = _validate.real("kappa_e", kappa_e)
+        self._delta = _validate.real("delta", delta)
+        self._beta = _validate.real("beta", beta)
         dt = _validate.complex_dtype(dtype)
-        self.dtype = dt.type
-        self.backend = _backend.resolve(backend, "MaxwellBloch")
+        self._dtype = dt.type
+        self._backend = _backend.resolve(backend, "MaxwellBloch")
         self._core = _backend.module(self.backend)
+        self._require_model(line, n_atoms, initial_state)
+        det, w = self._line(line, n_atoms)
+        self._detunings, self._weights = _owned(det), _owned(w)
+        self._initial_state = _owned(self._check_initial_state(initial_state))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or isinstance(getattr(type(self), name, None), _Fixed):
+            object.__setattr__(self, name, value)  # a _Fixed parameter refuses
+            return
+        raise AttributeError(f"MaxwellBloch has no parameter {name!r} to set: its parameters "
+                             f"are fixed at construction (mb.replace(...) makes a new model)")
+
+    def replace(self, **changes: Any) -> "MaxwellBloch":
+        """A new model with some parameters changed.
+
+        Parameters
+        ----------
+        **changes
+            Any argument of the constructor; the others are this model's
+            (the line as ``(detunings, weights)``; the initial state is kept
+            while the atoms and levels stay, else it defaults to ground
+            level 0 unless every atom had the same).
+
+        Returns
+        -------
+        MaxwellBloch
+        """
+        kw: Dict[str, Any] = dict(n_g=self.n_g, n_e=self.n_e, modes=self.modes, F=self._F,
+                                  h_t=self.h_t, n_t=self.n_t, kappa_g=self.kappa_g,
+                                  kappa_e=self.kappa_e, delta=self.delta,
+                                  line=(self._detunings, self._weights), n_atoms=self.n_atoms,
+                                  beta=self.beta, initial_state=self._initial_state,
+                                  dtype=self.dtype, backend=self.backend)
+        unknown = sorted(set(changes) - set(kw))
+        if unknown:
+            raise TypeError(f"replace() takes the constructor's arguments {sorted(kw)}, "
+                            f"got {unknown}")
+        if "initial_state" not in changes and ({"line", "n_atoms", "n_g", "n_e"} & set(changes)):
+            psi = self._initial_state
+            same = bool(np.all(psi == psi[:1]))
+            keep_levels = changes.get("n_g", self.n_g) + changes.get("n_e", self.n_e) == \
+                self.n_levels
+            kw["initial_state"] = psi[0] if same and keep_levels else None
+        if ("n_g" in changes or "n_e" in changes) and "F" not in changes:
+            kw["F"] = None
+        kw.update(changes)
+        return MaxwellBloch(**kw)
+
+    @property
+    def partial_result(self) -> Optional["MaxwellBlochResult"]:
+        """The partial result of the latest :meth:`run` when Ctrl-C stopped
+        it, else None.
+
+        It holds the fields and populations of the saved positions reached
+        and ends with the fields at the z the run reached (``z[-1]``); its
+        ``interrupted`` is True.  The model itself holds no propagation
+        state: a new run starts again from z = 0.
+        """
+        return self._partial
+
+    # ------------------------------------------------------------ memory
+    def _require_model(self, line: Any, n_atoms: Any, initial_state: Any) -> None:
+        """MemoryError before the line is sampled when the atoms (the
+        model's arrays) and the smallest run (its solver, one kept field)
+        do not fit the host."""
+        n, extra = 1, 0
+        if isinstance(line, (tuple, list)) and len(line) >= 2:
+            if not isinstance(line[0], str):
+                n = int(np.size(line[0]))
+            elif line[0].lower() != "single":
+                n = _validate.count("n_atoms", n_atoms, 1)
+                extra = 4 * 8 * n                 # the sampling's temporaries
+        own = (16 + 16 * self.n_levels) * n       # detunings, weights, initial states
+        if initial_state is not None:
+            extra += 16 * self.n_levels * n       # the given state converted
+        host, _ = self._run_bytes(1, 0, n)
+        _require(own + extra + host, f"MaxwellBloch with n_atoms = {n} (n_g + n_e = "
+                 f"{self.n_levels} levels, n_t = {self.n_t}, N_F = {self.n_modes})")
+
+    def _run_bytes(self, saved_fields: int, saved_populations: int,
+                   n_atoms: Optional[int] = None) -> Tuple[int, int]:
+        """Bytes a run takes besides the model: ``(host, device)``: the
+        solver's state (on the CPU with every thread's buffers; on CUDA the
+        device arrays and the host's staging), the input fields and the kept
+        output twice (collected, then stacked)."""
+        nf, nt, nl = self.n_modes, self.n_t, self.n_levels
+        na = self.n_atoms if n_atoms is None else n_atoms
+        field = 16 * nt * nf
+        out = 2 * (saved_fields * field + saved_populations * 8 * nt * nl) + field
+        if self.backend == "cpu":
+            from . import _core
+            nthr = max(1, min(int(_core.get_num_threads()), -(-na // 16)))
+            scratch = 9 * 128 * nl + 64 * self.couplings + 32 * nf + 1024
+            state = (16 + 16 * nl) * na + 5 * field + 8 * nt * nl
+            return out + state + nthr * (field + 8 * nt * nl + scratch), 0
+        rs = np.dtype(self.dtype).itemsize // 2
+        nb = -(-na // 32)                         # blocks of at most 32 atoms
+        dev = (2 * rs + 2 * rs * nl) * na + 5 * field + 8 * nt * nl + nb * 2 * rs * nt * nf
+        if saved_populations:
+            dev += nb * rs * nt * nl
+        return out + 4 * (2 + 2 * nl) * na, dev   # + the atoms staged as float
 
     # ------------------------------------------------------------ validation
-    def _modes(self, modes: Any) -> Tuple[int, int]:
+    def _check_modes(self, modes: Any) -> Tuple[int, int]:
         try:
             l_min, l_max = modes
         except (TypeError, ValueError):
@@ -333,7 +542,7 @@ class MaxwellBloch:
             raise ValueError(f"weights must be >= 0, got min {w.min()!r}")
         return det, w
 
-    def _initial_state(self, psi0: Any) -> np.ndarray:
+    def _check_initial_state(self, psi0: Any) -> np.ndarray:
         n_lev, n_at = self.n_levels, self.n_atoms
         if psi0 is None:
             psi = np.zeros((n_at, n_lev), dtype=np.complex128)
@@ -376,7 +585,7 @@ class MaxwellBloch:
     @property
     def n_atoms(self) -> int:
         """N_Delta, the atoms sampling the line."""
-        return int(self.detunings.size)
+        return int(self._detunings.size)
 
     @property
     def t(self) -> np.ndarray:
@@ -444,10 +653,10 @@ class MaxwellBloch:
             raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
         return arr.astype(np.complex128)
 
-    def _save_indices(self, save_every: Any, h_z: float, n_z: int) -> np.ndarray:
+    def _saved(self, save_every: Any, h_z: float, n_z: int) -> "_Saved":
         if np.ndim(save_every) == 0:
             k = _validate.count("save_every", save_every, 1)
-            return np.array(sorted(set(range(0, n_z + 1, k)) | {n_z}))
+            return _Saved(n_z, every=k)
         z = _real_array("save_every (z positions)", save_every)
         if z.ndim != 1 or z.size < 1:
             raise ValueError(f"save_every must be an integer or a 1-d array of z positions, "
@@ -458,7 +667,7 @@ class MaxwellBloch:
             q = int(np.argmax(off | (j < 0) | (j > n_z)))
             raise ValueError(f"save_every: z = {z[q]!r} is not a point z_j = j h_z of the grid "
                              f"0 .. {n_z * h_z:g} (h_z = {h_z:g})")
-        return np.unique(j)
+        return _Saved(n_z, indices=np.unique(j))
 
     # ------------------------------------------------------------ running
     def run(self, fields0: Any, h_z: float, n_z: int, save_every: Any = 1,
@@ -503,6 +712,14 @@ class MaxwellBloch:
             When a field or the polarisation becomes non-finite; ``step`` is
             the z index that failed, ``t`` its z, ``last_good`` the
             ``(z, fields)`` kept.
+        KeyboardInterrupt
+            On Ctrl-C, after the z step (or the call of z steps, about half
+            a second on CUDA) under way; what the run had reached is kept in
+            :attr:`partial_result`.
+        MemoryError
+            Before anything is allocated, when the solver (its state and
+            every thread's buffers, or the device's arrays) and the kept
+            output do not fit.
 
         Notes
         -----
@@ -513,28 +730,44 @@ class MaxwellBloch:
         (``save_every``, no ``full_map``, no ``callback``) lets it do so.
         """
         t_start = time.perf_counter()
-        eps0 = self.input_fields(fields0)
+        self._partial = None
         h_z = _validate.real("h_z", h_z, positive=True)
         n_z = _validate.count("n_z", n_z, 1)
         euler_substeps = _validate.count("euler_substeps", euler_substeps, 1)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-        save = self._save_indices(save_every, h_z, n_z)
-        keep_pop = set(save.tolist()) if populations else set()
-        keep_fld = set(range(n_z + 1)) if full_map else set(save.tolist())
+        saved = self._saved(save_every, h_z, n_z)
+        n_fld = n_z + 1 if full_map else saved.count()
+        n_pop = saved.count() if populations else 0
+        host, dev = self._run_bytes(n_fld, n_pop)
+        what = (f"MaxwellBloch.run with n_atoms = {self.n_atoms}, n_t = {self.n_t}, "
+                f"N_F = {self.n_modes}, n_g + n_e = {self.n_levels}: fields kept at {n_fld} "
+                f"z positions{' (full_map)' if full_map else ''}, populations at {n_pop}")
+        if self.backend == "cuda":
+            _require(dev, what, backend="cuda", host_bytes=host)
+        else:
+            _require(host, what)
+        eps0 = self.input_fields(fields0)
+
+        def keep_fld(j: int) -> bool:
+            return j <= n_z if full_map else j in saved
+
+        def keep_pop(j: int) -> bool:
+            return populations and j in saved
+
         core = self._core
-        solver = core.Mbloch(self.n_g, self.n_e, self.modes[0], self.modes[1], self.F,
-                         self.detunings, self.weights, self.initial_state, eps0, self.h_t, h_z,
+        solver = core.Mbloch(self.n_g, self.n_e, self.modes[0], self.modes[1], self._F,
+                         self._detunings, self._weights, self._initial_state, eps0, self.h_t, h_z,
                          self.beta, self.kappa_g, self.kappa_e, self.delta, euler_substeps,
                          core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128)
         zf, fl, zp, pops = [], [], [], []
         kernel = 0.0
 
         def keep(j: int, fields: Optional[np.ndarray] = None) -> None:
-            if j in keep_fld:
+            if keep_fld(j):
                 zf.append(j * h_z)
                 fl.append(solver.get_fields() if fields is None else fields)
-            if j in keep_pop:
+            if keep_pop(j):
                 zp.append(j * h_z)
                 pops.append(solver.get_populations())
 
@@ -545,9 +778,9 @@ class MaxwellBloch:
             nonlocal kernel, per_step
             try:
                 if not step:
-                    solver.atoms(j in keep_pop)
+                    solver.atoms(keep_pop(j))
                 elif n == 0:
-                    solver.step(j in keep_pop)
+                    solver.step(keep_pop(j))
                 else:
                     solver.steps(n)
             except BlowUpError as exc:
@@ -561,53 +794,65 @@ class MaxwellBloch:
             # seconds of device time a z step (the Euler start: a substep)
             per_step = solver.last_seconds() / max(n, 1 if j > 0 else euler_substeps)
 
+        def result(interrupted: bool = False) -> MaxwellBlochResult:
+            z, f = zf, fl
+            j = int(solver.z_index())
+            if interrupted and not (zf and zf[-1] == j * h_z):  # end at the z reached
+                z, f = zf + [j * h_z], fl + [solver.get_fields()]
+            return MaxwellBlochResult(
+                z=np.array(z), t=self.t, modes=self.mode_numbers, fields=np.array(f),
+                z_populations=np.array(zp), populations=np.array(pops) if populations else None,
+                norm_deviation=float(solver.norm_deviation()),
+                seconds=time.perf_counter() - t_start, kernel_seconds=kernel, h_z=h_z,
+                interrupted=interrupted)
+
         # z steps one call can take: up to the next z index where something
         # is kept (the Euler start goes alone), and about half a second of
-        # device time (at least the solver's z slices), so that a
-        # KeyboardInterrupt and the progress bar act every half second or
-        # launch; the solver splits a call into launches itself
+        # device time (at least the solver's z slices; the Hopper kernel pays
+        # its start and drain once a call), so that Ctrl-C and the progress
+        # bar act every half second or launch; the solver splits a call into
+        # launches itself.  Ctrl-C is held while a call runs (deferred_sigint)
+        # and acts between calls, the output consistent.
         per_step = 0.0
         pipe = solver.pipeline()
-        stops = np.array(sorted(keep_fld | keep_pop | {n_z}), dtype=np.int64)
 
         bar = None
         if progress:
             from .runner import _progress_bar
             bar = _progress_bar(True, n_z)
-        try:
-            j = 0
-            while j < n_z:
-                fields_j = solver.get_fields() if j in keep_fld else None
-                n = 0
-                if pipe > 1 and j not in keep_pop:
-                    n = 1
-                    if j > 0 and callback is None:
-                        n = max(pipe, int(0.5 / per_step) if per_step > 0 else pipe)
-                        n = min(n, int(stops[np.searchsorted(stops, j, side="right")]) - j)
-                solve(j, step=True, n=n)
-                keep(j, fields_j)
+        with _guard.deferred_sigint() as flag:
+            try:
+                j = 0
+                while j < n_z and not flag.hit:
+                    fields_j = solver.get_fields() if keep_fld(j) else None
+                    n = 0
+                    if pipe > 1 and not keep_pop(j):
+                        n = 1
+                        if j > 0 and callback is None:
+                            n = max(pipe, int(0.5 / per_step) if per_step > 0 else pipe)
+                            n = min(n, saved.next_stop(j, full_map) - j)
+                    solve(j, step=True, n=n)
+                    keep(j, fields_j)
+                    if bar is not None:
+                        bar.update(max(n, 1))
+                    j += max(n, 1)
+                    if callback is not None:  # after one z step
+                        try:
+                            callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
+                        except StopIteration:  # the run ends at z_j, a saved point
+                            n_z = j
+                            saved.end_at(n_z)
+                            break
+                if not flag.hit:
+                    solve(n_z, step=False)  # populations and the norm monitor at the last z
+                    keep(n_z)
+            finally:
                 if bar is not None:
-                    bar.update(max(n, 1))
-                j += max(n, 1)
-                if callback is not None:  # after one z step
-                    try:
-                        callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
-                    except StopIteration:  # the run ends at z_j, a saved point
-                        n_z = j
-                        keep_fld.add(n_z)
-                        if populations:
-                            keep_pop.add(n_z)
-                        break
-            solve(n_z, step=False)  # populations and the norm monitor at the last z
-            keep(n_z)
-        finally:
-            if bar is not None:
-                bar.close()
-        return MaxwellBlochResult(
-            z=np.array(zf), t=self.t, modes=self.mode_numbers, fields=np.array(fl),
-            z_populations=np.array(zp), populations=np.array(pops) if populations else None,
-            norm_deviation=float(solver.norm_deviation()),
-            seconds=time.perf_counter() - t_start, kernel_seconds=kernel, h_z=h_z)
+                    bar.close()
+            if flag.hit:
+                self._partial = result(interrupted=True)
+                flag.raise_now()
+        return result()
 
     def __repr__(self) -> str:
         return (f"MaxwellBloch(n_g={self.n_g}, n_e={self.n_e}, modes={self.modes}, "

@@ -44,11 +44,33 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from .. import _guard
 from .._validate import count, real
 from ..reference.magnet import MU0, whole_spacings
 
 __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", "loop_field",
            "field_inside", "homogeneity", "plot"]
+
+
+#: bytes per wire that :func:`winding` takes at its peak (levels, positions
+#: and their temporaries)
+WINDING_BYTES_PER_TURN = 56
+#: (field point, loop) pairs :func:`loop_field` evaluates at once: larger
+#: problems go in blocks of points (and of loops past this many loops)
+LOOP_BLOCK_PAIRS = 1 << 18
+#: bytes per pair of one block at its peak (the elliptic integrals and the
+#: field terms)
+_PAIR_BYTES = 30 * 8
+
+
+def _require(nbytes: float, what: str, advice: str) -> None:
+    """:func:`nlsepy._guard.require_memory` with advice for these functions."""
+    try:
+        _guard.require_memory(nbytes, what)
+    except MemoryError as exc:
+        msg = str(exc)
+        cut = msg.rfind("; use ")
+        raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; " + advice) from None
 
 
 # ------------------------------------------------------------------ checks
@@ -337,6 +359,8 @@ def winding(phi: Any, dr: float, dz: float, r0: float, z0: float, n_turns: int,
         Side heights, cap radii, levels, current per wire and total current.
     """
     n = count("n_turns", n_turns, minimum=1)
+    _require(WINDING_BYTES_PER_TURN * n, f"a winding of n_turns = {n} wires",
+             "use fewer turns")
     d = delta_phi(phi, dr, dz, r0, z0, B)
     s, path = d["s"], d["path"]
     z0f, r0f = float(d["z"][-1]), float(d["r"][-1])
@@ -407,6 +431,31 @@ def loop_field(radius: Any, height: Any, current: Any, r: Any, z: Any) -> Tuple[
     if np.any(rr < 0) or not (np.all(np.isfinite(rr)) and np.all(np.isfinite(zz))):
         raise ValueError("r must be >= 0 and r, z finite")
     shape = rr.shape
+    npt, nloop = rr.size, a.size
+    rows = max(1, LOOP_BLOCK_PAIRS // max(nloop, 1))
+    cols = max(1, min(nloop, LOOP_BLOCK_PAIRS))
+    _require(16.0 * npt + _PAIR_BYTES * min(npt, rows) * cols,
+             f"the field of {nloop} loops at {npt} points (in blocks of {min(npt, rows)} x "
+             f"{cols})", "use fewer loops or points")
+    rflat, zflat = rr.reshape(-1), zz.reshape(-1)
+    if npt <= rows and nloop <= cols:  # one block
+        br, bz = _loop_pairs(a, zw, cur, rflat, zflat)
+        return br.reshape(shape), bz.reshape(shape)
+    br = np.zeros(npt)
+    bz = np.zeros(npt)
+    for p0 in range(0, npt, rows):
+        part = slice(p0, p0 + rows)
+        for l0 in range(0, nloop, cols):
+            loops = slice(l0, l0 + cols)
+            pbr, pbz = _loop_pairs(a[loops], zw[loops], cur[loops], rflat[part], zflat[part])
+            br[part] += pbr
+            bz[part] += pbz
+    return br.reshape(shape), bz.reshape(shape)
+
+
+def _loop_pairs(a: np.ndarray, zw: np.ndarray, cur: np.ndarray, rr: np.ndarray,
+                zz: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Br, Bz at the points `rr`, `zz` (1-D) summed over the loops (1-D): one block."""
     rp, zp = rr.reshape(-1, 1), zz.reshape(-1, 1)
     d = zp - zw
     plus = (a + rp) ** 2 + d * d
@@ -425,7 +474,7 @@ def loop_field(radius: Any, height: Any, current: Any, r: Any, z: Any) -> Tuple[
                                                                - 105.0 * c * d ** 3 * u ** -4.5)
         br = np.where(m < 1e-3, near, br)
     bz = np.where(minus == 0.0, np.inf, bz)
-    return br.sum(axis=1).reshape(shape), bz.sum(axis=1).reshape(shape)
+    return br.sum(axis=1), bz.sum(axis=1)
 
 
 def field_inside(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float, n_turns: int,

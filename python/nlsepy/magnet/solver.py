@@ -18,6 +18,7 @@ contours of it give the winding (eq. 1.34).
 from __future__ import annotations
 
 import math
+import re
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _backend, _validate
+from .. import _backend, _guard, _validate
+from ..errors import BlowUpError
 from . import post
 
 #: permeability of free space used throughout (4 pi 1e-7 H/m)
@@ -36,9 +38,72 @@ METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4,
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
 
+#: iterations of the first call of an mg-cg solve: BiCGSTAB's Krylov vectors
+#: live inside one call of the C solver, so each later call restarts it from
+#: the current Phi; a solve that converges within this many iterations (the
+#: usual 5 to 10) is one call, as an uninterrupted solve always was
+MGCG_FIRST_CALL = 50
+
+#: bytes of one row descriptor of Table 2.1 (4 ints and 5 doubles, magnet_row)
+_ROW_BYTES = 56
+#: unknowns at which the multigrid stops coarsening (MAGNET_MG_COARSEST)
+_MG_COARSEST = 400
+#: bytes per node of a multigrid level: 9-point operator, mask, b, e, r
+_LEVEL_BYTES = 9 * 8 + 1 + 3 * 8
+
+
+class _Fixed:
+    """A parameter fixed at construction: reads the private ``_name``, refuses
+    assignment with an AttributeError that says how to change it."""
+
+    def __init__(self, doc: str, hint: Optional[str] = None) -> None:
+        self.__doc__ = doc
+        self.hint = hint
+        self.name = self.owner = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.owner = name, owner.__name__
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__["_" + self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        hint = self.hint or f"mag.replace({self.name}=...)"
+        raise AttributeError(f"{self.owner}.{self.name} is read-only: the solver and its "
+                             f"solutions are built for the value given at construction; make "
+                             f"a new {self.owner} with {hint}")
+
+    def __delete__(self, obj: Any) -> None:
+        self.__set__(obj, None)
+
 
 class ConvergenceWarning(RuntimeWarning):
     """An iterative solve stopped at ``max_iter`` above its tolerance."""
+
+
+def require_memory(nbytes: float, what: str, advice: str, backend: str = "cpu",
+                   host_bytes: float = 0.0) -> None:
+    """:func:`nlsepy._guard.require_memory` with the magnet's own advice."""
+    try:
+        _guard.require_memory(nbytes, what, backend=backend, host_bytes=host_bytes)
+    except MemoryError as exc:
+        msg = str(exc)
+        cut = msg.rfind("; use ")
+        raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; " + advice) from None
+
+
+def _later(exc: BlowUpError, done: int) -> BlowUpError:
+    """`exc` of a call that started after `done` iterations, its iteration
+    counted from the start of the solve."""
+    msg = str(exc)
+    m = re.search(r"at iteration (\d+)", msg)
+    step = None
+    if m:
+        step = done + int(m.group(1))
+        msg = msg[:m.start(1)] + str(step) + msg[m.end(1):]
+    return BlowUpError(msg, step=step)
 
 
 @dataclass
@@ -69,6 +134,10 @@ class MagnetSolution:
         Relaxation factor (SOR and red-black SOR).
     magnet : CoaxialMagnet
         The problem solved.
+    interrupted : bool
+        True for the partial result of a solve stopped by Ctrl-C
+        (:attr:`CoaxialMagnet.partial_solution`): Phi, `iterations`,
+        `history` and `residual` are those of the iterations done.
     """
 
     phi: np.ndarray
@@ -81,6 +150,7 @@ class MagnetSolution:
     method: str
     omega: Optional[float]
     magnet: "CoaxialMagnet" = field(repr=False)
+    interrupted: bool = False
 
     @property
     def updates_per_second(self) -> float:
@@ -167,36 +237,159 @@ class CoaxialMagnet:
     (True, (21, 21))
     """
 
+    r0 = _Fixed("Radius of the magnet (m).")
+    z0 = _Fixed("Half-height of the magnet (m).")
+    r1 = _Fixed("Radius of the outer cylinder (m).")
+    z1 = _Fixed("Half-height of the outer cylinder (m).")
+    dr = _Fixed("Radial spacing (m).", "mag.replace(h=(dr, dz))")
+    dz = _Fixed("Axial spacing (m).", "mag.replace(h=(dr, dz))")
+    B = _Fixed("Target field along z inside the magnet (T).")
+    dtype = _Fixed("Precision of Phi (numpy.float64 or numpy.float32).")
+    backend = _Fixed('Where the solves run ("cpu" or "cuda").')
+    nr = _Fixed("Nodes along r, ``r1 / dr + 1``.", "mag.replace(r1=..., h=...)")
+    nz = _Fixed("Nodes along z, ``z1 / dz + 1``.", "mag.replace(z1=..., h=...)")
+    i0 = _Fixed("The magnet's side in nodes, ``r0 / dr``.", "mag.replace(r0=..., h=...)")
+    j0 = _Fixed("The magnet's cap in nodes, ``z0 / dz``.", "mag.replace(z0=..., h=...)")
+
     def __init__(self, r0: float, z0: float, r1: float, z1: float,
                  h: Union[float, Sequence[float]], B: float = 1e-3, dtype: Any = np.float64,
                  backend: str = "auto") -> None:
-        self.r0 = _validate.real("r0", r0, positive=True)
-        self.z0 = _validate.real("z0", z0, positive=True)
-        self.r1 = _validate.real("r1", r1, positive=True)
-        self.z1 = _validate.real("z1", z1, positive=True)
+        self._r0 = _validate.real("r0", r0, positive=True)
+        self._z0 = _validate.real("z0", z0, positive=True)
+        self._r1 = _validate.real("r1", r1, positive=True)
+        self._z1 = _validate.real("z1", z1, positive=True)
         if np.ndim(h) == 0:
-            self.dr = self.dz = _validate.real("h", h, positive=True)
+            self._dr = self._dz = _validate.real("h", h, positive=True)
         else:
             hh = tuple(h)
             if len(hh) != 2:
                 raise ValueError(f"h must be a spacing or (dr, dz), got {h!r}")
-            self.dr = _validate.real("dr", hh[0], positive=True)
-            self.dz = _validate.real("dz", hh[1], positive=True)
-        self.B = _validate.real("B", B)
+            self._dr = _validate.real("dr", hh[0], positive=True)
+            self._dz = _validate.real("dz", hh[1], positive=True)
+        self._B = _validate.real("B", B)
         dt = np.dtype(dtype)
         if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
-        self.dtype = dt.type
-        self.backend = _backend.resolve(backend, "CoaxialMagnet")
+        self._dtype = dt.type
+        self._backend = _backend.resolve(backend, "CoaxialMagnet")
         from .. import _core
         self._core = _backend.module(self.backend)
         self._args = (self.r0, self.z0, self.r1, self.z1, self.dr, self.dz, self.B,
                       _core.COMPLEX64 if dt == np.float32 else _core.COMPLEX128)
+        self._core.magnet_omega_estimate(*self._args)  # the checks of the solver, no allocation
+        self._nr = int(round(self.r1 / self.dr)) + 1
+        self._nz = int(round(self.z1 / self.dz)) + 1
+        self._i0 = int(round(self.r0 / self.dr))
+        self._j0 = int(round(self.z0 / self.dz))
+        self._solver: Any = None
+        self._fresh = False   # _solver untouched since its creation
+        self._partial: Optional[MagnetSolution] = None
+        dev, host = self._memory(None, True, 0)
+        self._require(dev, host, "CoaxialMagnet")
         self._solver = self._core.Magnet(*self._args)
-        self.nr = int(round(self.r1 / self.dr)) + 1
-        self.nz = int(round(self.z1 / self.dz)) + 1
-        self.i0 = int(round(self.r0 / self.dr))
-        self.j0 = int(round(self.z0 / self.dz))
+        self._fresh = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or isinstance(getattr(type(self), name, None), _Fixed):
+            object.__setattr__(self, name, value)  # a _Fixed parameter refuses
+            return
+        raise AttributeError(f"CoaxialMagnet has no parameter {name!r} to set: its parameters "
+                             f"are fixed at construction (mag.replace(...) makes a new magnet)")
+
+    def replace(self, **changes: Any) -> "CoaxialMagnet":
+        """A new magnet with some parameters changed.
+
+        Parameters
+        ----------
+        **changes
+            Any of ``r0, z0, r1, z1, h, dr, dz, B, dtype, backend``; the
+            others are this magnet's.
+
+        Returns
+        -------
+        CoaxialMagnet
+
+        Examples
+        --------
+        >>> import nlsepy as nl
+        >>> nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).replace(B=2e-3).B
+        0.002
+        """
+        kw: Dict[str, Any] = dict(r0=self.r0, z0=self.z0, r1=self.r1, z1=self.z1,
+                                  h=(self.dr, self.dz), B=self.B, dtype=self.dtype,
+                                  backend=self.backend)
+        unknown = sorted(set(changes) - set(kw) - {"dr", "dz"})
+        if unknown:
+            raise TypeError(f"replace() takes {sorted(set(kw) | {'dr', 'dz'})}, got {unknown}")
+        if "dr" in changes or "dz" in changes:
+            if "h" in changes:
+                raise TypeError("replace() takes h or dr/dz, not both")
+            changes["h"] = (changes.pop("dr", self.dr), changes.pop("dz", self.dz))
+        kw.update(changes)
+        return CoaxialMagnet(**kw)
+
+    @property
+    def partial_solution(self) -> Optional[MagnetSolution]:
+        """The partial result of the latest :meth:`solve` when Ctrl-C (or a
+        lack of memory for its history) stopped it, else None.
+
+        Its Phi, `iterations`, `history` and `residual` are those of the
+        iterations done, ``interrupted`` is True.  A solve always starts
+        afresh from `phi0`; ``mag.solve(method, phi0=part.phi)`` continues
+        from the interrupted potential (for every method but mg-cg the same
+        iterations as one uninterrupted solve, bit for bit).
+        """
+        return self._partial
+
+    # ------------------------------------------------------------ memory
+    def _hierarchy(self) -> Tuple[int, int]:
+        """Nodes of the multigrid's coarse levels together, and of the
+        coarsest (magnet_level_count, magnet_coarse_dim)."""
+        nr, nz, cnt = self.nr, self.nz, self.unknowns
+        nodes: List[int] = []
+        while cnt > _MG_COARSEST and nr > 3 and nz > 3:
+            nr, nz = nr // 2 + 1, nz // 2 + 1
+            cnt = nr * nz
+            nodes.append(cnt)
+        if not nodes:
+            nodes.append((nr // 2 + 1) * (nz // 2 + 1))
+        return sum(nodes), nodes[-1]
+
+    def _memory(self, method: Optional[str], new_solver: bool, inputs: int) -> Tuple[int, int]:
+        """Bytes a solve takes: ``(backend bytes, other host bytes)`` (on the
+        CPU the first is host memory and the second 0).
+
+        `method` None: the solver's state and the Phi a solve returns;
+        `new_solver`: a solver is created; `inputs`: bytes of the arrays the
+        caller's arguments become (phi0, boundary values).
+        """
+        nn = self.nr * self.nz
+        rs = np.dtype(self.dtype).itemsize
+        colours = 2 * (self.nr + 2) * (self.nz // 2 + 2) * rs  # Phi by colour, with halos
+        dev = colours + self.nr * (_ROW_BYTES + 8) if new_solver else 0
+        host = 8 * nn + inputs  # the Phi returned
+        cuda = self.backend == "cuda"
+        if cuda:
+            host += self.nr * _ROW_BYTES + colours  # row table and staging on the host
+        if method == "jacobi":
+            dev += colours  # the second copy
+        if method in ("multigrid", "mg-cg"):
+            levels, last = self._hierarchy()
+            dense = 8 * last * last  # the coarsest level's dense LU (or inverse)
+            dev += 17 * nn + _LEVEL_BYTES * levels + dense + 8 * last
+            if cuda:
+                host += 2 * dense + (_LEVEL_BYTES + 4) * last
+            if method == "mg-cg":
+                dev += (_LEVEL_BYTES + 8 * 8) * nn  # explicit fine operator, Krylov vectors
+        if not cuda:
+            return dev + host, 0
+        return dev, host
+
+    def _require(self, dev: int, host: int, what: str) -> None:
+        where = (f"{what} on the {self.nr}x{self.nz} grid (r1 = {self.r1:g}, z1 = {self.z1:g}, "
+                 f"dr = {self.dr:g}, dz = {self.dz:g}, {np.dtype(self.dtype).name})")
+        require_memory(dev, where, "use a coarser grid, float32 or a method with less memory "
+                       "(rbsor)", backend=self.backend, host_bytes=host)
 
     # ------------------------------------------------------------ geometry
     @property
@@ -266,6 +459,30 @@ class CoaxialMagnet:
         Returns
         -------
         MagnetSolution
+
+        Raises
+        ------
+        KeyboardInterrupt
+            On Ctrl-C, within about a tenth of a second of iterations (one
+            iteration when an iteration takes longer; mg-cg after its
+            first :data:`MGCG_FIRST_CALL` iterations).  The iterations done
+            are kept in :attr:`partial_solution`.
+        MemoryError
+            Before anything is allocated, when the solver's state, the
+            method's work arrays (Jacobi's second copy, the multigrid
+            hierarchy, mg-cg's Krylov vectors) and the Phi returned do not
+            fit; during the solve when the residual history no longer fits
+            (the iterations done are then kept in :attr:`partial_solution`).
+        nlsepy.BlowUpError
+            When the iteration diverges (``step``: the iteration).
+
+        Notes
+        -----
+        The iterations run in calls of the C solver of about a tenth of a
+        second each (the first of one iteration), which give the same
+        iterates, residuals and history as one call; mg-cg restarts its
+        BiCGSTAB from the current Phi at each call after the first.  The
+        history grows with the iterations done, never to `max_iter`.
         """
         if not isinstance(method, str) or method not in METHODS:
             raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
@@ -277,33 +494,87 @@ class CoaxialMagnet:
                 raise ValueError(f"omega must be in (0, 2), got {omega!r}")
         elif omega is not None:
             raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
-        solver = self._core.Magnet(*self._args)
+        self._partial = None
+        nn = self.nr * self.nz
+        inputs = 0
+        if boundary_values is not None:
+            inputs += 8 * nn + (16 * nn if callable(boundary_values) else 0)
+        if phi0 is not None:
+            inputs += 16 * nn
+        new = not self._fresh
+        if new:  # the previous solve's solver: its Phi was returned
+            self._solver = None
+        dev, host = self._memory(method, new, inputs)
+        self._require(dev, host, f"CoaxialMagnet.solve({method!r})")
+        bv = arr = None
         if boundary_values is not None:
             if callable(boundary_values):
                 rr, zz = np.meshgrid(self.r, self.z, indexing="ij")
                 bv = np.asarray(boundary_values(rr, zz), dtype=np.float64)
+                del rr, zz
             else:
                 bv = np.asarray(boundary_values, dtype=np.float64)
             if bv.shape != self.shape:
                 raise ValueError(f"boundary_values must have shape {self.shape}, got {bv.shape}")
-            solver.set_dirichlet(bv)
         if phi0 is not None:
             arr = np.asarray(phi0, dtype=np.float64)
             if arr.shape != self.shape:
                 raise ValueError(f"phi0 must have shape {self.shape}, got {arr.shape}")
-            solver.set_phi(np.nan_to_num(arr))
+            arr = np.nan_to_num(arr)
+        if new:
+            self._solver = self._core.Magnet(*self._args)
+        solver, self._fresh = self._solver, False
+        if bv is not None:
+            solver.set_dirichlet(bv)
+            del bv
+        if arr is not None:
+            solver.set_phi(arr)
+            del arr
+        code, w = METHODS[method], 1.0 if omega is None else omega
+        hist: List[np.ndarray] = []
+        book = {"it": 0, "res": math.nan, "conv": False, "sec": 0.0}
+
+        def work(k: int) -> bool:
+            # the history as one array at the end: room for all of it
+            done = book["it"]
+            require_memory(8 * (done + k), f"the residual history of CoaxialMagnet.solve("
+                           f"{method!r}) at {done + k} iterations (max_iter = {max_iter})",
+                           "use a smaller max_iter or a faster method (multigrid)")
+            try:
+                it, res, conv, h = solver.solve(code, w, tol, k)
+            except BlowUpError as exc:
+                raise _later(exc, done) from None
+            hist.append(h)
+            book["it"] = done + int(it)
+            book["res"], book["conv"] = float(res), bool(conv)
+            book["sec"] += float(solver.last_solve_seconds())
+            return not (conv or it < k)  # converged, or mg-cg broke down
+
+        first = min(max_iter, MGCG_FIRST_CALL) if method == "mg-cg" else 1
         t0 = time.perf_counter()
-        it, res, conv, hist = solver.solve(METHODS[method], 1.0 if omega is None else omega,
-                                           tol, max_iter)
+        try:
+            _guard.chunked(max_iter, work, first=first)
+        except (KeyboardInterrupt, MemoryError):
+            try:
+                self._partial = self._solution(solver, hist, book, time.perf_counter() - t0,
+                                               method, omega, interrupted=True)
+            except MemoryError:
+                pass
+            raise
         seconds = time.perf_counter() - t0
-        solve_seconds = float(solver.last_solve_seconds())
-        if not conv and warn:
+        if not book["conv"] and warn:
             warnings.warn(f"{method} stopped after max_iter = {max_iter} iterations at "
-                          f"||r||/||f|| = {res:.3g} > tol = {tol:g}", ConvergenceWarning,
+                          f"||r||/||f|| = {book['res']:.3g} > tol = {tol:g}", ConvergenceWarning,
                           stacklevel=2)
-        self._solver = solver
-        return MagnetSolution(solver.get_phi(), int(it), float(res), bool(conv), hist, seconds,
-                              solve_seconds, method, omega, self)
+        return self._solution(solver, hist, book, seconds, method, omega)
+
+    def _solution(self, solver: Any, hist: List[np.ndarray], book: Dict[str, Any],
+                  seconds: float, method: str, omega: Optional[float],
+                  interrupted: bool = False) -> MagnetSolution:
+        history = np.concatenate(hist) if hist else np.empty(0)
+        return MagnetSolution(solver.get_phi(), int(book["it"]), float(book["res"]),
+                              bool(book["conv"]), history, seconds, book["sec"], method, omega,
+                              self, interrupted)
 
     def convergence_study(self, sizes: Sequence[float] = (), spacings: Sequence[float] = (),
                           method: str = "multigrid", tol: float = 0.5e-6,

@@ -1,0 +1,287 @@
+"""Safety of nl.CoaxialMagnet: Ctrl-C during a solve, parameters that cannot
+drift from the solver, memory counted before it is taken."""
+
+import os
+import signal
+import threading
+import time
+import types
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+from nlsepy import _guard
+from nlsepy.magnet import post
+
+STATIONARY = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid"]
+GiB = 1 << 30
+
+
+def small(backend="cpu", **kw):
+    return nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, backend=backend, **kw)
+
+
+def interrupted_solve(mag, method, after=0.4, **kw):
+    """Solve until a SIGINT from a timer thread stops it; return the seconds
+    from the signal to the KeyboardInterrupt and the partial solution."""
+    sent = []
+    timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
+                                            os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            mag.solve(method, tol=1e-300, max_iter=3_000_000, **kw)
+        caught = time.perf_counter()
+    finally:
+        timer.cancel()
+        timer.join()
+    assert sent, "the solve ended before the signal"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    return caught - sent[0], mag.partial_solution
+
+
+def check_partial(part, method):
+    assert part is not None and part.interrupted and not part.converged
+    assert part.method == method
+    assert 0 < part.iterations < 3_000_000
+    assert part.history.shape == (part.iterations,)
+    assert part.residual == part.history[-1]
+
+
+@pytest.mark.parametrize("method", STATIONARY)
+def test_sigint_stops_a_solve_within_a_second_and_keeps_its_iterations(method):
+    """SIGINT during solve(method, max_iter=3e6) raises KeyboardInterrupt
+    within a second; the partial solution's Phi, iteration count and history
+    are those of an uninterrupted solve of that many iterations, bit for bit."""
+    mag = small()
+    delay, part = interrupted_solve(mag, method)
+    assert delay < 1.0
+    check_partial(part, method)
+    same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
+    assert same.iterations == part.iterations
+    assert np.array_equal(same.history, part.history)
+    assert np.array_equal(same.phi, part.phi, equal_nan=True)
+    assert mag.partial_solution is None  # the finished solve cleared it
+
+
+def test_interrupted_jacobi_continues_from_its_potential():
+    """A later solve starts afresh from phi0: from the interrupted Phi it
+    continues the Jacobi iteration exactly where it stopped."""
+    mag = small()
+    delay, part = interrupted_solve(mag, "jacobi")
+    assert delay < 1.0
+    check_partial(part, "jacobi")
+    more = mag.solve("jacobi", tol=1e-300, max_iter=500, phi0=part.phi, warn=False)
+    whole = mag.solve("jacobi", tol=1e-300, max_iter=part.iterations + 500, warn=False)
+    assert np.array_equal(np.concatenate((part.history, more.history)), whole.history)
+    assert np.array_equal(more.phi, whole.phi, equal_nan=True)
+
+
+CUDA = pytest.param("cuda", marks=[
+    pytest.mark.cuda, pytest.mark.skipif("cuda" not in nl.backends("CoaxialMagnet"),
+                                         reason="needs the CUDA backend and a CUDA device")])
+
+
+@pytest.mark.parametrize("backend", ["cpu", CUDA])
+def test_sigint_stops_mg_cg_after_its_first_call(backend):
+    """mg-cg keeps BiCGSTAB's vectors within one call of the C solver: a
+    SIGINT during its first call (MGCG_FIRST_CALL iterations, a whole solve
+    as a rule) stops it when that call returns, the partial solution that of
+    an uninterrupted solve of as many iterations, bit for bit.  (Its
+    recursive residual underflows to 0 after a hundred or so iterations, so
+    a SIGINT from a timer might come after the solve.)"""
+    mag = small(backend)
+    core = mag._core
+
+    class Signalling:  # a solver whose iterations receive a SIGINT
+        def __init__(self, *args):
+            self.solver = core.Magnet(*args)
+
+        def __getattr__(self, name):
+            return getattr(self.solver, name)
+
+        def solve(self, *args):
+            os.kill(os.getpid(), signal.SIGINT)
+            return self.solver.solve(*args)
+
+    mag._core = types.SimpleNamespace(Magnet=Signalling)
+    mag._fresh = False
+    with pytest.raises(KeyboardInterrupt):
+        mag.solve("mg-cg", tol=1e-300, max_iter=3_000_000)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    part = mag.partial_solution
+    check_partial(part, "mg-cg")
+    assert part.iterations == nl.magnet.solver.MGCG_FIRST_CALL
+    same = small(backend).solve("mg-cg", tol=1e-300, max_iter=part.iterations, warn=False)
+    assert np.array_equal(same.history, part.history)
+    assert np.array_equal(same.phi, part.phi, equal_nan=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif("cuda" not in nl.backends("CoaxialMagnet"),
+                    reason="needs the CUDA backend and a CUDA device")
+@pytest.mark.parametrize("method", STATIONARY)
+def test_sigint_stops_a_cuda_solve(method):
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0125, backend="cuda")
+    delay, part = interrupted_solve(mag, method, after=0.5)
+    assert delay < 1.0
+    check_partial(part, method)
+    same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
+    assert np.array_equal(same.history, part.history)
+    assert np.array_equal(same.phi, part.phi, equal_nan=True)
+
+
+def test_chunked_solves_equal_one_call_of_the_c_solver():
+    """The chunked iteration gives what one call of the C solver gives."""
+    mag = small(B=2e-3)
+    for method in STATIONARY:
+        sol = mag.solve(method, tol=1e-9, max_iter=100000)
+        core = mag._core.Magnet(*mag._args)
+        omega = sol.omega if sol.omega is not None else 1.0
+        it, res, conv, hist = core.solve(nl.magnet.solver.METHODS[method], omega, 1e-9, 100000)
+        assert (sol.iterations, sol.residual, sol.converged) == (it, res, conv), method
+        assert np.array_equal(sol.history, hist), method
+        assert np.array_equal(sol.phi, core.get_phi(), equal_nan=True), method
+
+
+def test_history_is_not_preallocated_to_max_iter():
+    """max_iter = 1e11 (a 745 GiB history if allocated up front) is only a limit."""
+    sol = small().solve("multigrid", max_iter=10**11)
+    assert sol.converged and sol.history.shape == (sol.iterations,) and sol.iterations < 20
+
+
+def test_a_history_that_outgrows_memory_stops_the_solve(monkeypatch):
+    mag = small()
+    monkeypatch.setattr(_guard, "host_memory_available", lambda: 1 << 20)
+    with pytest.raises(MemoryError, match=r"residual history of CoaxialMagnet.solve\('jacobi'\)"
+                                          r".*max_iter = 100000000000"):
+        mag.solve("jacobi", tol=1e-300, max_iter=10**11)
+    part = mag.partial_solution
+    assert part.interrupted and part.history.shape == (part.iterations,)
+    assert 8 * part.iterations <= 1 << 20
+
+
+# ----------------------------------------------------------------- parameters
+
+@pytest.mark.parametrize("name", ["r0", "z0", "r1", "z1", "dr", "dz", "B", "dtype", "backend",
+                                  "nr", "nz", "i0", "j0"])
+def test_every_parameter_is_read_only(name):
+    mag = small()
+    before = getattr(mag, name)
+    with pytest.raises(AttributeError, match=rf"CoaxialMagnet.{name} is read-only.*replace"):
+        setattr(mag, name, before)
+    with pytest.raises(AttributeError):
+        delattr(mag, name)
+    assert getattr(mag, name) == before
+
+
+def test_b_cannot_drift_between_solve_and_winding():
+    """mag.B = 2e-3 used to be accepted, the solve using the old B and the
+    winding the new one (a total current of 98.17 A instead of 116.77 A)."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 2.0, 2.0, 0.05, B=1e-3)
+    with pytest.raises(AttributeError, match=r"mag.replace\(B=...\)"):
+        mag.B = 2e-3
+    assert mag.B == 1e-3
+    one = mag.solve("multigrid", tol=1e-10).winding(20)
+    two = mag.replace(B=2e-3).solve("multigrid", tol=1e-10).winding(20)
+    assert two.total_current == pytest.approx(2 * one.total_current, rel=1e-8)
+    assert np.allclose(two.z_side, one.z_side) and np.allclose(two.r_cap, one.r_cap)
+
+
+def test_unknown_attributes_are_refused():
+    mag = small()
+    for name in ("h", "b", "shape", "unknowns", "r"):
+        with pytest.raises(AttributeError, match="fixed at construction"):
+            setattr(mag, name, 1)
+
+
+def test_replace_makes_a_new_magnet():
+    mag = small(B=2e-3)
+    fine = mag.replace(h=0.025)
+    assert fine.shape == (41, 41) and fine.B == 2e-3 and mag.shape == (21, 21)
+    assert mag.replace(dz=0.025).shape == (21, 41)
+    assert mag.replace(dtype=np.float32).dtype is np.float32
+    with pytest.raises(TypeError, match="replace"):
+        mag.replace(spacing=0.1)
+    with pytest.raises(TypeError, match="h or dr/dz"):
+        mag.replace(h=0.05, dr=0.05)
+
+
+def test_solutions_keep_the_parameters_they_were_solved_with():
+    mag = small(B=2e-3)
+    sol = mag.solve("rbsor", tol=1e-9)
+    again = mag.solve("rbsor", tol=1e-9)  # a second solve does not touch the first
+    assert np.array_equal(sol.phi, again.phi, equal_nan=True)
+    assert sol.delta_phi()["B"] == 2e-3
+
+
+# ----------------------------------------------------------------- memory
+
+def test_a_30000_squared_grid_is_refused_before_allocating(monkeypatch):
+    monkeypatch.setattr(_guard, "host_memory_available", lambda: 8 * GiB)
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"CoaxialMagnet on the 30001x30001 grid .*float64\) "
+                                          r"needs 13\.\d GiB.* 8\.0 GiB available; use a "
+                                          r"coarser grid"):
+        nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 1 / 30000)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_solve_counts_its_method_before_allocating(monkeypatch):
+    """The state and the Phi returned fit, the multigrid hierarchy does not:
+    the multigrid solve is refused, the magnet stays usable."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)  # 401 x 401
+    nn = mag.nr * mag.nz
+    monkeypatch.setattr(_guard, "host_memory_available", lambda: 20 * nn)
+    for method in ("multigrid", "mg-cg"):
+        with pytest.raises(MemoryError, match=rf"CoaxialMagnet.solve\('{method}'\) on the "
+                                              r"401x401 grid"):
+            mag.solve(method)
+    sol = mag.solve("rbsor", max_iter=3, warn=False)
+    assert sol.iterations == 3
+    with pytest.raises(MemoryError, match="jacobi"):  # a new solver and the second copy
+        mag.solve("jacobi", max_iter=3, warn=False)
+
+
+def test_memory_counts_follow_the_solver():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)
+    nn = mag.nr * mag.nz
+    plain, _ = mag._memory(None, True, 0)
+    assert 16 * nn < plain < 17 * nn  # Phi by colour and the Phi returned
+    jac, _ = mag._memory("jacobi", False, 0)
+    mg, _ = mag._memory("multigrid", False, 0)
+    cg, _ = mag._memory("mg-cg", False, 0)
+    assert 8 * nn < jac - 8 * nn < 9 * nn
+    assert 17 * nn + 97 * nn / 4 < mg - 8 * nn < 17 * nn + 97 * nn / 2
+    assert cg - mg == (97 + 64) * nn
+
+
+def test_winding_of_a_billion_turns_is_refused(monkeypatch):
+    sol = small().solve()
+    monkeypatch.setattr(_guard, "host_memory_available", lambda: 8 * GiB)
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"winding of n_turns = 1000000000 wires needs 52\.2 GiB"
+                                          r".*use fewer turns"):
+        sol.winding(10**9)
+    with pytest.raises(MemoryError, match="n_turns = 1000000000"):
+        sol.field_inside(10**9)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_loop_field_in_blocks_equals_one_block(monkeypatch):
+    rng = np.random.default_rng(5)
+    rad, hgt = rng.uniform(0.2, 0.3, 50), rng.uniform(-0.5, 0.5, 50)
+    r, z = rng.uniform(0, 0.19, 300), rng.uniform(-0.4, 0.4, 300)
+    br, bz = post.loop_field(rad, hgt, 1.5, r, z)
+    for pairs in (1000, 20):  # blocks of points; of points and loops
+        monkeypatch.setattr(post, "LOOP_BLOCK_PAIRS", pairs)
+        br2, bz2 = post.loop_field(rad, hgt, 1.5, r, z)
+        np.testing.assert_allclose(br2, br, rtol=1e-12, atol=1e-12 * np.abs(br).max())
+        np.testing.assert_allclose(bz2, bz, rtol=1e-12)
+
+
+def test_loop_field_refuses_what_does_not_fit(monkeypatch):
+    monkeypatch.setattr(_guard, "host_memory_available", lambda: 1 << 20)
+    with pytest.raises(MemoryError, match=r"field of 1 loops at 1000000 points"):
+        post.loop_field(0.3, 0.0, 1.0, np.zeros(10**6), np.zeros(10**6))
