@@ -83,13 +83,15 @@ def memory_parts(shape: Sequence[int], dtype: Any = np.complex128, dipolar: bool
     Counts what ``csrc/dipolar/dipolar.c`` (CPU) and ``cuda/dipolar/*.cu``
     allocate: the state and the backup of it that a step call keeps, the
     per-axis tables (coordinates, Simpson weights, trap and obstacle factors,
-    Crank-Nicolson coefficients for both modes), the per-row norms, the
+    Crank-Nicolson coefficients for both modes), the per-row partial norms, the
     per-thread sweep buffers (CPU: ``n2 + 2 n2 max(n0, n1) + 64`` values each),
     with the dipolar term the padded density/FFT buffer (``n0 n1 2(n2/2+1)``
     values), the kernel table (``n0 n1 (n2/2+1)``) and the FFT plans' work
     areas (cuFFT: counted as one half spectrum per plan; FFTW: a few lines
-    per axis and thread), and the user potential.  On the host besides: the
-    solver's own copy of `V` and the staging copy of an initial state.
+    per axis and thread), the user potential, and the Crank-Nicolson
+    coefficients' work array (6 doubles per point of the longest axis).  On
+    the host besides: the solver's own copy of `V`, the staging copy of an
+    initial state and (CUDA) the kernel table before its upload.
 
     Parameters
     ----------
@@ -122,9 +124,17 @@ def memory_parts(shape: Sequence[int], dtype: Any = np.complex128, dipolar: bool
     solver: Dict[str, int] = {}
     host: Dict[str, int] = {}
     solver["state and its backup"] = 4 * N * rs
-    solver["tables"] = sum(n * (16 + 8 * rs) for n in (n0, n1, n2)) + 8 * n0 * n1
+    solver["per-axis tables"] = sum(n * (16 + 8 * rs) for n in (n0, n1, n2))
+    cn_work = {"Crank-Nicolson work": 6 * 8 * max(n0, n1, n2)}  # made on the host, then freed
     if backend == "cpu":
+        solver["per-row norms"] = 8 * n0 * n1
         solver["sweep buffers"] = max(1, int(threads)) * (n2 + 2 * n2 * max(n0, n1) + 64) * rs
+        solver.update(cn_work)
+    else:
+        solver["block sums"] = 4096 * 12 * 8
+        host.update(cn_work)
+        if dipolar:  # the kernel table is computed on the host and uploaded
+            host["kernel staging"] = n0 * n1 * nh * (8 + (4 if rs == 4 else 0))
     if dipolar:
         solver["density/FFT buffer"] = n0 * n1 * 2 * nh * rs
         solver["dipolar kernel"] = n0 * n1 * nh * rs
@@ -141,8 +151,9 @@ def memory_parts(shape: Sequence[int], dtype: Any = np.complex128, dipolar: bool
 
 
 def _describe(parts: Dict[str, int]) -> str:
-    return ", ".join(f"{k} {_guard.format_bytes(v)}" for k, v in parts.items() if v >= 1 << 20) \
-        or "small buffers"
+    """The buffers of `parts` worth naming (from 1 MiB; all of them in a small total)."""
+    floor = 1 << 20 if sum(parts.values()) >= 1 << 24 else 1
+    return ", ".join(f"{k} {_guard.format_bytes(v)}" for k, v in parts.items() if v >= floor)
 
 
 def _core():
@@ -572,8 +583,9 @@ class DipolarGPE:
             self._check_even()
             parts = memory_parts(self._shape, self._dtype, True, self._backend, self._threads())
             base = memory_parts(self._shape, self._dtype, False, self._backend, self._threads())
-            extra = {k: b for k, b in parts["solver"].items() if k not in base["solver"]}
-            self._require_memory({"solver": extra, "host": {}}, dipolar=True)
+            extra = {w: {k: b for k, b in parts[w].items() if k not in base[w]}
+                     for w in ("solver", "host")}
+            self._require_memory(extra, dipolar=True)
         self._solver.set_couplings(self._g * self._fc, v * self._fd)
         if v != 0:
             self._dipolar = True
