@@ -7,13 +7,14 @@ DBEC-GP input files (``nl.dbec.run``, ``python -m nlsepy dbec``).
 
 Modules
 -------
-solver   ``DipolarGPE``, ``Obstacle``: validation, backends, runs
+solver   ``DipolarGPE``, ``Obstacle``: validation, backends, runs, checkpoints,
+         the memory a solver takes (``memory_parts``)
 dbec     DBEC-GP input files, stages and output files
 """
 
 from __future__ import annotations
 
 from . import dbec
-from .solver import GEOMETRIES, DipolarGPE, Obstacle
+from .solver import GEOMETRIES, DeviceMemoryError, DipolarGPE, Obstacle, memory_parts
 
-__all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES", "dbec"]
+__all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES", "DeviceMemoryError", "memory_parts", "dbec"]

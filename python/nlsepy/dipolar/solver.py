@@ -11,6 +11,13 @@ rescaling of eq. 2.9 (``option=2``, DBEC-GP OPTION 2) or ``k = 1/2`` and
 point along z.  Each step applies the non-derivative part exactly and one
 Crank-Nicolson solve per axis (section 2.3); imaginary time renormalises
 every step.  The state stays in C between calls.
+
+Safety (the shared layer :mod:`nlsepy._guard`): long stepping calls run as
+blocks of whole steps, each one C call booked on the object (time, step
+counters) before the next, with Ctrl-C held as a flag and raised between
+blocks; the solver owns copies of its inputs and its parameters are either
+read-only or applied on assignment; checkpoints are tagged and checked;
+the memory a solver takes is counted before it is allocated.
 """
 
 from __future__ import annotations
@@ -23,14 +30,14 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _backend, runner
+from .. import _backend, _guard, runner
 from .._validate import complex_dtype as _complex_dtype
 from .._validate import count as _count
 from .._validate import potential as _potential
 from .._validate import real as _real
-from ..errors import BlowUpError
+from ..errors import BackendError, BlowUpError
 
-__all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES"]
+__all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES", "DeviceMemoryError", "memory_parts"]
 
 #: geometry name -> (C code, solver axis names)
 GEOMETRIES = {
@@ -42,6 +49,111 @@ GEOMETRIES = {
 }
 _FFT_EFFORT = {"estimate": 0, "measure": 1, "patient": 2}
 _MODES = {"imaginary": 0, "real": 1}
+_MODEL = "DipolarGPE"
+
+#: seconds one block of steps (one C call) is planned to take at most; the
+#: cost model below overestimates on an idle machine, so Ctrl-C acts within
+#: about this time even on a loaded one
+BLOCK_SECONDS = 0.1
+
+#: pessimistic seconds per step: fixed + per point (+ dipolar FFT: a fixed part,
+#: reached from 1024 points on, where threaded transforms start, and a part
+#: per point and log2 of the points), per backend
+_COST = {"cpu": dict(fixed=20e-6, point=12e-9, fft_fixed=200e-6, fft_point_log2=1.5e-9),
+         "cuda": dict(fixed=30e-6, point=0.1e-9, fft_fixed=30e-6, fft_point_log2=0.02e-9)}
+
+
+class DeviceMemoryError(BackendError, MemoryError):
+    """The GPU does not have the device memory a CUDA solver needs (raised
+    before anything is allocated; both a ``MemoryError`` and an
+    :class:`~nlsepy.BackendError`)."""
+
+
+def _internal_shape(shape: Sequence[int]) -> Tuple[int, int, int]:
+    """The C core's ``(n0, n1, n2)`` of solver axes `shape` (padded with 1s in front)."""
+    n = (1,) * (3 - len(shape)) + tuple(int(v) for v in shape)
+    return n[0], n[1], n[2]
+
+
+def memory_parts(shape: Sequence[int], dtype: Any = np.complex128, dipolar: bool = False,
+                 backend: str = "cpu", threads: int = 1, potential: bool = False,
+                 psi0: bool = False) -> Dict[str, Dict[str, int]]:
+    """Bytes a solver of `shape` takes, by buffer, on its backend and on the host.
+
+    Counts what ``csrc/dipolar/dipolar.c`` (CPU) and ``cuda/dipolar/*.cu``
+    allocate: the state and the backup of it that a step call keeps, the
+    per-axis tables (coordinates, Simpson weights, trap and obstacle factors,
+    Crank-Nicolson coefficients for both modes), the per-row partial norms, the
+    per-thread sweep buffers (CPU: ``n2 + 2 n2 max(n0, n1) + 64`` values each),
+    with the dipolar term the padded density/FFT buffer (``n0 n1 2(n2/2+1)``
+    values), the kernel table (``n0 n1 (n2/2+1)``) and the FFT plans' work
+    areas (cuFFT: counted as one half spectrum per plan; FFTW: a few lines
+    per axis and thread), the user potential, and the Crank-Nicolson
+    coefficients' work array (6 doubles per point of the longest axis).  On
+    the host besides: the solver's own copy of `V`, the staging copy of an
+    initial state and (CUDA) the kernel table before its upload.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Points per solver axis.
+    dtype : {numpy.complex64, numpy.complex128}, optional
+        Precision.
+    dipolar : bool, optional
+        With the dipolar FFT buffers and plans.
+    backend : {"cpu", "cuda"}, optional
+        Where the solver's buffers live.
+    threads : int, optional
+        CPU threads (one sweep buffer each).
+    potential : bool, optional
+        A static potential `V` is set.
+    psi0 : bool, optional
+        An initial state is given (staged on the host).
+
+    Returns
+    -------
+    dict
+        ``{"solver": {part: bytes}, "host": {part: bytes}}``: the solver's
+        buffers (device memory for ``"cuda"``, host memory for ``"cpu"``)
+        and what the host holds besides.
+    """
+    rs = 4 if np.dtype(dtype) == np.complex64 else 8
+    n0, n1, n2 = _internal_shape(shape)
+    N = n0 * n1 * n2
+    nh = n2 // 2 + 1
+    solver: Dict[str, int] = {}
+    host: Dict[str, int] = {}
+    solver["state and its backup"] = 4 * N * rs
+    solver["per-axis tables"] = sum(n * (16 + 8 * rs) for n in (n0, n1, n2))
+    cn_work = {"Crank-Nicolson work": 6 * 8 * max(n0, n1, n2)}  # made on the host, then freed
+    if backend == "cpu":
+        solver["per-row norms"] = 8 * n0 * n1
+        solver["sweep buffers"] = max(1, int(threads)) * (n2 + 2 * n2 * max(n0, n1) + 64) * rs
+        solver.update(cn_work)
+    else:
+        solver["block sums"] = 4096 * 12 * 8
+        host.update(cn_work)
+        if dipolar:  # the kernel table is computed on the host and uploaded
+            host["kernel staging"] = n0 * n1 * nh * (8 + (4 if rs == 4 else 0))
+    if dipolar:
+        solver["density/FFT buffer"] = n0 * n1 * 2 * nh * rs
+        solver["dipolar kernel"] = n0 * n1 * nh * rs
+        if backend == "cuda":
+            solver["cuFFT work areas"] = 2 * (n0 * n1 * 2 * nh * rs)
+        else:
+            solver["FFTW plans"] = 64 * (n0 + n1 + n2) * 2 * rs * max(1, int(threads))
+    if potential:
+        solver["potential V"] = N * rs
+        host["owned copy of V"] = N * rs
+    if psi0:
+        host["initial state"] = 2 * N * rs
+    return {"solver": solver, "host": host}
+
+
+def _describe(parts: Dict[str, int]) -> str:
+    """The buffers of `parts` worth naming (from 1 MiB; all of them in a small total)."""
+    floor = 1 << 20 if sum(parts.values()) >= 1 << 24 else 1
+    return ", ".join(f"{k} {_guard.format_bytes(v)}" for k, v in parts.items() if v >= floor)
 
 
 def _core():
@@ -91,6 +203,22 @@ class Obstacle:
     beam_axis: Optional[str] = "x"
 
 
+#: attributes set after construction: what they do
+_SETTABLE = ("psi", "V", "obstacle", "g", "gdd", "dt")
+
+#: read-only attributes and how to change what they stand for
+_FIXED = {
+    "t": "t counts the real-time steps taken; it moves only with real_time() and run() "
+         "(save() and load() keep it)",
+    "steps": "steps counts the steps taken; save() and load() keep it",
+    "frames": "frames holds the snapshots of the last call with frames=",
+}
+_FIXED_DEFAULT = ("{name} is fixed at construction (it sets the solver's grid, tables or "
+                  "kernel); make a new solver with the value you want: DipolarGPE(..., "
+                  "{name}=...), or DipolarGPE.load(path, {name}=...) from a state written by "
+                  "save(). Settable after construction: " + ", ".join(_SETTABLE))
+
+
 class DipolarGPE:
     """Dipolar Gross-Pitaevskii equation, split-step Crank-Nicolson (DBEC-GP scheme).
 
@@ -127,13 +255,14 @@ class DipolarGPE:
         form (kinetic ``-Lap/2``).  Energies are reported in units of the
         reference frequency in both (divided by `option`).
     V : array_like or None, optional
-        Static extra potential on the grid (units of the equation).
+        Static extra potential on the grid (units of the equation); the
+        solver keeps its own copy.
     obstacle : Obstacle or None, optional
         Moving Gaussian beam.
     psi0 : array_like or None, optional
         Initial state; default the normalised Gaussian of the trap (the
         DBEC-GP start for imaginary time).  A real state runs imaginary time
-        in real arithmetic.
+        in real arithmetic.  Copied into the solver.
     dtype : {numpy.complex64, numpy.complex128}, optional
         Precision.
     dipolar : bool or None, optional
@@ -141,7 +270,9 @@ class DipolarGPE:
         ``gdd != 0``; without it a step does no FFT at all.
     fft_effort : {"estimate", "measure", "patient"}, optional
         FFTW planning effort (plans are made once, at construction; the
-        CUDA backend's cuFFT plans have no such choice).
+        CUDA backend's cuFFT plans have no such choice).  "measure" and
+        "patient" choose among algorithms by timing them, so two solvers
+        may round differently; "estimate" is reproducible.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run: ``"cpu"`` (C, OpenMP,
         FFTW), ``"cuda"`` (the GPU, cuFFT; the state stays in device memory
@@ -149,6 +280,40 @@ class DipolarGPE:
         ``"auto"``: the environment variable ``NLSEPY_BACKEND`` when set,
         else CUDA when a device is present, else the CPU.  Both backends run
         the same scheme and agree to 1e-10 relative in double precision.
+
+    Raises
+    ------
+    MemoryError
+        The solver's buffers (counted by :func:`memory_parts`) do not fit
+        in the host's available memory or, for ``backend="cuda"``, in the
+        GPU's free memory (:class:`DeviceMemoryError`); nothing is
+        allocated.
+
+    Notes
+    -----
+    *Parameters.*  ``psi``, ``V``, ``obstacle``, ``g``, ``gdd`` and ``dt``
+    may be assigned after construction: the value is checked and the next
+    step uses it.  Everything else (``shape``, ``spacing``, ``trap``,
+    ``option``, ``geometry``, ``cutoff``, ``dtype``, ``backend``, ...) is
+    read-only; assigning it raises ``AttributeError`` (make a new solver, or
+    ``DipolarGPE.load(path, trap=...)`` from a saved state).
+
+    *Ctrl-C.*  A stepping call runs in blocks of :attr:`block_steps` whole
+    steps (one C call each, planned to take at most about
+    :data:`BLOCK_SECONDS`); each block is booked (:attr:`t`,
+    :attr:`steps`) before the next starts, and SIGINT raises
+    ``KeyboardInterrupt`` between blocks.  The solver is then at the state,
+    time and step counts of the last whole block and can go on: calling
+    again with the remaining steps gives the result of the uninterrupted
+    call bit for bit.  The blocks start at the first step of each call, so
+    the arithmetic depends on the calls made, never on timing.  In real
+    time without an obstacle, splitting a run into calls changes nothing;
+    in imaginary time every call ends with an exact renormalisation of the
+    state (the kernels otherwise fold step n's normalisation into step
+    n+1), and with an obstacle each call restarts the obstacle's clock from
+    :attr:`t`, so results of runs longer than one block differ from a single
+    C call at the rounding level.  An interrupted ``ramp=True`` call is not
+    resumed: the couplings are back at ``g``, ``gdd``.
 
     Examples
     --------
@@ -167,13 +332,17 @@ class DipolarGPE:
                  backend: str = "auto") -> None:
         if not isinstance(geometry, str) or geometry.lower() not in GEOMETRIES:
             raise ValueError(f"geometry must be one of {sorted(GEOMETRIES)}, got {geometry!r}")
-        self.geometry = geometry.lower()
-        code, self.axes = GEOMETRIES[self.geometry]
-        nd = len(self.axes)
-        shape = tuple(np.atleast_1d(np.asarray(shape)).tolist()) if not isinstance(shape, int) \
-            else (shape,)
+        self._geometry = geometry.lower()
+        code, self._axes = GEOMETRIES[self._geometry]
+        nd = len(self._axes)
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+            shape = (shape,)
+        try:
+            shape = tuple(np.asarray(shape, dtype=object).ravel().tolist())
+        except Exception:  # noqa: BLE001 - anything that is not a sequence
+            raise ValueError(f"shape must be a sequence of {nd} integers, got {shape!r}") from None
         if len(shape) != nd:
-            raise ValueError(f"shape must have {nd} entries for geometry {self.geometry!r}, "
+            raise ValueError(f"shape must have {nd} entries for geometry {self._geometry!r}, "
                              f"got {shape!r}")
         self._shape = tuple(_count(f"shape[{a}]", n, 4) for a, n in enumerate(shape))
         if np.ndim(spacing) == 0:
@@ -181,57 +350,127 @@ class DipolarGPE:
         spacing = tuple(np.asarray(spacing, dtype=object).ravel().tolist())
         if len(spacing) != nd:
             raise ValueError(f"spacing must be a number or {nd} numbers, got {spacing!r}")
-        self.spacing = tuple(_real(f"spacing[{a}]", h, positive=True) for a, h in enumerate(spacing))
+        self._spacing = tuple(_real(f"spacing[{a}]", h, positive=True)
+                              for a, h in enumerate(spacing))
         self._dt = _real("dt", dt, positive=True)
-        if option not in (1, 2) or isinstance(option, bool):
+        if isinstance(option, bool) or not isinstance(option, (int, np.integer)) \
+                or option not in (1, 2):
             raise ValueError(f"option must be 1 or 2, got {option!r}")
-        self.option = int(option)
+        self._option = int(option)
         trap = tuple(trap) if not isinstance(trap, (str, bytes)) else trap
         if len(trap) != 3:
             raise ValueError(f"trap must be (gamma, nu, lambda), got {trap!r}")
-        self.trap = tuple(_real(n, v, nonneg=True) for n, v in zip(("gamma", "nu", "lambda"), trap))
+        self._trap = tuple(_real(n, v, nonneg=True) for n, v in zip(("gamma", "nu", "lambda"), trap))
         self._g = _real("g", g)
         self._gdd = _real("gdd", gdd)
-        self.cutoff = None if cutoff is None else _real("cutoff", cutoff, positive=True)
-        dtype = _complex_dtype(dtype)
-        self.dtype = dtype
+        self._cutoff = None if cutoff is None else _real("cutoff", cutoff, positive=True)
+        self._dtype = _complex_dtype(dtype)
         if not isinstance(fft_effort, str) or fft_effort not in _FFT_EFFORT:
             raise ValueError(f"fft_effort must be one of {sorted(_FFT_EFFORT)}, got {fft_effort!r}")
+        self._fft_effort = fft_effort
         self._fc, self._fd, kscale = self._reduction()
         use_dd = (self._gdd != 0) if dipolar is None else bool(dipolar)
         if not use_dd and self._gdd != 0:
             raise ValueError(f"dipolar=False needs gdd = 0, got gdd = {self._gdd!r}")
         if use_dd:
-            odd = [a for a, n in enumerate(self._shape) if n % 2]
-            if odd:
-                raise ValueError(f"shape[{odd[0]}] = {self._shape[odd[0]]} must be even with the "
-                                 f"dipolar term (x = 0 at index n/2 of a symmetric FFT box)")
-        self.backend = _backend.resolve(backend, "DipolarGPE")
+            self._check_even()
+        self._backend = _backend.resolve(backend, _MODEL)
+        V_arr = None if V is None else self._own_potential(V)
+        ob = None if obstacle is None else self._obstacle_tuple(obstacle)
+        self._require_memory(memory_parts(self._shape, self._dtype, use_dd, self._backend,
+                                          self._threads(), V is not None, psi0 is not None),
+                             dipolar=use_dd, V=V is not None)
         core = _core()
-        kin = 1.0 if self.option == 2 else 0.5
-        coef = [(self.option / 2.0) * self.trap["xyz".index(a)] ** 2 for a in self.axes]
-        self._solver = _backend.module(self.backend).Dipolar(
-            code, self._shape, self.spacing, core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128,
+        kin = 1.0 if self._option == 2 else 0.5
+        coef = [(self._option / 2.0) * self._trap["xyz".index(a)] ** 2 for a in self._axes]
+        self._solver = _backend.module(self._backend).Dipolar(
+            code, self._shape, self._spacing,
+            core.COMPLEX64 if self._dtype == np.complex64 else core.COMPLEX128,
             self._dt, kin, coef, self._g * self._fc, self._gdd * self._fd,
-            0.0 if self.cutoff is None else self.cutoff, kscale, int(use_dd), _FFT_EFFORT[fft_effort])
+            0.0 if self._cutoff is None else self._cutoff, kscale, int(use_dd),
+            _FFT_EFFORT[fft_effort])
         self._dipolar = use_dd
         self._t_base, self._k, self._solver_dt = 0.0, 0, self._dt
         self._steps = {"imaginary": 0, "real": 0}
-        self._V = None
-        self._obstacle = None
-        self.frames: Optional[runner.Frames] = None
+        self._V: Optional[np.ndarray] = None
+        self._obstacle: Optional[Obstacle] = None
+        self._frames: Optional[runner.Frames] = None
         if psi0 is not None:
             self.psi = psi0
-        if V is not None:
-            self.V = V
-        if obstacle is not None:
-            self.obstacle = obstacle
+        if V_arr is not None:
+            self._solver.set_potential(V_arr)
+            self._V = V_arr
+        if ob is not None:
+            self._solver.set_obstacle(ob[1])
+            self._obstacle = ob[0]
+
+    # ------------------------------------------------------------ attributes
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        attr = getattr(type(self), name, None)
+        if isinstance(attr, property) and attr.fset is not None:
+            object.__setattr__(self, name, value)
+            return
+        if isinstance(attr, property):
+            raise AttributeError(f"DipolarGPE.{name} cannot be set: " +
+                                 _FIXED.get(name, _FIXED_DEFAULT.format(name=name)))
+        if attr is not None:  # methods and other class attributes
+            raise AttributeError(f"DipolarGPE.{name} cannot be replaced on a solver")
+        raise AttributeError(f"DipolarGPE has no attribute {name!r} (a parameter set this way "
+                             f"would be ignored); settable: {', '.join(_SETTABLE)}")
+
+    def _threads(self) -> int:
+        if self._backend != "cpu":
+            return 1
+        try:
+            return int(_core().get_num_threads())
+        except Exception:  # noqa: BLE001 - a build without the query
+            return 1
+
+    def _what(self, **extra: Any) -> str:
+        desc = (f"DipolarGPE(shape={self._shape}, geometry={self._geometry!r}, "
+                f"dtype={self._dtype.name}, backend={self._backend!r}")
+        for k, v in extra.items():
+            desc += f", {k}={v!r}"
+        if self._backend == "cpu":
+            desc += f"; {self._threads()} threads"
+        return desc + ")"
+
+    def _require_memory(self, parts: Dict[str, Dict[str, int]], **extra: Any) -> None:
+        """MemoryError before allocating when `parts` (solver / host bytes) will not fit."""
+        solver, host = parts["solver"], parts["host"]
+        total_s, total_h = sum(solver.values()), sum(host.values())
+        what = f"{self._what(**extra)} [{_describe({**solver, **host})}]"
+        if self._backend == "cuda":
+            try:
+                _guard.require_memory(total_s, what, backend="cuda", host_bytes=total_h)
+            except MemoryError as exc:
+                if "GPU memory" in str(exc):
+                    raise DeviceMemoryError(f"{exc} (device memory of the CUDA backend; "
+                                            f"backend='cpu' uses host memory)") from None
+                raise
+        else:
+            _guard.require_memory(total_s + total_h, what)
+
+    def _check_even(self) -> None:
+        odd = [a for a, n in enumerate(self._shape) if n % 2]
+        if odd:
+            raise ValueError(f"shape[{odd[0]}] = {self._shape[odd[0]]} must be even with the "
+                             f"dipolar term (x = 0 at index n/2 of a symmetric FFT box)")
+
+    def _own_potential(self, value: Any) -> np.ndarray:
+        """A checked, owned, read-only copy of a potential in the solver's precision."""
+        arr = np.array(_potential(value, self._shape, self._dtype), copy=True, order="C")
+        arr.flags.writeable = False
+        return arr
 
     # ------------------------------------------------------------ reduction
     def _reduction(self) -> Tuple[float, float, float]:
         """Factors turning the 3D g, gdd into the effective ones, and sqrt(2 kappa)."""
-        gam, nu, lam = self.trap
-        geo = self.geometry
+        gam, nu, lam = self._trap
+        geo = self._geometry
         if geo == "3d":
             return 1.0, 1.0, 0.0
         if geo in ("2d-xy", "2d-xz"):
@@ -245,14 +484,24 @@ class DipolarGPE:
         names = "nu = lambda" if geo == "1d-x" else "gamma = nu"
         if pair[0] <= 0 or not math.isclose(pair[0], pair[1], rel_tol=1e-12):
             raise ValueError(f"geometry {geo!r} needs an axially symmetric transverse trap "
-                             f"({names} > 0), got trap = {self.trap!r}")
+                             f"({names} > 0), got trap = {self._trap!r}")
         kappa = pair[0]
         return kappa / (2 * math.pi), 2 * kappa / 3, math.sqrt(2 * kappa)
 
     # ------------------------------------------------------------ properties
     @property
+    def geometry(self) -> str:
+        """Dimension and dipole orientation (read-only)."""
+        return self._geometry
+
+    @property
+    def axes(self) -> Tuple[str, ...]:
+        """Names of the solver axes (read-only)."""
+        return self._axes
+
+    @property
     def shape(self) -> Tuple[int, ...]:
-        """Grid shape (solver axes)."""
+        """Grid shape (solver axes; read-only)."""
         return self._shape
 
     @property
@@ -261,36 +510,86 @@ class DipolarGPE:
         return len(self._shape)
 
     @property
+    def spacing(self) -> Tuple[float, ...]:
+        """Grid spacing per solver axis (read-only)."""
+        return self._spacing
+
+    @property
     def coords(self) -> Tuple[np.ndarray, ...]:
-        """Grid coordinates per solver axis, ``x_i = (i - n/2) h``."""
-        return tuple((np.arange(n) - n // 2) * h for n, h in zip(self._shape, self.spacing))
+        """Grid coordinates per solver axis, ``x_i = (i - n/2) h`` (new arrays)."""
+        return tuple((np.arange(n) - n // 2) * h for n, h in zip(self._shape, self._spacing))
+
+    @property
+    def trap(self) -> Tuple[float, float, float]:
+        """Trap frequencies ``(gamma, nu, lambda)`` (read-only)."""
+        return self._trap
+
+    @property
+    def option(self) -> int:
+        """Rescaling of time, 1 or 2 (read-only)."""
+        return self._option
+
+    @property
+    def cutoff(self) -> Optional[float]:
+        """Spherical cutoff of the 3D kernel, or None (read-only)."""
+        return self._cutoff
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Precision of the state (read-only)."""
+        return self._dtype
+
+    @property
+    def backend(self) -> str:
+        """``"cpu"`` or ``"cuda"`` (read-only)."""
+        return self._backend
+
+    @property
+    def fft_effort(self) -> str:
+        """FFTW planning effort the solver was made with (read-only)."""
+        return self._fft_effort
+
+    @property
+    def frames(self) -> Optional[runner.Frames]:
+        """Snapshots of the last :meth:`imaginary_time` / :meth:`real_time` call
+        made with ``frames=`` (None otherwise); after an interrupted call, the
+        snapshots taken before the interrupt."""
+        return self._frames
 
     @property
     def g(self) -> float:
-        """Contact coefficient of the 3D equation."""
+        """Contact coefficient of the 3D equation (settable; the next step uses it)."""
         return self._g
 
     @g.setter
     def g(self, value: float) -> None:
-        self._g = _real("g", value)
-        self._solver.set_couplings(self._g * self._fc, self._gdd * self._fd)
+        v = _real("g", value)
+        self._solver.set_couplings(v * self._fc, self._gdd * self._fd)
+        self._g = v
 
     @property
     def gdd(self) -> float:
-        """Dipolar coefficient of the 3D equation."""
+        """Dipolar coefficient of the 3D equation (settable; the next step uses it).
+
+        Setting it nonzero on a solver made without the dipolar term
+        builds the FFT buffers and plans (memory checked first).
+        """
         return self._gdd
 
     @gdd.setter
     def gdd(self, value: float) -> None:
         v = _real("gdd", value)
         if v != 0 and not self._dipolar:
-            odd = [a for a, n in enumerate(self._shape) if n % 2]
-            if odd:
-                raise ValueError(f"shape[{odd[0]}] = {self._shape[odd[0]]} must be even with "
-                                 f"the dipolar term")
+            self._check_even()
+            parts = memory_parts(self._shape, self._dtype, True, self._backend, self._threads())
+            base = memory_parts(self._shape, self._dtype, False, self._backend, self._threads())
+            extra = {w: {k: b for k, b in parts[w].items() if k not in base[w]}
+                     for w in ("solver", "host")}
+            self._require_memory(extra, dipolar=True)
+        self._solver.set_couplings(self._g * self._fc, v * self._fd)
+        if v != 0:
             self._dipolar = True
         self._gdd = v
-        self._solver.set_couplings(self._g * self._fc, self._gdd * self._fd)
 
     @property
     def reduction(self) -> Tuple[float, float]:
@@ -313,7 +612,7 @@ class DipolarGPE:
 
     @property
     def psi(self) -> np.ndarray:
-        """A copy of the state (complex, the solver's precision)."""
+        """A copy of the state (complex, the solver's precision); assigning copies in."""
         return self._solver.get_state()
 
     @psi.setter
@@ -323,10 +622,10 @@ class DipolarGPE:
             raise TypeError(f"psi must be a float or complex array, got dtype {arr.dtype}")
         if arr.shape != self._shape:
             raise ValueError(f"psi must have shape {self._shape}, got {arr.shape}")
-        real = np.float32 if self.dtype == np.complex64 else np.float64
+        real = np.float32 if self._dtype == np.complex64 else np.float64
         if arr.dtype.kind == "c" and not np.any(arr.imag):
             arr = arr.real
-        arr = np.ascontiguousarray(arr, dtype=real if arr.dtype.kind == "f" else self.dtype)
+        arr = np.ascontiguousarray(arr, dtype=real if arr.dtype.kind == "f" else self._dtype)
         self._solver.set_state(arr)
 
     @property
@@ -336,7 +635,7 @@ class DipolarGPE:
 
     @property
     def V(self) -> Optional[np.ndarray]:
-        """The static extra potential (None when absent)."""
+        """A copy of the static extra potential (None when absent); settable."""
         return None if self._V is None else self._V.copy()
 
     @V.setter
@@ -345,13 +644,15 @@ class DipolarGPE:
             self._solver.set_potential(None)
             self._V = None
             return
-        arr = _potential(value, self._shape, self.dtype)
+        arr = self._own_potential(value)
+        if self._V is None:  # the C core allocates its copy now
+            self._require_memory({"solver": {"potential V": arr.nbytes}, "host": {}}, V=True)
         self._solver.set_potential(arr)
         self._V = arr
 
     @property
     def obstacle(self) -> Optional[Obstacle]:
-        """The moving beam (None when absent)."""
+        """The moving beam (None when absent); settable."""
         return self._obstacle
 
     @obstacle.setter
@@ -360,34 +661,42 @@ class DipolarGPE:
             self._solver.set_obstacle(None)
             self._obstacle = None
             return
+        ob, args = self._obstacle_tuple(ob)
+        self._solver.set_obstacle(args)
+        self._obstacle = ob
+
+    def _obstacle_tuple(self, ob: Any) -> Tuple[Obstacle, tuple]:
+        """Check `ob` against the geometry; return it and the C arguments."""
         if not isinstance(ob, Obstacle):
             raise TypeError(f"obstacle must be an nlsepy.Obstacle, got {type(ob).__name__}")
         for name in ("V0", "sigma", "velocity", "start"):
             _real(f"obstacle.{name}", getattr(ob, name), positive=(name == "sigma"))
         for name in ("t_move", "t_off"):
             v = getattr(ob, name)
-            if isinstance(v, bool) or not isinstance(v, (Real, np.floating)) or math.isnan(v) or v < 0:
+            if isinstance(v, bool) or not isinstance(v, (Real, np.floating, np.integer)) \
+                    or math.isnan(v) or v < 0:
                 raise ValueError(f"obstacle.{name} must be >= 0 (inf allowed), got {v!r}")
-        if ob.move_axis not in self.axes:
-            raise ValueError(f"obstacle.move_axis must be one of {self.axes}, got {ob.move_axis!r}")
+        if not isinstance(ob.move_axis, str) or ob.move_axis not in self._axes:
+            raise ValueError(f"obstacle.move_axis must be one of {self._axes}, got "
+                             f"{ob.move_axis!r}")
         beam = ob.beam_axis if self.ndim == 3 else None
-        if beam is not None and (beam not in self.axes or beam == ob.move_axis):
-            raise ValueError(f"obstacle.beam_axis must be None or an axis of {self.axes} other "
+        if beam is not None and (not isinstance(beam, str) or beam not in self._axes
+                                 or beam == ob.move_axis):
+            raise ValueError(f"obstacle.beam_axis must be None or an axis of {self._axes} other "
                              f"than move_axis, got {beam!r}")
-        self._solver.set_obstacle((float(ob.V0), float(ob.sigma), float(ob.velocity),
-                                   float(ob.start), float(ob.t_move), float(ob.t_off),
-                                   -1 if beam is None else self.axes.index(beam),
-                                   self.axes.index(ob.move_axis)))
-        self._obstacle = ob
+        return ob, (float(ob.V0), float(ob.sigma), float(ob.velocity), float(ob.start),
+                    float(ob.t_move), float(ob.t_off),
+                    -1 if beam is None else self._axes.index(beam),
+                    self._axes.index(ob.move_axis))
 
     @property
     def t(self) -> float:
-        """Real time (imaginary-time steps leave it unchanged)."""
+        """Real time (imaginary-time steps leave it unchanged; read-only)."""
         return self._t_base + self._k * self._solver_dt
 
     @property
     def dt(self) -> float:
-        """Time step."""
+        """Time step (settable; the next step uses it)."""
         return self._dt
 
     @dt.setter
@@ -396,8 +705,24 @@ class DipolarGPE:
 
     @property
     def steps(self) -> Dict[str, int]:
-        """Steps taken so far, ``{"imaginary": n, "real": m}``."""
+        """Steps taken so far, ``{"imaginary": n, "real": m}`` (a copy)."""
         return dict(self._steps)
+
+    @property
+    def block_steps(self) -> int:
+        """Steps of one block (one C call) of a long stepping call.
+
+        From a pessimistic cost model of the grid on the backend (points,
+        the dipolar FFTs), planned to take at most :data:`BLOCK_SECONDS`;
+        the same on every machine and thread count, so results do not
+        depend on timing.
+        """
+        n = int(np.prod(self._shape))
+        c = _COST[self._backend]
+        sec = c["fixed"] + n * c["point"]
+        if self._dipolar and self._gdd != 0:
+            sec += c["fft_fixed"] * min(1.0, n / 1024) + n * c["fft_point_log2"] * math.log2(n)
+        return int(max(1, min(10 ** 6, BLOCK_SECONDS // sec)))
 
     # --------------------------------------------------------------- stepping
     def _use_dt(self, dt: float) -> None:
@@ -406,28 +731,55 @@ class DipolarGPE:
             self._solver.set_dt(dt)
             self._solver_dt = dt
 
-    def _run(self, mode: str, n: int, dt: float, ramp: bool = False) -> None:
+    def _run(self, mode: str, n: int, dt: float, ramp: bool = False,
+             on_block: Optional[Callable[[int], Any]] = None) -> None:
+        """`n` steps of `dt` in `mode`, in blocks of :attr:`block_steps`, each
+        booked before the next; SIGINT raises KeyboardInterrupt between blocks."""
         self._use_dt(dt)
         if n == 0:
             return
+        code = _MODES[mode]
         g, gdd = self.g_eff, self.gdd_eff
         dg = dgdd = 0.0
         if ramp:
-            self._solver.set_couplings(0.0, 0.0)
             dg, dgdd = g / n, gdd / n
-        t0 = self.t
-        done, blew_up = self._solver.step(_MODES[mode], int(n), t0, dg, dgdd)
-        if ramp or blew_up:
-            self._solver.set_couplings(g, gdd)
-        self._steps[mode] += done
-        if mode == "real":
-            self._k += done
-        if blew_up:
-            raise BlowUpError(
-                f"the state became non-finite in {mode}-time step {done + 1} of {n} "
-                f"(t = {self.t:g}); the solver restored the state at the start of the call. "
-                f"Check g, gdd and the grid (collapse), or reduce dt (now {dt:g}).",
-                step=self._steps[mode] + 1, t=self.t, last_good=(self.t, self.psi))
+        block = self.block_steps
+        left = [n]
+
+        def work(k: int, flag: Any) -> None:
+            for _ in range(k):
+                if flag.hit or left[0] <= 0:
+                    return
+                m = min(block, left[0])
+                done, blew_up = self._solver.step(code, m, self.t, dg, dgdd)
+                if blew_up:  # the C core went back to the start of this block
+                    raise self._blowup(mode, n, n - left[0], int(done), m, dt)
+                self._steps[mode] += m
+                if mode == "real":
+                    self._k += m
+                left[0] -= m
+                if on_block is not None:
+                    on_block(m)
+
+        with _guard.deferred_sigint() as flag:
+            if ramp:
+                self._solver.set_couplings(0.0, 0.0)
+            try:
+                _guard.chunked(-(-n // block), lambda k: work(k, flag))
+            finally:
+                if ramp:
+                    self._solver.set_couplings(g, gdd)
+
+    def _blowup(self, mode: str, n: int, before: int, done: int, m: int,
+                dt: float) -> BlowUpError:
+        bad = self._steps[mode] + done + 1
+        t_bad = self.t + (done + 1) * dt if mode == "real" else self.t
+        return BlowUpError(
+            f"the state became non-finite in {mode}-time step {before + done + 1} of {n} "
+            f"(t = {t_bad:g}); the solver went back to the last checked state, after "
+            f"{self._steps[mode]} {mode}-time steps (t = {self.t:g}). Check g, gdd and the grid "
+            f"(collapse), or reduce dt (now {dt:g}).",
+            step=bad, t=t_bad, last_good=(self.t, self.psi))
 
     def _chunks(self, mode: str, steps: int, frames: Optional[int], callback: Optional[Callable],
                 progress: bool, ramp: bool) -> Optional[runner.Frames]:
@@ -441,27 +793,37 @@ class DipolarGPE:
             raise ValueError("ramp=True runs in one chunk; leave frames at None")
         out = None
         if frames is not None:
+            self._require_frames(nchunks + 1)
             out = runner.Frames()
-            out.append(self.t, self.psi)
         bar = runner._progress_bar(progress, steps)
         bounds = runner.chunk_bounds(steps, nchunks)
-        try:
-            for j in range(nchunks):
-                n = bounds[j + 1] - bounds[j]
-                self._run(mode, n, self._dt, ramp)
+        with _guard.deferred_sigint():
+            try:
                 if out is not None:
                     out.append(self.t, self.psi)
+                for j in range(nchunks):
+                    n = bounds[j + 1] - bounds[j]
+                    self._run(mode, n, self._dt, ramp,
+                              on_block=None if bar is None else bar.update)
+                    if out is not None:
+                        out.append(self.t, self.psi)
+                    if callback is not None:
+                        try:
+                            callback(self)
+                        except StopIteration:
+                            break
+            finally:
+                self._frames = out
                 if bar is not None:
-                    bar.update(n)
-                if callback is not None:
-                    try:
-                        callback(self)
-                    except StopIteration:
-                        break
-        finally:
-            if bar is not None:
-                bar.close()
+                    bar.close()
         return out
+
+    def _require_frames(self, count: int) -> None:
+        """MemoryError when `count` host snapshots of the state will not fit."""
+        rs = 4 if self._dtype == np.complex64 else 8
+        nbytes = count * 2 * int(np.prod(self._shape)) * rs
+        _guard.require_memory(nbytes, f"{self._what()} keeping {count} frames of the state "
+                                      f"[{_guard.format_bytes(nbytes)}]")
 
     def imaginary_time(self, steps: int, frames: Optional[int] = None,
                        callback: Optional[Callable] = None, progress: bool = False,
@@ -488,8 +850,17 @@ class DipolarGPE:
         -------
         DipolarGPE
             ``self``.
+
+        Raises
+        ------
+        KeyboardInterrupt
+            On Ctrl-C, between two blocks of steps; :attr:`steps` counts the
+            steps done (see the class notes).
+        BlowUpError
+            The state became non-finite; the solver is at the start of the
+            block that failed.
         """
-        self.frames = self._chunks("imaginary", steps, frames, callback, progress, ramp)
+        self._chunks("imaginary", steps, frames, callback, progress, ramp)
         return self
 
     def real_time(self, steps: int, frames: Optional[int] = None,
@@ -497,14 +868,15 @@ class DipolarGPE:
                   ramp: bool = False) -> "DipolarGPE":
         """Propagate `steps` steps of :attr:`dt` in real time.
 
-        Parameters are those of :meth:`imaginary_time`.
+        Parameters and exceptions are those of :meth:`imaginary_time`;
+        after Ctrl-C, :attr:`t` and :attr:`steps` count the steps done.
 
         Returns
         -------
         DipolarGPE
             ``self``.
         """
-        self.frames = self._chunks("real", steps, frames, callback, progress, ramp)
+        self._chunks("real", steps, frames, callback, progress, ramp)
         return self
 
     # runner protocol (real time)
@@ -512,6 +884,8 @@ class DipolarGPE:
         return runner.plan_steps(self.t, t_end, self._dt)
 
     def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
+        """`n` real-time steps of `dt`, booked block by block; `t_final` (the
+        run's end, exact) replaces the summed time only once all `n` are done."""
         self._run("real", n, dt)
         if t_final is not None:
             self._t_base, self._k = float(t_final), 0
@@ -542,6 +916,8 @@ class DipolarGPE:
         Frames
             ``(t, psi)`` snapshots.
         """
+        if isinstance(frames, (int, np.integer)) and not isinstance(frames, bool) and frames >= 1:
+            self._require_frames(int(frames) + 1)
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
                           checkpoint=checkpoint)
 
@@ -665,32 +1041,75 @@ class DipolarGPE:
         return float(self._solver.last_step_seconds())
 
     # ------------------------------------------------------------ checkpoints
-    def _params(self) -> Dict[str, Any]:
-        return dict(shape=self._shape, spacing=self.spacing, dt=self._dt, g=self._g,
-                    gdd=self._gdd, trap=self.trap, cutoff=self.cutoff, geometry=self.geometry,
-                    option=self.option, dtype=self.dtype, dipolar=self._dipolar)
+    _KEYS = {
+        "psi": _guard.Key("array", "fc", ndim=(1, 2, 3)),
+        "t": _guard.Key("float"),
+        "t_base": _guard.Key("float"),
+        "t_steps": _guard.Key("int"),
+        "t_dt": _guard.Key("float"),
+        "steps_imaginary": _guard.Key("int"),
+        "steps_real": _guard.Key("int"),
+        "shape": _guard.Key("array", "iu", ndim=(1,)),
+        "spacing": _guard.Key("array", "f", ndim=(1,)),
+        "dt": _guard.Key("float"),
+        "g": _guard.Key("float"),
+        "gdd": _guard.Key("float"),
+        "trap": _guard.Key("array", "f", ndim=(1,)),
+        "cutoff": _guard.Key("float", optional=True),
+        "geometry": _guard.Key("str", choices=tuple(GEOMETRIES)),
+        "option": _guard.Key("int"),
+        "dipolar": _guard.Key("bool"),
+        "fft_effort": _guard.Key("str", choices=tuple(_FFT_EFFORT)),
+        "dtype": _guard.Key("str", choices=("complex64", "complex128")),
+        "V": _guard.Key("array", "f", ndim=(1, 2, 3), optional=True),
+        "obstacle": _guard.Key("array", "f", ndim=(1,), finite=False, optional=True),
+        "obstacle_move_axis": _guard.Key("str", optional=True),
+        "obstacle_beam_axis": _guard.Key("str", optional=True),
+    }
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """Write the state and parameters to an ``.npz`` file, whole or not at all.
+        """Write the state, the parameters and the counters to a checkpoint, whole or not at all.
+
+        Everything :meth:`load` needs to go on exactly as this solver would:
+        the state (real while :attr:`is_real`), the time and the step
+        counters, every constructor parameter, ``V`` and the obstacle.  The
+        file is an ``.npz`` of plain arrays with a format tag, version and
+        model name (:func:`nlsepy._guard.save_checkpoint`); its ``psi`` entry
+        is the state.
 
         Parameters
         ----------
         path : path-like
             Destination.
         """
-        p = self._params()
         psi = self.psi
-        runner.atomic_savez(
-            path, psi=psi.real if self.is_real else psi, t=self.t, shape=np.asarray(p["shape"]),
-            spacing=np.asarray(p["spacing"]), dt=p["dt"], g=p["g"], gdd=p["gdd"],
-            trap=np.asarray(p["trap"]), cutoff=-1.0 if p["cutoff"] is None else p["cutoff"],
-            geometry=p["geometry"], option=p["option"], dipolar=p["dipolar"],
-            V=self._V if self._V is not None else np.zeros(0))
+        fields: Dict[str, Any] = dict(
+            psi=psi.real if self.is_real else psi, t=self.t, t_base=self._t_base,
+            t_steps=self._k, t_dt=self._solver_dt, steps_imaginary=self._steps["imaginary"],
+            steps_real=self._steps["real"], shape=np.asarray(self._shape, dtype=np.int64),
+            spacing=np.asarray(self._spacing, dtype=np.float64), dt=self._dt, g=self._g,
+            gdd=self._gdd, trap=np.asarray(self._trap, dtype=np.float64),
+            geometry=self._geometry, option=self._option, dipolar=self._dipolar,
+            fft_effort=self._fft_effort, dtype=self._dtype.name)
+        if self._cutoff is not None:
+            fields["cutoff"] = self._cutoff
+        if self._V is not None:
+            fields["V"] = self._V
+        ob = self._obstacle
+        if ob is not None:
+            fields["obstacle"] = np.array([ob.V0, ob.sigma, ob.velocity, ob.start, ob.t_move,
+                                           ob.t_off], dtype=np.float64)
+            fields["obstacle_move_axis"] = ob.move_axis
+            fields["obstacle_beam_axis"] = "" if ob.beam_axis is None else ob.beam_axis
+        _guard.save_checkpoint(path, _MODEL, **fields)
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], backend: str = "auto", **overrides: Any
              ) -> "DipolarGPE":
-        """A solver at the state and time of a file written by :meth:`save`.
+        """A solver at the state, time and step counts of a file written by :meth:`save`.
+
+        Without overrides the new solver continues exactly as the saved one
+        would have (same parameters, ``V``, obstacle, clock and counters).
 
         Parameters
         ----------
@@ -699,29 +1118,76 @@ class DipolarGPE:
         backend : str, optional
             Backend of the new solver.
         **overrides
-            Constructor arguments to change (e.g. ``dt``, ``g``).
+            Constructor arguments to change (e.g. ``dt``, ``g``, ``trap``,
+            ``obstacle=None``).
 
         Returns
         -------
         DipolarGPE
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ValueError
+            The file is not a whole DipolarGPE checkpoint (empty, truncated,
+            another kind of file, another model's checkpoint), or an entry is
+            missing, of the wrong kind, shape or dtype, not finite, or not a
+            valid parameter; the message names the file and the problem.
         """
-        with np.load(path, allow_pickle=False) as d:
-            psi = d["psi"]
-            kw = dict(shape=tuple(int(n) for n in d["shape"]), spacing=tuple(d["spacing"]),
-                      dt=float(d["dt"]), g=float(d["g"]), gdd=float(d["gdd"]),
-                      trap=tuple(float(v) for v in d["trap"]),
-                      cutoff=None if float(d["cutoff"]) < 0 else float(d["cutoff"]),
-                      geometry=str(d["geometry"]), option=int(d["option"]),
-                      V=d["V"] if d["V"].size else None,
-                      dtype=np.complex64 if psi.dtype in (np.float32, np.complex64) else np.complex128,
-                      dipolar=bool(d["dipolar"]))
-            t = float(d["t"])
-        kw.update(overrides)
-        gpe = cls(psi0=psi, backend=backend, **kw)
-        gpe._t_base = t
+        spath = os.fspath(path)
+        d = _guard.load_checkpoint(spath, _MODEL, cls._KEYS)
+
+        def bad(what: str) -> ValueError:
+            return ValueError(f"{spath}: {what}")
+
+        shape = tuple(int(n) for n in d["shape"])
+        psi = d["psi"]
+        if psi.shape != shape:
+            raise bad(f"entry 'psi' has shape {psi.shape}, the checkpoint's grid is {shape}")
+        real = np.float32 if d["dtype"] == "complex64" else np.float64
+        if psi.dtype not in (np.dtype(real), np.dtype(d["dtype"])):
+            raise bad(f"entry 'psi' has dtype {psi.dtype}, the checkpoint's dtype is {d['dtype']}")
+        for name in ("steps_imaginary", "steps_real", "t_steps"):
+            if d[name] < 0:
+                raise bad(f"entry {name!r} must be >= 0, got {d[name]}")
+        if not d["t_dt"] > 0:
+            raise bad(f"entry 't_dt' must be > 0, got {d['t_dt']!r}")
+        if len(d["trap"]) != 3:
+            raise bad(f"entry 'trap' must hold 3 frequencies, got {len(d['trap'])}")
+        kw: Dict[str, Any] = dict(
+            shape=shape, spacing=tuple(float(h) for h in d["spacing"]), dt=d["dt"], g=d["g"],
+            gdd=d["gdd"], trap=tuple(float(v) for v in d["trap"]), cutoff=d.get("cutoff"),
+            geometry=d["geometry"], option=d["option"], V=d.get("V"), dtype=d["dtype"],
+            dipolar=d["dipolar"], fft_effort=d["fft_effort"])
+        if "obstacle" in d:
+            v = d["obstacle"]
+            if v.shape != (6,) or "obstacle_move_axis" not in d:
+                raise bad("entry 'obstacle' must hold (V0, sigma, velocity, start, t_move, t_off) "
+                          "with 'obstacle_move_axis' beside it")
+            beam = d.get("obstacle_beam_axis", "")
+            kw["obstacle"] = Obstacle(*(float(x) for x in v), move_axis=d["obstacle_move_axis"],
+                                      beam_axis=beam or None)
+        t = d["t"]
+        try:
+            kw.update(overrides)
+            gpe = cls(psi0=psi, backend=backend, **kw)
+        except (ValueError, TypeError) as exc:
+            if overrides:
+                raise type(exc)(f"{spath} with {sorted(overrides)} changed: {exc}") from None
+            raise bad(f"holds invalid parameters: {exc}") from None
+        gpe._steps = {"imaginary": d["steps_imaginary"], "real": d["steps_real"]}
+        clock = d["t_base"] + d["t_steps"] * d["t_dt"]
+        if "dt" not in overrides and clock == t:  # the saved clock, bit for bit
+            if d["t_dt"] != gpe._solver_dt:
+                gpe._solver.set_dt(d["t_dt"])
+                gpe._solver_dt = d["t_dt"]
+            gpe._t_base, gpe._k = d["t_base"], d["t_steps"]
+        else:
+            gpe._t_base, gpe._k = t, 0
         return gpe
 
     def __repr__(self) -> str:
-        return (f"DipolarGPE(geometry={self.geometry!r}, shape={self._shape}, dt={self._dt:g}, "
-                f"g={self._g:g}, gdd={self._gdd:g}, trap={self.trap}, option={self.option}, "
-                f"t={self.t:g}, dtype={self.dtype.name}, backend={self.backend!r})")
+        return (f"DipolarGPE(geometry={self._geometry!r}, shape={self._shape}, dt={self._dt:g}, "
+                f"g={self._g:g}, gdd={self._gdd:g}, trap={self._trap}, option={self._option}, "
+                f"t={self.t:g}, dtype={self._dtype.name}, backend={self._backend!r})")
