@@ -2,6 +2,8 @@
 #   make demo   build, run the default simulation, write frames/summary/plot to out/
 #   make test   build, run the whole pytest suite
 #   make bench  build, run the benchmarks (bench/*.py)
+#   make sanitize  the C core with AddressSanitizer + UBSan (no CUDA) in build/sanitize,
+#               the CPU tests and the hostile-input battery against it
 # Set-up: Debian packages (when root), a .venv with pip, the package built
 # from this tree with scikit-build-core.
 
@@ -10,11 +12,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 DEBS   := build-essential pkg-config cmake libfftw3-dev
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis
 OUT    ?= out
 PYTEST_ARGS ?=
 
-.PHONY: all sysdeps venv build demo test bench clean
+.PHONY: all sysdeps venv build demo test bench sanitize clean
 
 all: build
 
@@ -38,7 +40,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy" 2>/dev/null || \
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@cmake_ok=$$(cmake --version 2>/dev/null | awk 'NR==1{split($$3,v,"."); print (v[1]>3 || (v[1]==3 && v[2]>=24))}'); \
 	if [ "$$cmake_ok" != 1 ]; then $(PIP) install -q "cmake>=3.24" ninja; fi
@@ -54,6 +56,26 @@ test: build
 
 bench: build
 	$(PY) bench/fd.py
+
+# The C core built with -fsanitize=address,undefined (UBSan fatal, no CUDA)
+# and installed into $(SANITIZE_DIR)/site, which the tests import first; the
+# interpreter is not instrumented, so the runtimes are preloaded.  Leak
+# checks are off (the interpreter's own allocations).
+SANITIZE_DIR   ?= build/sanitize
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANITIZE_TESTS ?= tests -m "not slow and not cuda and not mpi"
+CC ?= cc
+
+sanitize: sysdeps venv
+	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation --upgrade \
+	  --target $(SANITIZE_DIR)/site -Cbuild-dir=$(SANITIZE_DIR)/cmake \
+	  -Ccmake.define.NLSEPY_CUDA=OFF -Ccmake.build-type=RelWithDebInfo \
+	  "-Ccmake.define.CMAKE_C_FLAGS=$(SANITIZE_FLAGS)" \
+	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=$(SANITIZE_FLAGS)" .
+	PYTHONPATH=$(SANITIZE_DIR)/site \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 clean:
 	rm -rf build $(OUT) .pytest_cache

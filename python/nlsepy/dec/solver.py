@@ -294,13 +294,15 @@ class DecGPE:
         return out
 
     def _stability_bound(self) -> float:
-        """``1 / (2 max_i M_ii)`` of eq. 11 (Laplacian diagonal plus potential)."""
+        """``1 / (2 max_i M_ii)`` of eq. 11 (Laplacian diagonal plus potential,
+        the potential's magnitude where it is negative)."""
         if self._V is None:
             m = np.max(self._diag + self._trap_max_per_cell())
         else:
             p = self.positions
             vt = 0.5 * (np.asarray(self.trap) ** 2 * p ** 2).sum(axis=1)
-            m = np.max(np.tile(self._diag, int(np.prod(self.blocks))) + vt + self._V)
+            # |V|: a negative potential shifts the spectrum down as far
+            m = np.max(np.tile(self._diag, int(np.prod(self.blocks))) + np.abs(vt + self._V))
         return float(1.0 / (2.0 * max(m, 1e-300)))
 
     def _check_dt(self, dt: Any, force: bool) -> float:
