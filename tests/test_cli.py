@@ -213,13 +213,14 @@ def test_dbec_tiny_input_runs(tmp_path):
     r = run_dbec(tmp_path, DBEC)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
-    assert tree(tmp_path) == ["imag1d-z-input", "imag1d-z-out", "imag1d-z-psi.npz",
-                              "imag1d-z-rms"]
+    # OUTPUT and RMSOUT get the .txt suffix, as the published programs write them
+    assert tree(tmp_path) == ["imag1d-z-input", "imag1d-z-out.txt", "imag1d-z-psi.npz",
+                              "imag1d-z-rms.txt"]
     # --set takes typed values; the real-time input reads the state written
     r = run_dbec(tmp_path, DBEC + "INPUT = imag1d-z-psi.npz\n", "--set", "NRUN=4",
                  "--set", "gpar=1.5", "--out", ".", name="real1d-z-input")
     assert r.returncode == 0, r.stderr
-    assert "NRUN = 4" in (tmp_path / "real1d-z-out").read_text()
+    assert "NRUN = 4" in (tmp_path / "real1d-z-out.txt").read_text()
 
 
 @pytest.mark.parametrize("edit,match", [
@@ -262,7 +263,7 @@ def test_dbec_set_is_typed(tmp_path, item, match):
     ("OUTPUT = ../escaped", "OUTPUT = '../escaped' must be a plain file name"),
     ("RMSOUT = /tmp/escaped", "RMSOUT = '/tmp/escaped' must be a plain file name"),
     ("FINALOUT = ../den", "FINALOUT = '../den' must be a plain file name"),
-    ("OUTPUT = same\nRMSOUT = same", "RMSOUT = 'same' names the same file as OUTPUT"),
+    ("OUTPUT = same\nRMSOUT = same", "RMSOUT = 'same.txt' names the same file as OUTPUT"),
 ])
 def test_dbec_outputs_stay_in_the_folder(tmp_path, line, match):
     (tmp_path / "work").mkdir()

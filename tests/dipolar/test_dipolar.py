@@ -531,12 +531,14 @@ def test_dbec_bad_inputs_name_key_and_line(tmp_path, text, match):
     path = write(tmp_path / "imag3d-input", text)
     with pytest.raises(ValueError, match=match):
         nl.dbec.run(path, out_dir=str(tmp_path))
-    assert not (tmp_path / "imag3d-out").exists()  # nothing written half
+    assert not (tmp_path / "imag3d-out.txt").exists()  # nothing written half
 
 
 def test_dbec_real_time_needs_input_state(tmp_path):
     path = write(tmp_path / "real3d-input", BASE)
-    with pytest.raises(ValueError, match="needs INPUT"):
+    # no INPUT: the published programs' starting file, imag3d-den.bin
+    with pytest.raises(ValueError, match="no INPUT key, so the initial state is read from "
+                                         "'imag3d-den.bin'"):
         nl.dbec.run(path, out_dir=str(tmp_path))
     path = write(tmp_path / "real3d-input", BASE + "INPUT = nowhere.npz\n")
     with pytest.raises(ValueError, match="does not exist"):
@@ -557,7 +559,7 @@ def test_dbec_cli_end_to_end_coarse(tmp_path, backend):
                             "--out", str(tmp_path), "--backend", backend] + coarse + extra,
                            capture_output=True, text=True, env=env, timeout=600)
         assert r.returncode == 0, r.stderr
-    out = (tmp_path / "real3d-out").read_text()
+    out = (tmp_path / "real3d-out.txt").read_text()
     rows = {ln.split(":")[0].strip(): [float(v) for v in ln.split(":")[1].split()]
             for ln in out.splitlines() if ln.startswith(("Initial", "After"))}
     # listing 3.11 (128x96x80, DX 0.2): 5.81621 4.33909 2.54499 0.02162 and
@@ -575,9 +577,10 @@ def test_dbec_cli_end_to_end_coarse(tmp_path, backend):
     assert np.allclose(got[:3], want[:3], rtol=0.015), got
     assert got[3] == pytest.approx(want[3], rel=0.03), got
     assert got[4] == pytest.approx(want[4], rel=0.12), got
-    dyna = np.loadtxt(tmp_path / "real3d-dyna")
-    assert dyna.shape == (10, 5) and dyna[-1, 0] == pytest.approx(5.0)
-    assert (tmp_path / "imag3d-den1d_x.txt").exists() and (tmp_path / "real3d-rms").exists()
+    # rows every OUTSTPT = 50 iterations through NPAS and NRUN; time = iteration DT par
+    dyna = np.loadtxt(tmp_path / "real3d-dyna.txt")
+    assert dyna.shape == (10, 5) and dyna[-1, 0] == pytest.approx(500 * 0.01 * 2)
+    assert (tmp_path / "imag3d-den1d_x.txt").exists() and (tmp_path / "real3d-rms.txt").exists()
 
 
 @pytest.mark.slow
@@ -589,7 +592,7 @@ def test_dbec_examples_reproduce_listing_3_11(tmp_path):
         assert r.returncode == 0, r.stderr
 
     def rows(name):
-        text = (tmp_path / name).read_text()
+        text = (tmp_path / (name + ".txt")).read_text()
         return {ln.split(":")[0].strip(): [float(v) for v in ln.split(":")[1].split()]
                 for ln in text.splitlines() if ln.startswith(("Initial", "After"))}
 
@@ -604,7 +607,8 @@ def test_dbec_examples_reproduce_listing_3_11(tmp_path):
     assert np.allclose(real["After NRUN iter."], [1.0, 6.93923, 5.00916, 2.63297, 0.01448],
                        rtol=0, atol=3e-5)
     # the physical energy (with the flow term) is in the note line, and larger
-    note = [ln for ln in (tmp_path / "real3d-out").read_text().splitlines() if "flow" in ln][0]
+    note = [ln for ln in (tmp_path / "real3d-out.txt").read_text().splitlines()
+            if "flow" in ln][0]
     assert float(note.split("Ener/N =")[1]) > 5.00916
 
 

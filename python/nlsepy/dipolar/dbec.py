@@ -45,15 +45,17 @@ __all__ = ["read_input", "parse_overrides", "run", "DBECResult", "InputError", "
 BOHR_RADIUS = 5.29177210903e-11
 
 _INT = {"OPTION", "NATOMS", "NX", "NY", "NZ", "NSTP", "NPAS", "NRUN", "OUTSTPX", "OUTSTPY",
-        "OUTSTPZ", "OUTSTPT"}
+        "OUTSTPZ", "OUTSTPT", "POTMEM", "DEVICE"}
 _FLOAT = {"G0", "GDD0", "AS", "ADD", "AHO", "GPAR", "GDDPAR", "CUTOFF", "DX", "DY", "DZ", "DT",
           "GAMMA", "NU", "LAMBDA", "OBSTACLE_V0", "OBSTACLE_SIGMA", "OBSTACLE_VELOCITY",
           "OBSTACLE_START", "OBSTACLE_TMOVE", "OBSTACLE_TOFF"}
+#: the wave-function outputs: density files after initialisation and after each stage
+_WF_KEYS = ("INITOUT", "NSTPOUT", "NPASOUT", "NRUNOUT")
 _STR = {"OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT", "INPUT", "MODE",
-        "GEOMETRY", "OBSTACLE_AXIS", "OBSTACLE_BEAM"}
+        "GEOMETRY", "OBSTACLE_AXIS", "OBSTACLE_BEAM"} | set(_WF_KEYS)
 _KEYS = _INT | _FLOAT | _STR
 #: keys naming output files: plain names, written in the run's folder
-_OUTPUT_KEYS = ("OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT")
+_OUTPUT_KEYS = ("OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT") + _WF_KEYS
 #: the largest size of an integer key's value (grid sizes are checked tighter)
 _INT_MAX = 2 ** 63 - 1
 #: the most points on one axis
@@ -360,6 +362,78 @@ def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
     return psi
 
 
+def _imag_tag(geometry: str) -> str:
+    """The imaginary-time program of `geometry` (``imag3d``, ``imag2d``, ``imag1d-z``...)."""
+    return {"3d": "imag3d", "2d-xy": "imag2d", "2d-xz": "imag2d-xz", "1d-x": "imag1d",
+            "1d-z": "imag1d-z"}[geometry]
+
+
+def default_state_file(geometry: str) -> str:
+    """The file a real-time run without INPUT starts from, as the published
+    programs do: ``imag3d-den.bin`` (3D), ``imag2d-den.bin`` (2D, xy),
+    ``imag1d-den.bin`` (1D, x); ``imag2d-xz-den.bin`` and ``imag1d-z-den.bin``
+    for nlsepy's other planes and axes.
+
+    Parameters
+    ----------
+    geometry : str
+        One of ``"3d"``, ``"2d-xy"``, ``"2d-xz"``, ``"1d-x"``, ``"1d-z"``.
+
+    Returns
+    -------
+    str
+        The file name (looked for in the run's folder).
+    """
+    return _imag_tag(geometry) + "-den.bin"
+
+
+def _read_den_bin(src: str, where: str, shape: Tuple[int, ...],
+                  default_of: Optional[str]) -> np.ndarray:
+    """The state in the density file `src` (``NAME.bin`` of a wave-function
+    output: |psi|^2 on the full grid, doubles, C order), as psi = sqrt(density).
+
+    `default_of` names the imaginary-time program when `src` was not named
+    by INPUT but is the default starting file.
+    """
+    size = 8 * int(np.prod(shape, dtype=np.int64))
+    name = os.path.basename(src)
+    if not os.path.isfile(src):
+        if default_of is not None:
+            raise InputError(
+                f"{where}: no INPUT key, so the initial state is read from {name!r} in "
+                f"{os.path.dirname(src) or '.'!r}, and that file does not exist; make it "
+                f"first by running the imaginary-time input with NRUNOUT = {name[:-4]} "
+                f"(python -m nlsepy dbec {default_of}-input) in that folder, or name a "
+                f"state with INPUT = <file>")
+        raise InputError(f"{where}: INPUT file {src!r} does not exist; run the imaginary-time "
+                         f"input first (its NRUNOUT writes NAME.bin)")
+    found = os.path.getsize(src)
+    if found != size:
+        raise InputError(f"{where}: {src!r} holds {found} bytes, but the grid "
+                         f"{'x'.join(map(str, shape))} of the input needs {size} bytes (one "
+                         f"double per point): truncated, or written for another grid")
+    den = np.fromfile(src, dtype="<f8").reshape(shape)
+    if not np.all(np.isfinite(den)) or np.any(den < 0):
+        raise InputError(f"{where}: {src!r} is not a density (negative, NaN or Inf values)")
+    return np.sqrt(den).astype(np.complex128)
+
+
+def _select_device(cfg: Mapping[str, Any], device: int) -> None:
+    """Make GPU `device` (an index into the visible GPUs) the one the CUDA
+    backend uses, through ``CUDA_VISIBLE_DEVICES``; it takes effect when the
+    run is the process's first use of CUDA (always so for ``python -m nlsepy
+    dbec``)."""
+    seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if seen is not None and seen.strip():
+        ids = [s.strip() for s in seen.split(",") if s.strip()]
+        if device >= len(ids):
+            raise InputError(f"{_where(cfg, 'DEVICE')}: DEVICE = {device}, but "
+                             f"CUDA_VISIBLE_DEVICES={seen!r} shows {len(ids)} GPU(s)")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ids[device]
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+
+
 def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype: Any,
            base: str) -> Tuple[DipolarGPE, Dict[str, Any]]:
     axes = _AXES[geometry]
@@ -391,6 +465,11 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
     for k in ("OUTSTPX", "OUTSTPY", "OUTSTPZ", "OUTSTPT"):
         if k in cfg:
             _positive(cfg, k)
+    if "POTMEM" in cfg and cfg["POTMEM"] not in (0, 1, 2):
+        raise InputError(f"{_where(cfg, 'POTMEM')}: POTMEM must be 0, 1 or 2, got "
+                         f"{cfg['POTMEM']!r}")
+    if "DEVICE" in cfg and cfg["DEVICE"] < 0:
+        raise InputError(f"{_where(cfg, 'DEVICE')}: DEVICE must be >= 0, got {cfg['DEVICE']!r}")
     obstacle = None
     if "OBSTACLE_V0" in cfg:
         obstacle = Obstacle(V0=opt * cfg["OBSTACLE_V0"], sigma=_positive(cfg, "OBSTACLE_SIGMA"),
@@ -402,11 +481,16 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
                             beam_axis=(cfg.get("OBSTACLE_BEAM", "x").lower()
                                        if geometry == "3d" else None))
     psi0 = None
-    if mode == "real" or "INPUT" in cfg:
-        if "INPUT" not in cfg:
-            raise InputError(f"{cfg.get('_path')}: a real-time run needs INPUT = <file> with the "
-                             f"initial state (the PSIOUT file an imaginary-time run writes)")
-        psi0 = _read_state(os.path.join(base, cfg["INPUT"]), _where(cfg, "INPUT"), shape)
+    if "INPUT" in cfg:
+        src = os.path.join(base, cfg["INPUT"])
+        if cfg["INPUT"].lower().endswith(".bin"):
+            psi0 = _read_den_bin(src, _where(cfg, "INPUT"), shape, None)
+        else:
+            psi0 = _read_state(src, _where(cfg, "INPUT"), shape)
+    elif mode == "real":
+        name = default_state_file(geometry)
+        psi0 = _read_den_bin(os.path.join(base, name), str(cfg.get("_path")), shape,
+                             _imag_tag(geometry))
     gpe = DipolarGPE(shape, spacing, dt, g=opt * g0, gdd=opt * gdd0, trap=trap, cutoff=cutoff,
                      geometry=geometry, option=opt, obstacle=obstacle, psi0=psi0, dtype=dtype,
                      dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend)
@@ -454,14 +538,16 @@ def _summary(cfg: Mapping[str, Any], mode: str, geometry: str, info: Mapping[str
         out.append(f"* Change for dynamics: GPAR = {cfg.get('GPAR', 1.0):.3f}, "
                    f"GDPAR = {cfg.get('GDDPAR', 1.0):.3f} *")
     rule = "  " + "-" * 66
+    zero = ",".join("0" * len(axes))
     out += [rule, f"{'':18s}{'Norm':>8s} {'Chem':>10s} {'Ener/N':>10s} {'<r>':>9s} "
-                  f"{'|Psi(0)|^2':>10s}", rule]
+                  f"{'|Psi(' + zero + ')|^2':>15s}", rule]
     out += [_fmt_row(label + ":", o) for label, o in rows.items()]
     out += [rule]
     last = list(rows.values())[-1]
     if mode == "real":
-        out.append(f"  Chem and Ener/N as DBEC-GP: kinetic term of |psi|; with the flow energy "
-                   f"the last row has Chem = {last['mu']:.5f}, Ener/N = {last['energy']:.5f}")
+        out.append(f"  nlsepy (not in the published table): Chem and Ener/N above use the kinetic "
+                   f"term of |psi|; with the flow energy the last row has Chem = "
+                   f"{last['mu']:.5f}, Ener/N = {last['energy']:.5f}")
     out += [ f"  Clock Time: {seconds:.0f} seconds", f"  CPU Time: {cpu:.0f} seconds", ""]
     return "\n".join(out)
 
@@ -500,6 +586,58 @@ def _densities(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, str]:
     return files
 
 
+def _wf_suffixes(axes: str) -> List[str]:
+    """File suffixes of one wave-function output (INITOUT, NSTPOUT, NPASOUT,
+    NRUNOUT) of a program with these axes (docs/DBEC_FILES.md)."""
+    out = [".bin"]
+    if len(axes) > 1:
+        out += [f"1d_{a}.bin" for a in axes]
+    if len(axes) == 3:
+        out += [f"2d_{a}{b}.bin" for a, b in _pairs(axes)]
+        out += ["3d_xy0.bin", "3d_x0z.bin", "3d_0yz.bin"]
+    return out
+
+
+def _wf_files(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, bytes]:
+    """The binary files of one wave-function output: suffix -> bytes.
+
+    ``.bin``: |psi|^2 on the full grid (little-endian doubles, C order, the
+    first axis slowest); ``1d_a.bin``: pairs (a, density integrated over the
+    other axes); ``2d_ab.bin``: triples (a, b, density integrated over the
+    third axis); ``3d_xy0.bin`` ...: triples (a, b, |psi|^2 in the plane where
+    the third coordinate is 0, grid index N/2).  Sections are sampled every
+    OUTSTPX/Y/Z points, starting at index 0.
+    """
+    psi = gpe.psi
+    den = psi.real * psi.real + psi.imag * psi.imag  # sqrt gives |psi| back exactly
+    axes = gpe.axes
+    co = dict(zip(axes, gpe.coords))
+    step = {a: cfg.get(f"OUTSTP{a.upper()}", 1) for a in axes}
+    f8 = np.dtype("<f8")
+    files = {".bin": np.ascontiguousarray(den, dtype=f8).tobytes()}
+    if len(axes) == 1:
+        return files
+
+    def triples(a: str, b: str, n: np.ndarray) -> bytes:
+        xa, xb = co[a][:: step[a]], co[b][:: step[b]]
+        n = n[:: step[a], :: step[b]]
+        ga, gb = np.meshgrid(xa, xb, indexing="ij")
+        return np.stack([ga, gb, n], axis=-1).astype(f8).tobytes()
+
+    for a in axes:
+        n = gpe.density((a,))
+        files[f"1d_{a}.bin"] = np.stack([co[a][:: step[a]], n[:: step[a]]],
+                                        axis=-1).astype(f8).tobytes()
+    if len(axes) == 3:
+        for a, b in _pairs(axes):
+            files[f"2d_{a}{b}.bin"] = triples(a, b, gpe.density((a, b)))
+        nx, ny, nz = den.shape
+        files["3d_xy0.bin"] = triples("x", "y", den[:, :, nz // 2])
+        files["3d_x0z.bin"] = triples("x", "z", den[:, ny // 2, :])
+        files["3d_0yz.bin"] = triples("y", "z", den[nx // 2, :, :])
+    return files
+
+
 def _pairs(axes: str) -> List[Tuple[str, str]]:
     return [(axes[i], axes[j]) for i in range(len(axes)) for j in range(i + 1, len(axes))]
 
@@ -511,9 +649,14 @@ def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str,
     """
     axes = _AXES[geometry]
     tag = f"{mode}{len(axes)}d" + ("" if geometry == "3d" else "-" + geometry[3:])
-    names = {"OUTPUT": cfg.get("OUTPUT", f"{tag}-out"), "RMSOUT": cfg.get("RMSOUT", f"{tag}-rms")}
+    names = {"OUTPUT": cfg.get("OUTPUT", f"{tag}-out") + ".txt",
+             "RMSOUT": cfg.get("RMSOUT", f"{tag}-rms") + ".txt"}
     if mode == "real" and "DYNAOUT" in cfg:
-        names["DYNAOUT"] = cfg["DYNAOUT"]
+        names["DYNAOUT"] = cfg["DYNAOUT"] + ".txt"
+    for key in _WF_KEYS:
+        if key in cfg:
+            for suffix in _wf_suffixes(_AXES[geometry]):
+                names[f"{key}:{suffix}"] = cfg[key] + suffix
     if "FINALOUT" in cfg:
         suffixes = [f"1d_{a}.txt" for a in axes] + [f"2d_{a}{b}.txt" for a, b in _pairs(axes)]
         for suffix in suffixes:
@@ -535,13 +678,16 @@ def _plan_outputs(cfg: Mapping[str, Any], names: Mapping[str, str], base: str) -
     return outs
 
 
-def _write_outputs(outs: OutputSet, names: Mapping[str, str], texts: Mapping[str, str],
+def _write_outputs(outs: OutputSet, names: Mapping[str, str],
+                   texts: Mapping[str, Union[str, bytes]],
                    gpe: DipolarGPE) -> List[str]:
     """Stage every output and rename them all into place (all or none)."""
     with outs:
         for key, name in names.items():
             if key == "PSIOUT":
                 outs.stage(name, gpe.save, key)
+            elif isinstance(texts[key], bytes):
+                outs.stage_bytes(name, lambda fh, b=texts[key]: fh.write(b), key.split(":")[0])
             else:
                 outs.stage_text(name, texts[key], key)
         return outs.commit()
@@ -602,6 +748,8 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     _apply_overrides(cfg, overrides)
     mode, geometry = _kind(cfg, mode, geometry)
     base = os.getcwd() if out_dir is None else os.fspath(out_dir)
+    if "DEVICE" in cfg and backend == "cuda":
+        _select_device(cfg, cfg["DEVICE"])
     names = _output_names(cfg, mode, geometry)
     outs = _plan_outputs(cfg, names, base)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
@@ -613,42 +761,62 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
         announce(f"running {cfg['_path']}: {mode} time, {geometry}, grid "
                  f"{'x'.join(map(str, info['shape']))}, {nstp + npas + nrun} steps")
 
-    res.rows["Initial"] = gpe.observables()
+    wf: Dict[str, bytes] = {}
+
+    def keep_wf(key: str) -> None:
+        if key in cfg:
+            wf.update({f"{key}:{k}": v for k, v in _wf_files(gpe, cfg).items()})
+
+    keep_wf("INITOUT")
     if nstp > 0:
+        # the Initial row as the published programs print it: with the
+        # nonlinearities of iteration 0, where the ramp starts from zero
+        g, gdd = gpe.g, gpe.gdd
+        gpe.g, gpe.gdd = 0.0, 0.0
+        res.rows["Initial"] = gpe.observables()
+        gpe.g, gpe.gdd = g, gdd
         advance(nstp, ramp=True, progress=progress)
         res.rows["After NSTP iter."] = gpe.observables()
-    advance(npas, progress=progress)
-    res.rows["After NPAS iter."] = gpe.observables()
+    else:
+        res.rows["Initial"] = gpe.observables()
+    keep_wf("NSTPOUT")
     dyna_lines: List[str] = []
+    every = cfg.get("OUTSTPT", max(1, (npas + nrun) // 100))
+    par = info["option"]
+    done = 0  # iterations since the end of NSTP: the DYNAOUT clock
+
+    def stage(n: int) -> None:
+        nonlocal done
+        if "DYNAOUT" not in names:
+            advance(n, progress=progress)
+            done += n
+            return
+        end = done + n
+        while done < end:
+            k = min(every - done % every, end - done)
+            advance(k)
+            done += k
+            if done % every == 0:
+                o = gpe.observables()
+                dyna_lines.append("   ".join(f"{v:8e}" for v in
+                                             (done * info["dt"] * par, o["r_rms"], *o["rms"]))
+                                  + "\n")
+
+    stage(npas)
+    res.rows["After NPAS iter."] = gpe.observables()
+    keep_wf("NPASOUT")
     if mode == "real":
         gpe.g = gpe.g * cfg.get("GPAR", 1.0)
         gpe.gdd = gpe.gdd * cfg.get("GDDPAR", 1.0)
-    if "DYNAOUT" in names:
-        every = cfg.get("OUTSTPT", max(1, nrun // 100) if nrun else 1)
-        axes = info["axes"]
-        dyna_lines.append("# t  <r>  " + "  ".join(f"<{a}>" for a in axes) + "\n")
-
-        def record() -> None:
-            o = gpe.observables()
-            dyna_lines.append(f"{o['t']:.6e} {o['r_rms']:.6e} " +
-                              " ".join(f"{v:.6e}" for v in o["rms"]) + "\n")
-
-        record()
-        done = 0
-        while done < nrun:
-            n = min(every, nrun - done)
-            advance(n)
-            done += n
-            record()
-    else:
-        advance(nrun, progress=progress)
+    stage(nrun)
     res.rows["After NRUN iter."] = gpe.observables()
+    keep_wf("NRUNOUT")
     res.seconds = time.perf_counter() - t_wall
     cpu = time.process_time() - t_cpu
 
     res.summary = _summary(cfg, mode, geometry, info, res.rows, res.seconds, cpu, gpe)
     texts = {"OUTPUT": res.summary, "RMSOUT": _rms_table(mode, info, res.rows),
-             "DYNAOUT": "".join(dyna_lines)}
+             "DYNAOUT": "".join(dyna_lines), **wf}
     if "FINALOUT" in cfg:
         texts.update({f"FINALOUT:{k}": v for k, v in _densities(gpe, cfg).items()})
     res.files = _write_outputs(outs, names, texts, gpe)
