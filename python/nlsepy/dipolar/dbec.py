@@ -648,7 +648,7 @@ def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str,
     ``FINALOUT`` is a prefix; its files appear as ``FINALOUT:<suffix>``.
     """
     axes = _AXES[geometry]
-    tag = f"{mode}{len(axes)}d" + ("" if geometry == "3d" else "-" + geometry[3:])
+    tag = mode + _imag_tag(geometry)[4:]  # imag3d, real2d, imag1d-z ... as published
     names = {"OUTPUT": cfg.get("OUTPUT", f"{tag}-out") + ".txt",
              "RMSOUT": cfg.get("RMSOUT", f"{tag}-rms") + ".txt"}
     if mode == "real" and "DYNAOUT" in cfg:
