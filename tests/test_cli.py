@@ -378,3 +378,20 @@ def test_dbec_interrupted_leaves_nothing(tmp_path):
     assert proc.returncode == 130, err
     assert err == "nlsepy: error: interrupted\n"
     assert tree(tmp_path) == ["real1d-z-input", "state.npz"]
+
+
+def test_dbec_published_output_keys_accepted(tmp_path):
+    """NRUNOUT stopped the run ('unknown key'); indented keys with trailing
+    spaces and comment blocks, as the published inputs write them."""
+    text = "".join(f"#  {k}: what it means\n#  Required: yes\n   {ln}   \n\n"
+                   for k, ln in ((ln.split()[0], ln) for ln in DBEC.splitlines()))
+    text += ("#" * 60 + "\n   NRUNOUT = imag1d-z-den   \n   INITOUT = imag1d-z-den0\n"
+             "   POTMEM = 1\n   DEVICE = 0\n")
+    r = run_dbec(tmp_path, text)
+    assert r.returncode == 0, r.stderr
+    assert tree(tmp_path) == ["imag1d-z-den.bin", "imag1d-z-den0.bin", "imag1d-z-input",
+                              "imag1d-z-out.txt", "imag1d-z-psi.npz", "imag1d-z-rms.txt"]
+    assert (tmp_path / "imag1d-z-den.bin").stat().st_size == 8 * 32
+    # the real-time program starts from it with no INPUT key ... when named so
+    r = run_dbec(tmp_path, DBEC, name="real1d-z-input")
+    assert r.returncode == 0, r.stderr

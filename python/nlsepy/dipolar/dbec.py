@@ -3,13 +3,16 @@
 The input format (Loncar, thesis, section 3.2; the public DBEC-GP programs)
 is ``KEY = value`` lines with ``#`` comments.  A run is imaginary time
 (ground state from the trap's Gaussian, or from ``INPUT``) or real time
-(from ``INPUT``, normally the state the imaginary-time run wrote), in the
-stages NSTP (g and gdd ramp from 0), NPAS and NRUN (real time: g and gdd
-multiplied by GPAR and GDDPAR first).  Outputs: the summary (``OUTPUT``, the
-layout of source listing 3.11), the rms table (``RMSOUT``), the real-time
-dynamics (``DYNAOUT``, every OUTSTPT steps), integrated densities
-(``FINALOUT``) and the final state (``PSIOUT``, an ``.npz`` that a real-time
-input names as ``INPUT``).
+(from ``INPUT``, else, as the published programs, from ``imag3d-den.bin``,
+``imag2d-den.bin`` or ``imag1d-den.bin`` in the run's folder), in the stages
+NSTP (g and gdd ramp from 0), NPAS and NRUN (real time: g and gdd multiplied
+by GPAR and GDDPAR first).  Outputs, named and laid out as the published
+programs write them (docs/DBEC_FILES.md): the summary (``OUTPUT.txt``, the
+layout of source listing 3.11), the rms table (``RMSOUT.txt``), the real-time
+dynamics (``DYNAOUT.txt``, every OUTSTPT iterations), the density files of
+INITOUT, NSTPOUT, NPASOUT and NRUNOUT (``NAME.bin`` and its sections); and
+nlsepy's own: integrated densities as text (``FINALOUT``) and the full
+complex state (``PSIOUT``, an ``.npz`` that an input may name as ``INPUT``).
 
 Values are typed: an integer key takes an integer (``NX = 64``, not
 ``64.0`` or ``1e2``) in range, a number key a finite number.  Output names
@@ -35,7 +38,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._guard import Key, load_checkpoint
+from .._guard import Key, load_checkpoint, require_memory
 from .._outputs import OutputSet, check_name
 from .solver import DipolarGPE, Obstacle
 
@@ -754,6 +757,15 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     outs = _plan_outputs(cfg, names, base)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     gpe, info = _build(cfg, mode, geometry, backend, dtype, base)
+    n_wf = sum(k in cfg for k in _WF_KEYS)
+    if n_wf:
+        # the density files are kept until the end (all or none): about 2.3
+        # grid-sized double arrays each (the full density, the 3D cuts and
+        # sections, and the work of computing them)
+        points = int(np.prod(info["shape"], dtype=np.int64))
+        require_memory(n_wf * 8.0 * points + 3 * 8.0 * points,
+                       f"the wave-function outputs ({', '.join(k for k in _WF_KEYS if k in cfg)}) "
+                       f"of a {'x'.join(map(str, info['shape']))} grid")
     res = DBECResult(mode=mode, geometry=geometry, gpe=gpe)
     advance = gpe.imaginary_time if mode == "imag" else gpe.real_time
     nstp, npas, nrun = cfg.get("NSTP", 0), cfg["NPAS"], cfg["NRUN"]
