@@ -11,7 +11,7 @@ Interrupts
     go on.  A call of a single unit longer than a second cannot be cut.
 
 Checkpoints
-    :func:`save_checkpoint` writes an ``.npz`` (no pickled objects) whole or
+    :func:`save_checkpoint` writes an ``.npz`` of plain arrays, whole or
     not at all, with a format tag, a version and the model's name;
     :func:`load_checkpoint` checks all of them and every key's kind, shape,
     dtype and finiteness, and raises ``ValueError`` naming the file and the
@@ -307,7 +307,7 @@ def load_checkpoint(path: Union[str, os.PathLike], model: str,
     except ValueError as exc:
         if str(exc).startswith(spath):
             raise
-        # NumPy's own complaints (pickled objects, bad headers)
+        # NumPy's own complaints (object arrays, bad headers)
         raise _bad(spath, f"cannot be read as an nlsepy checkpoint ({_numpy_reason(exc)})") \
             from None
     except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
