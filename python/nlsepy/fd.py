@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _backend, _guard, runner
+from ._validate import Fixed
 from ._validate import complex_dtype as _complex_dtype
 from ._validate import potential as _potential
 from ._validate import real as _check_real
@@ -33,38 +34,22 @@ DT_SAFETY = 0.8
 _CUDA_STAGING_BYTES = 2 * (32 << 20)
 
 
-class _Fixed:
-    """A parameter fixed when the solver is made: reading returns it,
-    assigning raises ``AttributeError`` saying how to change it."""
-
-    def __init__(self, doc: str) -> None:
-        self.__doc__ = doc
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
-        if obj is None:
-            return self
-        return obj._fixed[self.name]
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        name = self.name
-        keys = ("a", "s", "scheme", "bc", "backend") + (("dtype",) if name == "dtype" else ())
-        args = ["sim.psi", "<new spacing>" if name == "spacing" else "sim.spacing"]
-        args += [f"{k}=<new>" if k == name else f"{k}=sim.{k}" for k in keys]
-        call = f"nl.NLSE({', '.join(args + ['V=sim.V'])})"
-        if name == "max_dt":
-            how = f"it follows from a, spacing and scheme; make a new solver with others: {call}"
-        else:
-            how = f"make a new solver from the current state: {call}"
-        raise AttributeError(
-            f"NLSE.{name} cannot be changed: the solver's kernels, work arrays and stability "
+def _refuse(name: str, value: Any) -> str:
+    """How to change a fixed NLSE parameter (the message of its AttributeError)."""
+    keys = ("a", "s", "scheme", "bc", "backend") + (("dtype",) if name == "dtype" else ())
+    args = ["sim.psi", "<new spacing>" if name == "spacing" else "sim.spacing"]
+    args += [f"{k}=<new>" if k == name else f"{k}=sim.{k}" for k in keys]
+    call = f"nl.NLSE({', '.join(args + ['V=sim.V'])})"
+    if name == "max_dt":
+        how = f"it follows from a, spacing and scheme; make a new solver with others: {call}"
+    else:
+        how = f"make a new solver from the current state: {call}"
+    return (f"NLSE.{name} cannot be changed: the solver's kernels, work arrays and stability "
             f"bound were set up with it; {how}")
 
-    def __delete__(self, obj: Any) -> None:
-        self.__set__(obj, None)
+
+def _Fixed(doc: str) -> Fixed:
+    return Fixed(doc, _refuse, table="_fixed")
 
 
 def _grid_arrays(scheme: str, backend: str) -> int:

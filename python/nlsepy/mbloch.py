@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 import numpy as np
 
 from . import _backend, _guard, _validate
+from ._validate import Fixed
 from .errors import BlowUpError
 from .reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
@@ -75,33 +76,12 @@ def _require(nbytes: float, what: str, backend: str = "cpu", host_bytes: float =
                           "time grid or fewer saved positions") from None
 
 
-class _Fixed:
-    """A parameter fixed at construction: reads the private ``_name`` (a copy
-    for arrays), refuses assignment with an AttributeError that says how to
-    change it."""
-
-    def __init__(self, doc: str, hint: Optional[str] = None, copy: bool = False) -> None:
-        self.__doc__ = doc
-        self.hint = hint
-        self.copy = copy
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        value = obj.__dict__["_" + self.name]
-        return value.copy() if self.copy else value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        hint = self.hint or f"mb.replace({self.name}=...)"
-        raise AttributeError(f"MaxwellBloch.{self.name} is read-only: runs use the value given "
-                             f"at construction; make a new MaxwellBloch with {hint}")
-
-    def __delete__(self, obj: Any) -> None:
-        self.__set__(obj, None)
+def _Fixed(doc: str, hint: Optional[str] = None, copy: bool = False) -> Fixed:
+    """A parameter fixed at construction (:class:`nlsepy._validate.Fixed`)."""
+    def refuse(name: str, value: Any) -> str:
+        return (f"MaxwellBloch.{name} is read-only: runs use the value given at construction; "
+                f"make a new MaxwellBloch with {hint or f'mb.replace({name}=...)'}")
+    return Fixed(doc, refuse, copy=copy)
 
 
 @dataclass
@@ -397,7 +377,7 @@ class MaxwellBloch:
         self._initial_state = _owned(self._check_initial_state(initial_state))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or isinstance(getattr(type(self), name, None), _Fixed):
+        if name.startswith("_") or isinstance(getattr(type(self), name, None), Fixed):
             object.__setattr__(self, name, value)  # a _Fixed parameter refuses
             return
         raise AttributeError(f"MaxwellBloch has no parameter {name!r} to set: its parameters "

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import _backend, _guard, runner
+from .._validate import Fixed
 from .._validate import complex_dtype as _complex_dtype
 from .._validate import real as _real
 from ..errors import BlowUpError
@@ -130,7 +131,7 @@ class DecGPE:
                  dt: Optional[float] = None, dtype: Any = np.complex128, psi0: Any = None,
                  psi_prev: Any = None, force: bool = False, backend: str = "auto") -> None:
         self._grid = _grids._grid_name(grid)
-        self._nblocks = _blocks(blocks)
+        self._blocks = _blocks(blocks)
         self._spacing = _real("spacing", spacing, positive=True)
         self._g = _real("g", g)
         self._trap = (0.0, 0.0, 0.0) if trap is None else _triple("trap", trap)
@@ -186,27 +187,22 @@ class DecGPE:
     # ------------------------------------------------------- the parameters
     # Fixed at construction (the C solver is built from them): read-only; a
     # different grid, g, trap, ... is a new solver.
-    def _fixed(name: str, doc: str):  # type: ignore[misc]
-        def get(self: "DecGPE") -> Any:
-            return getattr(self, "_" + name)
+    def _fixed(doc: str) -> Fixed:  # type: ignore[misc]
+        def refuse(name: str, value: Any) -> str:
+            return (f"DecGPE.{name} is fixed when the solver is made; make a new solver, e.g. "
+                    f"nl.DecGPE(..., {name}={value!r}, psi0=sim.psi)")
+        return Fixed(doc, refuse)
 
-        def put(self: "DecGPE", value: Any) -> None:
-            raise AttributeError(
-                f"DecGPE.{name} is fixed when the solver is made; make a new solver, e.g. "
-                f"nl.DecGPE(..., {name}={value!r}, psi0=sim.psi)")
-        return property(get, put, doc=doc)
-
-    grid = _fixed("grid", "The crystal grid's name.")
-    spacing = _fixed("spacing", "The lattice constant h.")
-    g = _fixed("g", "The nonlinearity.")
-    trap = _fixed("trap", "Trap frequencies (wx, wy, wz).")
-    bc = _fixed("bc", "Boundary: 'zero' or 'periodic'.")
-    centre = _fixed("centre", "The domain's centre.")
-    dtype = _fixed("dtype", "Precision of state and arithmetic.")
-    backend = _fixed("backend", "'cpu' or 'cuda'.")
-    box = _fixed("box", "The cuboid's edge lengths.")
-    blocks = property(lambda self: self._nblocks, _fixed("blocks", "").fset,
-                      doc="Blocks along x, y, z.")
+    grid = _fixed("The crystal grid's name.")
+    spacing = _fixed("The lattice constant h.")
+    g = _fixed("The nonlinearity.")
+    trap = _fixed("Trap frequencies (wx, wy, wz).")
+    bc = _fixed("Boundary: 'zero' or 'periodic'.")
+    centre = _fixed("The domain's centre.")
+    dtype = _fixed("Precision of state and arithmetic.")
+    backend = _fixed("'cpu' or 'cuda'.")
+    box = _fixed("The cuboid's edge lengths.")
+    blocks = _fixed("Blocks along x, y, z.")
     del _fixed
 
     @property
@@ -218,9 +214,9 @@ class DecGPE:
         """Refuse at once when the state will not fit (MemoryError naming the
         size): two states of the leapfrog, two more for the RK4 start, the
         potential, and a host copy for each read of the state."""
-        n = _grids.CELLS_PER_BLOCK[self._grid] * int(np.prod(self._nblocks))
+        n = _grids.CELLS_PER_BLOCK[self._grid] * int(np.prod(self._blocks))
         item = np.dtype(self._dtype).itemsize
-        what = (f"DecGPE(grid={self._grid!r}, blocks={self._nblocks}, "
+        what = (f"DecGPE(grid={self._grid!r}, blocks={self._blocks}, "
                 f"dtype={np.dtype(self._dtype).name}) with {n} unknowns")
         state = 4 * n * item + n * item // 2
         if self._backend == "cuda":

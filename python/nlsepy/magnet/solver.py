@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import _backend, _guard, _validate
+from .._validate import Fixed
 from ..errors import BlowUpError
 from . import post
 
@@ -52,31 +53,13 @@ _MG_COARSEST = 400
 _LEVEL_BYTES = 9 * 8 + 1 + 3 * 8
 
 
-class _Fixed:
-    """A parameter fixed at construction: reads the private ``_name``, refuses
-    assignment with an AttributeError that says how to change it."""
-
-    def __init__(self, doc: str, hint: Optional[str] = None) -> None:
-        self.__doc__ = doc
-        self.hint = hint
-        self.name = self.owner = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name, self.owner = name, owner.__name__
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        return obj.__dict__["_" + self.name]
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        hint = self.hint or f"mag.replace({self.name}=...)"
-        raise AttributeError(f"{self.owner}.{self.name} is read-only: the solver and its "
-                             f"solutions are built for the value given at construction; make "
-                             f"a new {self.owner} with {hint}")
-
-    def __delete__(self, obj: Any) -> None:
-        self.__set__(obj, None)
+def _Fixed(doc: str, hint: Optional[str] = None) -> Fixed:
+    """A parameter fixed at construction (:class:`nlsepy._validate.Fixed`)."""
+    def refuse(name: str, value: Any) -> str:
+        return (f"CoaxialMagnet.{name} is read-only: the solver and its solutions are built "
+                f"for the value given at construction; make a new CoaxialMagnet with "
+                f"{hint or f'mag.replace({name}=...)'}")
+    return Fixed(doc, refuse)
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -290,7 +273,7 @@ class CoaxialMagnet:
         self._fresh = True
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or isinstance(getattr(type(self), name, None), _Fixed):
+        if name.startswith("_") or isinstance(getattr(type(self), name, None), Fixed):
             object.__setattr__(self, name, value)  # a _Fixed parameter refuses
             return
         raise AttributeError(f"CoaxialMagnet has no parameter {name!r} to set: its parameters "
