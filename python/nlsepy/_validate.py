@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 

@@ -19,7 +19,6 @@ a block the cells are those of :attr:`Block.centres` (sorted by z, y, x).
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
