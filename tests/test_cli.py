@@ -167,13 +167,11 @@ def wait_for_line(proc):
     assert line.startswith("running"), (line, proc.stderr.read() if proc.poll() else "")
 
 
-def test_demo_interrupted_leaves_nothing(tmp_path):
-    """SIGINT during a long run: 'nlsepy: error: interrupted', exit 130, no
-    outputs and no temporary files."""
-    (tmp_path / "in.toml").write_text(demo_input(run="t_end = 20000.0\nframes = 4000\n"))
-    proc = subprocess.Popen([sys.executable, "-m", "nlsepy", "demo", "--input", "in.toml",
-                             "--out", "out"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+def interrupt_cli(args, cwd):
+    """Start ``python -m nlsepy ARGS`` in `cwd`, send SIGINT once it prints,
+    and check that it ends with exit 130 and the one line 'interrupted'."""
+    proc = subprocess.Popen([sys.executable, "-m", "nlsepy", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         wait_for_line(proc)
         proc.send_signal(signal.SIGINT)
@@ -184,6 +182,13 @@ def test_demo_interrupted_leaves_nothing(tmp_path):
             proc.wait()
     assert proc.returncode == 130, err
     assert err == "nlsepy: error: interrupted\n"
+
+
+def test_demo_interrupted_leaves_nothing(tmp_path):
+    """SIGINT during a long run: 'nlsepy: error: interrupted', exit 130, no
+    outputs and no temporary files."""
+    (tmp_path / "in.toml").write_text(demo_input(run="t_end = 20000.0\nframes = 4000\n"))
+    interrupt_cli(["demo", "--input", "in.toml", "--out", "out"], tmp_path)
     assert tree(tmp_path) == ["in.toml"]
 
 
@@ -364,19 +369,7 @@ def test_dbec_interrupted_leaves_nothing(tmp_path):
     (tmp_path / "real1d-z-input").write_text(
         DBEC.replace("NRUN = 10", "NRUN = 100000000") +
         "INPUT = state.npz\nDYNAOUT = dyna\nOUTSTPT = 2000\n")
-    proc = subprocess.Popen([sys.executable, "-m", "nlsepy", "dbec", "real1d-z-input"],
-                            cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        wait_for_line(proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert err == "nlsepy: error: interrupted\n"
+    interrupt_cli(["dbec", "real1d-z-input"], tmp_path)
     assert tree(tmp_path) == ["real1d-z-input", "state.npz"]
 
 

@@ -160,23 +160,31 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
         text = raw.split("#", 1)[0].strip()
         if not text:
             continue
-        if "=" not in text:
-            raise InputError(f"{path}:{no}: expected KEY = value, got {raw.strip()!r}")
-        key, value = (s.strip() for s in text.split("=", 1))
-        key = key.upper()
-        if key not in _KEYS:
-            raise InputError(f"{path}:{no}: unknown key {key!r}; known keys: "
-                             f"{', '.join(sorted(_KEYS))}")
+        where = f"{path}:{no}"
+        key, value = _key_value(text, where, f"expected KEY = value, got {raw.strip()!r}")
         if key in out:
-            raise InputError(f"{path}:{no}: key {key} repeated (first on line {lines[key]})")
-        if not value:
-            raise InputError(f"{path}:{no}: key {key} has no value")
-        out[key] = _parse_value(key, value, f"{path}:{no}")
+            raise InputError(f"{where}: key {key} repeated (first on line {lines[key]})")
+        out[key] = _parse_value(key, value, where)
         lines[key] = no
     out["_line"] = lines
     out["_path"] = path
     out["_override"] = set()
     return out
+
+
+def _key_value(text: str, where: str, expected: str) -> Tuple[str, str]:
+    """``KEY = value`` split into a known key (upper case) and its non-empty
+    value text; InputError at `where` otherwise (`expected`: what a line
+    should look like)."""
+    if "=" not in text:
+        raise InputError(f"{where}: {expected}")
+    key, value = (s.strip() for s in text.split("=", 1))
+    key = key.upper()
+    if key not in _KEYS:
+        raise InputError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(_KEYS))}")
+    if not value:
+        raise InputError(f"{where}: key {key} has no value")
+    return key, value
 
 
 def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
@@ -201,17 +209,9 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for item in items:
         where = f"--set {item}"
-        if "=" not in item:
-            raise InputError(f"{where}: expected KEY=VALUE")
-        key, value = (s.strip() for s in item.split("=", 1))
-        key = key.upper()
-        if key not in _KEYS:
-            raise InputError(f"{where}: unknown key {key!r}; known keys: "
-                             f"{', '.join(sorted(_KEYS))}")
+        key, value = _key_value(item, where, "expected KEY=VALUE")
         if key in out:
             raise InputError(f"{where}: key {key} given twice")
-        if not value:
-            raise InputError(f"{where}: key {key} has no value")
         out[key] = _parse_value(key, value, where)
     return out
 
