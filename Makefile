@@ -12,6 +12,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 DEBS   := build-essential pkg-config cmake libfftw3-dev
+# optional: the MPI layer (nlsepy._mpi) and its tests under mpirun
+MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
 PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis
 OUT    ?= out
 PYTEST_ARGS ?=
@@ -21,7 +23,7 @@ PYTEST_ARGS ?=
 all: build
 
 sysdeps:
-	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBS) $(MPI_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -42,6 +44,9 @@ $(PY):
 venv: $(PY)
 	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
+	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
+	  $(PIP) install -q --disable-pip-version-check mpi4py || \
+	  echo "note: no mpi4py (needs MPI: $(MPI_DEBS)); the MPI layer is not built"; }
 	@cmake_ok=$$(cmake --version 2>/dev/null | awk 'NR==1{split($$3,v,"."); print (v[1]>3 || (v[1]==3 && v[2]>=24))}'); \
 	if [ "$$cmake_ok" != 1 ]; then $(PIP) install -q "cmake>=3.24" ninja; fi
 

@@ -23,3 +23,53 @@ def backend(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20260521)
+
+
+# ------------------------------------------------------------------ MPI
+def _mpi_missing():
+    """Why the MPI tests cannot run here ("" when they can)."""
+    import shutil
+    from nlsepy import _build_config
+    if not shutil.which("mpirun"):
+        return "no mpirun (Debian: openmpi-bin)"
+    if not getattr(_build_config, "mpi", False):
+        return "nlsepy was built without its MPI layer (needs libopenmpi-dev, libfftw3-mpi-dev, mpi4py)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "no mpi4py"
+    return ""
+
+
+@pytest.fixture
+def mpirun():
+    """Run a rank-side pytest file under ``mpirun -n N``: ``mpirun(N, path)``.
+
+    The rank-side files (``tests/<stem>/ranks_<stem>.py``) hold the
+    distributed tests proper; every rank runs them, each test calling the
+    collectives in the same order.  Returns the finished process (its
+    output on failure is in the assertion message).
+    """
+    import os
+    import subprocess
+    import sys
+    why = _mpi_missing()
+    if why:
+        pytest.skip(why)
+
+    def run(nranks: int, path: str, *args: str, timeout: float = 900):
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(nranks),
+               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+               str(path), *args]
+        env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+                   PYTHONUNBUFFERED="1")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"")
+            raise AssertionError(f"{' '.join(cmd)} did not finish in {timeout} s (a hang in a "
+                                 f"collective?):\n{out[-4000:] if isinstance(out, str) else out.decode(errors='replace')[-4000:]}")
+        assert proc.returncode == 0, (f"{' '.join(cmd)} exited with {proc.returncode}:\n"
+                                      f"{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+        return proc
+    return run

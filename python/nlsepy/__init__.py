@@ -24,6 +24,8 @@ models()            the models by stem (``fd``, ``dipolar``, ``magnet``, ``mbloc
 backends()          the backends this build and machine offer
 set_num_threads(n)  OpenMP threads of the CPU kernels
 examples            initial states of the source test problems
+scatter(a, comm)    split a global array into the slabs a model with ``comm=`` holds
+                    (MPI, optional: mpi4py and nlsepy's MPI layer)
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from . import _build_config, examples, runner
 from ._backend import backends
+from ._dist import Slab, scatter
 from ._models import Model, models
 from .dec import DecGPE
 from .dipolar import DipolarGPE, Obstacle, dbec
@@ -46,7 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
-           "Frames", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
+           "Frames", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
            "get_num_threads", "max_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 

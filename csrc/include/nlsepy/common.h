@@ -66,6 +66,23 @@ void nlse_parallel_memcpy(void *dst, const void *src, size_t n);
 /* 1 when the CPU kernels were compiled with OpenMP. */
 int nlse_have_openmp(void);
 
+/*
+ * Reductions over the processes of a distributed run.  The C core knows no
+ * MPI: a solver that is one part of a distributed run is handed this table
+ * (by the optional `_mpi` extension, over an MPI communicator) and calls it
+ * where a sum over the whole system is needed (the Maxwell-Bloch
+ * polarisation, the DEC imaginary-time norm).  Each function works in place
+ * on n doubles, gives the same bits on every process and adds the
+ * processes' parts in rank order (results do not depend on timing), and
+ * returns an nlse_status.  A solver without a table (NULL) is the whole
+ * system.
+ */
+typedef struct nlse_comm {
+    void *ctx;
+    int (*sum)(void *ctx, double *x, size_t n);
+    int (*max)(void *ctx, double *x, size_t n);
+} nlse_comm;
+
 #ifdef __cplusplus
 }
 #endif

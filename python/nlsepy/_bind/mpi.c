@@ -1,0 +1,243 @@
+/*
+ * _bind/mpi.c -- the optional MPI extension `_mpi`.
+ *
+ * Built only when CMake finds MPI, FFTW's MPI interface and mpi4py's C API.
+ * It takes communicators from mpi4py (PyMPIComm_Get) and never initialises
+ * MPI itself (importing mpi4py.MPI does).  What it gives the C core is the
+ * reduction table of nlsepy/common.h (nlse_comm) over a duplicate of the
+ * caller's communicator, wrapped in a capsule that the single-process
+ * extensions' solvers accept (`set_comm`); the sums add the ranks' parts
+ * in rank order, so a run's results do not depend on message timing and are
+ * bit-identical across runs with the same number of ranks.  The distributed
+ * dipolar GPE (slabs along x, FFTW-MPI) registers its solver type here too.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include <mpi.h>
+
+#include "bind.h"
+#include <mpi4py/mpi4py.h>
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#define CAPSULE_NAME "nlsepy.nlse_comm"
+
+typedef struct comm_ctx {
+    nlse_comm vt; /* first member: the capsule holds &vt */
+    MPI_Comm comm;
+    int size;
+    double *buf;
+    size_t cap;
+} comm_ctx;
+
+/* Every rank's n doubles side by side in c->buf (rank r at r * n). */
+static int gather_all(comm_ctx *c, const double *x, size_t n)
+{
+    if (n > (size_t)INT_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "a reduction of %zu values exceeds MPI's count", n);
+    const size_t need = n * (size_t)c->size;
+    if (need > c->cap) {
+        double *b = (double *)realloc(c->buf, need * sizeof *b);
+        if (!b)
+            return nlse_fail(NLSE_ERR_NOMEM, "out of host memory for a reduction (%zu bytes)",
+                             need * sizeof *b);
+        c->buf = b;
+        c->cap = need;
+    }
+    int rc = MPI_Allgather(x, (int)n, MPI_DOUBLE, c->buf, (int)n, MPI_DOUBLE, c->comm);
+    if (rc != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allgather failed (error %d)", rc);
+    return NLSE_OK;
+}
+
+static int ordered_sum(void *ctx, double *x, size_t n)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    int st = gather_all(c, x, n);
+    if (st)
+        return st;
+    for (size_t i = 0; i < n; ++i) {
+        double s = c->buf[i];
+        for (int r = 1; r < c->size; ++r)
+            s += c->buf[(size_t)r * n + i];
+        x[i] = s;
+    }
+    return NLSE_OK;
+}
+
+static int ordered_max(void *ctx, double *x, size_t n)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    int st = gather_all(c, x, n);
+    if (st)
+        return st;
+    for (size_t i = 0; i < n; ++i) {
+        double m = c->buf[i];
+        for (int r = 1; r < c->size; ++r) {
+            double v = c->buf[(size_t)r * n + i];
+            /* NaN wins, so a bad value on one rank is seen by all */
+            if (v > m || v != v)
+                m = v;
+        }
+        x[i] = m;
+    }
+    return NLSE_OK;
+}
+
+static void capsule_free(PyObject *cap)
+{
+    comm_ctx *c = (comm_ctx *)PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (!c)
+        return;
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin)
+        MPI_Comm_free(&c->comm);
+    free(c->buf);
+    free(c);
+}
+
+/* the MPI_Comm of an mpi4py communicator, or NULL with TypeError */
+static MPI_Comm *get_comm(PyObject *obj)
+{
+    MPI_Comm *pc = PyMPIComm_Get(obj);
+    if (!pc)
+        return NULL;
+    if (*pc == MPI_COMM_NULL) {
+        PyErr_SetString(PyExc_ValueError, "comm is MPI.COMM_NULL: pass a valid communicator");
+        return NULL;
+    }
+    return pc;
+}
+
+static PyObject *m_comm_capsule(PyObject *Py_UNUSED(m), PyObject *obj)
+{
+    MPI_Comm *pc = get_comm(obj);
+    if (!pc)
+        return NULL;
+    comm_ctx *c = (comm_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return PyErr_NoMemory();
+    if (MPI_Comm_dup(*pc, &c->comm) != MPI_SUCCESS) {
+        free(c);
+        PyErr_SetString(PyExc_RuntimeError, "MPI_Comm_dup failed");
+        return NULL;
+    }
+    MPI_Comm_size(c->comm, &c->size);
+    c->vt.ctx = c;
+    c->vt.sum = ordered_sum;
+    c->vt.max = ordered_max;
+    PyObject *cap = PyCapsule_New(&c->vt, CAPSULE_NAME, capsule_free);
+    if (!cap) {
+        MPI_Comm_free(&c->comm);
+        free(c);
+    }
+    return cap;
+}
+
+/* ordered_sum / ordered_max from Python on a float64 vector (a new array) */
+static PyObject *reduce_py(PyObject *args, int (*fn)(void *, double *, size_t))
+{
+    PyObject *cap, *obj;
+    if (!PyArg_ParseTuple(args, "OO", &cap, &obj))
+        return NULL;
+    nlse_comm *vt = (nlse_comm *)PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (!vt)
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
+                                                        NPY_ARRAY_ENSURECOPY | NPY_ARRAY_CARRAY);
+    if (!a)
+        return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = fn(vt->ctx, (double *)PyArray_DATA(a), (size_t)PyArray_SIZE(a));
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(a);
+        return nlsepy_raise(st);
+    }
+    return (PyObject *)a;
+}
+
+static PyObject *m_ordered_sum(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    return reduce_py(args, ordered_sum);
+}
+
+static PyObject *m_ordered_max(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    return reduce_py(args, ordered_max);
+}
+
+/* 1 when the MPI library says it moves device (CUDA) buffers itself, 0 when
+ * it says it does not, -1 when it cannot tell. */
+static int cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() ? 1 : 0;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+static PyObject *m_info(PyObject *Py_UNUSED(m), PyObject *obj)
+{
+    MPI_Comm *pc = get_comm(obj);
+    if (!pc)
+        return NULL;
+    int rank, size, len, ver, sub, thread;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    MPI_Comm_rank(*pc, &rank);
+    MPI_Comm_size(*pc, &size);
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_version(&ver, &sub);
+    MPI_Query_thread(&thread);
+    while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == ' ' || lib[len - 1] == '\0'))
+        --len;
+    int aware = cuda_aware();
+    return Py_BuildValue("{s:i,s:i,s:s#,s:s,s:O,s:O}", "rank", rank, "size", size, "library",
+                         lib, (Py_ssize_t)len, "standard",
+                         ver == 4 ? "MPI-4" : (ver == 3 ? "MPI-3" : "MPI-2 or older"),
+                         "cuda_aware", aware < 0 ? Py_None : (aware ? Py_True : Py_False),
+                         "thread_multiple", thread >= MPI_THREAD_MULTIPLE ? Py_True : Py_False);
+}
+
+static PyMethodDef module_methods[] = {
+    {"comm_capsule", m_comm_capsule, METH_O,
+     "comm_capsule(comm) -> capsule: the reduction table over a duplicate of an mpi4py "
+     "communicator, for a solver's set_comm."},
+    {"ordered_sum", m_ordered_sum, METH_VARARGS,
+     "ordered_sum(capsule, values) -> float64 array: the sum over the ranks, added in rank "
+     "order (the same bits on every rank)."},
+    {"ordered_max", m_ordered_max, METH_VARARGS,
+     "ordered_max(capsule, values) -> float64 array: the maximum over the ranks (NaN wins)."},
+    {"info", m_info, METH_O,
+     "info(comm) -> dict: rank, size, the MPI library, whether it is CUDA-aware."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = MODULE_NAME,
+    .m_doc = "nlsepy MPI layer (reductions, the distributed dipolar GPE) over mpi4py "
+             "communicators.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
+{
+    if (nlsepy_bind_init() < 0)
+        return NULL;
+    if (import_mpi4py() < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    return m;
+}
