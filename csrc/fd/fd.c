@@ -140,18 +140,77 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 
 int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)
 {
-    double n, e;
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe: NULL solver");
+    return nlse_fd_observe_rows(s, 0, s->p.shape[0], norm, energy);
+}
+
+int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, double *energy)
+{
+    double n, e;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe_rows: NULL solver");
+    int st = nlse_fd_check_rows(&s->p, first, count);
+    if (st)
+        return st;
     /* uses the 2SHOC work buffer D as scratch; the state is not modified */
+    const ptrdiff_t r0 = (ptrdiff_t)first, r1 = (ptrdiff_t)(first + count);
     if (s->p.dtype == NLSE_COMPLEX64)
-        nlse_fd_measure_f(s, &n, &e);
+        nlse_fd_measure_f(s, r0, r1, &n, &e);
     else
-        nlse_fd_measure_d(s, &n, &e);
+        nlse_fd_measure_d(s, r0, r1, &n, &e);
     if (norm)
         *norm = n;
     if (energy)
         *energy = e;
+    return NLSE_OK;
+}
+
+static int rows_finite(const void *x, size_t n, int dtype)
+{
+    int bad = 0;
+    if (dtype == NLSE_COMPLEX64)
+        for (size_t q = 0; q < n; ++q)
+            bad |= !(((const float *)x)[q] - ((const float *)x)[q] == 0);
+    else
+        for (size_t q = 0; q < n; ++q)
+            bad |= !(((const double *)x)[q] - ((const double *)x)[q] == 0);
+    return !bad;
+}
+
+/* bytes of `count` rows of axis 0 and the offset of row `first` */
+static void row_bytes(const nlse_fd *s, size_t first, size_t count, size_t *off, size_t *len)
+{
+    const size_t row = (size_t)s->g.npts / s->p.shape[0] * 2 * s->real_size;
+    *off = first * row;
+    *len = count * row;
+}
+
+int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out)
+{
+    size_t off, len;
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_rows: NULL argument");
+    int st = nlse_fd_check_rows(&s->p, first, count);
+    if (st)
+        return st;
+    row_bytes(s, first, count, &off, &len);
+    memcpy(out, (const char *)s->psi + off, len);
+    return NLSE_OK;
+}
+
+int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
+{
+    size_t off, len;
+    if (!s || !in)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
+    int st = nlse_fd_check_rows(&s->p, first, count);
+    if (st)
+        return st;
+    row_bytes(s, first, count, &off, &len);
+    if (!rows_finite(in, len / s->real_size, s->p.dtype))
+        return nlse_fail(NLSE_ERR_VALUE, "the rows contain non-finite values (NaN or Inf)");
+    memcpy((char *)s->psi + off, in, len);
     return NLSE_OK;
 }
 

@@ -55,8 +55,10 @@ void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g);
 /* CPU kernels, one set per precision (csrc/fd/fd_kernels.inc). */
 int nlse_fd_advance_f(nlse_fd *s, long nsteps, long *done);
 int nlse_fd_advance_d(nlse_fd *s, long nsteps, long *done);
-void nlse_fd_measure_f(nlse_fd *s, double *norm, double *energy);
-void nlse_fd_measure_d(nlse_fd *s, double *norm, double *energy);
+void nlse_fd_measure_f(nlse_fd *s, ptrdiff_t row0, ptrdiff_t row1, double *norm, double *energy);
+void nlse_fd_measure_d(nlse_fd *s, ptrdiff_t row0, ptrdiff_t row1, double *norm, double *energy);
+/* rows first .. first + count - 1 of axis 0 lie inside the grid (else an error) */
+int nlse_fd_check_rows(const nlse_fd_params *p, size_t first, size_t count);
 int nlse_fd_all_finite_f(const nlse_fd *s, const void *x, int real_only);
 int nlse_fd_all_finite_d(const nlse_fd *s, const void *x, int real_only);
 

@@ -124,3 +124,11 @@ void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g)
     }
 }
 
+
+int nlse_fd_check_rows(const nlse_fd_params *p, size_t first, size_t count)
+{
+    if (first > p->shape[0] || count > p->shape[0] - first)
+        return nlse_fail(NLSE_ERR_VALUE, "rows %zu .. %zu are outside axis 0 of %zu points",
+                         first, first + count, p->shape[0]);
+    return NLSE_OK;
+}

@@ -555,14 +555,15 @@ __global__ void k_bump(int *flags, int by) { flags[1] += by; }
 template <typename R, int M, bool SHOC>
 __global__ void __launch_bounds__(256)
 k_observe(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ x,
-          const R *__restrict__ V, double *sums)
+          const R *__restrict__ V, double *sums, int row0, int row1)
 {
     typedef typename Vec2<R>::T T;
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     const int i = blockIdx.z * blockDim.z + threadIdx.z;
+    const int row = M == 2 ? i : (M == 1 ? j : k); /* index along axis 0 */
     double v[3] = {0, 0, 0};
-    if (k < g.len && j < g.n1 && i < g.n0) {
+    if (k < g.len && j < g.n1 && i < g.n0 && row >= row0 && row < row1) {
         const long long p = ((long long)i * g.n1 + j) * g.len + k;
         const T c = x[p];
         const double r2 = (double)c.x * c.x + (double)c.y * c.y;
@@ -1059,40 +1060,86 @@ extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 }
 
 template <typename R, int M, bool SHOC>
-static void enqueue_observe(nlse_fd *s, double *sums)
+static void enqueue_observe(nlse_fd *s, double *sums, int r0, int r1)
 {
     typedef typename Vec2<R>::T T;
     dim3 grid, block;
     launch_shape(s, &grid, &block);
     const DCoef<R> C = coef_of<R>(s->g);
     k_observe<R, M, SHOC><<<grid, block, 0, s->stream>>>(s->dg, C, (const T *)s->psi,
-                                                         (const R *)s->V, sums);
+                                                         (const R *)s->V, sums, r0, r1);
 }
 
-template <typename R> static void observe_dispatch(nlse_fd *s, double *sums)
+template <typename R> static void observe_dispatch(nlse_fd *s, double *sums, int r0, int r1)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
     if (shoc)
         (m == 2 ? enqueue_observe<R, 2, true> : m == 1 ? enqueue_observe<R, 1, true>
-                                                       : enqueue_observe<R, 0, true>)(s, sums);
+                                                       : enqueue_observe<R, 0, true>)(s, sums, r0, r1);
     else
         (m == 2 ? enqueue_observe<R, 2, false> : m == 1 ? enqueue_observe<R, 1, false>
-                                                        : enqueue_observe<R, 0, false>)(s, sums);
+                                                        : enqueue_observe<R, 0, false>)(s, sums, r0, r1);
 }
 
 extern "C" int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)
 {
-    double h[3], *d = NULL;
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe: NULL solver");
+    return nlse_fd_observe_rows(s, 0, s->p.shape[0], norm, energy);
+}
+
+/* bytes per row of axis 0 */
+static size_t row_bytes(const nlse_fd *s)
+{
+    return (size_t)s->g.npts / s->p.shape[0] * 2 * s->real_size;
+}
+
+extern "C" int nlse_fd_get_rows(const nlse_fd *cs, size_t first, size_t count, void *out)
+{
+    nlse_fd *s = (nlse_fd *)cs;
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_rows: NULL argument");
+    CKS(nlse_fd_check_rows(&s->p, first, count));
+    CKS(set_device(s));
+    CK(cudaMemcpyAsync(out, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
+                       cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
+{
+    if (!s || !in)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
+    CKS(nlse_fd_check_rows(&s->p, first, count));
+    const size_t n = count * row_bytes(s) / s->real_size;
+    const int ok = s->p.dtype == NLSE_COMPLEX64 ? host_all_finite<float>(in, n)
+                                                : host_all_finite<double>(in, n);
+    if (!ok)
+        return nlse_fail(NLSE_ERR_VALUE, "the rows contain non-finite values (NaN or Inf)");
+    CKS(set_device(s));
+    CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), in, count * row_bytes(s),
+                       cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm,
+                                    double *energy)
+{
+    double h[3], *d = NULL;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe_rows: NULL solver");
+    CKS(nlse_fd_check_rows(&s->p, first, count));
+    const int r0 = (int)first, r1 = (int)(first + count);
     CKS(set_device(s));
     CK(cudaMalloc((void **)&d, 3 * sizeof(double)));
     cudaError_t err = cudaMemsetAsync(d, 0, 3 * sizeof(double), s->stream);
     if (err == cudaSuccess) {
         if (s->p.dtype == NLSE_COMPLEX64)
-            observe_dispatch<float>(s, d);
+            observe_dispatch<float>(s, d, r0, r1);
         else
-            observe_dispatch<double>(s, d);
+            observe_dispatch<double>(s, d, r0, r1);
         err = cudaGetLastError();
     }
     if (err == cudaSuccess)

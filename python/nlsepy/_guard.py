@@ -33,7 +33,7 @@ import time
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -116,7 +116,7 @@ def deferred_sigint() -> Iterator[_SigintFlag]:
 
 
 def chunked(total: int, work: Callable[[int], Any], first: int = 1,
-            seconds: Optional[float] = None) -> None:
+            seconds: Optional[float] = None, comm: Any = None) -> None:
     """Do `total` units of `work` in calls of about `seconds` each.
 
     Parameters
@@ -131,6 +131,11 @@ def chunked(total: int, work: Callable[[int], Any], first: int = 1,
         speed).
     seconds : float, optional
         Target length of one call (default :data:`CHUNK_SECONDS`).
+    comm : mpi4py communicator, optional
+        For a model distributed over the ranks of `comm`: every rank makes
+        the same calls (rank 0 sizes them), stops early only when all agree
+        and raises ``KeyboardInterrupt`` together when any rank was
+        interrupted, so the ranks' collective calls stay paired.
 
     Raises
     ------
@@ -146,14 +151,26 @@ def chunked(total: int, work: Callable[[int], Any], first: int = 1,
             more = work(k)
             elapsed = time.perf_counter() - t0
             done += k
-            if flag.hit:
-                flag.raise_now()
-            if more is False:
-                return
             # the next call: the units that take `target`, growing at most 8x
             per = elapsed / k
             k = int(min(8 * k, target / per)) if per > 0 else 8 * k
             k = max(1, k)
+            hit = flag.hit
+            if comm is not None:
+                hit, go_on = comm.allreduce((bool(hit), more is not False), op=_OR_AND)
+                k = comm.bcast(k, root=0)
+                more = None if go_on else False
+            if hit:
+                if not flag.hit:  # another rank was interrupted
+                    raise KeyboardInterrupt("interrupted on another rank")
+                flag.raise_now()
+            if more is False:
+                return
+
+
+def _OR_AND(a: Tuple[bool, bool], b: Tuple[bool, bool]) -> Tuple[bool, bool]:
+    """(any interrupted, all want to go on) of two ranks' flags."""
+    return (a[0] or b[0], a[1] and b[1])
 
 
 # -------------------------------------------------------------- checkpoints

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, _guard, runner
+from . import _backend, _dist, _guard, runner
 from ._validate import Fixed
 from ._validate import complex_dtype as _complex_dtype
 from ._validate import potential as _potential
@@ -119,6 +119,140 @@ def stability_bound(spacing: Union[float, Sequence[float]], ndim: int, a: float 
     return _core().fd_max_dt(ndim, a, h, _SCHEMES[_name("scheme", scheme, _SCHEMES)])
 
 
+def _halo_rows(scheme: str) -> int:
+    """Rows of halo a slab needs for one RK4 step: the stencil's reach (1 for
+    CD, 2 for the two sweeps of 2SHOC) for each of the four stages."""
+    return 4 * (1 if scheme == "cd" else 2)
+
+
+def _local_rows(arr: np.ndarray, slab: Optional[_dist.Slab], layout: _dist.Layout,
+                name: str) -> np.ndarray:
+    """This rank's rows of a global array, or the data of its Slab."""
+    if slab is None:
+        if arr.shape != layout.shape:
+            raise ValueError(f"{name} must have the grid's shape {layout.shape} on every rank "
+                             f"(or be this rank's nl.Slab from nl.scatter), got {arr.shape}")
+        return arr[layout.local_slice]
+    if slab.start != layout.start or tuple(slab.data.shape) != layout.local_shape:
+        raise ValueError(f"{name}: this rank's slab holds rows {slab.start} .. "
+                         f"{slab.start + slab.data.shape[0] - 1} of shape "
+                         f"{tuple(slab.data.shape)}, the layout gives rows {layout.start} .. "
+                         f"{layout.start + layout.count - 1} of shape {layout.local_shape}: "
+                         f"make it with nl.scatter over the same communicator")
+    return arr
+
+
+class _SlabFD:
+    """One rank's part of a distributed NLSE, with the interface of the
+    extension's ``FD`` handle.
+
+    The rank holds its rows of axis 0 plus `depth` halo rows on each side
+    that has a neighbour (both sides for periodic boundaries), in one
+    single-process handle over the extended slab.  One RK4 step reaches
+    `depth` rows, so after each step the owned rows are exactly what the
+    whole-grid solver gives (the same arithmetic, point by point), and the
+    halos are refreshed from the neighbours (``MPI_Sendrecv``) before the
+    next.  The slab's own edges are stepped with the global boundary
+    condition, which only affects the halo rows, overwritten each step.
+    Observables sum the owned rows only, reduced in rank order.
+    """
+
+    def __init__(self, module: Any, layout: _dist.Layout, depth: int, periodic: bool,
+                 args: Tuple[Any, ...], owner: "NLSE") -> None:
+        self.layout, self.depth, self.periodic = layout, depth, periodic
+        self.comm = layout.comm
+        many = layout.size > 1
+        self.lo = depth if many and (periodic or layout.rank > 0) else 0
+        self.hi = depth if many and (periodic or layout.rank < layout.size - 1) else 0
+        self.count = layout.count
+        shape = (self.count + self.lo + self.hi,) + layout.shape[1:]
+        state = int(np.prod(shape)) * owner.dtype.itemsize
+        arrays = _grid_arrays(owner.scheme, owner.backend)
+        what = (f"this rank's slab of the NLSE grid {layout.shape} (rows {layout.start} .. "
+                f"{layout.start + layout.count - 1} and {self.lo + self.hi} halo rows, "
+                f"{owner.dtype.name}, backend={owner.backend!r}), {arrays} state arrays,")
+        if owner.backend == "cuda":
+            _guard.require_memory(arrays * state, what, backend="cuda", host_bytes=2 * state)
+        else:
+            _guard.require_memory((arrays + 2) * state, what)
+        self.h = module.FD(shape, *args)
+        self.capsule = _dist.capsule(self.comm)
+        self.V_ext: Optional[np.ndarray] = None
+
+    # the collective part of construction
+    def start(self, psi: np.ndarray, V: Optional[np.ndarray]) -> None:
+        self.set_potential(V)
+        self.set_state(psi)
+
+    def _halo_of(self, owned: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The rows below and above `owned` from the neighbours (collective)."""
+        d = self.depth
+        below = np.zeros((self.lo,) + owned.shape[1:], owned.dtype)
+        above = np.zeros((self.hi,) + owned.shape[1:], owned.dtype)
+        if self.layout.size > 1:
+            recv_lo = np.empty((d,) + owned.shape[1:], owned.dtype)
+            recv_hi = np.empty_like(recv_lo)
+            _dist.halo_exchange(self.comm, np.ascontiguousarray(owned[:d]),
+                                np.ascontiguousarray(owned[-d:]), recv_lo, recv_hi,
+                                self.periodic)
+            if self.lo:
+                below = recv_lo
+            if self.hi:
+                above = recv_hi
+        return below, above
+
+    def exchange(self) -> None:
+        """Refresh the halo rows of the state from the neighbours."""
+        if self.layout.size == 1:
+            return
+        d, lo, n = self.depth, self.lo, self.count
+        lower = self.h.get_rows(lo, d)
+        upper = self.h.get_rows(lo + n - d, d)
+        recv_lo, recv_hi = np.empty_like(lower), np.empty_like(upper)
+        _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
+        if lo:
+            self.h.set_rows(0, lo, recv_lo)
+        if self.hi:
+            self.h.set_rows(lo + n, self.hi, recv_hi)
+
+    def set_state(self, psi: np.ndarray) -> None:
+        self.h.set_rows(self.lo, self.count, psi)
+        self.exchange()
+
+    def get_state(self) -> np.ndarray:
+        return self.h.get_rows(self.lo, self.count)
+
+    def set_potential(self, V: Optional[np.ndarray]) -> None:
+        if V is None:
+            self.h.set_potential(None)
+            return
+        below, above = self._halo_of(V)
+        self.V_ext = np.ascontiguousarray(np.concatenate([below, V, above], axis=0))
+        self.h.set_potential(self.V_ext)
+
+    def set_dt(self, dt: float) -> None:
+        self.h.set_dt(dt)
+
+    def step(self, n: int) -> Tuple[int, bool]:
+        """`n` steps, each followed by the halo exchange; stops on every rank
+        at the first step that blew up on any."""
+        from mpi4py import MPI
+        for q in range(n):
+            _, blew = self.h.step(1)
+            if self.comm.allreduce(bool(blew), op=MPI.LOR):
+                return q, True
+            self.exchange()
+        return n, False
+
+    def observe(self) -> Tuple[float, float]:
+        part = self.h.observe_rows(self.lo, self.count)
+        norm, energy = _dist.ordered_sum(self.capsule, part)
+        return float(norm), float(energy)
+
+    def bytes_per_point_step(self) -> float:
+        return self.h.bytes_per_point_step()
+
+
 class NLSE:
     """Nonlinear Schrödinger equation by RK4 and finite differences.
 
@@ -156,6 +290,15 @@ class NLSE:
         Accept a `dt` above the linear stability bound.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run.
+    comm : mpi4py communicator, optional
+        Distribute the grid over the ranks of `comm` (run the script under
+        ``mpirun``): each rank holds a slab of rows of axis 0 (the slowest),
+        `psi0` and `V` being the global arrays on every rank or each rank's
+        :class:`nlsepy.Slab` from :func:`nlsepy.scatter`.  :attr:`psi` is then
+        the local slab (:attr:`local_slice`), :meth:`gather` assembles the
+        global state, observables are global, and every method is
+        collective (every rank calls it).  Needs mpi4py and nlsepy's MPI
+        layer (see the README).
 
     Attributes
     ----------
@@ -200,8 +343,26 @@ class NLSE:
     def __init__(self, psi0: Any, spacing: Union[float, Sequence[float]], a: float = 1.0,
                  s: float = -1.0, V: Optional[Any] = None, scheme: str = "2shoc",
                  bc: str = "msd", dt: Optional[float] = None, dtype: Any = None,
-                 force: bool = False, backend: str = "auto") -> None:
-        arr = np.asarray(psi0)
+                 force: bool = False, backend: str = "auto", comm: Any = None) -> None:
+        self._comm = None if comm is None else _dist.as_comm(comm)
+        if self._comm is None:
+            self._setup(psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend)
+            return
+        # every rank checks its part; one rank's bad input is every rank's error
+        local = _dist.agree(self._comm, lambda: self._setup(
+            psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend))
+        self._solver.start(*local)  # collective: the halos of psi and V
+        if local[1] is not None:
+            local[1].flags.writeable = False
+        self._V = local[1]
+
+    def _setup(self, psi0: Any, spacing: Any, a: Any, s: Any, V: Any, scheme: Any, bc: Any,
+               dt: Any, dtype: Any, force: Any, backend: Any) -> Any:
+        slab = psi0 if isinstance(psi0, _dist.Slab) else None
+        if slab is not None and self._comm is None:
+            raise ValueError("psi0 is an nl.Slab (one rank's part of a distributed array): "
+                             "pass comm= as well")
+        arr = np.asarray(slab.data if slab is not None else psi0)
         if arr.dtype.kind not in "fc" or arr.dtype.itemsize > 16:
             raise TypeError(f"psi0 must be a float or complex array (float32/64, "
                             f"complex64/128), got dtype {arr.dtype}")
@@ -221,27 +382,18 @@ class NLSE:
         fixed["s"] = _check_real("s", s)
         fixed["spacing"] = _spacing(spacing, arr.ndim)
         fixed["dtype"] = dtype
-        self._shape = tuple(int(n) for n in arr.shape)
+        self._shape = tuple(int(n) for n in (slab.shape if slab is not None else arr.shape))
         core = _core()
         nmin = core.fd_min_points(_SCHEMES[self.scheme], _BCS[self.bc])
-        for q, n in enumerate(arr.shape):
+        for q, n in enumerate(self._shape):
             if n < nmin:
                 raise ValueError(f"grid too small for the stencil: psi0 has {n} points on axis "
                                  f"{q}, scheme={self.scheme!r} with bc={self.bc!r} needs at "
                                  f"least {nmin}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("psi0 contains non-finite values (NaN or Inf)")
         fixed["backend"] = _backend.resolve(backend, "NLSE")
         fixed["max_dt"] = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
         self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
         self._force = bool(force)
-        self._require_memory(V is not None)
-        self._solver = _backend.module(self.backend).FD(
-            self._shape, self.spacing, self.a, self.s, self._dt, _SCHEMES[self.scheme],
-            _BCS[self.bc], core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128)
-        self._solver.set_state(np.ascontiguousarray(arr, dtype=dtype))
-        self._V: Optional[np.ndarray] = None
-        self.V = V
         self._solver_dt = self._dt
         self._t_base = 0.0   # time at the last change of step size
         self._k = 0          # steps since then
@@ -250,6 +402,48 @@ class NLSE:
         self._fetcher = None           # worker bringing GPU frames to the host
         self._pending = [None, None]   # frames in flight, per device slot
         self._slot = 0
+        self._V: Optional[np.ndarray] = None
+        code = core.COMPLEX64 if dtype == np.complex64 else core.COMPLEX128
+        if self._comm is not None:
+            return self._setup_slab(arr, slab, V, code)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("psi0 contains non-finite values (NaN or Inf)")
+        self._require_memory(V is not None)
+        self._solver = _backend.module(self.backend).FD(
+            self._shape, self.spacing, self.a, self.s, self._dt, _SCHEMES[self.scheme],
+            _BCS[self.bc], code)
+        self._solver.set_state(np.ascontiguousarray(arr, dtype=dtype))
+        self.V = V
+        return None
+
+    def _setup_slab(self, arr: np.ndarray, slab: Optional[_dist.Slab], V: Any,
+                    code: int) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """This rank's part of a distributed solver (no collective calls):
+        the slab handle with its halos, the local state and potential."""
+        layout = _dist.Layout.of(self._comm, self._shape)
+        local = _local_rows(arr, slab, layout, "psi0")
+        if not np.all(np.isfinite(local)):
+            raise ValueError(f"psi0 contains non-finite values (NaN or Inf) in rows "
+                             f"{layout.start} .. {layout.start + layout.count - 1}")
+        v_local = None
+        if V is not None:
+            v_slab = V if isinstance(V, _dist.Slab) else None
+            v_arr = np.asarray(v_slab.data if v_slab is not None else V)
+            if v_slab is not None and v_slab.shape != self._shape:
+                raise ValueError(f"V must have the grid's shape {self._shape}, got a slab of "
+                                 f"{v_slab.shape}")
+            if v_slab is None and v_arr.shape != self._shape:
+                raise ValueError(f"V must have the grid's shape {self._shape}, got {v_arr.shape}")
+            v_local = _potential(_local_rows(v_arr, v_slab, layout, "V"), layout.local_shape,
+                                 self.dtype).copy()
+        depth = _halo_rows(self.scheme)
+        if layout.size > 1:
+            layout.require_rows(depth, f"the {self.scheme.upper()} stencil over one RK4 step "
+                                       f"(a halo of {depth} rows)")
+        self._solver = _SlabFD(_backend.module(self.backend), layout, depth, self.bc == "periodic",
+                               (self.spacing, self.a, self.s, self._dt, _SCHEMES[self.scheme],
+                                _BCS[self.bc], code), self)
+        return np.ascontiguousarray(local, dtype=self.dtype), v_local
 
     # ------------------------------------------------------------------ state
     @property
@@ -290,12 +484,32 @@ class NLSE:
 
     @psi.setter
     def psi(self, value: Any) -> None:
+        if self._comm is not None:  # collective: every rank assigns
+            local = _dist.agree(self._comm, lambda: self._local_state(value))
+            self._solver.set_state(local)
+            return
         arr = np.asarray(value)
         if arr.dtype.kind not in "fc":
             raise TypeError(f"psi must be a float or complex array, got dtype {arr.dtype}")
         if arr.shape != self._shape:
             raise ValueError(f"psi must have shape {self._shape}, got {arr.shape}")
         self._solver.set_state(np.ascontiguousarray(arr, dtype=self.dtype))
+
+    def _local_state(self, value: Any) -> np.ndarray:
+        """This rank's rows of a new state: the global array, this rank's
+        slab (``local_shape``) or its nl.Slab."""
+        lay = self._solver.layout
+        slab = value if isinstance(value, _dist.Slab) else None
+        arr = np.asarray(slab.data if slab is not None else value)
+        if arr.dtype.kind not in "fc":
+            raise TypeError(f"psi must be a float or complex array, got dtype {arr.dtype}")
+        if slab is None and arr.shape == lay.local_shape and arr.shape != lay.shape:
+            local = arr
+        else:
+            local = _local_rows(arr, slab, lay, "psi")
+        if not np.all(np.isfinite(local)):
+            raise ValueError("psi contains non-finite values (NaN or Inf)")
+        return np.ascontiguousarray(local, dtype=self.dtype)
 
     @property
     def V(self) -> Optional[np.ndarray]:
@@ -304,6 +518,20 @@ class NLSE:
 
     @V.setter
     def V(self, value: Any) -> None:
+        if self._comm is not None:  # collective: every rank assigns the global V
+            def local() -> Optional[np.ndarray]:
+                if value is None:
+                    return None
+                v_slab = value if isinstance(value, _dist.Slab) else None
+                arr = np.asarray(v_slab.data if v_slab is not None else value)
+                rows = _local_rows(arr, v_slab, self._solver.layout, "V")
+                return _potential(rows, self._solver.layout.local_shape, self.dtype).copy()
+            v = _dist.agree(self._comm, local)
+            self._solver.set_potential(v)
+            if v is not None:
+                v.flags.writeable = False
+            self._V = v
+            return
         if value is None:
             self._solver.set_potential(None)
             self._V = None
@@ -365,7 +593,7 @@ class NLSE:
                     f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
                     step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
 
-        _guard.chunked(int(n), work)
+        _guard.chunked(int(n), work, comm=self._comm)
         if t_final is not None:  # reached only when every step was taken
             self._t_base, self._k = float(t_final), 0
 
@@ -373,7 +601,7 @@ class NLSE:
         return runner.plan_steps(self.t, t_end, self._dt)
 
     def _snapshot(self) -> Any:
-        if self.backend != "cuda":
+        if self.backend != "cuda" or self._comm is not None:
             return self.psi
         # GPU: copy the state into one of two device slots in stream order and
         # bring it to the host on a worker thread while the next chunk runs
@@ -493,11 +721,15 @@ class NLSE:
             Destination file.
         """
         real = np.float32 if self.dtype == np.complex64 else np.float64
-        _guard.save_checkpoint(
-            path, "NLSE", psi=self.psi, t=self.t, steps=self._steps, t_base=self._t_base,
-            k=self._k, solver_dt=self._solver_dt, spacing=np.asarray(self.spacing),
-            a=self.a, s=self.s, dt=self._dt, scheme=self.scheme, bc=self.bc,
-            force=self._force, V=self._V if self._V is not None else np.zeros(0, real))
+        V = self._V if self._V is not None else np.zeros(0, real)
+        scalars = dict(t=self.t, steps=self._steps, t_base=self._t_base, k=self._k,
+                       solver_dt=self._solver_dt, spacing=np.asarray(self.spacing), a=self.a,
+                       s=self.s, dt=self._dt, scheme=self.scheme, bc=self.bc, force=self._force)
+        if self._comm is not None:
+            _dist.save_parts(os.fspath(path), "NLSE", self._solver.layout,
+                             {"psi": self.psi, "V": V}, **scalars)
+            return
+        _guard.save_checkpoint(path, "NLSE", psi=self.psi, V=V, **scalars)
 
     _KEYS = {
         "psi": _guard.Key("array", "c", ndim=(1, 2, 3)),
@@ -513,7 +745,8 @@ class NLSE:
     }
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], backend: str = "auto") -> "NLSE":
+    def load(cls, path: Union[str, os.PathLike], backend: str = "auto",
+             comm: Any = None) -> "NLSE":
         """Restart from a checkpoint written by :meth:`save`.
 
         Parameters
@@ -522,6 +755,11 @@ class NLSE:
             Checkpoint file.
         backend : {"auto", "cpu", "cuda"}, optional
             Backend of the new solver.
+        comm : mpi4py communicator, optional
+            Load into a solver distributed over `comm` (every rank calls
+            this).  Any checkpoint loads with any number of ranks: one
+            written by one process, or the index of one written by N ranks
+            (its parts lie beside it), with M ranks or by one process.
 
         Returns
         -------
@@ -540,7 +778,11 @@ class NLSE:
         """
         spath = os.fspath(path)
         backend = _backend.resolve(backend, "NLSE")  # the caller's argument, not the file's
-        d = _guard.load_checkpoint(spath, "NLSE", cls._KEYS)
+        if comm is not None:
+            comm = _dist.as_comm(comm)
+            d = _dist.agree(comm, lambda: cls._read(spath, comm))
+        else:
+            d = cls._read(spath, None)
 
         def bad(what: str) -> ValueError:
             return ValueError(f"{spath}: {what}")
@@ -555,11 +797,17 @@ class NLSE:
         t = d["t_base"] + d["k"] * d["solver_dt"]
         if t != d["t"]:
             raise bad(f"entry 't' = {d['t']!r} does not match t_base + k * solver_dt = {t!r}")
-        V = d["V"] if d["V"].size else None
+        V = d["V"] if d["V"] is not None and d["V"].size else None
+        psi = d["psi"]
+        if comm is not None:
+            shape = d["global_shape"]
+            start = _dist.Layout.of(comm, shape).start
+            psi = _dist.Slab(psi, start, shape)
+            V = None if V is None else _dist.Slab(V, start, shape)
         try:
-            sim = cls(d["psi"], tuple(d["spacing"].tolist()), a=d["a"], s=d["s"], V=V,
+            sim = cls(psi, tuple(d["spacing"].tolist()), a=d["a"], s=d["s"], V=V,
                       scheme=d["scheme"], bc=d["bc"], dt=d["dt"], dtype=d["psi"].dtype,
-                      force=d["force"], backend=backend)
+                      force=d["force"], backend=backend, comm=comm)
         except (TypeError, ValueError) as exc:
             raise bad(str(exc)) from None
         if not sim._force and d["solver_dt"] > sim.max_dt * (1 + 1e-6):
@@ -568,6 +816,80 @@ class NLSE:
         sim._use_dt(d["solver_dt"])
         sim._t_base, sim._k, sim._steps = d["t_base"], d["k"], d["steps"]
         return sim
+
+    @classmethod
+    def _read(cls, spath: str, comm: Any) -> Dict[str, Any]:
+        """The checkpoint's entries; with `comm`, the state and potential
+        rows of this rank only (from a single file or from parts)."""
+        slabs = {"psi": cls._KEYS["psi"], "V": cls._KEYS["V"]}
+        scalars = {k: v for k, v in cls._KEYS.items() if k not in slabs}
+        if _dist.is_parts_index(spath):
+            rows = None
+            if comm is not None:
+                d0 = _dist.load_parts(spath, "NLSE", scalars, {}, rows=(0, 0))
+                lay = _dist.Layout.of(comm, d0["global_shape"])
+                rows = (lay.start, lay.count)
+            return _dist.load_parts(spath, "NLSE", scalars, slabs, rows=rows)
+        d = _guard.load_checkpoint(spath, "NLSE", cls._KEYS)
+        d["global_shape"] = tuple(d["psi"].shape)
+        if comm is not None:
+            sl = _dist.Layout.of(comm, d["psi"].shape).local_slice
+            d["psi"] = d["psi"][sl]
+            if d["V"].size:
+                if d["V"].shape != d["global_shape"]:
+                    raise ValueError(f"{spath}: entry 'V' has shape {d['V'].shape}, the state "
+                                     f"{d['global_shape']}")
+                d["V"] = d["V"][sl]
+        return d
+
+    # ------------------------------------------------------------ distributed
+    @property
+    def comm(self) -> Any:
+        """The communicator of a distributed solver (None for one process)."""
+        return self._comm
+
+    @property
+    def local_slice(self) -> Tuple[slice, ...]:
+        """This rank's part of the global grid: ``global_array[sim.local_slice]``
+        is what :attr:`psi` holds (the whole grid for one process)."""
+        if self._comm is None:
+            return tuple(slice(None) for _ in self._shape)
+        return self._solver.layout.local_slice
+
+    @property
+    def comm_info(self) -> Dict[str, Any]:
+        """How a distributed solver is laid out and communicates (empty for
+        one process)."""
+        if self._comm is None:
+            return {}
+        sol = self._solver
+        lay = sol.layout
+        info = _dist.info(self._comm)
+        return {"ranks": lay.size, "rank": lay.rank, "axis": 0,
+                "rows": (lay.start, lay.count), "counts": lay.counts.tolist(),
+                "halo_rows": sol.depth, "exchange": "MPI_Sendrecv of host buffers, once per "
+                "step" + (" (device rows staged through the host)" if self.backend == "cuda"
+                          else ""),
+                "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
+                "cuda_aware_mpi": info["cuda_aware"]}
+
+    def gather(self, root: Optional[int] = 0) -> Optional[np.ndarray]:
+        """The global state from every rank's slab (collective).
+
+        Parameters
+        ----------
+        root : int or None, optional
+            The rank that receives it (the others get None), or None for
+            every rank.
+
+        Returns
+        -------
+        numpy.ndarray or None
+        """
+        if self._comm is None:
+            return self.psi
+        _dist.check_root(self._comm, root)
+        return _dist.gather_rows(self._solver.layout, self.psi, root)
 
     def __repr__(self) -> str:
         return (f"NLSE(shape={self._shape}, scheme={self.scheme!r}, bc={self.bc!r}, "

@@ -88,6 +88,19 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done);
 int nlse_fd_observe(nlse_fd *s, double *norm, double *energy);
 
 /*
+ * Rows of axis 0, for a solver that holds one slab of a distributed grid
+ * (the rows `first` .. `first + count - 1`, each of shape[1] * shape[2]
+ * points, contiguous in C order):
+ * observe_rows: the observables of nlse_fd_observe summed over the points
+ *   of those rows only (for the gradient, the links from them);
+ * get_rows / set_rows: copy those rows of the state out / in (set_rows
+ *   refuses non-finite values).
+ */
+int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, double *energy);
+int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out);
+int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in);
+
+/*
  * Frames without stalling the solver.  nlse_fd_snapshot copies the current
  * state into snapshot slot 0 or 1 (on the device for the CUDA backend, in
  * stream order after the steps already issued); nlse_fd_fetch copies a slot

@@ -195,6 +195,80 @@ static PyObject *fd_observe(FDObject *self, PyObject *Py_UNUSED(ignored))
     return Py_BuildValue("dd", norm, energy);
 }
 
+/* rows first .. first + count - 1 of axis 0 (a slab of a distributed grid) */
+static int parse_rows(FDObject *self, PyObject *args, Py_ssize_t *first, Py_ssize_t *count,
+                      PyObject **obj)
+{
+    if (!NLSEPY_READY(self))
+        return -1;
+    if (obj ? !PyArg_ParseTuple(args, "nnO", first, count, obj)
+            : !PyArg_ParseTuple(args, "nn", first, count))
+        return -1;
+    if (*first < 0 || *count < 0 || (size_t)*first > self->p.shape[0] ||
+        (size_t)*count > self->p.shape[0] - (size_t)*first) {
+        PyErr_Format(PyExc_ValueError, "rows %zd .. %zd are outside axis 0 of %zu points",
+                     *first, *first + *count, self->p.shape[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *fd_observe_rows(FDObject *self, PyObject *args)
+{
+    Py_ssize_t first, count;
+    if (parse_rows(self, args, &first, &count, NULL) < 0)
+        return NULL;
+    double norm = 0, energy = 0;
+    int st;
+    NLSEPY_RUN(self, st, nlse_fd_observe_rows(self->s, (size_t)first, (size_t)count, &norm,
+                                              &energy));
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("dd", norm, energy);
+}
+
+static PyObject *fd_get_rows(FDObject *self, PyObject *args)
+{
+    Py_ssize_t first, count;
+    if (parse_rows(self, args, &first, &count, NULL) < 0)
+        return NULL;
+    npy_intp dims[3];
+    dims[0] = (npy_intp)count;
+    for (int q = 1; q < self->p.ndim; ++q)
+        dims[q] = (npy_intp)self->p.shape[q];
+    PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, nlsepy_npy_type(self->p.dtype, 0));
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_fd_get_rows(self->s, (size_t)first, (size_t)count,
+                                          PyArray_DATA((PyArrayObject *)out)));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    return out;
+}
+
+static PyObject *fd_set_rows(FDObject *self, PyObject *args)
+{
+    Py_ssize_t first, count;
+    PyObject *obj;
+    if (parse_rows(self, args, &first, &count, &obj) < 0)
+        return NULL;
+    PyArrayObject *a = nlsepy_check_type(obj, "rows", nlsepy_npy_type(self->p.dtype, 0));
+    if (!a)
+        return NULL;
+    size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
+    if (!nlsepy_check_grid(a, "rows", self->p.ndim, shape))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_fd_set_rows(self->s, (size_t)first, (size_t)count,
+                                          PyArray_DATA(a)));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!NLSEPY_READY(self))
@@ -215,6 +289,12 @@ static PyMethodDef fd_methods[] = {
     {"step", (PyCFunction)fd_step, METH_O,
      "step(n) -> (done, blew_up): advance n RK4 steps."},
     {"observe", (PyCFunction)fd_observe, METH_NOARGS, "observe() -> (norm, energy)."},
+    {"observe_rows", (PyCFunction)fd_observe_rows, METH_VARARGS,
+     "observe_rows(first, count) -> (norm, energy) of rows first .. first+count-1 of axis 0."},
+    {"get_rows", (PyCFunction)fd_get_rows, METH_VARARGS,
+     "get_rows(first, count) -> new array of those rows of axis 0 of the state."},
+    {"set_rows", (PyCFunction)fd_set_rows, METH_VARARGS,
+     "set_rows(first, count, rows): copy rows into axis 0 of the state."},
     {"bytes_per_point_step", (PyCFunction)fd_bytes, METH_NOARGS,
      "Bytes the kernels move per grid point and step (model)."},
     {NULL, NULL, 0, NULL}};
