@@ -825,6 +825,13 @@ class MaxwellBloch:
         (slice j + 1 follows slice j along the time grid); the result is
         that of one z step at a time, bit for bit.  Keeping fewer positions
         (``save_every``, no ``full_map``, no ``callback``) lets it do so.
+
+        Distributed (``comm=``): every rank calls ``run`` with the same
+        arguments (checked) and gets the same result; the solver takes one z
+        step a call.  An error on one rank (a bad argument, a blow-up in its
+        atoms, an exception in its callback) is raised on every rank;
+        Ctrl-C or a callback's ``StopIteration`` on any rank stops every rank
+        after the same z step.  Only rank 0 shows the progress bar.
         """
         t_start = time.perf_counter()
         self._partial = None
@@ -997,6 +1004,7 @@ class MaxwellBloch:
                 if not hit:
                     solve(n_z, step=False)  # populations and the norm monitor at the last z
                     keep(n_z)
+                    hit = anywhere(flag.hit)[0]  # Ctrl-C during that solve
             finally:
                 if bar is not None:
                     bar.close()
