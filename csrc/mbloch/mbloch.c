@@ -15,6 +15,12 @@
  * whole time grid on its own (mbloch_kernels.inc, float and double), the
  * "one atom's whole evolution, then the next" order of section 3 with the
  * polarisation race avoided by per-thread buffers summed in a fixed order.
+ *
+ * A distributed run (nlse_mbloch_set_comm) gives each process a block of
+ * the atoms: the sum of eq. 6 over D becomes the sum over the processes of
+ * their blocks' sums, added by the nlse_comm table in rank order once per
+ * atom solve, before the fields advance (so the fields stay the same on
+ * every process).
  */
 #include <limits.h>
 #include <math.h>
@@ -101,6 +107,8 @@ struct nlse_mbloch {
     long j;             /* z index of the current fields */
     double dev;         /* norm deviation over every atom solve so far */
     double last_seconds;
+    const nlse_comm *comm; /* the other processes' atoms (NULL: none)   */
+    double *red;        /* 2 n_t N_F + n_t n_lev: what comm->sum adds      */
 };
 
 static size_t mbloch_round(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -208,7 +216,8 @@ void nlse_mbloch_destroy(nlse_mbloch *s)
     free_threads(s);
     void *arr[] = {s->lo,      s->off,    s->src,     s->tile, s->crow,   s->cu,    s->hf_r,
                    s->hf_i,    s->pm_lo,  s->pm_off,  s->pf,   s->det,    s->weights,
-                   s->psi0,    s->fields, s->fnext,   s->P,    s->P_prev, s->P_sub, s->pop};
+                   s->psi0,    s->fields, s->fnext,   s->P,    s->P_prev, s->P_sub, s->pop,
+                   s->red};
     for (size_t q = 0; q < sizeof arr / sizeof arr[0]; ++q)
         free(arr[q]);
     free(s);
@@ -380,9 +389,43 @@ static int all_finite(const double *x, size_t n)
     return ok;
 }
 
+/* The sums over the processes of a distributed run: s->red holds this
+ * process's sum over its atoms of eq. 6 (2 n_t N_F, before beta) and, with
+ * pop, its populations (n_t n_lev); afterwards P = beta * the total, pop the
+ * total and s->dev the largest norm deviation of every process.  `failed`
+ * (a status): this process's atoms were not solved; it takes part with NaN
+ * (so that the others see a blow-up and no process waits) and returns it. */
+static int reduce_processes(nlse_mbloch *s, double *P, double *pop, int failed)
+{
+    const size_t np = 2 * (size_t)s->p.n_t * s->nf, npop = (size_t)s->p.n_t * s->nlev;
+    const size_t n = np + (pop ? npop : 0);
+    if (failed) {
+        for (size_t q = 0; q < n; ++q)
+            s->red[q] = NAN;
+        s->dev = NAN;
+    }
+    const char *msg = nlse_last_error();
+    char saved[256];
+    strncpy(saved, msg ? msg : "", sizeof saved - 1);
+    saved[sizeof saved - 1] = '\0';
+    int st = s->comm->sum(s->comm->ctx, s->red, n);
+    const int st2 = s->comm->max(s->comm->ctx, &s->dev, 1);
+    if (failed)
+        return nlse_fail(failed, "%s", saved); /* this process's own error */
+    if (st || (st = st2))
+        return st;
+    const double beta = s->p.beta;
+    for (size_t q = 0; q < np; ++q)
+        P[q] = beta * s->red[q];
+    if (pop)
+        memcpy(pop, s->red + np, npop * sizeof(double));
+    return NLSE_OK;
+}
+
 /* Every atom at `fields` (algorithm 1, lines 2-7): P = beta * the sum over
- * threads in thread order, populations into pop when given, the norm
- * deviation into s->dev.  NLSE_ERR_BLOWUP when P is not finite. */
+ * threads in thread order (then over the processes of a distributed run),
+ * populations into pop when given, the norm deviation into s->dev.
+ * NLSE_ERR_BLOWUP when P is not finite. */
 static int solve_atoms(nlse_mbloch *s, const double *fields, double *P, double *pop)
 {
     const int f32 = s->p.dtype == NLSE_COMPLEX64, wide = f32 ? 32 : 16;
@@ -394,34 +437,39 @@ static int solve_atoms(nlse_mbloch *s, const double *fields, double *P, double *
         nthr = nb;
     int st = ensure_threads(s, nthr);
     if (st)
-        return st;
+        return s->comm ? reduce_processes(s, P, pop, st) : st;
     const int want = pop != NULL;
     if (f32)
         (blk == 32 ? atoms_f32 : atoms_f16)(s, fields, want, nthr);
     else
         (blk == 16 ? atoms_d16 : atoms_d8)(s, fields, want, nthr);
     const int nt = s->nt_used, nf2 = 2 * s->nf, nlev = s->nlev, n_t = s->p.n_t;
-    const double beta = s->p.beta;
+    /* distributed: this process's sums (before beta) into s->red first */
+    const double beta = s->comm ? 1.0 : s->p.beta;
+    double *sP = s->comm ? s->red : P;
+    double *spop = pop && s->comm ? s->red + (size_t)n_t * nf2 : pop;
 #pragma omp parallel for NLSE_THREADS schedule(static) if ((long)n_t * nf2 > 65536)
     for (int k = 0; k < n_t; ++k) {
         for (int c = 0; c < nf2; ++c) {
             double acc = 0;
             for (int t = 0; t < nt; ++t)
                 acc += s->thr[t].P[(size_t)k * nf2 + c];
-            P[(size_t)k * nf2 + c] = beta * acc;
+            sP[(size_t)k * nf2 + c] = beta * acc;
         }
-        if (pop) {
+        if (spop) {
             for (int i = 0; i < nlev; ++i) {
                 double acc = 0;
                 for (int t = 0; t < nt; ++t)
                     acc += s->thr[t].pop[(size_t)k * nlev + i];
-                pop[(size_t)k * nlev + i] = acc;
+                spop[(size_t)k * nlev + i] = acc;
             }
         }
     }
     for (int t = 0; t < nt; ++t)
         if (!(s->thr[t].dev <= s->dev))
             s->dev = s->thr[t].dev;
+    if (s->comm && (st = reduce_processes(s, P, pop, NLSE_OK)))
+        return st;
     if (!all_finite(P, (size_t)n_t * nf2))
         return nlse_fail(NLSE_ERR_BLOWUP, "nlse_mbloch: the polarisation became non-finite at z "
                          "index %ld (norm deviation %g); the fields of z index %ld are kept",
@@ -528,6 +576,22 @@ int nlse_mbloch_steps(nlse_mbloch *s, int n)
 }
 
 int nlse_mbloch_pipeline(const nlse_mbloch *s) { return s ? 1 : 0; }
+
+int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: NULL solver");
+    if (c && (!c->sum || !c->max))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: the table has no sum or max");
+    if (c && !s->red) {
+        const size_t n = 2 * (size_t)s->p.n_t * s->nf + (size_t)s->p.n_t * s->nlev;
+        s->red = (double *)malloc(n * sizeof(double));
+        if (!s->red)
+            return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_set_comm: out of memory (%zu values)", n);
+    }
+    s->comm = c;
+    return NLSE_OK;
+}
 
 static int get(const nlse_mbloch *s, const double *src, size_t n, double *out)
 {

@@ -34,6 +34,11 @@
  * order and with the roundings of k_sum_warp and k_fields, so the result
  * is that of one z step a launch, bit for bit).  A blow-up inside such a
  * launch is found again one z step a launch from the launch's start.
+ *
+ * A distributed run (nlse_mbloch_set_comm: each process a block of the
+ * atoms) copies the polarisation (and populations) of each atom solve to
+ * the host, adds the processes' parts with the nlse_comm table and copies
+ * the total back before the fields advance; it runs one z step a launch.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -157,6 +162,9 @@ struct nlse_mbloch {
     long j;
     double dev, last_seconds;
     int have_pop;
+    const nlse_comm *comm;        /* the other processes' atoms (NULL: none) */
+    double *hred;                 /* host: 2 n_t n_f + n_t n_lev, what comm->sum adds */
+    int pipe_own;                 /* pipe without a comm */
     cudaStream_t stream;
     cudaEvent_t ev0, ev1;
 };
@@ -865,6 +873,7 @@ extern "C" void nlse_mbloch_destroy(nlse_mbloch *s)
                     s->part, s->ppart, s->pop, s->devb, s->flag, s->coef, s->pE, s->pP, s->Psave, s->pcnt};
     for (size_t q = 0; q < sizeof ptrs / sizeof ptrs[0]; ++q)
         cudaFree(ptrs[q]);
+    free(s->hred);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     if (s->ev0)
@@ -990,12 +999,65 @@ static int clear_flag(nlse_mbloch *s)
     return NLSE_OK;
 }
 
+/* The sums over the processes of a distributed run, after an atom solve
+ * that gave `failed` (a status): P (and with want_pop the populations)
+ * through the host, added by comm->sum; the norm deviation by comm->max;
+ * *flag: the total polarisation is not finite.  A process whose solve
+ * failed takes part with NaN (the others see a blow-up, none waits) and
+ * returns its status. */
+static int reduce_processes(nlse_mbloch *s, int want_pop, int failed, int *flag)
+{
+    const size_t np = 2 * nfield(s), npop = (size_t)s->a.n_t * s->a.n_lev;
+    const size_t n = np + (want_pop ? npop : 0);
+    int st = failed;
+    if (!st) {
+        cudaError_t err = cudaMemcpyAsync(s->hred, s->P, np * sizeof(double), cudaMemcpyDeviceToHost, s->stream);
+        if (err == cudaSuccess && want_pop)
+            err = cudaMemcpyAsync(s->hred + np, s->pop, npop * sizeof(double), cudaMemcpyDeviceToHost, s->stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(s->stream);
+        st = nlse_cuda_check(err, "copying the polarisation to the host");
+    }
+    char saved[256] = "";
+    if (st) {
+        const char *msg = nlse_last_error();
+        strncpy(saved, msg ? msg : "", sizeof saved - 1);
+        for (size_t q = 0; q < n; ++q)
+            s->hred[q] = NAN;
+        s->dev = NAN;
+    }
+    const int st1 = s->comm->sum(s->comm->ctx, s->hred, n);
+    const int st2 = s->comm->max(s->comm->ctx, &s->dev, 1);
+    if (st)
+        return nlse_fail(st, "%s", saved);
+    if (st1 || st2)
+        return st1 ? st1 : st2;
+    *flag = 0;
+    for (size_t q = 0; q < np; ++q)
+        if (!isfinite(s->hred[q]))
+            *flag = 1;
+    CK(cudaMemcpyAsync(s->P, s->hred, np * sizeof(double), cudaMemcpyHostToDevice, s->stream));
+    if (want_pop)
+        CK(cudaMemcpyAsync(s->pop, s->hred + np, npop * sizeof(double), cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
 static int atoms_checked(nlse_mbloch *s, int want_pop)
 {
     int flag = 0;
-    CKS(clear_flag(s));
-    CKS(atoms(s, want_pop));
-    CKS(finish(s, &flag, s->nb));
+    if (s->comm) {
+        int st = clear_flag(s);
+        if (!st)
+            st = atoms(s, want_pop);
+        if (!st)
+            st = finish(s, &flag, s->nb);
+        CKS(reduce_processes(s, want_pop, st, &flag));
+    } else {
+        CKS(clear_flag(s));
+        CKS(atoms(s, want_pop));
+        CKS(finish(s, &flag, s->nb));
+    }
     if (want_pop)
         s->have_pop = 1;
     if (flag)
@@ -1186,6 +1248,28 @@ extern "C" int nlse_mbloch_steps(nlse_mbloch *s, int n)
 }
 
 extern "C" int nlse_mbloch_pipeline(const nlse_mbloch *s) { return s ? s->pipe : 0; }
+
+extern "C" int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: NULL solver");
+    if (c && (!c->sum || !c->max))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: the table has no sum or max");
+    if (c && !s->hred) {
+        const size_t n = 2 * nfield(s) + (size_t)s->a.n_t * s->a.n_lev;
+        s->hred = (double *)malloc(n * sizeof(double));
+        if (!s->hred)
+            return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_set_comm: out of memory (%zu values)", n);
+    }
+    if (c && !s->comm)
+        s->pipe_own = s->pipe;
+    if (!c && s->comm)
+        s->pipe = s->pipe_own;
+    if (c) /* one z step a launch: the sum over the processes comes between two */
+        s->pipe = 1;
+    s->comm = c;
+    return NLSE_OK;
+}
 
 extern "C" int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out)
 {

@@ -16,17 +16,23 @@ reduced over the atoms and the fields advance by Adams-Bashforth 2 in z,
 started by ``euler_substeps`` Euler steps.  The atom march runs in C
 (OpenMP over blocks of atoms, :file:`csrc/mbloch/mbloch.c`) or on the GPU; this
 module validates the input, loops over z steps and collects the output.
+
+With ``comm=`` (an mpi4py communicator) the atoms are split over the ranks
+in contiguous blocks; the solver of each rank adds the ranks' polarisations
+(and populations) in rank order once per atom solve, so the fields and
+every output are the same on every rank.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _backend, _guard, _validate
+from . import _backend, _dist, _guard, _validate
 from ._validate import Fixed
 from .errors import BlowUpError
 from .reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
@@ -73,6 +79,28 @@ def _require(nbytes: float, what: str, backend: str = "cpu", host_bytes: float =
         cut = msg.rfind("; use ")
         raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; use fewer atoms, a shorter "
                           "time grid or fewer saved positions") from None
+
+
+def _fingerprint(value: Any) -> str:
+    """A digest of a parameter's value (arrays: dtype, shape and bytes)."""
+    h = hashlib.sha256()
+    if isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    else:
+        h.update(repr(value).encode())
+    return h.hexdigest()
+
+
+def _same_on_every_rank(digests: Sequence[Mapping[str, str]], who: str, what: str) -> None:
+    """ValueError naming the first rank and parameter that differ from rank 0's."""
+    for rank, d in enumerate(digests[1:], start=1):
+        for name, value in digests[0].items():
+            if d.get(name) != value:
+                raise ValueError(f"{who}: every rank must pass {what} (each keeps its own "
+                                 f"block of the atoms), but rank {rank}'s {name} differs from "
+                                 f"rank 0's")
 
 
 def _Fixed(doc: str, hint: Optional[str] = None, copy: bool = False) -> Fixed:
@@ -314,6 +342,17 @@ class MaxwellBloch:
         1.7x (sm_80) to 2.6x (sm_90) faster.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the atoms are solved.
+    comm : mpi4py.MPI.Intracomm, optional
+        Run distributed over the ranks of this communicator (e.g.
+        ``MPI.COMM_WORLD``, under ``mpirun``).  Every rank passes the same
+        arguments (the whole ensemble); each solves its own contiguous block
+        of the atoms (:attr:`local_slice`, the first ``N_Delta % size`` ranks
+        one atom more) and the polarisation of eq. 6 (and the populations)
+        is summed over the ranks in rank order once per atom solve, so the
+        fields and every output of :meth:`run` are the same on every rank
+        (equal to one process's within rounding; bit-identical across runs
+        with the same number of ranks).  Needs nlsepy's MPI layer and
+        mpi4py; there must be at least as many atoms as ranks.
 
     Examples
     --------
@@ -349,8 +388,24 @@ class MaxwellBloch:
                  kappa_e: float = 0.0, delta: float = 0.0,
                  line: Tuple[Any, ...] = ("gaussian", 1.0), n_atoms: int = 128,
                  beta: float = 1.0, initial_state: Optional[Any] = None,
-                 dtype: Any = np.complex128, backend: str = "auto") -> None:
+                 dtype: Any = np.complex128, backend: str = "auto", comm: Any = None) -> None:
         self._partial: Optional[MaxwellBlochResult] = None
+        self._comm: Any = None
+        self._capsule: Any = None
+        args = (n_g, n_e, modes, F, h_t, n_t, kappa_g, kappa_e, delta, line, n_atoms, beta,
+                initial_state, dtype, backend)
+        if comm is None:
+            self._setup(*args)
+            self._local = slice(0, self.n_atoms)
+            return
+        comm = _dist.as_comm(comm)
+        _dist.agree(comm, lambda: self._setup(*args))
+        self._distribute(comm)
+
+    def _setup(self, n_g: Any, n_e: Any, modes: Any, F: Any, h_t: Any, n_t: Any, kappa_g: Any,
+               kappa_e: Any, delta: Any, line: Any, n_atoms: Any, beta: Any,
+               initial_state: Any, dtype: Any, backend: Any) -> None:
+        """Check and keep the constructor's arguments."""
         self._n_g = _validate.count("n_g", n_g, 1)
         self._n_e = _validate.count("n_e", n_e, 1)
         self._modes = self._check_modes(modes)
@@ -374,6 +429,39 @@ class MaxwellBloch:
         det, w = self._line(line, n_atoms)
         self._detunings, self._weights = _owned(det), _owned(w)
         self._initial_state = _owned(self._check_initial_state(initial_state))
+
+    def _digest(self) -> Dict[str, str]:
+        """A fingerprint of each parameter (the backend aside), to check that
+        every rank of a distributed run was given the same."""
+        parts = {"n_g": self.n_g, "n_e": self.n_e, "modes": self.modes, "F": self._F,
+                 "h_t": self.h_t, "n_t": self.n_t, "kappa_g": self.kappa_g,
+                 "kappa_e": self.kappa_e, "delta": self.delta, "beta": self.beta,
+                 "detunings (line)": self._detunings, "weights (line)": self._weights,
+                 "initial_state": self._initial_state, "dtype": np.dtype(self.dtype).name}
+        return {k: _fingerprint(v) for k, v in parts.items()}
+
+    def _distribute(self, comm: Any) -> None:
+        """Split the atoms over the ranks of `comm` (every rank calls this)."""
+        digests = comm.allgather(self._digest())
+        size = comm.Get_size()
+
+        def check() -> None:
+            _same_on_every_rank(digests, "MaxwellBloch(comm=...)", "the same arguments")
+            if self.n_atoms < size:
+                raise ValueError(f"MaxwellBloch(comm=...): {size} ranks share n_atoms = "
+                                 f"{self.n_atoms} atoms, but every rank needs at least one: "
+                                 f"use at most {self.n_atoms} ranks or more atoms")
+        _dist.agree(comm, check)
+        self._counts, self._starts = _dist.split(self.n_atoms, size)
+        r = comm.Get_rank()
+        self._local = slice(int(self._starts[r]), int(self._starts[r] + self._counts[r]))
+        self._capsule = _dist.capsule(comm)
+        self._comm = comm
+
+    def _agreed(self, fn: Callable[[], Any]) -> Any:
+        """``fn()``, and in a distributed run the same error on every rank
+        when it fails on one (:func:`nlsepy._dist.agree`)."""
+        return fn() if self._comm is None else _dist.agree(self._comm, fn)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_") or isinstance(getattr(type(self), name, None), Fixed):
@@ -402,7 +490,7 @@ class MaxwellBloch:
                                   kappa_e=self.kappa_e, delta=self.delta,
                                   line=(self._detunings, self._weights), n_atoms=self.n_atoms,
                                   beta=self.beta, initial_state=self._initial_state,
-                                  dtype=self.dtype, backend=self.backend)
+                                  dtype=self.dtype, backend=self.backend, comm=self._comm)
         unknown = sorted(set(changes) - set(kw))
         if unknown:
             raise TypeError(f"replace() takes the constructor's arguments {sorted(kw)}, "
@@ -456,7 +544,7 @@ class MaxwellBloch:
         device arrays and the host's staging), the input fields and the kept
         output twice (collected, then stacked)."""
         nf, nt, nl = self.n_modes, self.n_t, self.n_levels
-        na = self.n_atoms if n_atoms is None else n_atoms
+        na = self._local.stop - self._local.start if n_atoms is None else n_atoms
         field = 16 * nt * nf
         out = 2 * (saved_fields * field + saved_populations * 8 * nt * nl) + field
         if self.backend == "cpu":
@@ -565,6 +653,36 @@ class MaxwellBloch:
     def n_atoms(self) -> int:
         """N_Delta, the atoms sampling the line."""
         return int(self._detunings.size)
+
+    @property
+    def comm(self) -> Any:
+        """The communicator of a distributed run (``comm=``), else None."""
+        return self._comm
+
+    @property
+    def local_slice(self) -> slice:
+        """This rank's atoms: ``mb.detunings[mb.local_slice]`` are those its
+        solver holds (all of them without ``comm``)."""
+        return self._local
+
+    @property
+    def comm_info(self) -> Optional[Dict[str, Any]]:
+        """How a distributed run is laid out, or None without ``comm``.
+
+        A dict: ``rank``, ``size`` and the MPI library (``library``,
+        ``standard``, ``cuda_aware``, ``thread_multiple``); ``atoms`` (this
+        rank's ``(start, stop)``), ``atoms_per_rank``; ``reduction``, how the
+        polarisation is summed over the ranks.
+        """
+        if self._comm is None:
+            return None
+        info = _dist.info(self._comm)
+        staged = " (copied through the host)" if self.backend == "cuda" else ""
+        info.update(atoms=(self._local.start, self._local.stop),
+                    atoms_per_rank=[int(c) for c in self._counts],
+                    reduction=f"polarisation and populations{staged} summed in rank order, "
+                              f"one sum and one maximum (norm monitor) per atom solve")
+        return info
 
     @property
     def t(self) -> np.ndarray:
@@ -707,26 +825,49 @@ class MaxwellBloch:
         (slice j + 1 follows slice j along the time grid); the result is
         that of one z step at a time, bit for bit.  Keeping fewer positions
         (``save_every``, no ``full_map``, no ``callback``) lets it do so.
+
+        Distributed (``comm=``): every rank calls ``run`` with the same
+        arguments (checked) and gets the same result; the solver takes one z
+        step a call.  An error on one rank (a bad argument, a blow-up in its
+        atoms, an exception in its callback) is raised on every rank;
+        Ctrl-C or a callback's ``StopIteration`` on any rank stops every rank
+        after the same z step.  Only rank 0 shows the progress bar.
         """
         t_start = time.perf_counter()
         self._partial = None
-        h_z = _validate.real("h_z", h_z, positive=True)
-        n_z = _validate.count("n_z", n_z, 1)
-        euler_substeps = _validate.count("euler_substeps", euler_substeps, 1)
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-        saved = self._saved(save_every, h_z, n_z)
-        n_fld = n_z + 1 if full_map else saved.count()
-        n_pop = saved.count() if populations else 0
-        host, dev = self._run_bytes(n_fld, n_pop)
-        what = (f"MaxwellBloch.run with n_atoms = {self.n_atoms}, n_t = {self.n_t}, "
-                f"N_F = {self.n_modes}, n_g + n_e = {self.n_levels}: fields kept at {n_fld} "
-                f"z positions{' (full_map)' if full_map else ''}, populations at {n_pop}")
-        if self.backend == "cuda":
-            _require(dev, what, backend="cuda", host_bytes=host)
-        else:
-            _require(host, what)
-        eps0 = self.input_fields(fields0)
+        comm = self._comm
+
+        def check() -> Tuple[float, int, int, "_Saved", np.ndarray]:
+            h = _validate.real("h_z", h_z, positive=True)
+            n = _validate.count("n_z", n_z, 1)
+            subs = _validate.count("euler_substeps", euler_substeps, 1)
+            if callback is not None and not callable(callback):
+                raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+            sv = self._saved(save_every, h, n)
+            n_fld = n + 1 if full_map else sv.count()
+            n_pop = sv.count() if populations else 0
+            host, dev = self._run_bytes(n_fld, n_pop)
+            what = (f"MaxwellBloch.run with n_atoms = {self.n_atoms}, n_t = {self.n_t}, "
+                    f"N_F = {self.n_modes}, n_g + n_e = {self.n_levels}: fields kept at {n_fld} "
+                    f"z positions{' (full_map)' if full_map else ''}, populations at {n_pop}")
+            if self.backend == "cuda":
+                _require(dev, what, backend="cuda", host_bytes=host)
+            else:
+                _require(host, what)
+            return h, n, subs, sv, self.input_fields(fields0)
+
+        h_z, n_z, euler_substeps, saved, eps0 = self._agreed(check)
+        if comm is not None:  # the loop below must take the same z steps everywhere
+            mine = {"h_z": _fingerprint(h_z), "n_z": _fingerprint(n_z),
+                    "euler_substeps": _fingerprint(euler_substeps),
+                    "save_every": _fingerprint(np.asarray(save_every, dtype=np.float64)),
+                    "full_map": _fingerprint(bool(full_map)),
+                    "populations": _fingerprint(bool(populations)),
+                    "callback (given or not)": _fingerprint(callback is not None),
+                    "fields0": _fingerprint(eps0)}
+            everyone = comm.allgather(mine)
+            _dist.agree(comm, lambda: _same_on_every_rank(everyone, "MaxwellBloch.run",
+                                                          "the same run arguments"))
 
         def keep_fld(j: int) -> bool:
             return j <= n_z if full_map else j in saved
@@ -734,11 +875,19 @@ class MaxwellBloch:
         def keep_pop(j: int) -> bool:
             return populations and j in saved
 
-        core = self._core
-        solver = core.Mbloch(self.n_g, self.n_e, self.modes[0], self.modes[1], self._F,
-                         self._detunings, self._weights, self._initial_state, eps0, self.h_t, h_z,
-                         self.beta, self.kappa_g, self.kappa_e, self.delta, euler_substeps,
-                         core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128)
+        core, own = self._core, self._local
+
+        def make() -> Any:
+            sv = core.Mbloch(self.n_g, self.n_e, self.modes[0], self.modes[1], self._F,
+                             self._detunings[own], self._weights[own],
+                             self._initial_state[own], eps0, self.h_t, h_z, self.beta,
+                             self.kappa_g, self.kappa_e, self.delta, euler_substeps,
+                             core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128)
+            if self._capsule is not None:
+                sv.set_comm(self._capsule)
+            return sv
+
+        solver = self._agreed(make)
         zf, fl, zp, pops = [], [], [], []
         kernel = 0.0
 
@@ -753,15 +902,16 @@ class MaxwellBloch:
         def solve(j: int, step: bool, n: int = 0) -> None:
             """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1:
             to z_{j+n} without populations, in launches of the z pipeline
-            of the CUDA tensor-core kernels."""
+            of the CUDA tensor-core kernels.  Distributed: the same error
+            on every rank (the fields are the same everywhere)."""
             nonlocal kernel, per_step
             try:
                 if not step:
-                    solver.atoms(keep_pop(j))
+                    self._agreed(lambda: solver.atoms(keep_pop(j)))
                 elif n == 0:
-                    solver.step(keep_pop(j))
+                    self._agreed(lambda: solver.step(keep_pop(j)))
                 else:
-                    solver.steps(n)
+                    self._agreed(lambda: solver.steps(n))
             except BlowUpError as exc:
                 jf = solver.z_index()  # the fields of z_jf are kept
                 raise BlowUpError(
@@ -785,24 +935,54 @@ class MaxwellBloch:
                 seconds=time.perf_counter() - t_start, kernel_seconds=kernel, h_z=h_z,
                 interrupted=interrupted)
 
+        def call_back(j: int) -> bool:
+            """The callback after z step j; True when it ended the run
+            (distributed: when it did so on any rank; an error on one rank
+            is raised on all)."""
+            def one() -> bool:
+                try:
+                    callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
+                except StopIteration:
+                    return True
+                except Exception as exc:  # distributed: as an error agree() passes on
+                    if comm is None or isinstance(exc, (ValueError, TypeError, RuntimeError,
+                                                        MemoryError, OSError)):
+                        raise
+                    raise RuntimeError(f"the callback raised {type(exc).__name__}: {exc}") \
+                        from exc
+                return False
+            return bool(self._agreed(one))
+
+        def anywhere(*flags: bool) -> Tuple[bool, ...]:
+            """The flags or'ed over the ranks (one collective)."""
+            if comm is None:
+                return tuple(bool(f) for f in flags)
+            bits = sum(int(bool(f)) << q for q, f in enumerate(flags))
+            from mpi4py import MPI
+            bits = comm.allreduce(bits, op=MPI.BOR)
+            return tuple(bool(bits >> q & 1) for q in range(len(flags)))
+
         # z steps one call can take: up to the next z index where something
         # is kept (the Euler start goes alone), and about half a second of
         # device time (at least the solver's z slices; the Hopper kernel pays
         # its start and drain once a call), so that Ctrl-C and the progress
         # bar act every half second or launch; the solver splits a call into
         # launches itself.  Ctrl-C is held while a call runs (deferred_sigint)
-        # and acts between calls, the output consistent.
+        # and acts between calls, the output consistent.  Distributed: one z
+        # step a call (the solver reduces over the ranks after each), and
+        # Ctrl-C on any rank stops every rank after the same z step.
         per_step = 0.0
-        pipe = solver.pipeline()
+        pipe = solver.pipeline() if comm is None else 1
 
         bar = None
-        if progress:
+        if progress and (comm is None or comm.Get_rank() == 0):
             from .runner import _progress_bar
             bar = _progress_bar(True, n_z)
         with _guard.deferred_sigint() as flag:
+            hit = False
             try:
                 j = 0
-                while j < n_z and not flag.hit:
+                while j < n_z and not hit:
                     fields_j = solver.get_fields() if keep_fld(j) else None
                     n = 0
                     if pipe > 1 and not keep_pop(j):
@@ -815,21 +995,23 @@ class MaxwellBloch:
                     if bar is not None:
                         bar.update(max(n, 1))
                     j += max(n, 1)
-                    if callback is not None:  # after one z step
-                        try:
-                            callback(_RunState(j, j * h_z, solver.norm_deviation(), solver))
-                        except StopIteration:  # the run ends at z_j, a saved point
-                            n_z = j
-                            saved.end_at(n_z)
-                            break
-                if not flag.hit:
+                    ended = callback is not None and call_back(j)  # after one z step
+                    hit, ended = anywhere(flag.hit, ended)
+                    if ended:  # the run ends at z_j, a saved point
+                        n_z = j
+                        saved.end_at(n_z)
+                        break
+                if not hit:
                     solve(n_z, step=False)  # populations and the norm monitor at the last z
                     keep(n_z)
+                    hit = anywhere(flag.hit)[0]  # Ctrl-C during that solve
             finally:
                 if bar is not None:
                     bar.close()
-            if flag.hit:
+            if hit:
                 self._partial = result(interrupted=True)
+                if not flag.hit:  # Ctrl-C reached another rank only
+                    raise KeyboardInterrupt
                 flag.raise_now()
         return result()
 

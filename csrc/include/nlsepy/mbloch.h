@@ -92,6 +92,22 @@ int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out);
 int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out);
 int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out);
 
+/* Make s one part of a distributed run (c != NULL) or the whole system
+ * (c == NULL, the default).  Each process creates its solver with its own
+ * atoms (a contiguous block of the ensemble: their detunings, weights and
+ * initial states) and the same fields; after every atom solve (each z step,
+ * each Euler sub-step of the start, nlse_mbloch_atoms) the solver adds the
+ * processes' polarisations (and populations, when asked for) with one
+ * c->sum and takes the maximum of the norm deviation with one c->max, from
+ * the calling thread, before the fields advance; the fields, polarisation,
+ * populations, norm deviation and every error are then the same on every
+ * process.  Every process must make the same calls in the same order.  A
+ * process whose atom solve fails before the reduction still takes part in
+ * it with NaN (the others then report a blow-up).  The table must outlive
+ * the solver or the next call of this function.  On CUDA a distributed
+ * solver runs one z step a launch (nlse_mbloch_pipeline gives 1). */
+int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c);
+
 /* z index j of the current fields (z = j h_z). */
 long nlse_mbloch_z_index(const nlse_mbloch *s);
 

@@ -2,15 +2,20 @@
  * _bind/mbloch.c -- binding of the Maxwell-Bloch solver (C API
  * nlsepy/mbloch.h, source 004): the `Mbloch` type.  Arrays cross as
  * float64 / complex128 whatever the working precision; the sizes n_atoms and
- * n_t are those of the arrays given.
+ * n_t are those of the arrays given.  `set_comm` takes the reduction table
+ * of a distributed run from the capsule the MPI extension makes (this
+ * module links no MPI: it only hands the table's functions to the solver).
  */
 #include <limits.h>
 
 #include "bind.h"
 #include "nlsepy/mbloch.h"
 
+#define COMM_CAPSULE "nlsepy.nlse_comm"
+
 typedef struct {
     NLSEPY_SOLVER_HEAD(nlse_mbloch, nlse_mbloch_params)
+    PyObject *comm; /* the capsule of the table the solver uses (kept alive) */
 } MblochObject;
 
 /* `obj` as an aligned C-contiguous array of `type` with `ndim` dimensions;
@@ -80,6 +85,7 @@ static int mbloch_init(MblochObject *self, PyObject *args, PyObject *kw)
         nlse_mbloch_destroy(self->s);
         self->s = NULL;
     }
+    Py_CLEAR(self->comm);
     int st = nlse_mbloch_create(&p, (const double *)PyArray_DATA(aF),
                             (const double *)PyArray_DATA(adet), (const double *)PyArray_DATA(aw),
                             (const double *)PyArray_DATA(apsi), (const double *)PyArray_DATA(afld),
@@ -99,7 +105,42 @@ done:
     return ret;
 }
 
-NLSEPY_DEALLOC(mbloch_dealloc, MblochObject, nlse_mbloch_destroy)
+/* the solver first: it holds a pointer into the capsule */
+static void mbloch_dealloc(MblochObject *self)
+{
+    nlse_mbloch_destroy(self->s);
+    Py_CLEAR(self->comm);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* set_comm(capsule or None): the solver becomes one part of a distributed
+ * run over the capsule's table (None: the whole system again) */
+static PyObject *mbloch_set_comm(MblochObject *self, PyObject *arg)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    const nlse_comm *c = NULL;
+    if (arg != Py_None) {
+        if (!PyCapsule_IsValid(arg, COMM_CAPSULE)) {
+            PyErr_Format(PyExc_TypeError, "set_comm: expected the capsule \"" COMM_CAPSULE
+                         "\" of nlsepy._mpi.comm_capsule(comm) or None, got %s",
+                         Py_TYPE(arg)->tp_name);
+            return NULL;
+        }
+        c = (const nlse_comm *)PyCapsule_GetPointer(arg, COMM_CAPSULE);
+        if (!c)
+            return NULL;
+    }
+    const int st = nlse_mbloch_set_comm(self->s, c);
+    if (st)
+        return nlsepy_raise(st);
+    PyObject *old = self->comm;
+    if (arg != Py_None)
+        Py_INCREF(arg);
+    self->comm = arg == Py_None ? NULL : arg;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
 
 /* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
  * a blow-up raises nlsepy.BlowUpError (the fields of the last z are kept). */
@@ -216,6 +257,9 @@ static PyMethodDef mbloch_methods[] = {
      "step(want_pop): one z step (atoms at z_j, then AB2 or the Euler start)."},
     {"steps", (PyCFunction)mbloch_steps, METH_O,
      "steps(n): n z steps without populations, the fields of n step(False) calls."},
+    {"set_comm", (PyCFunction)mbloch_set_comm, METH_O,
+     "set_comm(capsule or None): one part of a distributed run (this solver's atoms; the "
+     "polarisation summed over the processes once per atom solve), or the whole system."},
     {"pipeline", (PyCFunction)mbloch_pipeline, METH_NOARGS,
      "pipeline() -> z steps one launch can hold (1: one a launch)."},
     {"get_fields", (PyCFunction)mbloch_fields, METH_NOARGS, "get_fields() -> (n_t, N_F) complex128."},
