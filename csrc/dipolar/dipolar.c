@@ -542,24 +542,6 @@ static void dipolar_of_state(struct nlse_dipolar *s)
     apply_fft(s);
 }
 
-void dipolar_observe_finish(const struct nlse_dipolar *s, const double *T, int use_dd,
-                            double psi0sq, nlse_dipolar_obs *o)
-{
-    const double kin = s->p.kin * T[OQ_KIN], pot = T[OQ_POT];
-    const double cont = s->g * T[OQ_INT], dd = use_dd ? s->gdd * T[OQ_DD] : 0.0;
-    o->norm = T[OQ_NORM];
-    o->norm_sum = T[OQ_SUM];
-    o->kinetic = kin;
-    o->kinetic_modulus = s->p.kin * T[OQ_KMOD];
-    o->mu = kin + pot + cont + dd;
-    o->energy = kin + pot + 0.5 * (cont + dd);
-    for (int a = 0; a < 3; ++a)
-        o->x2[a] = 0;
-    for (int q = s->off; q < 3; ++q)
-        o->x2[q - s->off] = T[OQ_X0 + q];
-    o->psi0sq = psi0sq;
-}
-
 int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
 {
     if (!out)

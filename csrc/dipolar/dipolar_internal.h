@@ -99,10 +99,25 @@ DIPOLAR_DECL(d, double)
 /* Accumulators of the observables (dipolar_observe_rows). */
 enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
 
-/* The observables from the sums T (dipolar.c): mu, energy and sizes in the
- * units of the equation; psi0sq is |Psi|^2 at the grid centre. */
-void dipolar_observe_finish(const struct nlse_dipolar *s, const double *T, int use_dd,
-                            double psi0sq, nlse_dipolar_obs *o);
+/* The observables from the sums T: mu, energy and sizes in the units of
+ * the equation; psi0sq is |Psi|^2 at the grid centre. */
+static inline void dipolar_observe_finish(const struct nlse_dipolar *s, const double *T,
+                                          int use_dd, double psi0sq, nlse_dipolar_obs *o)
+{
+    const double kin = s->p.kin * T[OQ_KIN], pot = T[OQ_POT];
+    const double cont = s->g * T[OQ_INT], dd = use_dd ? s->gdd * T[OQ_DD] : 0.0;
+    o->norm = T[OQ_NORM];
+    o->norm_sum = T[OQ_SUM];
+    o->kinetic = kin;
+    o->kinetic_modulus = s->p.kin * T[OQ_KMOD];
+    o->mu = kin + pot + cont + dd;
+    o->energy = kin + pot + 0.5 * (cont + dd);
+    for (int a = 0; a < 3; ++a)
+        o->x2[a] = 0;
+    for (int q = s->off; q < 3; ++q)
+        o->x2[q - s->off] = T[OQ_X0 + q];
+    o->psi0sq = psi0sq;
+}
 
 /* The obstacle's clock at time t (dipolar_params.c), for the driver and
  * the kernels alike: centre on the move axis, and amplitude (0 without an

@@ -123,6 +123,7 @@ class DistributedDipolarGPE(DipolarGPE):
         self._comm = comm
         self._rank, self._size = comm.Get_rank(), comm.Get_size()
         self._pending_sigint = False
+        self._timings: Dict[str, float] = {}
         self._same("the constructor's parameters",
                    (shape, spacing, dt, g, gdd, trap, cutoff, geometry, option, dtype, dipolar,
                     fft_effort, backend, V is None, psi0 is None, obstacle))
@@ -414,11 +415,12 @@ class DistributedDipolarGPE(DipolarGPE):
 
     @property
     def last_timings(self) -> Dict[str, float]:
-        """Seconds of the last stepping block on this rank: ``step`` (all),
-        ``transpose`` (the x solve's MPI_Alltoallv and packing), ``fft`` (the
-        dipolar FFTW-MPI transforms with their own communication), ``reduce``
-        (the norm sums)."""
-        return dict(self._solver.timings())
+        """Seconds on this rank of the steps of the last stepping call (its last
+        chunk when it had frames), summed over its blocks: ``step`` (all),
+        ``transpose`` (the x solve's MPI_Alltoallv with packing), ``fft`` (the
+        dipolar FFTW-MPI transforms with their own transposes) and ``reduce``
+        (the norm sums); ``steps`` counts the steps."""
+        return dict(self._timings)
 
     @property
     def memory_bytes(self) -> int:
@@ -486,6 +488,21 @@ class DistributedDipolarGPE(DipolarGPE):
             flag.hit = False
             self._pending_sigint = True
         return stop
+
+    def _run(self, mode: str, n: int, dt: float, ramp: bool = False,
+             on_block: Optional[Callable[[int], Any]] = None) -> None:
+        acc = {"step": 0.0, "transpose": 0.0, "fft": 0.0, "reduce": 0.0, "steps": 0}
+
+        def booked(m: int) -> None:
+            for k, v in self._solver.timings().items():
+                acc[k] += v
+            acc["steps"] += m
+            if on_block is not None:
+                on_block(m)
+        try:
+            super()._run(mode, n, dt, ramp, booked)
+        finally:
+            self._timings = acc
 
     def _wrap_callback(self, callback: Optional[Callable]) -> Optional[Callable]:
         """The callback on every rank; StopIteration on any rank stops all of

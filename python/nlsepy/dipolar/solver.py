@@ -280,6 +280,13 @@ class DipolarGPE:
         ``"auto"``: the environment variable ``NLSEPY_BACKEND`` when set,
         else CUDA when a device is present, else the CPU.  Both backends run
         the same scheme and agree to 1e-10 relative in double precision.
+    comm : mpi4py.MPI.Intracomm or None, optional
+        Run over the ranks of this communicator (3D geometry, CPU ranks):
+        every rank holds a slab of x rows, ``psi`` is this rank's slab,
+        ``gather()`` collects the state, ``local_slice`` and ``comm_info``
+        describe the layout (see
+        :class:`~nlsepy.dipolar.distributed.DistributedDipolarGPE`).  Needs
+        mpi4py and nlsepy's MPI layer; every rank makes the same call.
 
     Raises
     ------
