@@ -770,8 +770,9 @@ static int to_pencils(struct nlse_dipolar_mpi *M)
             memcpy(buf + ((size_t)sd[r] + (size_t)i * M->yc[r]) * line,
                    src + ((size_t)i * n1 + M->ys[r]) * line, M->yc[r] * line);
     int rcode = MPI_Alltoallv(M->tbuf, sc, sd, M->line[c], M->pen, rc, rd, M->line[c], M->comm);
-    return rcode == MPI_SUCCESS ? NLSE_OK
-                                : nlse_fail(NLSE_ERR_BACKEND, "MPI_Alltoallv failed (error %d)", rcode);
+    if (rcode != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Alltoallv failed (error %d)", rcode);
+    return NLSE_OK;
 }
 
 /* Pencils -> slab: the reverse of to_pencils. */
@@ -985,8 +986,9 @@ int nlse_dipolar_mpi_observe(nlse_dipolar_mpi *M, double t, nlse_dipolar_obs *ou
     V.vtrap[0] = (char *)M->V0 + first * rs;
     V.ob[0] = (char *)M->O0 + first * rs;
     double T[OQ_N + 1] = {0};
-    st = single(M) ? dipolar_observe_rows_f(&V, t, e_lo, e_lo + M->ni, L->U, use_dd ? L->dens : NULL, T)
-                   : dipolar_observe_rows_d(&V, t, e_lo, e_lo + M->ni, L->U, use_dd ? L->dens : NULL, T);
+    const void *dd = use_dd ? L->dens : NULL;
+    st = single(M) ? dipolar_observe_rows_f(&V, t, e_lo, e_lo + M->ni, L->U, dd, T)
+                   : dipolar_observe_rows_d(&V, t, e_lo, e_lo + M->ni, L->U, dd, T);
     free(ext);
     const size_t ic = M->n0 / 2;
     if (ic >= M->i0 && ic < M->i0 + M->ni) {

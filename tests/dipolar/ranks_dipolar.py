@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _dist
 
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD

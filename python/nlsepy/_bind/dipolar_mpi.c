@@ -383,7 +383,8 @@ static PyObject *dmpi_local(DipolarMPIObject *self, PyObject *Py_UNUSED(ignored)
 }
 
 static PyMethodDef dmpi_methods[] = {
-    {"set_state", (PyCFunction)dmpi_set_state, METH_O, "set_state(psi): the slab, real or complex."},
+    {"set_state", (PyCFunction)dmpi_set_state, METH_O,
+     "set_state(psi): the slab, real or complex."},
     {"get_state", (PyCFunction)dmpi_get_state, METH_NOARGS, "get_state() -> the slab (complex)."},
     {"is_real", (PyCFunction)dmpi_is_real, METH_NOARGS, "True when the state is stored real."},
     {"set_dt", (PyCFunction)dmpi_set_dt, METH_O, "set_dt(dt)."},

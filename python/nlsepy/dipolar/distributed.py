@@ -264,8 +264,9 @@ class DistributedDipolarGPE(DipolarGPE):
         edges = np.concatenate(([0], np.cumsum(counts[order])))
         if not np.array_equal(starts[order], edges[:-1]) or edges[-1] != self._shape[0] or \
                 len({e[2] for e in everyone}) != 1:
+            got = list(zip(starts.tolist(), counts.tolist()))
             raise ValueError(f"{name}: the ranks' Slabs must tile the {self._shape[0]} x rows of "
-                             f"the grid once, with one dtype (got rows {list(zip(starts.tolist(), counts.tolist()))})")
+                             f"the grid once, with one dtype (got (start, rows) {got})")
         data = np.ascontiguousarray(slab.data)
         return _move_rows(comm, data, starts, counts, lay.starts, lay.counts, self._shape)
 

@@ -1128,7 +1128,7 @@ class DipolarGPE:
         _guard.save_checkpoint(path, _MODEL, **self._checkpoint_fields())
 
     def _checkpoint_fields(self) -> Dict[str, Any]:
-        """Every entry of a checkpoint of this solver (``psi`` and ``V``: what this process holds)."""
+        """Every entry of a checkpoint of this solver (``psi``, ``V``: what this process holds)."""
         psi = self.psi
         fields: Dict[str, Any] = dict(
             psi=psi.real if self.is_real else psi, t=self.t, t_base=self._t_base,
