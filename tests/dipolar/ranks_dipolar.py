@@ -196,6 +196,17 @@ def test_checkpoint_n_to_m(tmp_path):
     else:
         ok = True
     everywhere(ok, f"{SIZE - 1} ranks continue")
+    # written by fewer ranks (N - 1), read by all N
+    sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:
+        w = nl.DipolarGPE(comm=sub, psi0=state(), V=0.1 * np.ones(SHAPE), **BASE)
+        w.real_time(15)
+        w.save(os.path.join(folder, "few.npz"))
+        sub.Free()
+    COMM.Barrier()
+    more = nl.DipolarGPE.load(os.path.join(folder, "few.npz"), comm=COMM)
+    more.real_time(25)
+    everywhere(rel_err(more.gather(root=None), want) < TOL, f"{SIZE - 1} -> {SIZE} ranks")
     # a single-process checkpoint read by the ranks
     one.save(os.path.join(folder, f"one{RANK}.npz"))
     COMM.Barrier()
