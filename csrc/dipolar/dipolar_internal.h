@@ -84,10 +84,40 @@ typedef struct {
     void dipolar_density_##sfx(const struct nlse_dipolar *s, int keep, double *out);              \
     void dipolar_phase_##sfx(const struct nlse_dipolar *s, int axis, long index, double *out);    \
     void dipolar_obstacle_factors_##sfx(struct nlse_dipolar *s, double t);                        \
-    void dipolar_potential_##sfx(const struct nlse_dipolar *s, double amp, double *out);
+    void dipolar_potential_##sfx(const struct nlse_dipolar *s, double amp, double *out);        \
+    int dipolar_observe_rows_##sfx(const struct nlse_dipolar *s, double t, size_t i_lo,           \
+                                   size_t i_hi, const void *U_rows, const void *dd_rows,          \
+                                   double *T);                                                    \
+    double dipolar_density_at_##sfx(const struct nlse_dipolar *s, size_t m);                      \
+    void dipolar_pass_a_##sfx(struct nlse_dipolar *s, const dipolar_step_args *a);                \
+    void dipolar_solve_x_pencils_##sfx(struct nlse_dipolar *s, int mode, void *base, size_t n0,   \
+                                       size_t nj);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
+
+/* Accumulators of the observables (dipolar_observe_rows). */
+enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
+
+/* The observables from the sums T: mu, energy and sizes in the units of
+ * the equation; psi0sq is |Psi|^2 at the grid centre. */
+static inline void dipolar_observe_finish(const struct nlse_dipolar *s, const double *T,
+                                          int use_dd, double psi0sq, nlse_dipolar_obs *o)
+{
+    const double kin = s->p.kin * T[OQ_KIN], pot = T[OQ_POT];
+    const double cont = s->g * T[OQ_INT], dd = use_dd ? s->gdd * T[OQ_DD] : 0.0;
+    o->norm = T[OQ_NORM];
+    o->norm_sum = T[OQ_SUM];
+    o->kinetic = kin;
+    o->kinetic_modulus = s->p.kin * T[OQ_KMOD];
+    o->mu = kin + pot + cont + dd;
+    o->energy = kin + pot + 0.5 * (cont + dd);
+    for (int a = 0; a < 3; ++a)
+        o->x2[a] = 0;
+    for (int q = s->off; q < 3; ++q)
+        o->x2[q - s->off] = T[OQ_X0 + q];
+    o->psi0sq = psi0sq;
+}
 
 /* The obstacle's clock at time t (dipolar_params.c), for the driver and
  * the kernels alike: centre on the move axis, and amplitude (0 without an

@@ -35,9 +35,6 @@
 #define DIPOLAR_CLONES
 #endif
 
-/* accumulators of the observables */
-enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
-
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 

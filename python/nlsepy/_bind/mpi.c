@@ -25,6 +25,9 @@
 
 #define CAPSULE_NAME "nlsepy.nlse_comm"
 
+/* The distributed dipolar GPE (_bind/dipolar_mpi.c). */
+int nlsepy_bind_dipolar_mpi(PyObject *module);
+
 typedef struct comm_ctx {
     nlse_comm vt; /* first member: the capsule holds &vt */
     MPI_Comm comm;
@@ -239,5 +242,9 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
+    if (nlsepy_bind_dipolar_mpi(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -280,6 +280,13 @@ class DipolarGPE:
         ``"auto"``: the environment variable ``NLSEPY_BACKEND`` when set,
         else CUDA when a device is present, else the CPU.  Both backends run
         the same scheme and agree to 1e-10 relative in double precision.
+    comm : mpi4py.MPI.Intracomm or None, optional
+        Run over the ranks of this communicator (3D geometry, CPU ranks):
+        every rank holds a slab of x rows, ``psi`` is this rank's slab,
+        ``gather()`` collects the state, ``local_slice`` and ``comm_info``
+        describe the layout (see
+        :class:`~nlsepy.dipolar.distributed.DistributedDipolarGPE`).  Needs
+        mpi4py and nlsepy's MPI layer; every rank makes the same call.
 
     Raises
     ------
@@ -323,13 +330,65 @@ class DipolarGPE:
     0.5
     """
 
+    def __new__(cls, *args: Any, comm: Any = None, **kwargs: Any) -> "DipolarGPE":
+        if comm is not None and cls is DipolarGPE:  # the distributed solver (x slabs over ranks)
+            from .distributed import DistributedDipolarGPE
+            return object.__new__(DistributedDipolarGPE)
+        return object.__new__(cls)
+
     def __init__(self, shape: Sequence[int], spacing: Union[float, Sequence[float]], dt: float,
                  g: float = 0.0, gdd: float = 0.0, trap: Sequence[float] = (1.0, 1.0, 1.0),
                  cutoff: Optional[float] = None, geometry: str = "3d", option: int = 2,
                  V: Optional[Any] = None, obstacle: Optional[Obstacle] = None,
                  psi0: Optional[Any] = None, dtype: Any = np.complex128,
                  dipolar: Optional[bool] = None, fft_effort: str = "estimate",
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", comm: Any = None) -> None:
+        code, kscale, use_dd = self._setup(shape, spacing, dt, g, gdd, trap, cutoff, geometry,
+                                           option, dtype, dipolar, fft_effort)
+        self._backend = _backend.resolve(backend, _MODEL)
+        V_arr = None if V is None else self._own_potential(V)
+        ob = None if obstacle is None else self._obstacle_tuple(obstacle)
+        self._require_memory(memory_parts(self._shape, self._dtype, use_dd, self._backend,
+                                          self._threads(), V is not None, psi0 is not None),
+                             dipolar=use_dd, V=V is not None)
+        core = _core()
+        kin, coef = self._kin_coef()
+        self._solver = _backend.module(self._backend).Dipolar(
+            code, self._shape, self._spacing,
+            core.COMPLEX64 if self._dtype == np.complex64 else core.COMPLEX128,
+            self._dt, kin, coef, self._g * self._fc, self._gdd * self._fd,
+            0.0 if self._cutoff is None else self._cutoff, kscale, int(use_dd),
+            _FFT_EFFORT[self._fft_effort])
+        self._start(use_dd)
+        if psi0 is not None:
+            self.psi = psi0
+        if V_arr is not None:
+            self._solver.set_potential(V_arr)
+            self._V = V_arr
+        if ob is not None:
+            self._solver.set_obstacle(ob[1])
+            self._obstacle = ob[0]
+
+    def _kin_coef(self) -> Tuple[float, list]:
+        """The C core's kinetic coefficient and trap coefficients per solver axis."""
+        kin = 1.0 if self._option == 2 else 0.5
+        coef = [(self._option / 2.0) * self._trap["xyz".index(a)] ** 2 for a in self._axes]
+        return kin, coef
+
+    def _start(self, use_dd: bool) -> None:
+        """Counters and owned inputs of a new solver."""
+        self._dipolar = use_dd
+        self._t_base, self._k, self._solver_dt = 0.0, 0, self._dt
+        self._steps = {"imaginary": 0, "real": 0}
+        self._V: Optional[np.ndarray] = None
+        self._obstacle: Optional[Obstacle] = None
+        self._frames: Optional[runner.Frames] = None
+
+    def _setup(self, shape: Any, spacing: Any, dt: Any, g: Any, gdd: Any, trap: Any, cutoff: Any,
+               geometry: Any, option: Any, dtype: Any, dipolar: Any, fft_effort: Any
+               ) -> Tuple[int, float, bool]:
+        """Check and keep the scalar parameters; return the geometry's C code,
+        sqrt(2 kappa) and whether the dipolar term is on."""
         if not isinstance(geometry, str) or geometry.lower() not in GEOMETRIES:
             raise ValueError(f"geometry must be one of {sorted(GEOMETRIES)}, got {geometry!r}")
         self._geometry = geometry.lower()
@@ -374,35 +433,7 @@ class DipolarGPE:
             raise ValueError(f"dipolar=False needs gdd = 0, got gdd = {self._gdd!r}")
         if use_dd:
             self._check_even()
-        self._backend = _backend.resolve(backend, _MODEL)
-        V_arr = None if V is None else self._own_potential(V)
-        ob = None if obstacle is None else self._obstacle_tuple(obstacle)
-        self._require_memory(memory_parts(self._shape, self._dtype, use_dd, self._backend,
-                                          self._threads(), V is not None, psi0 is not None),
-                             dipolar=use_dd, V=V is not None)
-        core = _core()
-        kin = 1.0 if self._option == 2 else 0.5
-        coef = [(self._option / 2.0) * self._trap["xyz".index(a)] ** 2 for a in self._axes]
-        self._solver = _backend.module(self._backend).Dipolar(
-            code, self._shape, self._spacing,
-            core.COMPLEX64 if self._dtype == np.complex64 else core.COMPLEX128,
-            self._dt, kin, coef, self._g * self._fc, self._gdd * self._fd,
-            0.0 if self._cutoff is None else self._cutoff, kscale, int(use_dd),
-            _FFT_EFFORT[fft_effort])
-        self._dipolar = use_dd
-        self._t_base, self._k, self._solver_dt = 0.0, 0, self._dt
-        self._steps = {"imaginary": 0, "real": 0}
-        self._V: Optional[np.ndarray] = None
-        self._obstacle: Optional[Obstacle] = None
-        self._frames: Optional[runner.Frames] = None
-        if psi0 is not None:
-            self.psi = psi0
-        if V_arr is not None:
-            self._solver.set_potential(V_arr)
-            self._V = V_arr
-        if ob is not None:
-            self._solver.set_obstacle(ob[1])
-            self._obstacle = ob[0]
+        return code, kscale, use_dd
 
     # ------------------------------------------------------------ attributes
     def __setattr__(self, name: str, value: Any) -> None:
@@ -748,7 +779,7 @@ class DipolarGPE:
 
         def work(k: int, flag: Any) -> None:
             for _ in range(k):
-                if flag.hit or left[0] <= 0:
+                if self._stop_now(flag) or left[0] <= 0:
                     return
                 m = min(block, left[0])
                 done, blew_up = self._solver.step(code, m, self.t, dg, dgdd)
@@ -760,6 +791,7 @@ class DipolarGPE:
                 left[0] -= m
                 if on_block is not None:
                     on_block(m)
+            self._stop_now(flag)
 
         with _guard.deferred_sigint() as flag:
             if ramp:
@@ -769,6 +801,14 @@ class DipolarGPE:
             finally:
                 if ramp:
                     self._solver.set_couplings(g, gdd)
+
+    def _stop_now(self, flag: Any) -> bool:
+        """Whether Ctrl-C came (between two blocks of steps)."""
+        return bool(flag.hit)
+
+    def _wrap_callback(self, callback: Optional[Callable]) -> Optional[Callable]:
+        """The callback a stepping call or run() makes after each chunk."""
+        return callback
 
     def _blowup(self, mode: str, n: int, before: int, done: int, m: int,
                 dt: float) -> BlowUpError:
@@ -786,6 +826,7 @@ class DipolarGPE:
         steps = _count("steps", steps)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        callback = self._wrap_callback(callback)
         nchunks = 1 if frames is None else _count("frames", frames, 1)
         if steps and nchunks > steps:
             raise ValueError(f"frames={nchunks} exceeds steps={steps}")
@@ -918,6 +959,8 @@ class DipolarGPE:
         """
         if isinstance(frames, (int, np.integer)) and not isinstance(frames, bool) and frames >= 1:
             self._require_frames(int(frames) + 1)
+        if callback is not None and callable(callback):
+            callback = self._wrap_callback(callback)
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
                           checkpoint=checkpoint)
 
@@ -1082,6 +1125,10 @@ class DipolarGPE:
         path : path-like
             Destination.
         """
+        _guard.save_checkpoint(path, _MODEL, **self._checkpoint_fields())
+
+    def _checkpoint_fields(self) -> Dict[str, Any]:
+        """Every entry of a checkpoint of this solver (``psi``, ``V``: what this process holds)."""
         psi = self.psi
         fields: Dict[str, Any] = dict(
             psi=psi.real if self.is_real else psi, t=self.t, t_base=self._t_base,
@@ -1101,15 +1148,19 @@ class DipolarGPE:
                                            ob.t_off], dtype=np.float64)
             fields["obstacle_move_axis"] = ob.move_axis
             fields["obstacle_beam_axis"] = "" if ob.beam_axis is None else ob.beam_axis
-        _guard.save_checkpoint(path, _MODEL, **fields)
+        return fields
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], backend: str = "auto", **overrides: Any
-             ) -> "DipolarGPE":
+    def load(cls, path: Union[str, os.PathLike], backend: str = "auto", comm: Any = None,
+             **overrides: Any) -> "DipolarGPE":
         """A solver at the state, time and step counts of a file written by :meth:`save`.
 
         Without overrides the new solver continues exactly as the saved one
         would have (same parameters, ``V``, obstacle, clock and counters).
+        A distributed checkpoint (the index file a solver with ``comm=``
+        writes, beside its per-rank parts) loads with any number of ranks,
+        or in one process without `comm`; a single-process checkpoint loads
+        with `comm` too (every rank reads its rows).
 
         Parameters
         ----------
@@ -1117,6 +1168,8 @@ class DipolarGPE:
             File from :meth:`save`.
         backend : str, optional
             Backend of the new solver.
+        comm : mpi4py.MPI.Intracomm, optional
+            Load into a distributed solver over these ranks (collective).
         **overrides
             Constructor arguments to change (e.g. ``dt``, ``g``, ``trap``,
             ``obstacle=None``).
@@ -1136,14 +1189,48 @@ class DipolarGPE:
             valid parameter; the message names the file and the problem.
         """
         spath = os.fspath(path)
-        d = _guard.load_checkpoint(spath, _MODEL, cls._KEYS)
+        if comm is not None:
+            from .distributed import DistributedDipolarGPE
+            return DistributedDipolarGPE._load(spath, backend, comm, overrides)
+        d = cls._read_checkpoint(spath, None)
+        return cls._from_checkpoint(spath, d, dict(backend=backend), overrides)
+
+    @classmethod
+    def _read_checkpoint(cls, spath: str, rows: Optional[Tuple[int, int]]) -> Dict[str, Any]:
+        """The entries of a checkpoint, ``psi`` and ``V`` whole or (distributed
+        checkpoints) the global x rows ``rows = (start, count)``."""
+        from .. import _dist
+        if not _dist.is_parts_index(spath):
+            return _guard.load_checkpoint(spath, _MODEL, cls._KEYS)
+        keys = {k: v for k, v in cls._KEYS.items() if k not in ("psi", "V")}
+        keys["has_V"] = _guard.Key("bool")
+        head = _guard.load_checkpoint(spath, _MODEL, {"has_V": keys["has_V"]})
+        slab_keys = {"psi": cls._KEYS["psi"]}
+        if head["has_V"]:
+            slab_keys["V"] = _guard.Key("array", "f", ndim=(1, 2, 3))
+        d = _dist.load_parts(spath, _MODEL, keys, slab_keys, rows=rows)
+        if tuple(d["global_shape"]) != tuple(int(n) for n in d["shape"]):
+            raise ValueError(f"{spath}: the parts' grid {tuple(d['global_shape'])} is not the "
+                             f"checkpoint's grid {tuple(int(n) for n in d['shape'])}")
+        return d
+
+    @classmethod
+    def _checkpoint_kwargs(cls, spath: str, d: Dict[str, Any], overrides: Dict[str, Any],
+                           rows: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
+        """Checked constructor arguments from the entries `d` of a checkpoint
+        (``psi`` and ``V`` of the global x rows ``rows = (start, count)`` when
+        given), with `overrides`."""
 
         def bad(what: str) -> ValueError:
             return ValueError(f"{spath}: {what}")
 
+        if "psi0" in overrides:
+            raise TypeError(f"{spath} with ['psi0'] changed: the state comes from the "
+                            f"checkpoint; assign gpe.psi after loading")
         shape = tuple(int(n) for n in d["shape"])
         psi = d["psi"]
-        if psi.shape != shape:
+        want = shape if rows is None else (rows[1],) + shape[1:]
+        if psi.shape != want:
             raise bad(f"entry 'psi' has shape {psi.shape}, the checkpoint's grid is {shape}")
         real = np.float32 if d["dtype"] == "complex64" else np.float64
         if psi.dtype not in (np.dtype(real), np.dtype(d["dtype"])):
@@ -1168,14 +1255,28 @@ class DipolarGPE:
             beam = d.get("obstacle_beam_axis", "")
             kw["obstacle"] = Obstacle(*(float(x) for x in v), move_axis=d["obstacle_move_axis"],
                                       beam_axis=beam or None)
-        t = d["t"]
+        kw.update(overrides)
+        kw["psi0"] = psi
+        return kw
+
+    @classmethod
+    def _from_checkpoint(cls, spath: str, d: Dict[str, Any], extra: Dict[str, Any],
+                         overrides: Dict[str, Any]) -> "DipolarGPE":
+        """A solver from the entries `d` of a checkpoint, with constructor
+        arguments `extra` and `overrides`, at the checkpoint's clock."""
+        kw = cls._checkpoint_kwargs(spath, d, overrides)
         try:
-            kw.update(overrides)
-            gpe = cls(psi0=psi, backend=backend, **kw)
+            gpe = cls(**extra, **kw)
         except (ValueError, TypeError) as exc:
             if overrides:
                 raise type(exc)(f"{spath} with {sorted(overrides)} changed: {exc}") from None
-            raise bad(f"holds invalid parameters: {exc}") from None
+            raise ValueError(f"{spath}: holds invalid parameters: {exc}") from None
+        gpe._restore_clock(d, overrides)
+        return gpe
+
+    def _restore_clock(self, d: Dict[str, Any], overrides: Dict[str, Any]) -> None:
+        """The step counters and the clock of checkpoint entries `d`."""
+        gpe, t = self, d["t"]
         gpe._steps = {"imaginary": d["steps_imaginary"], "real": d["steps_real"]}
         clock = d["t_base"] + d["t_steps"] * d["t_dt"]
         if "dt" not in overrides and clock == t:  # the saved clock, bit for bit
@@ -1185,7 +1286,6 @@ class DipolarGPE:
             gpe._t_base, gpe._k = d["t_base"], d["t_steps"]
         else:
             gpe._t_base, gpe._k = t, 0
-        return gpe
 
     def __repr__(self) -> str:
         return (f"DipolarGPE(geometry={self._geometry!r}, shape={self._shape}, dt={self._dt:g}, "
