@@ -39,6 +39,24 @@ extern "C" int nlse_cuda_device_count(int *count)
     return NLSE_OK;
 }
 
+/* Make device `index` the current device of the calling thread (the
+ * solvers created afterwards live there). */
+extern "C" int nlse_cuda_set_device(int index)
+{
+    int n = 0;
+    nlse_cuda_device_count(&n);
+    if (index < 0 || index >= n)
+        return nlse_fail(NLSE_ERR_VALUE, "CUDA device %d does not exist (this machine has %d)",
+                         index, n);
+    cudaError_t err = cudaSetDevice(index);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaSetDevice(%d) failed: %s", index,
+                         cudaGetErrorString(err));
+    }
+    return NLSE_OK;
+}
+
 /* Name of the current device ("" when there is none). */
 extern "C" int nlse_cuda_device_name(char *buf, int len)
 {

@@ -281,6 +281,23 @@ def gather_rows(layout: Layout, local: np.ndarray, root: Optional[int] = 0) -> O
     return out
 
 
+def select_gpu(comm: Any) -> int:
+    """Give this rank its own GPU: the rank's index among the ranks of its
+    node, modulo the node's device count (``cudaSetDevice(local_rank)``).
+    ``NLSEPY_CUDA_DEVICE`` set in the environment picks the device instead
+    (e.g. several ranks sharing one GPU).  Collective.  Returns the device."""
+    from mpi4py import MPI
+    from . import _cuda  # type: ignore[attr-defined]
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    local = node.Get_rank()
+    node.Free()
+    forced = os.environ.get("NLSEPY_CUDA_DEVICE", "").strip()
+    ndev = _cuda.device_count()
+    device = int(forced) if forced else local % max(1, ndev)
+    _cuda.set_device(device)
+    return device
+
+
 def check_root(comm: Any, root: Optional[int]) -> None:
     if root is None:
         return

@@ -142,6 +142,18 @@ def _local_rows(arr: np.ndarray, slab: Optional[_dist.Slab], layout: _dist.Layou
     return arr
 
 
+def _same_everywhere(comm: Any, values: Dict[str, Any]) -> None:
+    """Every rank was given the same parameters (else the same ValueError on
+    every rank, naming the first rank and parameter that differ from rank 0)."""
+    everyone = comm.allgather(values)
+    for rank, theirs in enumerate(everyone):
+        for name, value in values.items():
+            if theirs[name] != everyone[0][name]:
+                raise ValueError(f"rank {rank} was given {name} = {theirs[name]!r}, rank 0 "
+                                 f"{everyone[0][name]!r}: every rank must pass the same "
+                                 f"parameters")
+
+
 class _SlabFD:
     """One rank's part of a distributed NLSE, with the interface of the
     extension's ``FD`` handle.
@@ -165,6 +177,14 @@ class _SlabFD:
         self.lo = depth if many and (periodic or layout.rank > 0) else 0
         self.hi = depth if many and (periodic or layout.rank < layout.size - 1) else 0
         self.count = layout.count
+        self.module, self.args, self.owner = module, args, owner
+        self.h: Any = None
+        self.capsule: Any = None
+        self.V_ext: Optional[np.ndarray] = None
+
+    def create(self, capsule: Any) -> None:
+        """Allocate the slab's handle (no collective call)."""
+        layout, owner = self.layout, self.owner
         shape = (self.count + self.lo + self.hi,) + layout.shape[1:]
         state = int(np.prod(shape)) * owner.dtype.itemsize
         arrays = _grid_arrays(owner.scheme, owner.backend)
@@ -175,9 +195,9 @@ class _SlabFD:
             _guard.require_memory(arrays * state, what, backend="cuda", host_bytes=2 * state)
         else:
             _guard.require_memory((arrays + 2) * state, what)
-        self.h = module.FD(shape, *args)
-        self.capsule = _dist.capsule(self.comm)
-        self.V_ext: Optional[np.ndarray] = None
+        self.h = self.module.FD(shape, *self.args)
+        self.capsule = capsule
+        self.owner = None  # no cycle with the model
 
     # the collective part of construction
     def start(self, psi: np.ndarray, V: Optional[np.ndarray]) -> None:
@@ -348,10 +368,19 @@ class NLSE:
         if self._comm is None:
             self._setup(psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend)
             return
-        # every rank checks its part; one rank's bad input is every rank's error
+        # every rank checks its part; one rank's bad input is every rank's
+        # error (the collective calls come before and after, never inside)
+        capsule = _dist.capsule(self._comm)
         local = _dist.agree(self._comm, lambda: self._setup(
             psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend))
-        self._solver.start(*local)  # collective: the halos of psi and V
+        _same_everywhere(self._comm, {
+            "the grid's shape": self._shape, "spacing": self.spacing, "a": self.a, "s": self.s,
+            "scheme": self.scheme, "bc": self.bc, "dt": self._dt, "dtype": str(self.dtype),
+            "backend": self.backend, "force": self._force, "V given": local[1] is not None})
+        if self.backend == "cuda":
+            self._device = _dist.select_gpu(self._comm)
+        _dist.agree(self._comm, lambda: self._solver.create(capsule))
+        self._solver.start(*local)  # the halos of psi and V
         if local[1] is not None:
             local[1].flags.writeable = False
         self._V = local[1]

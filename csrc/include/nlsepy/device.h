@@ -15,6 +15,10 @@ extern "C" {
 /* Number of usable CUDA devices in *count (0 without a driver or a GPU). */
 int nlse_cuda_device_count(int *count);
 
+/* Make device `index` (0 .. count - 1) current for the calling thread:
+ * solvers created afterwards live there (one GPU per MPI rank). */
+int nlse_cuda_set_device(int index);
+
 /* Name of the current device. */
 int nlse_cuda_device_name(char *buf, int len);
 

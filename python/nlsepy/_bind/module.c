@@ -63,6 +63,17 @@ static PyObject *m_device_count(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
     return PyLong_FromLong(n);
 }
 
+static PyObject *m_set_device(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    int st = nlse_cuda_set_device((int)i);
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
     char buf[256];
@@ -103,6 +114,8 @@ static PyMethodDef module_methods[] = {
 #ifdef NLSEPY_WITH_CUDA
     {"device_count", m_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"device_name", m_device_name, METH_NOARGS, "Name of the current CUDA device."},
+    {"set_device", m_set_device, METH_O,
+     "set_device(i): make CUDA device i current (solvers made afterwards live there)."},
     {"mem_info", m_mem_info, METH_NOARGS, "(free, total) bytes of the current CUDA device."},
     {"copy_bandwidth", m_copy_bandwidth, METH_VARARGS,
      "copy_bandwidth(bytes, reps=20) -> GB/s of device-to-device copies (read + write)."},
