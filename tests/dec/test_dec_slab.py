@@ -133,3 +133,72 @@ def test_layers_and_arguments(backend):
 def test_comm_needs_a_communicator():
     with pytest.raises((TypeError, ImportError), match="comm"):
         nl.DecGPE("bcc", blocks=2, backend="cpu", comm=object())
+
+
+# ------------------------------------------------- the reduction table
+_CAPSULE = b"nlsepy.nlse_comm"
+
+
+class _Table:
+    """A reduction table of one process in the layout of nlsepy/common.h's
+    nlse_comm, in the capsule nlsepy._mpi makes: the sums and maxima of one
+    process are the values themselves, unless `max_to` / `sum_to` replace
+    them (what another process's blow-up looks like)."""
+
+    def __init__(self, max_to=None, sum_to=None):
+        import ctypes
+        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double),
+                              ctypes.c_size_t)
+        self.calls = []
+
+        def op(kind, to):
+            def f(ctx, x, n):
+                self.calls.append((kind, n))
+                if to is not None:
+                    x[0] = to
+                return 0
+            return fn(f)
+
+        class Struct(ctypes.Structure):
+            _fields_ = [("ctx", ctypes.c_void_p), ("sum", fn), ("max", fn)]
+
+        self._ops = (op("sum", sum_to), op("max", max_to))
+        self.table = Struct(None, *self._ops)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                        ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.table), _CAPSULE, None)
+
+
+def test_with_a_reduction_table(backend):
+    """With a table the steps agree their blow-up check and the imaginary-time
+    norm through it: on one process the same numbers as without."""
+    ref, sim = make("periodic", backend), make("periodic", backend)
+    t = _Table()
+    sim._solver.set_comm(t.capsule)
+    ref.step(5)
+    sim.step(5)
+    np.testing.assert_array_equal(sim.psi, ref.psi)
+    assert t.calls == [("max", 1)] * 5
+    ref.imaginary_time(5)
+    sim.imaginary_time(5)
+    assert np.max(np.abs(sim.psi - ref.psi)) <= 1e-12 * np.max(np.abs(ref.psi))
+    assert t.calls.count(("sum", 1)) == 5
+    # the leapfrog is not started by RK4 with a table (the halos could not be refreshed)
+    with pytest.raises(ValueError, match="RK4"):
+        sim._solver.step(1)
+
+
+def test_a_blow_up_elsewhere_is_a_blow_up_here(backend):
+    sim = make("zero", backend)
+    before = sim.psi
+    t = _Table(max_to=1.0, sum_to=float("nan"))
+    sim._solver.set_comm(t.capsule)
+    done, blew = sim._solver.step(3)
+    assert (done, blew) == (0, True) and not sim._solver.has_prev()
+    np.testing.assert_array_equal(sim.psi, before)
+    done, blew = sim._solver.imaginary(3, 1.0)
+    assert (done, blew) == (0, True)
+    np.testing.assert_array_equal(sim.psi, before)
+    sim._solver.set_comm(None)
+    assert sim._solver.imaginary(3, 1.0) == (3, False)
