@@ -72,7 +72,8 @@ typedef struct {
 
 static dec_tiles dec_tiling(const dec_geom *G, size_t real_bytes)
 {
-    const long n[3] = {G->n[0], G->n[1], G->z1 - G->z0}, row = 2 * (long)real_bytes * G->cells * n[0];
+    const long n[3] = {G->n[0], G->n[1], G->z1 - G->z0};  /* the own layers */
+    const long row = 2 * (long)real_bytes * G->cells * n[0];
     const long threads = nlse_get_num_threads(), rows = DEC_TILE_BYTES / threads / (3 * row) - 2;
     dec_tiles P = {{n[0], n[1], n[2]}, {1, 1, 1}};
     if (threads < 2 || rows < 4 || rows >= n[1])
