@@ -14,8 +14,8 @@ calls the collectives in the same order).
   rank.  The layout (``local_slice``, ``comm_info``), gather, states given
   as global arrays, rank parts or callables, the vortex initial state.
 - A checkpoint written by N ranks (psi and psi_prev) loads with fewer
-  ranks and with one process and continues identically; a single-process
-  checkpoint loads into the distributed solver.
+  ranks, with more ranks and with one process and continues identically;
+  a single-process checkpoint loads into the distributed solver.
 - One rank's bad input (a NaN in its layers, a wrong shape): the same
   ValueError on every rank.  A blow-up: BlowUpError on every rank at the
   same step, the last finite state kept.
@@ -231,6 +231,30 @@ def test_checkpoint_n_to_m_ranks():
     np.testing.assert_array_equal(again.gather(root=None), one.psi)
     sim.step(20)
     np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+
+
+def test_checkpoint_fewer_to_more_ranks():
+    """Written by the first SIZE - 1 ranks (a sub-communicator; one rank
+    under mpirun -n 2), read by all SIZE."""
+    ref = nl.DecGPE("fcc", **kwargs("fcc", "zero"))
+    psi0 = state(ref.positions)
+    ref.psi = psi0
+    path = os.path.join(shared_dir(), "few.npz")
+    sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:
+        sim = nl.DecGPE("fcc", **kwargs("fcc", "zero"), psi0=psi0, comm=sub)
+        sim.step(30)
+        sim.save(path)
+        del sim
+        sub.Free()
+    COMM.Barrier()
+    ref.step(30)
+    back = nl.DecGPE.load(path, backend="cpu", comm=COMM)
+    assert back.steps == 30 and back.t == ref.t and back.psi_prev is not None
+    np.testing.assert_array_equal(back.psi, ref.psi[back.local_slice])
+    back.step(20)
+    ref.step(20)
+    np.testing.assert_array_equal(back.gather(root=None), ref.psi)
 
 
 def test_checkpoint_after_imaginary_time_has_no_prev():
