@@ -9,6 +9,12 @@
  * psi(n-1) is buf[par ^ 1]; a leapfrog step overwrites psi(n-1) with
  * psi(n+1) in place (the seed's double buffer, section 4.1) and flips par.
  * The kernels (dec_kernels.inc) are compiled for float and double.
+ *
+ * A solver may hold one z slab of a distributed grid (section 4.2,
+ * nlse_dec_set_slab): the kernels then sweep its own layers only, the trap
+ * is evaluated at the global layer, and with a reduction table
+ * (nlse_dec_set_comm) the imaginary-time norm and the blow-up checks are
+ * agreed over the processes.
  */
 #include <float.h>
 #include <math.h>
@@ -23,6 +29,8 @@
  * the same order). */
 typedef struct {
     long n[3];
+    long z0, z1;         /* the own layers of blocks along z: z0 .. z1 - 1 */
+    long zoff;           /* global index of layer 0 (the trap's z)          */
     size_t size;         /* unknowns */
     int cells, periodic;
     double origin[3], edge[3], half_w2[3];
@@ -64,7 +72,8 @@ typedef struct {
 
 static dec_tiles dec_tiling(const dec_geom *G, size_t real_bytes)
 {
-    const long *n = G->n, row = 2 * (long)real_bytes * G->cells * n[0];
+    const long n[3] = {G->n[0], G->n[1], G->z1 - G->z0};  /* the own layers */
+    const long row = 2 * (long)real_bytes * G->cells * n[0];
     const long threads = nlse_get_num_threads(), rows = DEC_TILE_BYTES / threads / (3 * row) - 2;
     dec_tiles P = {{n[0], n[1], n[2]}, {1, 1, 1}};
     if (threads < 2 || rows < 4 || rows >= n[1])
@@ -122,6 +131,7 @@ struct nlse_dec {
     long lead;           /* distance to the neighbours' leading row, or -1  */
     void *buf[2];        /* current state buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;             /* per-cell potential or NULL                     */
+    const nlse_comm *comm; /* reductions of a distributed run, or NULL     */
     int par, have_prev;
     double last_seconds;
 };
@@ -160,23 +170,30 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
-/* The per-axis trap tables of dec_geom (1 when out of memory); the same
- * operations as the sum 1/2 (wx^2 x^2 + wy^2 y^2 + wz^2 z^2) in one line. */
-static int trap_tables(dec_geom *G)
+/* The trap table of axis q of dec_geom (1 when out of memory); the same
+ * operations as the sum 1/2 (wx^2 x^2 + wy^2 y^2 + wz^2 z^2) in one line,
+ * at the global block index (zoff added along z). */
+static int trap_table(dec_geom *G, int q)
 {
     double **t[3] = {&G->vx, &G->vy, &G->vz};
     const int C = G->cells;
-    for (int q = 0; q < 3; ++q) {
-        double *v = *t[q] = malloc(sizeof(double) * (size_t)(G->n[q] * C));
-        if (!v)
-            return 1;
-        for (int c = 0; c < C; ++c)
-            for (long b = 0; b < G->n[q]; ++b) {
-                const double x = G->origin[q] + b * G->edge[q] + G->centre[3 * c + q];
-                v[c * G->n[q] + b] = G->half_w2[q] * x * x;
-            }
-    }
+    const long off = q == 2 ? G->zoff : 0;
+    double *v = malloc(sizeof(double) * (size_t)(G->n[q] * C));
+    if (!v)
+        return 1;
+    free(*t[q]);
+    *t[q] = v;
+    for (int c = 0; c < C; ++c)
+        for (long b = 0; b < G->n[q]; ++b) {
+            const double x = G->origin[q] + (b + off) * G->edge[q] + G->centre[3 * c + q];
+            v[c * G->n[q] + b] = G->half_w2[q] * x * x;
+        }
     return 0;
+}
+
+static int trap_tables(dec_geom *G)
+{
+    return trap_table(G, 0) || trap_table(G, 1) || trap_table(G, 2);
 }
 
 /* Row k (of cell c) of a block of class cls: the distance in reals to the
@@ -284,6 +301,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         G->edge[q] = p->edge[q];
         G->half_w2[q] = 0.5 * p->trap[q] * p->trap[q];
     }
+    G->z0 = 0;
+    G->z1 = p->blocks[2];
+    G->zoff = 0;
     G->cells = p->cells;
     G->size = s->n;
     G->periodic = p->periodic;
@@ -420,6 +440,10 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     int st = dec_check_steps(s, n, done);
     if (st)
         return st;
+    if (n > 0 && !s->have_prev && s->comm)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_step: a distributed solver does not start by "
+                                         "RK4 (its halos need refreshing between the stages): "
+                                         "start with nlse_dec_combine or give psi(-dt)");
     const double t0 = dec_now();
     long k = 0;
     int bad = 0;
@@ -431,6 +455,10 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     for (; k < n && !bad; ++k) {
         void *prev = s->buf[s->par ^ 1];
         bad = apply(s, prev, prev, s->buf[s->par], 0, -2 * s->p.dt, NULL);
+        if ((st = dec_agree_bad(s->comm, &bad))) {
+            s->have_prev = 0;
+            break;
+        }
         if (bad) {
             s->have_prev = 0;  /* psi(n-1) is overwritten; the current state is good */
             break;
@@ -440,6 +468,8 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     if (done)
         *done = k;
     s->last_seconds = dec_now() - t0;
+    if (st)
+        return st;
     if (bad)
         return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1, n);
     return NLSE_OK;
@@ -459,6 +489,11 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         void *next = s->buf[s->par ^ 1];
         double nn = 0;
         bad = apply(s, next, s->buf[s->par], s->buf[s->par], -s->p.dt, 0, &nn);
+        if (s->comm) { /* the norm of every process's own layers; NaN: one blew up */
+            nn = bad ? NAN : nn;
+            if ((st = s->comm->sum(s->comm->ctx, &nn, 1)))
+                break;
+        }
         if (bad || !(nn > 0 && isfinite(nn))) {
             bad = 1;
             break;
@@ -475,6 +510,8 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     if (done)
         *done = k;
     s->last_seconds = dec_now() - t0;
+    if (st)
+        return st;
     if (bad)
         return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at imaginary-time "
                                           "step %ld of %ld", k + 1, n);
@@ -502,6 +539,82 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
     /* out = 0 + H(psi) psi: the kernels always add to a state */
     memset(out, 0, 2 * s->n * real_size(s));
     apply(s, out, out, psi, 1, 0, NULL);
+    return NLSE_OK;
+}
+
+int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    int st = dec_check_layers(&s->p, first, count, "nlse_dec_set_slab");
+    if (st)
+        return st;
+    const long old = s->G.zoff;
+    s->G.zoff = z_offset;
+    if (trap_table(&s->G, 2)) {
+        s->G.zoff = old;
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_set_slab: out of memory");
+    }
+    s->G.z0 = first;
+    s->G.z1 = first + count;
+    return NLSE_OK;
+}
+
+/* The reals of one layer of blocks. */
+static size_t layer_reals(const nlse_dec *s)
+{
+    return 2 * (size_t)s->p.cells * (size_t)s->p.blocks[0] * (size_t)s->p.blocks[1];
+}
+
+int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_layers: NULL argument");
+    int st = dec_check_layers(&s->p, first, count, "nlse_dec_get_layers");
+    if (st)
+        return st;
+    const size_t r = real_size(s), L = layer_reals(s);
+    memcpy(out, (const char *)s->buf[s->par] + (size_t)first * L * r, (size_t)count * L * r);
+    return NLSE_OK;
+}
+
+int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
+{
+    if (!s || !in)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_layers: NULL argument");
+    int st = dec_check_layers(&s->p, first, count, "nlse_dec_set_layers");
+    if (st)
+        return st;
+    const size_t r = real_size(s), L = layer_reals(s);
+    if ((st = dec_check_real(in, (size_t)count * L, s->p.dtype, "layers")))
+        return st;
+    memcpy((char *)s->buf[s->par] + (size_t)first * L * r, in, (size_t)count * L * r);
+    return NLSE_OK;
+}
+
+int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
+    if (c && (!c->sum || !c->max))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
+    s->comm = c;
+    return NLSE_OK;
+}
+
+int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }
+
+int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, double cim,
+                     void *out, int *bad)
+{
+    if (!s || !x0 || !x1 || !out || !bad)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: NULL argument");
+    if (!(isfinite(cre) && isfinite(cim)))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
+                                         "finite", cre, cim);
+    if (out != x0)
+        nlse_parallel_memcpy(out, x0, 2 * s->n * real_size(s));
+    *bad = apply(s, out, out, x1, cre, cim, NULL);
     return NLSE_OK;
 }
 

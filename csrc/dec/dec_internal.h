@@ -49,6 +49,14 @@ int dec_check_real(const void *v, size_t n, int dtype, const char *name);
 /* A finite array of n complex values of the dtype ("psi"). */
 int dec_check_complex(const void *v, size_t n, int dtype, const char *name);
 
+/* Layers first .. first + count - 1 (count >= 1) lie inside the solver's
+ * nz layers (`what` names the entry point in the message). */
+int dec_check_layers(const nlse_dec_params *p, long first, long count, const char *what);
+
+/* The blow-up flag of a step agreed over the processes of c (NULL: as is):
+ * *bad becomes 1 everywhere when it was 1 anywhere. */
+int dec_agree_bad(const nlse_comm *c, int *bad);
+
 /* Seconds on the monotonic clock. */
 double dec_now(void);
 

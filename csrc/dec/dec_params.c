@@ -2,7 +2,9 @@
  * dec_params.c -- what every backend of the DEC GPE (source 001, eq. 8)
  * shares: the checks of the parameters and of the block table with named
  * errors, and the table in kernel form (interior index distances, the
- * diagonal sum_j w_ij of each cell).
+ * diagonal sum_j w_ij of each cell), the layer ranges of a z slab and the
+ * agreement on a blow-up across the processes of a distributed run
+ * (section 4.2).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
@@ -189,6 +191,26 @@ int dec_check_real(const void *v, size_t n, int dtype, const char *name)
 int dec_check_complex(const void *v, size_t n, int dtype, const char *name)
 {
     return dec_check_real(v, 2 * n, dtype, name);
+}
+
+int dec_check_layers(const nlse_dec_params *p, long first, long count, const char *what)
+{
+    if (first < 0 || count < 1 || count > p->blocks[2] - first)
+        return nlse_fail(NLSE_ERR_VALUE, "%s: layers %ld .. %ld are not inside the %ld layers "
+                         "of blocks along z", what, first, first + count - 1, p->blocks[2]);
+    return NLSE_OK;
+}
+
+int dec_agree_bad(const nlse_comm *c, int *bad)
+{
+    if (!c)
+        return NLSE_OK;
+    double b = *bad ? 1.0 : 0.0;
+    const int st = c->max(c->ctx, &b, 1);
+    if (st)
+        return st;
+    *bad = b != 0.0;
+    return NLSE_OK;
 }
 
 double dec_now(void)

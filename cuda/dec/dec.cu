@@ -28,6 +28,12 @@
  * Blow-up: a kernel that produces a non-finite value records the step in a
  * device word; later launches of the chunk return at once, so the last
  * finite state is kept without a host round-trip per step.
+ *
+ * One z slab of a distributed grid (section 4.2, nlse_dec_set_slab): the
+ * work units cover the own layers only and the trap is evaluated at the
+ * global layer; with a reduction table (nlse_dec_set_comm) the steps are
+ * taken one at a time, each one's blow-up flag and the imaginary-time norm
+ * agreed over the processes on the host.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -70,6 +76,8 @@ __device__ __forceinline__ unsigned fdiv(unsigned n, FastDiv f)
 /* Grid and trap as the kernels see them. */
 struct DGeo {
     unsigned nx, ny, nz, cells, row_len;  /* row_len = nx * cells */
+    unsigned z0, zc;  /* the own layers z0 .. z0 + zc - 1 (the work units') */
+    int zoff;         /* global index of layer 0 (the trap's z)              */
     /* work units: stretches of blockDim cells of a row of blocks (chunks per
      * row), ordered by y tiles of ty rows, then z, then y, then the stretch:
      * the GPU sweeps z through one y tile at a time, so the neighbours'
@@ -180,8 +188,9 @@ __device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &b
         slab = (G.ny - t * G.ty) * G.chunks;
         dslab = G.d_ryc;
     }
-    bz = fdiv(rem, dslab);
-    const unsigned r2 = rem - bz * slab, yy = fdiv(r2, G.d_chunks);
+    const unsigned zz = fdiv(rem, dslab);
+    bz = G.z0 + zz;
+    const unsigned r2 = rem - zz * slab, yy = fdiv(r2, G.d_chunks);
     by = t * G.ty + yy;
     q = (r2 - yy * G.chunks) * blockDim.x + threadIdx.x;
     if (q >= G.row_len)
@@ -196,7 +205,7 @@ __device__ __forceinline__ R trap(const DGeo &G, const STab<R> &T, int c, int bx
 {
     const double x = G.ox + (double)bx * G.ex + T.cen[3 * c];
     const double y = G.oy + (double)by * G.ey + T.cen[3 * c + 1];
-    const double z = G.oz + (double)bz * G.ez + T.cen[3 * c + 2];
+    const double z = G.oz + (double)((int)bz + G.zoff) * G.ez + T.cen[3 * c + 2];
     return (R)(G.hx * x * x + G.hy * y * y + G.hz * z * z);
 }
 
@@ -380,6 +389,8 @@ struct nlse_dec {
     double *h_part;
     size_t nparts;
     dim3 grid, block;
+    unsigned resident;       /* thread blocks the GPU holds at once       */
+    const nlse_comm *comm;   /* reductions of a distributed run, or NULL  */
     int par, have_prev;
     unsigned long long steps;
     cudaStream_t stream;
@@ -458,6 +469,21 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
+/* The work units over the own layers (G.z0, G.zc) and the launch grid;
+ * the grid never exceeds the one of the whole solver (the size of part). */
+static void work_units(nlse_dec *s)
+{
+    DGeo *G = &s->G;
+    G->units = G->ny * G->zc * G->chunks;
+    G->tile_units = G->ty * G->zc * G->chunks;
+    G->full_units = (G->ny / G->ty) * G->tile_units;
+    const unsigned rest = G->ny - (G->ny / G->ty) * G->ty;
+    G->d_tile = fastdiv(G->tile_units);
+    G->d_ryc = fastdiv(rest ? rest * G->chunks : 1);
+    s->grid = dim3(G->units < s->resident ? G->units : s->resident);
+    s->nparts = s->grid.x;
+}
+
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
 {
     if (!out)
@@ -506,7 +532,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     unsigned threads = (G->row_len + G->chunks - 1) / G->chunks;
     threads = (threads + 31) / 32 * 32;
     G->chunks = (G->row_len + threads - 1) / threads;
-    G->units = G->ny * G->nz * G->chunks;
+    G->z0 = 0;
+    G->zc = G->nz;
+    G->zoff = 0;
     int most = 0;
     for (int c = 0; c < p->cells; ++c)
         most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
@@ -520,14 +548,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     if (env && atoi(env) > 0)
         ty = (size_t)atoi(env);
     G->ty = (unsigned)(ty < 1 ? 1 : ty > G->ny ? G->ny : ty);
-    G->tile_units = G->ty * G->nz * G->chunks;
-    G->full_units = (G->ny / G->ty) * G->tile_units;
-    const unsigned rest = G->ny - (G->ny / G->ty) * G->ty;
     G->d_cells = fastdiv(G->cells);
     G->d_chunks = fastdiv(G->chunks);
-    G->d_tile = fastdiv(G->tile_units);
     G->d_tyc = fastdiv(G->ty * G->chunks);
-    G->d_ryc = fastdiv(rest ? rest * G->chunks : 1);
     /* as many thread blocks as an SM can hold at 256 threads; those that
      * do not fit at once start later and take what units are left */
     int dev = 0, sms = 1;
@@ -538,10 +561,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     const char *ev = getenv("NLSEPY_DEC_BLOCKS_PER_SM");
     if (ev && atoi(ev) > 0)
         per_sm = (unsigned)atoi(ev);
-    const unsigned resident = (unsigned)sms * per_sm;
+    s->resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
-    s->grid = dim3(G->units < resident ? G->units : resident);
-    s->nparts = s->grid.x;
+    work_units(s);
     const size_t bytes = 2 * s->n * rsize(s);
     if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||
         (st = nlse_cuda_alloc(&s->buf[0], bytes, "the DEC state")) ||
@@ -733,11 +755,55 @@ static int rk4_start(nlse_dec *s, unsigned long long step)
     return st;
 }
 
+/* nlse_dec_step of a distributed solver: one step at a time, each one's
+ * blow-up flag agreed over the processes before it is kept. */
+static int step_comm(nlse_dec *s, long n, long *done)
+{
+    if (!s->have_prev)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_step: a distributed solver does not start by "
+                                         "RK4 (its halos need refreshing between the stages): "
+                                         "start with nlse_dec_combine or give psi(-dt)");
+    CK(cudaEventRecord(s->ev[0], s->stream));
+    long k = 0;
+    int st = NLSE_OK, bad = 0;
+    for (; k < n; ++k) {
+        void *prev = s->buf[s->par ^ 1];
+        unsigned long long badstep;
+        if (!(st = apply(s, prev, prev, s->buf[s->par], 0, -2 * s->p.dt, s->steps, NULL)))
+            st = take_bad(s, &badstep);
+        if (!st) {
+            bad = badstep != NONE;
+            st = dec_agree_bad(s->comm, &bad);
+        }
+        if (st || bad) {
+            s->have_prev = 0; /* psi(n-1) is overwritten; the current state is good */
+            break;
+        }
+        s->par ^= 1;
+        ++s->steps;
+    }
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    CK(cudaEventSynchronize(s->ev[1]));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+    if (done)
+        *done = k;
+    if (st)
+        return st;
+    if (bad)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1,
+                         n);
+    return NLSE_OK;
+}
+
 int nlse_dec_step(nlse_dec *s, long n, long *done)
 {
     CKS(dec_check_steps(s, n, done));
     if (n == 0)
         return NLSE_OK;
+    if (s->comm)
+        return step_comm(s, n, done);
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
     const int par0 = s->par;
@@ -771,6 +837,41 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     return NLSE_OK;
 }
 
+/* One imaginary-time step of a distributed solver into buf[par ^ 1]: the
+ * norm of the own layers summed on the host in a fixed order, then over the
+ * processes (NaN from a process whose step blew up), the factor back to
+ * the device.  *bad = 1 (state untouched) when the sum is not finite and
+ * positive. */
+static int imaginary_comm(nlse_dec *s, double norm, int *bad)
+{
+    void *cur = s->buf[s->par], *next = s->buf[s->par ^ 1];
+    unsigned long long badstep;
+    CKS(apply(s, next, cur, cur, -s->p.dt, 0, s->steps, s->part));
+    CK(cudaMemcpyAsync(s->h_part, s->part, s->nparts * sizeof(double), cudaMemcpyDeviceToHost,
+                       s->stream));
+    CKS(take_bad(s, &badstep));
+    double nn = 0;
+    for (size_t b = 0; b < s->nparts; ++b)
+        nn += s->h_part[b];
+    nn = badstep != NONE ? NAN : nn;
+    CKS(s->comm->sum(s->comm->ctx, &nn, 1));
+    *bad = !(nn > 0 && isfinite(nn));
+    if (*bad)
+        return NLSE_OK;
+    const double f = sqrt(norm / nn);
+    CK(cudaMemcpyAsync(s->factor, &f, sizeof f, cudaMemcpyHostToDevice, s->stream));
+    const unsigned blocks = (unsigned)((s->n + 255) / 256 < 65536 ? (s->n + 255) / 256 : 65536);
+    if (s->p.dtype == NLSE_COMPLEX64)
+        k_scale<float><<<blocks, 256, 0, s->stream>>>((float2 *)next, s->n, s->factor, s->bad);
+    else
+        k_scale<double><<<blocks, 256, 0, s->stream>>>((double2 *)next, s->n, s->factor, s->bad);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s->stream));
+    s->par ^= 1;
+    ++s->steps;
+    return NLSE_OK;
+}
+
 int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
 {
     CKS(dec_check_steps(s, n, done));
@@ -778,6 +879,27 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         return nlse_fail(NLSE_ERR_VALUE, "norm must be finite and > 0, got %g", norm);
     if (n == 0)
         return NLSE_OK;
+    if (s->comm) {
+        CK(cudaEventRecord(s->ev[0], s->stream));
+        long k = 0;
+        int bad = 0, st = NLSE_OK;
+        while (k < n && !(st = imaginary_comm(s, norm, &bad)) && !bad)
+            ++k;
+        CK(cudaEventRecord(s->ev[1], s->stream));
+        CK(cudaEventSynchronize(s->ev[1]));
+        float ms = 0;
+        cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+        s->last_seconds = 1e-3 * ms;
+        s->have_prev = 0;
+        if (done)
+            *done = k;
+        if (st)
+            return st;
+        if (bad)
+            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at "
+                                              "imaginary-time step %ld of %ld", k + 1, n);
+        return NLSE_OK;
+    }
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
     const int par0 = s->par;
@@ -856,6 +978,8 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
     if (!st)
         st = nlse_cuda_check(cudaMemcpyAsync(din, psi, bytes, cudaMemcpyHostToDevice, s->stream),
                              "cudaMemcpy");
+    if (!st) /* the layers that are not the solver's own stay 0 */
+        st = nlse_cuda_check(cudaMemsetAsync(dout, 0, bytes, s->stream), "cudaMemset");
     if (!st)
         st = apply(s, dout, NULL, din, 1, 0, NONE, NULL);
     if (!st)
@@ -865,6 +989,98 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
         st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
     cudaFree(din);
     cudaFree(dout);
+    return st;
+}
+
+int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    CKS(dec_check_layers(&s->p, first, count, "nlse_dec_set_slab"));
+    if (z_offset < -2147483647L + s->p.blocks[2] || z_offset > 2147483647L - s->p.blocks[2])
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_slab: z_offset %ld is out of range",
+                         z_offset);
+    CK(cudaStreamSynchronize(s->stream));
+    s->G.z0 = (unsigned)first;
+    s->G.zc = (unsigned)count;
+    s->G.zoff = (int)z_offset;
+    work_units(s);
+    return NLSE_OK;
+}
+
+/* Bytes of one layer of blocks. */
+static size_t layer_bytes(const nlse_dec *s)
+{
+    return 2 * rsize(s) * (size_t)s->p.cells * (size_t)s->p.blocks[0] * (size_t)s->p.blocks[1];
+}
+
+int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
+{
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_layers: NULL argument");
+    CKS(dec_check_layers(&s->p, first, count, "nlse_dec_get_layers"));
+    const size_t L = layer_bytes(s);
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(out, (const char *)s->buf[s->par] + (size_t)first * L, (size_t)count * L,
+                  cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
+{
+    if (!s || !in)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_layers: NULL argument");
+    CKS(dec_check_layers(&s->p, first, count, "nlse_dec_set_layers"));
+    const size_t L = layer_bytes(s);
+    CKS(dec_check_real(in, (size_t)count * L / rsize(s), s->p.dtype, "layers"));
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy((char *)s->buf[s->par] + (size_t)first * L, in, (size_t)count * L,
+                  cudaMemcpyHostToDevice));
+    return NLSE_OK;
+}
+
+int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
+    if (c && (!c->sum || !c->max))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
+    s->comm = c;
+    return NLSE_OK;
+}
+
+int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }
+
+int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, double cim,
+                     void *out, int *bad)
+{
+    if (!s || !x0 || !x1 || !out || !bad)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: NULL argument");
+    if (!(isfinite(cre) && isfinite(cim)))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
+                                         "finite", cre, cim);
+    const size_t bytes = 2 * s->n * rsize(s);
+    void *d0 = NULL, *d1 = NULL;
+    unsigned long long badstep = NONE;
+    int st = nlse_cuda_alloc(&d0, bytes, "combine");
+    if (!st)
+        st = nlse_cuda_alloc(&d1, bytes, "combine");
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(d0, x0, bytes, cudaMemcpyHostToDevice, s->stream),
+                             "cudaMemcpy");
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(d1, x1, bytes, cudaMemcpyHostToDevice, s->stream),
+                             "cudaMemcpy");
+    if (!st)
+        st = apply(s, d0, d0, d1, cre, cim, s->steps, NULL);
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(out, d0, bytes, cudaMemcpyDeviceToHost, s->stream),
+                             "cudaMemcpy");
+    if (!st)
+        st = take_bad(s, &badstep);
+    cudaFree(d0);
+    cudaFree(d1);
+    *bad = badstep != NONE;
     return st;
 }
 

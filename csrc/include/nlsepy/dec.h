@@ -109,12 +109,51 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done);
 
 /* norm = sum |B_i| |psi_i|^2, energy = sum |B_i| Re[conj(psi_i) (K psi)_i
  * + V_i |psi_i|^2 + (g/2) |psi_i|^4] with K the kinetic part of H (double
- * accumulation in a fixed order). */
+ * accumulation in a fixed order), over the own layers (nlse_dec_set_slab). */
 int nlse_dec_observe(nlse_dec *s, double *norm, double *energy);
 
 /* out = H(psi) psi for a state psi of the solver's dtype (the solver's
  * state is not touched). */
 int nlse_dec_apply(nlse_dec *s, const void *psi, void *out);
+
+/*
+ * One z slab of a distributed grid (source 001, section 4.2): the solver's
+ * nz layers of blocks are the global layers z_offset .. z_offset + nz - 1
+ * (the trap is evaluated there), of which the local layers first ..
+ * first + count - 1 are its own and the others halo copies of the
+ * neighbours' layers.  The steps, nlse_dec_apply and nlse_dec_combine
+ * compute the own layers only (the other layers of a result keep what the
+ * buffer held: the caller refreshes the halos), and nlse_dec_observe, the
+ * imaginary-time norm and the blow-up checks cover the own layers only.
+ * A new solver is the whole grid (z_offset 0, every layer its own).
+ */
+int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count);
+
+/* Layers first .. first + count - 1 (cells * nx * ny values each,
+ * contiguous) of the current state out / in; set_layers refuses
+ * non-finite values. */
+int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out);
+int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in);
+
+/* The reduction table of a distributed run (nlsepy/common.h), or NULL for
+ * the whole system.  With a table, the imaginary-time norm is the sum over
+ * every process's own layers, and each step's blow-up check is agreed
+ * (c->max), so every process keeps or drops the same step.  The halos are
+ * refreshed between steps by the caller: it takes one step per call, and
+ * it starts the leapfrog itself (by nlse_dec_combine) or gives psi(-dt):
+ * nlse_dec_step refuses to start by RK4 with a table. */
+int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c);
+
+/* 1 when the next real-time step continues the leapfrog (psi(t - dt) is
+ * at hand), 0 when it would start by RK4 (or s is NULL). */
+int nlse_dec_has_prev(const nlse_dec *s);
+
+/* out = x0 + (cre + i cim) H(x1) x1 on the own layers, in the arithmetic
+ * of the steps (the stages of the RK4 start are combine(psi, psi, 0,
+ * -dt/6), ... as in nlse_dec_step); out's other layers are x0's.  *bad is
+ * 1 when a value of the own layers came out non-finite.  x0 may be out. */
+int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, double cim,
+                     void *out, int *bad);
 
 /* Bytes moved through memory per unknown and leapfrog step (traffic model). */
 double nlse_dec_bytes_per_cell_step(const nlse_dec *s);

@@ -2,13 +2,20 @@
  * _bind/dec.c -- binding of the DEC GPE solver on crystal grids (C API
  * nlsepy/dec.h, source 001): the `Dec` type.  The block table arrives
  * from nlsepy.dec (built there from the crystal's Delaunay complex).
+ * A handle may be one z slab of a distributed grid (section 4.2):
+ * `set_slab`, the layers in and out for the halo exchange, `combine` for
+ * the RK4 start, and `set_comm`, which takes the reduction table from the
+ * capsule the MPI extension makes (this module links no MPI).
  */
 #include "bind.h"
 #include "nlsepy/dec.h"
 
+#define COMM_CAPSULE "nlsepy.nlse_comm"
+
 typedef struct {
     NLSEPY_SOLVER_HEAD(nlse_dec, nlse_dec_params)
     size_t n;
+    PyObject *comm; /* the capsule of the table the solver uses (kept alive) */
 } DecObject;
 
 /* `obj` as a C-contiguous array of `type` with `count` elements in all:
@@ -75,6 +82,7 @@ static int dec_init(DecObject *self, PyObject *args, PyObject *kw)
         nlse_dec_destroy(self->s);
         self->s = NULL;
     }
+    Py_CLEAR(self->comm);
     int cst;
     Py_BEGIN_ALLOW_THREADS
     cst = nlse_dec_create(&p, &t, &self->s);
@@ -94,7 +102,13 @@ done:
     return st;
 }
 
-NLSEPY_DEALLOC(dec_dealloc, DecObject, nlse_dec_destroy)
+/* the solver first: it holds a pointer into the capsule */
+static void dec_dealloc(DecObject *self)
+{
+    nlse_dec_destroy(self->s);
+    Py_CLEAR(self->comm);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
 
 /* `obj`: an aligned C-contiguous 1-d array of n values of the solver's
  * (complex, or real when `real`) type; borrowed, or NULL. */
@@ -256,6 +270,131 @@ static PyObject *dec_apply(DecObject *self, PyObject *obj)
     return out;
 }
 
+/* set_slab(z_offset, first, count): one z slab of a distributed grid */
+static PyObject *dec_set_slab(DecObject *self, PyObject *args)
+{
+    long zoff, first, count;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "lll", &zoff, &first, &count))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_set_slab(self->s, zoff, first, count));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* values per layer of blocks along z */
+static npy_intp layer_size(const DecObject *self)
+{
+    return (npy_intp)self->p.cells * (npy_intp)self->p.blocks[0] * (npy_intp)self->p.blocks[1];
+}
+
+static PyObject *dec_get_layers(DecObject *self, PyObject *args)
+{
+    long first, count;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ll", &first, &count))
+        return NULL;
+    if (first < 0 || count < 1 || count > self->p.blocks[2] - first) {
+        PyErr_Format(PyExc_ValueError, "layers %ld .. %ld are not inside the %ld layers of "
+                     "blocks along z", first, first + count - 1, self->p.blocks[2]);
+        return NULL;
+    }
+    npy_intp dims[1] = {(npy_intp)count * layer_size(self)};
+    PyObject *out = PyArray_SimpleNew(1, dims, nlsepy_npy_type(self->p.dtype, 0));
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_get_layers(self->s, first, count,
+                                             PyArray_DATA((PyArrayObject *)out)));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    return out;
+}
+
+static PyObject *dec_set_layers(DecObject *self, PyObject *args)
+{
+    long first, count;
+    PyObject *obj;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "llO", &first, &count, &obj))
+        return NULL;
+    PyArrayObject *a = nlsepy_check_type(obj, "layers", nlsepy_npy_type(self->p.dtype, 0));
+    if (!a)
+        return NULL;
+    if (count < 1) {
+        PyErr_Format(PyExc_ValueError, "layers: count must be >= 1, got %ld", count);
+        return NULL;
+    }
+    const size_t shape[1] = {(size_t)count * (size_t)layer_size(self)};
+    if (!nlsepy_check_grid(a, "layers", 1, shape))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_set_layers(self->s, first, count, PyArray_DATA(a)));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* set_comm(capsule or None): the solver becomes one part of a distributed
+ * run over the capsule's table (None: the whole system again) */
+static PyObject *dec_set_comm(DecObject *self, PyObject *arg)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    const nlse_comm *c = NULL;
+    if (arg != Py_None) {
+        if (!PyCapsule_IsValid(arg, COMM_CAPSULE)) {
+            PyErr_Format(PyExc_TypeError, "set_comm: expected the capsule \"" COMM_CAPSULE
+                         "\" of nlsepy._mpi.comm_capsule(comm) or None, got %s",
+                         Py_TYPE(arg)->tp_name);
+            return NULL;
+        }
+        c = (const nlse_comm *)PyCapsule_GetPointer(arg, COMM_CAPSULE);
+        if (!c)
+            return NULL;
+    }
+    const int st = nlse_dec_set_comm(self->s, c);
+    if (st)
+        return nlsepy_raise(st);
+    PyObject *old = self->comm;
+    if (arg != Py_None)
+        Py_INCREF(arg);
+    self->comm = arg == Py_None ? NULL : arg;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dec_has_prev(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return PyBool_FromLong(nlse_dec_has_prev(self->s));
+}
+
+/* combine(x0, x1, cre, cim) -> (out, bad): out = x0 + (cre + i cim) H(x1) x1 */
+static PyObject *dec_combine(DecObject *self, PyObject *args)
+{
+    PyObject *o0, *o1;
+    double cre, cim;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "OOdd", &o0, &o1, &cre, &cim))
+        return NULL;
+    PyArrayObject *a = state_arg(self, o0, "x0", 0), *b = a ? state_arg(self, o1, "x1", 0) : NULL;
+    if (!b)
+        return NULL;
+    PyObject *out = new_state(self);
+    if (!out)
+        return NULL;
+    int st, bad = 0;
+    NLSEPY_RUN(self, st, nlse_dec_combine(self->s, PyArray_DATA(a), PyArray_DATA(b), cre, cim,
+                                          PyArray_DATA((PyArrayObject *)out), &bad));
+    if (st) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    return Py_BuildValue("NO", out, bad ? Py_True : Py_False);
+}
+
 static PyObject *dec_bytes(DecObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!NLSEPY_READY(self))
@@ -285,6 +424,21 @@ static PyMethodDef dec_methods[] = {
      "imaginary(n, norm) -> (done, blew_up): normalised imaginary-time Euler steps."},
     {"observe", (PyCFunction)dec_observe, METH_NOARGS, "observe() -> (norm, energy)."},
     {"apply", (PyCFunction)dec_apply, METH_O, "apply(psi) -> H(psi) psi."},
+    {"set_slab", (PyCFunction)dec_set_slab, METH_VARARGS,
+     "set_slab(z_offset, first, count): the handle is one z slab of a larger grid (own layers "
+     "first .. first+count-1, layer 0 the global layer z_offset)."},
+    {"get_layers", (PyCFunction)dec_get_layers, METH_VARARGS,
+     "get_layers(first, count) -> new 1-d array of those layers of the state."},
+    {"set_layers", (PyCFunction)dec_set_layers, METH_VARARGS,
+     "set_layers(first, count, values): copy layers into the state."},
+    {"set_comm", (PyCFunction)dec_set_comm, METH_O,
+     "set_comm(capsule or None): one part of a distributed run (the imaginary-time norm and "
+     "the blow-up checks agreed over the processes)."},
+    {"has_prev", (PyCFunction)dec_has_prev, METH_NOARGS,
+     "has_prev() -> whether the next real-time step continues the leapfrog."},
+    {"combine", (PyCFunction)dec_combine, METH_VARARGS,
+     "combine(x0, x1, cre, cim) -> (out, bad): out = x0 + (cre + i cim) H(x1) x1 on the own "
+     "layers (the RK4 start's stages)."},
     {"bytes_per_cell_step", (PyCFunction)dec_bytes, METH_NOARGS,
      "Bytes a leapfrog step moves per unknown (model)."},
     {"last_seconds", (PyCFunction)dec_seconds, METH_NOARGS,

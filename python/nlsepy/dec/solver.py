@@ -15,21 +15,25 @@ Order of the unknowns: cell ``c`` of block ``(bx, by, bz)`` is
 ``i = ((bz * ny + by) * nx + bx) * cells_per_block + c`` (z slowest: a z slab
 of blocks is one contiguous range, the domain split of section 4.2); within
 a block the cells are those of :attr:`Block.centres` (sorted by z, y, x).
+
+Under MPI (``comm=``) each rank holds a z slab of whole layers of blocks
+plus one halo layer per neighbour (:mod:`nlsepy.dec.slab`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _backend, _guard, runner
+from .. import _backend, _dist, _guard, runner
 from .._validate import Fixed
 from .._validate import complex_dtype as _complex_dtype
 from .._validate import real as _real
 from ..errors import BlowUpError
 from . import grids as _grids
+from .slab import HALO_LAYERS, SlabDec
 
 __all__ = ["DecGPE", "DT_SAFETY"]
 
@@ -111,6 +115,20 @@ class DecGPE:
         Accept a `dt` above the bound.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run.
+    comm : mpi4py communicator, optional
+        Distribute the grid over the ranks of `comm` (run the script under
+        ``mpirun``): each rank holds a slab of whole layers of blocks along
+        z (the slowest axis of the state, source 001 section 4.2), the
+        first ``nz % size`` ranks one layer more.  `psi0`, `psi_prev` and
+        `V` are the global arrays on every rank, this rank's part
+        (:attr:`local_slice`), or callables, which are evaluated at this
+        rank's cells.  :attr:`psi`, :attr:`positions` and :attr:`volumes`
+        are then the rank's part, :meth:`gather` assembles the global
+        state, the observables are global, and every method is collective
+        (every rank calls it).  The result is the single-process one: the
+        rank's part of each real-time step bit for bit, the imaginary-time
+        normalisation up to the rounding of the global sum.  Needs mpi4py
+        and nlsepy's MPI layer (see the README).
 
     Examples
     --------
@@ -128,7 +146,31 @@ class DecGPE:
                  trap: Union[None, float, Sequence[float]] = None, V: Any = None,
                  bc: str = "zero", centre: Sequence[float] = (0.0, 0.0, 0.0),
                  dt: Optional[float] = None, dtype: Any = np.complex128, psi0: Any = None,
-                 psi_prev: Any = None, force: bool = False, backend: str = "auto") -> None:
+                 psi_prev: Any = None, force: bool = False, backend: str = "auto",
+                 comm: Any = None) -> None:
+        self._comm = None if comm is None else _dist.as_comm(comm)
+        if psi0 is None and psi_prev is not None:
+            raise ValueError("psi_prev needs psi0")
+        if self._comm is None:
+            self._params(grid, blocks, spacing, g, trap, V, bc, centre, dtype, force, backend)
+            self._max_dt = self._stability_bound()
+            self._make_solver(dt)
+            if psi0 is not None:
+                self.set_state(psi0, psi_prev)
+            return
+        # every rank checks its part; one rank's bad input is every rank's error
+        _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
+                                                     centre, dtype, force, backend))
+        self._max_dt = self._stability_bound()  # collective: the largest over the ranks
+        states = _dist.agree(self._comm, lambda: self._make_solver(dt, psi0, psi_prev))
+        self._solver.connect()  # collective: the reduction table
+        self._solver.set_potential(self._V)
+        self._solver.set_state(*states)  # collective: the halos
+
+    def _params(self, grid: Any, blocks: Any, spacing: Any, g: Any, trap: Any, V: Any, bc: Any,
+                centre: Any, dtype: Any, force: Any, backend: Any) -> None:
+        """The parameters, the block's complex, this rank's layers and its
+        potential (no collective calls)."""
         self._grid = _grids._grid_name(grid)
         self._blocks = _blocks(blocks)
         self._spacing = _real("spacing", spacing, positive=True)
@@ -141,6 +183,17 @@ class DecGPE:
         self._force = bool(force)
         self._centre = _triple("centre", centre)
         self._backend = _backend.resolve(backend, "DecGPE")
+        self._layout: Optional[_dist.Layout] = None
+        self._layers = (0, self._blocks[2])  # the own layers of blocks along z
+        self._plane = _grids.CELLS_PER_BLOCK[self._grid] * self._blocks[0] * self._blocks[1]
+        if self._comm is not None:
+            lay = self._layout = _dist.Layout.of(self._comm, (self._blocks[2], self._plane))
+            if lay.size > self._blocks[2]:
+                raise ValueError(f"{lay.size} ranks cannot split the {self._blocks[2]} layers "
+                                 f"of blocks along z (blocks={self._blocks}): each rank needs "
+                                 f"at least one; use at most {self._blocks[2]} ranks")
+            self._layers = (lay.start, lay.count)
+        self._own = slice(self._layers[0] * self._plane, sum(self._layers) * self._plane)
         self._check_memory()
         self._block = _grids.block(self.grid)
         blk = self._block
@@ -160,28 +213,38 @@ class DecGPE:
         self._volumes: Optional[np.ndarray] = None
         if V is not None:
             self._V = self._potential_array(V)
-        self._max_dt = self._stability_bound()
-        self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
-        mod = _backend.module(self.backend)
+
+    def _handle(self, layers: int) -> Any:
+        """The C handle of the grid with `layers` layers of blocks along z."""
+        blk, h = self._block, self.spacing
         core = _backend.module("cpu")
-        self._solver = mod.Dec(
-            self.blocks, tuple(self._edge), tuple(self._origin), self.trap,
+        return _backend.module(self.backend).Dec(
+            self.blocks[:2] + (layers,), tuple(self._edge), tuple(self._origin), self.trap,
             1 if self.bc == "periodic" else 0, self.g, self._dt,
             core.COMPLEX64 if self.dtype == np.complex64 else core.COMPLEX128,
             self._row_start, blk.nbr_cell.astype(np.int32),
             np.ascontiguousarray(blk.nbr_offset, dtype=np.int32), self._weights,
             blk.volumes * h ** 3, np.ascontiguousarray(blk.centres * h))
-        if self._V is not None:
-            self._solver.set_potential(self._V)
+
+    def _make_solver(self, dt: Any, psi0: Any = None, psi_prev: Any = None) -> Any:
+        """The time step and the solver; for a distributed solver (no
+        collective calls) also this rank's initial state, returned."""
+        self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, self._force)
         self._t_base = 0.0
         self._k = 0
         self._steps = 0
         self._imaginary_steps = 0
         self._solver_dt = self._dt
-        if psi0 is not None:
-            self.set_state(psi0, psi_prev)
-        elif psi_prev is not None:
-            raise ValueError("psi_prev needs psi0")
+        if self._comm is None:
+            self._solver = self._handle(self.blocks[2])
+            if self._V is not None:
+                self._solver.set_potential(self._V)
+            return None
+        assert self._layout is not None
+        self._solver = SlabDec(self._handle, self._layout, self.bc == "periodic", self._dt)
+        if psi0 is None:
+            return np.zeros(self._own.stop - self._own.start, self.dtype), None
+        return self._local_states(psi0, psi_prev)
 
     # ------------------------------------------------------- the parameters
     # Fixed at construction (the C solver is built from them): read-only; a
@@ -217,6 +280,12 @@ class DecGPE:
         item = np.dtype(self._dtype).itemsize
         what = (f"DecGPE(grid={self._grid!r}, blocks={self._blocks}, "
                 f"dtype={np.dtype(self._dtype).name}) with {n} unknowns")
+        if self._layout is not None:  # this rank's slab and its halo layers
+            lay = self._layout
+            layers = lay.count + 2 * HALO_LAYERS * (lay.size > 1)
+            n = self._plane * layers
+            what += (f", this rank's layers {lay.start} .. {lay.start + lay.count - 1} and "
+                     f"halos ({n} unknowns)")
         state = 4 * n * item + n * item // 2
         if self._backend == "cuda":
             _guard.require_memory(state, what, "cuda", host_bytes=2 * n * item)
@@ -231,7 +300,7 @@ class DecGPE:
 
     @property
     def size(self) -> int:
-        """Number of unknowns."""
+        """Number of unknowns (of the whole grid)."""
         return self._n
 
     @property
@@ -239,24 +308,52 @@ class DecGPE:
         """The periodic block's complex (lattice constant 1)."""
         return self._block
 
-    @property
-    def positions(self) -> np.ndarray:
-        """Circumcentres of all cells, shape ``(size, 3)``, in the state's order."""
-        nx, ny, nz = self.blocks
+    def _positions_of(self, z0: int, z1: int) -> np.ndarray:
+        """Circumcentres of the cells of the layers z0 .. z1 - 1 of blocks."""
+        nx, ny, _ = self.blocks
         e = self._edge
-        bz, by, bx = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+        bz, by, bx = np.meshgrid(np.arange(z0, z1), np.arange(ny), np.arange(nx), indexing="ij")
         corner = self._origin + np.stack([bx * e[0], by * e[1], bz * e[2]], axis=-1)
         pos = corner[:, :, :, None, :] + self._block.centres * self.spacing
         return pos.reshape(-1, 3)
 
     @property
+    def positions(self) -> np.ndarray:
+        """Circumcentres of all cells, shape ``(size, 3)``, in the state's order
+        (of this rank's cells, ``local_slice``, when distributed)."""
+        z0, count = self._layers
+        return self._positions_of(z0, z0 + count)
+
+    @property
     def volumes(self) -> np.ndarray:
-        """Cell volumes ``|B_i|``, shape ``(size,)`` (read-only)."""
+        """Cell volumes ``|B_i|``, shape ``(size,)`` (read-only; this rank's cells
+        when distributed)."""
         if self._volumes is None:
-            v = np.tile(self._block.volumes * self.spacing ** 3, int(np.prod(self.blocks)))
+            blocks = self.blocks[0] * self.blocks[1] * self._layers[1]
+            v = np.tile(self._block.volumes * self.spacing ** 3, blocks)
             v.setflags(write=False)
             self._volumes = v
         return self._volumes
+
+    @property
+    def _n_own(self) -> int:
+        return self._own.stop - self._own.start
+
+    def _cells(self, name: str, arr: np.ndarray) -> np.ndarray:
+        """This rank's values of a per-cell array: the global array (sliced)
+        or the rank's part as it is."""
+        if arr.shape == (self._n,):
+            return arr[self._own]
+        if self._comm is not None and arr.shape == (self._n_own,):
+            return arr
+        if self._comm is None:
+            raise ValueError(f"{name} must be 1-d with one value per cell ({self._n} = "
+                             f"{self.cells_per_block} x {self.blocks}), got shape {arr.shape}")
+        z0, count = self._layers
+        raise ValueError(f"{name} must be 1-d with one value per cell ({self._n} = "
+                         f"{self.cells_per_block} x {self.blocks}) or this rank's part "
+                         f"({self._n_own} values, layers {z0} .. {z0 + count - 1} of blocks "
+                         f"along z), got shape {arr.shape}")
 
     def _potential_array(self, V: Any) -> np.ndarray:
         if callable(V):
@@ -266,11 +363,14 @@ class DecGPE:
         if arr.dtype.kind not in "fiu" or arr.dtype == bool:
             raise TypeError(f"V must be real (a real array or a callable returning one), got "
                             f"dtype {arr.dtype}")
-        arr = np.broadcast_to(arr, (self._n,)) if arr.ndim == 0 else arr.reshape(-1) \
-            if arr.size == self._n else arr
-        if arr.shape != (self._n,):
-            raise ValueError(f"V must have one value per cell ({self._n}), got shape "
-                             f"{np.shape(V)}")
+        n = self._n_own
+        arr = np.broadcast_to(arr, (n,)) if arr.ndim == 0 else arr.reshape(-1) \
+            if arr.size in (self._n, n) else arr
+        if arr.shape not in ((n,), (self._n,)):
+            raise ValueError(f"V must have one value per cell ({self._n}"
+                             + (f", or this rank's {n}" if self._comm is not None else "")
+                             + f"), got shape {np.shape(V)}")
+        arr = arr[self._own] if arr.shape == (self._n,) else arr
         if not np.all(np.isfinite(arr)):
             raise ValueError("V contains non-finite values (NaN or Inf)")
         out = np.array(arr, dtype=np.float32 if self.dtype == np.complex64 else np.float64,
@@ -297,7 +397,10 @@ class DecGPE:
             p = self.positions
             vt = 0.5 * (np.asarray(self.trap) ** 2 * p ** 2).sum(axis=1)
             # |V|: a negative potential shifts the spectrum down as far
-            m = np.max(np.tile(self._diag, int(np.prod(self.blocks))) + np.abs(vt + self._V))
+            m = np.max(np.tile(self._diag, len(p) // self.cells_per_block) + np.abs(vt + self._V))
+        if self._comm is not None:  # collective: the largest over every rank's cells
+            from mpi4py import MPI
+            m = self._comm.allreduce(float(m), op=MPI.MAX)
         return float(1.0 / (2.0 * max(m, 1e-300)))
 
     def _check_dt(self, dt: Any, force: bool) -> float:
@@ -309,18 +412,30 @@ class DecGPE:
         return dt
 
     # ---------------------------------------------------------------- state
+    def _agree(self, fn: Callable[[], Any]) -> Any:
+        """``fn()``; when distributed, on every rank with one rank's error
+        raised on all (collective)."""
+        return fn() if self._comm is None else _dist.agree(self._comm, fn)
+
     def _state_array(self, name: str, value: Any, t: float = 0.0) -> np.ndarray:
+        """This rank's values (all of them for one process) of a state
+        given as an array or a callable of the positions."""
         if callable(value):
             value = value(self.positions, t) if name == "psi_prev" else value(self.positions)
         arr = np.asarray(value)
         if arr.dtype.kind not in "fc":
             raise TypeError(f"{name} must be a float or complex array, got dtype {arr.dtype}")
-        if arr.shape != (self._n,):
-            raise ValueError(f"{name} must be 1-d with one value per cell ({self._n} = "
-                             f"{self.cells_per_block} x {self.blocks}), got shape {arr.shape}")
+        arr = self._cells(name, arr)
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains non-finite values (NaN or Inf)")
+            where = "" if self._comm is None else \
+                f" in this rank's layers {self._layers[0]} .. {sum(self._layers) - 1}"
+            raise ValueError(f"{name} contains non-finite values (NaN or Inf){where}")
         return np.ascontiguousarray(arr, dtype=self.dtype)
+
+    def _local_states(self, psi: Any, psi_prev: Any) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        a = self._state_array("psi", psi)
+        b = None if psi_prev is None else self._state_array("psi_prev", psi_prev, -self._dt)
+        return a, b
 
     def set_state(self, psi: Any, psi_prev: Any = None) -> None:
         """Set ``psi(t)`` and optionally ``psi(t - dt)`` (else the next real-time
@@ -329,17 +444,19 @@ class DecGPE:
         Parameters
         ----------
         psi : array_like or callable
-            One value per cell, or ``psi(positions)``.
+            One value per cell, or ``psi(positions)``.  When distributed
+            (collective): the global array, this rank's part, or a callable
+            evaluated at this rank's cells.
         psi_prev : array_like or callable, optional
             One value per cell, or ``psi_prev(positions, -dt)``.
         """
-        a = self._state_array("psi", psi)
-        b = None if psi_prev is None else self._state_array("psi_prev", psi_prev, -self._dt)
+        a, b = self._agree(lambda: self._local_states(psi, psi_prev))
         self._solver.set_state(a, b)
 
     @property
     def psi(self) -> np.ndarray:
-        """A copy of the current state (1-d, one value per cell)."""
+        """A copy of the current state (1-d, one value per cell; this rank's
+        cells, :attr:`local_slice`, when distributed)."""
         return self._solver.get_state()
 
     @psi.setter
@@ -364,10 +481,10 @@ class DecGPE:
 
     @V.setter
     def V(self, value: Any) -> None:
-        new = None if value is None else self._potential_array(value)
+        new = self._agree(lambda: None if value is None else self._potential_array(value))
         old = self._V
         self._V = new
-        bound = self._stability_bound()
+        bound = self._stability_bound()  # collective when distributed
         if self._dt > bound and not self._force:
             self._V = old
             raise ValueError(f"with this V the stability bound of eq. 11 is {bound:g}, below "
@@ -388,7 +505,7 @@ class DecGPE:
 
     @dt.setter
     def dt(self, value: float) -> None:
-        self._dt = self._check_dt(value, self._force)
+        self._dt = self._agree(lambda: self._check_dt(value, self._force))
 
     # -------------------------------------------------------------- stepping
     def _use_dt(self, dt: float) -> None:
@@ -419,7 +536,7 @@ class DecGPE:
             if blew_up:
                 raise self._blowup("real time", dt)
 
-        _guard.chunked(int(n), work)
+        _guard.chunked(int(n), work, comm=self._comm)
         if t_final is not None:
             self._t_base, self._k = float(t_final), 0
 
@@ -486,7 +603,7 @@ class DecGPE:
             if blew_up:
                 raise self._blowup("imaginary time", self._dt)
 
-        _guard.chunked(int(steps), work)
+        _guard.chunked(int(steps), work, comm=self._comm)
         return self
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
@@ -534,8 +651,12 @@ class DecGPE:
         other : array_like or callable
             A state on this grid, or ``other(positions)``.
         """
-        o = self._state_array("other", other)
-        return complex(np.vdot(o * self.volumes, self.psi.astype(np.complex128)))
+        o = self._agree(lambda: self._state_array("other", other))
+        v = np.vdot(o * self.volumes, self.psi.astype(np.complex128))
+        if self._comm is not None:  # collective: the ranks' parts in rank order
+            re, im = _dist.ordered_sum(self._solver.capsule, [v.real, v.imag])
+            v = complex(re, im)
+        return complex(v)
 
     def overlap(self, other: Any) -> float:
         """The seed's error ``E(t) = 1 - |<other|psi(t)>|`` (section 5.1).
@@ -560,14 +681,20 @@ class DecGPE:
             Values per cell, or ``reference(positions, t)`` evaluated at the
             current time (e.g. a stationary state with its phase e^{-i mu t}).
         """
-        if callable(reference):
-            reference = reference(self.positions, self.t)
-        ref = self._state_array("reference", reference).astype(np.complex128)
-        return float(np.sqrt(np.mean(np.abs(ref - self.psi) ** 2)))
+        def local() -> np.ndarray:
+            ref = reference(self.positions, self.t) if callable(reference) else reference
+            return self._state_array("reference", ref).astype(np.complex128)
+
+        ref = self._agree(local)
+        if self._comm is None:
+            return float(np.sqrt(np.mean(np.abs(ref - self.psi) ** 2)))
+        sq = _dist.ordered_sum(self._solver.capsule, [np.sum(np.abs(ref - self.psi) ** 2)])
+        return float(np.sqrt(sq[0] / self._n))
 
     def apply(self, psi: Any) -> np.ndarray:
-        """``H(psi) psi`` of eq. 8 (the solver's state is not touched)."""
-        return self._solver.apply(self._state_array("psi", psi))
+        """``H(psi) psi`` of eq. 8 (the solver's state is not touched; this
+        rank's part of a distributed state, collective)."""
+        return self._solver.apply(self._agree(lambda: self._state_array("psi", psi)))
 
     def bytes_per_step(self) -> float:
         """Bytes a leapfrog step moves through memory (traffic model)."""
@@ -639,22 +766,31 @@ class DecGPE:
         Returns
         -------
         ndarray, shape (...)
+
+        Notes
+        -----
+        A distributed solver gathers the global state on every rank
+        (collective); every rank gets the result.
         """
-        pts = np.asarray(points, dtype=float)
-        if pts.shape[-1:] != (3,):
-            raise ValueError(f"points must have shape (..., 3), got {pts.shape}")
-        if self._tree is None:
-            try:
-                from scipy.spatial import cKDTree
-            except ImportError as exc:  # pragma: no cover
-                raise ImportError("density_at needs scipy: pip install scipy") from exc
-            self._tree = cKDTree(self.positions)
+        def check() -> np.ndarray:
+            pts = np.asarray(points, dtype=float)
+            if pts.shape[-1:] != (3,):
+                raise ValueError(f"points must have shape (..., 3), got {pts.shape}")
+            if self._tree is None:
+                try:
+                    from scipy.spatial import cKDTree
+                except ImportError as exc:  # pragma: no cover
+                    raise ImportError("density_at needs scipy: pip install scipy") from exc
+                self._tree = cKDTree(self._positions_of(0, self.blocks[2]))
+            return pts
+
+        pts = self._agree(check)
         k = min(int(neighbours), self._n)
         flat = pts.reshape(-1, 3)
         d, idx = self._tree.query(flat, k=k)
         d = d.reshape(len(flat), -1)
         idx = idx.reshape(len(flat), -1)
-        dens = np.abs(self.psi) ** 2
+        dens = np.abs(self.gather(root=None)) ** 2
         w = 1.0 / np.maximum(d, 1e-12 * self.spacing) ** 2
         return ((w * dens[idx]).sum(axis=1) / w.sum(axis=1)).reshape(pts.shape[:-1])
 
@@ -715,20 +851,35 @@ class DecGPE:
         ``psi(t - dt)`` when the leapfrog has it, so that :meth:`load` and
         stepping on gives the same bits as stepping on without the restart.
 
+        A distributed solver (collective) writes one part per rank beside
+        `path` (``<stem>.partRRRRofNNNN.npz``, its layers of blocks) and the
+        index `path`, which :meth:`load` reads with any number of ranks or
+        one process.
+
         Parameters
         ----------
         path : path-like
             Destination file.
         """
         prev = self.psi_prev
-        _guard.save_checkpoint(
-            path, "DecGPE", psi=self.psi, psi_prev=prev if prev is not None else np.zeros(0,
-                                                                                       self.dtype),
+        none = np.zeros(0, self.dtype)
+        scalars = dict(
             t=self.t, t_base=self._t_base, k=self._k, solver_dt=self._solver_dt,
             steps=self._steps, imaginary_steps=self._imaginary_steps, grid=self.grid,
             blocks=np.asarray(self.blocks), spacing=self.spacing, g=self.g,
             trap=np.asarray(self.trap), bc=self.bc, centre=np.asarray(self.centre),
-            dt=self._dt, force=self._force, V=self._V if self._V is not None else np.zeros(0))
+            dt=self._dt, force=self._force)
+        if self._comm is not None:
+            assert self._layout is not None
+            layers = self._layers[1]
+            slabs = {"psi": self.psi.reshape(layers, -1),
+                     "psi_prev": none if prev is None else prev.reshape(layers, -1),
+                     "V": np.zeros(0) if self._V is None else self._V.reshape(layers, -1)}
+            _dist.save_parts(os.fspath(path), "DecGPE", self._layout, slabs, **scalars)
+            return
+        _guard.save_checkpoint(
+            path, "DecGPE", psi=self.psi, psi_prev=prev if prev is not None else none,
+            V=self._V if self._V is not None else np.zeros(0), **scalars)
 
     _KEYS = {
         "psi": _guard.Key("array", "c", ndim=(1,)),
@@ -744,8 +895,12 @@ class DecGPE:
         "V": _guard.Key("array", "fiu", ndim=(1,)),
     }
 
+    #: the per-cell entries, stored by layers of blocks in a distributed checkpoint
+    _SLABS = ("psi", "psi_prev", "V")
+
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], backend: str = "auto") -> "DecGPE":
+    def load(cls, path: Union[str, os.PathLike], backend: str = "auto",
+             comm: Any = None) -> "DecGPE":
         """Restart from a checkpoint written by :meth:`save`.
 
         Parameters
@@ -754,6 +909,11 @@ class DecGPE:
             Checkpoint file.
         backend : {"auto", "cpu", "cuda"}, optional
             Backend of the new solver.
+        comm : mpi4py communicator, optional
+            Load into a solver distributed over `comm` (every rank calls
+            this).  Any checkpoint loads with any number of ranks: one
+            written by one process, or the index of one written by N ranks
+            (its parts lie beside it), with M ranks or by one process.
 
         Raises
         ------
@@ -761,22 +921,17 @@ class DecGPE:
             The file is not a whole DecGPE checkpoint (the message names the
             file and what is wrong).
         """
-        d = _guard.load_checkpoint(path, "DecGPE", cls._KEYS)
         where = os.fspath(path)
-        if d["psi_prev"].size not in (0, d["psi"].size) or d["psi_prev"].size and \
-                d["psi_prev"].dtype != d["psi"].dtype:
-            raise ValueError(f"{where}: entry 'psi_prev' does not match 'psi'")
-        for name in ("blocks", "trap", "centre"):
-            if d[name].shape != (3,):
-                raise ValueError(f"{where}: entry {name!r} must have 3 values, got "
-                                 f"{d[name].shape}")
-        if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
-            raise ValueError(f"{where}: negative step counters")
+        if comm is not None:
+            comm = _dist.as_comm(comm)
+            d = _dist.agree(comm, lambda: cls._read(where, comm))
+        else:
+            d = cls._read(where, None)
         try:
             sim = cls(d["grid"], tuple(int(b) for b in d["blocks"]), d["spacing"], g=d["g"],
                       trap=tuple(d["trap"]), V=d["V"] if d["V"].size else None, bc=d["bc"],
                       centre=tuple(d["centre"]), dt=d["dt"], dtype=d["psi"].dtype,
-                      force=d["force"], backend=backend)
+                      force=d["force"], backend=backend, comm=comm)
             if d["solver_dt"] <= 0 or (d["solver_dt"] > sim.max_dt and not d["force"]):
                 raise ValueError(f"solver_dt={d['solver_dt']!r} is not in (0, {sim.max_dt:g}]")
             sim._use_dt(d["solver_dt"])  # before psi_prev: a new dt restarts by RK4
@@ -787,6 +942,96 @@ class DecGPE:
         sim._t_base, sim._k = d["t_base"], d["k"]
         sim._steps, sim._imaginary_steps = d["steps"], d["imaginary_steps"]
         return sim
+
+    @classmethod
+    def _read(cls, where: str, comm: Any) -> Dict[str, Any]:
+        """The checkpoint's entries, checked; with `comm`, the per-cell
+        entries of this rank's layers only when the checkpoint is in parts
+        (no collective calls)."""
+        if _dist.is_parts_index(where):
+            scalars = {k: v for k, v in cls._KEYS.items() if k not in cls._SLABS}
+            slabs = {k: _guard.Key("array", cls._KEYS[k].dtypes, ndim=(1, 2))
+                     for k in cls._SLABS}
+            rows = None
+            if comm is not None:
+                d0 = _dist.load_parts(where, "DecGPE", scalars, {}, rows=(0, 0))
+                lay = _dist.Layout.of(comm, d0["global_shape"])
+                rows = (lay.start, lay.count)
+            d = _dist.load_parts(where, "DecGPE", scalars, slabs, rows=rows)
+            for k in cls._SLABS:
+                d[k] = d[k].reshape(-1)
+            layers = int(d["global_shape"][0])
+        else:
+            d = _guard.load_checkpoint(where, "DecGPE", cls._KEYS)
+            layers = None
+        if d["psi_prev"].size not in (0, d["psi"].size) or d["psi_prev"].size and \
+                d["psi_prev"].dtype != d["psi"].dtype:
+            raise ValueError(f"{where}: entry 'psi_prev' does not match 'psi'")
+        if d["V"].size not in (0, d["psi"].size):
+            raise ValueError(f"{where}: entry 'V' does not match 'psi'")
+        for name in ("blocks", "trap", "centre"):
+            if d[name].shape != (3,):
+                raise ValueError(f"{where}: entry {name!r} must have 3 values, got "
+                                 f"{d[name].shape}")
+        if layers is not None:
+            plane = _grids.CELLS_PER_BLOCK.get(d["grid"], 0) * int(np.prod(d["blocks"][:2]))
+            if tuple(d["global_shape"]) != (int(d["blocks"][2]), plane):
+                raise ValueError(f"{where}: the parts hold {tuple(d['global_shape'])} layers "
+                                 f"x cells, the grid {d['grid']!r} of blocks "
+                                 f"{tuple(d['blocks'])} has ({d['blocks'][2]}, {plane})")
+        if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
+            raise ValueError(f"{where}: negative step counters")
+        return d
+
+    # ------------------------------------------------------------ distributed
+    @property
+    def comm(self) -> Any:
+        """The communicator of a distributed solver (None for one process)."""
+        return self._comm
+
+    @property
+    def local_slice(self) -> slice:
+        """This rank's cells of the global state: ``global_psi[sim.local_slice]``
+        is what :attr:`psi` holds (everything for one process)."""
+        return self._own
+
+    @property
+    def comm_info(self) -> Dict[str, Any]:
+        """How a distributed solver is laid out and communicates (empty for
+        one process)."""
+        if self._comm is None:
+            return {}
+        lay = self._layout
+        assert lay is not None
+        info = _dist.info(self._comm)
+        return {"ranks": lay.size, "rank": lay.rank, "axis": "z (layers of blocks)",
+                "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
+                "cells": (self._own.start, self._n_own), "halo_layers": HALO_LAYERS,
+                "exchange": "MPI_Sendrecv of one layer of blocks per side, once per step"
+                + (" (device layers staged through the host)" if self.backend == "cuda"
+                   else ""),
+                "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
+                "cuda_aware_mpi": info["cuda_aware"]}
+
+    def gather(self, root: Optional[int] = 0) -> Optional[np.ndarray]:
+        """The global state from every rank's part (collective).
+
+        Parameters
+        ----------
+        root : int or None, optional
+            The rank that receives it (the others get None), or None for
+            every rank.
+
+        Returns
+        -------
+        numpy.ndarray or None
+        """
+        if self._comm is None:
+            return self.psi
+        _dist.check_root(self._comm, root)
+        assert self._layout is not None
+        out = _dist.gather_rows(self._layout, self.psi.reshape(self._layers[1], -1), root)
+        return None if out is None else out.reshape(-1)
 
     def __repr__(self) -> str:
         return (f"DecGPE(grid={self.grid!r}, blocks={self.blocks}, spacing={self.spacing:g}, "

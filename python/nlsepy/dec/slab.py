@@ -1,0 +1,202 @@
+"""One rank's z slab of a distributed ``DecGPE`` (source 001, section 4.2).
+
+The unknowns are ordered with the layers of blocks along z slowest, so a
+z slab is one contiguous range.  Each rank owns the layers of its slab
+(``_dist.Layout`` over the ``(nz, layer)`` view of the state) and holds one
+halo layer on each side that has a neighbour (both sides for periodic
+boundaries): the source's two-slice overlap between consecutive devices.
+The eq. 8 operator reaches one layer of blocks, so one halo layer covers a
+leapfrog step (eq. 12) or an imaginary-time step; the halos are refreshed
+from the neighbours after every step (``MPI_Sendrecv``).
+
+The rank's extended slab is one single-process C handle with
+``set_slab``: the kernels compute the own layers only, with the trap at
+the global layers, so the own part of every step is what the whole-grid
+solver computes, bit for bit.  With the reduction table of ``set_comm``
+the imaginary-time norm is summed over every rank's own layers in rank
+order, and every rank keeps or drops the same step on a blow-up.  The
+RK4 step that starts the leapfrog is taken stage by stage
+(``combine``), the halos of the stage states refreshed between stages.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from .. import _dist
+
+__all__ = ["SlabDec", "HALO_LAYERS"]
+
+#: halo layers of blocks on each side: the reach of eq. 8 in one step
+HALO_LAYERS = 1
+
+
+class SlabDec:
+    """One rank's part of a distributed DecGPE, with the interface of the
+    extension's ``Dec`` handle (state arguments and results are the rank's
+    own layers; every method that moves halos is collective).
+
+    Parameters
+    ----------
+    make : callable
+        ``make(layers)`` builds the single-process handle of `layers` layers
+        of blocks along z.
+    layout : nlsepy._dist.Layout
+        The slabs of the ``(nz, cells per layer)`` view of the state.
+    periodic : bool
+        Periodic boundaries (the first and last ranks are neighbours).
+    dt : float
+        The handle's time step (for the RK4 start).
+    """
+
+    def __init__(self, make: Callable[[int], Any], layout: _dist.Layout, periodic: bool,
+                 dt: float) -> None:
+        self.layout, self.periodic, self.dt = layout, periodic, float(dt)
+        self.comm = layout.comm
+        many = layout.size > 1
+        self.lo = HALO_LAYERS if many and (periodic or layout.rank > 0) else 0
+        self.hi = HALO_LAYERS if many and (periodic or layout.rank < layout.size - 1) else 0
+        self.count, self.plane = layout.count, int(layout.shape[1])
+        self.layers = self.count + self.lo + self.hi
+        self.own = slice(self.lo * self.plane, (self.lo + self.count) * self.plane)
+        self.h = make(self.layers)
+        self.h.set_slab(layout.start - self.lo, self.lo, self.count)
+        self.capsule: Any = None
+        self.seconds = 0.0  # the kernels' time of the last step() or imaginary()
+
+    def connect(self) -> None:
+        """Hand the handle the reduction table over the communicator
+        (collective: it duplicates the communicator)."""
+        self.capsule = _dist.capsule(self.comm)
+        self.h.set_comm(self.capsule)
+
+    # ---------------------------------------------------------------- halos
+    def _swap(self, lower: np.ndarray, upper: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        recv_lo, recv_hi = np.empty_like(lower), np.empty_like(upper)
+        _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
+        return recv_lo, recv_hi
+
+    def exchange(self) -> None:
+        """Refresh the halo layers of the handle's state from the neighbours."""
+        if self.layout.size == 1:
+            return
+        lo, n = self.lo, self.count
+        recv_lo, recv_hi = self._swap(self.h.get_layers(lo, 1), self.h.get_layers(lo + n - 1, 1))
+        if self.lo:
+            self.h.set_layers(0, 1, recv_lo)
+        if self.hi:
+            self.h.set_layers(lo + n, 1, recv_hi)
+
+    def _exchange_array(self, x: np.ndarray) -> None:
+        """Refresh the halo layers of an extended-slab array in place."""
+        if self.layout.size == 1:
+            return
+        v = x.reshape(self.layers, self.plane)
+        lo, n = self.lo, self.count
+        recv_lo, recv_hi = self._swap(v[lo].copy(), v[lo + n - 1].copy())
+        if self.lo:
+            v[0] = recv_lo
+        if self.hi:
+            v[lo + n] = recv_hi
+
+    def _extended(self, own: np.ndarray, dtype: Any) -> np.ndarray:
+        out = np.zeros(self.layers * self.plane, dtype)
+        out[self.own] = own
+        return out
+
+    # ---------------------------------------------------------------- state
+    def set_state(self, psi: np.ndarray, psi_prev: Optional[np.ndarray] = None) -> None:
+        """The own layers of psi(t) (and psi(t - dt)); collective (halos).
+        The halos of psi(t - dt) are never read: a step reads psi(t - dt)
+        only where it writes psi(t + dt)."""
+        prev = None if psi_prev is None else self._extended(psi_prev, psi_prev.dtype)
+        self.h.set_state(self._extended(psi, psi.dtype), prev)
+        self.exchange()
+
+    def get_state(self) -> np.ndarray:
+        return self.h.get_layers(self.lo, self.count)
+
+    def get_prev(self) -> Optional[np.ndarray]:
+        prev = self.h.get_prev()
+        return None if prev is None else prev[self.own].copy()
+
+    def set_potential(self, V: Optional[np.ndarray]) -> None:
+        """The own layers' potential (the halo layers are never read)."""
+        self.h.set_potential(None if V is None else self._extended(V, V.dtype))
+
+    def set_dt(self, dt: float) -> None:
+        self.h.set_dt(dt)
+        self.dt = float(dt)
+
+    # ------------------------------------------------------------- stepping
+    def _rk4_start(self) -> bool:
+        """The classic RK4 step that starts the leapfrog, with the stages of
+        nlse_dec_step's start, the halos of each stage state refreshed
+        before it is read; True when it blew up on any rank (the state is
+        then untouched)."""
+        from mpi4py import MPI
+        dt, c = self.dt, self.h.combine
+        psi = self.h.get_state()
+        acc, b1 = c(psi, psi, 0.0, -dt / 6)
+        ya, b2 = c(psi, psi, 0.0, -dt / 2)
+        self._exchange_array(ya)
+        acc, b3 = c(acc, ya, 0.0, -dt / 3)
+        yb, b4 = c(psi, ya, 0.0, -dt / 2)
+        self._exchange_array(yb)
+        acc, b5 = c(acc, yb, 0.0, -dt / 3)
+        ya, b6 = c(psi, yb, 0.0, -dt)
+        self._exchange_array(ya)
+        acc, b7 = c(acc, ya, 0.0, -dt / 6)
+        if self.comm.allreduce(b1 or b2 or b3 or b4 or b5 or b6 or b7, op=MPI.LOR):
+            return True
+        self.h.set_state(acc, psi)
+        self.exchange()
+        return False
+
+    def step(self, n: int) -> Tuple[int, bool]:
+        """`n` leapfrog steps, one per C call with the halo exchange after
+        each; stops on every rank at the first step that blew up on any."""
+        self.seconds = 0.0
+        for q in range(n):
+            if not self.h.has_prev():
+                if self._rk4_start():
+                    return q, True
+                continue
+            _, blew = self.h.step(1)  # the blow-up check is agreed in C
+            self.seconds += self.h.last_seconds()
+            if blew:
+                return q, True
+            self.exchange()
+        return n, False
+
+    def imaginary(self, n: int, norm: float) -> Tuple[int, bool]:
+        """`n` normalised imaginary-time steps (the norm summed over every
+        rank in C), the halos refreshed after each."""
+        self.seconds = 0.0
+        for q in range(n):
+            _, blew = self.h.imaginary(1, norm)
+            self.seconds += self.h.last_seconds()
+            if blew:
+                return q, True
+            self.exchange()
+        return n, False
+
+    # ---------------------------------------------------------- observables
+    def observe(self) -> Tuple[float, float]:
+        """Global (norm, energy): the own layers' sums added in rank order."""
+        norm, energy = _dist.ordered_sum(self.capsule, self.h.observe())
+        return float(norm), float(energy)
+
+    def apply(self, psi: np.ndarray) -> np.ndarray:
+        """H(psi) psi on the own layers of a distributed state (collective)."""
+        ext = self._extended(psi, psi.dtype)
+        self._exchange_array(ext)
+        return self.h.apply(ext)[self.own].copy()
+
+    def bytes_per_cell_step(self) -> float:
+        return self.h.bytes_per_cell_step()
+
+    def last_seconds(self) -> float:
+        return self.seconds

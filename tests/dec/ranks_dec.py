@@ -1,0 +1,329 @@
+"""Rank side of the distributed DecGPE tests (run by tests/dec/test_dec_mpi.py
+under ``mpirun -n 2`` and ``-n 3``; every rank runs every test, so each
+calls the collectives in the same order).
+
+- ``nl.DecGPE(..., comm=)`` against the single-process solver, which every
+  rank also runs as the reference, on grids of 7 layers of blocks along z
+  (which neither 2 nor 3 divides): bcc and fcc, zero and periodic
+  boundaries, trap, potential and nonlinearity.  100 real-time steps (the
+  first by RK4, taken stage by stage across the ranks): each rank's part
+  equals its cells of the reference bit for bit, observables within 1e-12.
+  100 imaginary-time steps (the global norm summed over the ranks): within
+  1e-12.
+- The same rank count twice: bit-identical observables, the same on every
+  rank.  The layout (``local_slice``, ``comm_info``), gather, states given
+  as global arrays, rank parts or callables, the vortex initial state.
+- A checkpoint written by N ranks (psi and psi_prev) loads with fewer
+  ranks, with more ranks and with one process and continues identically;
+  a single-process checkpoint loads into the distributed solver.
+- One rank's bad input (a NaN in its layers, a wrong shape): the same
+  ValueError on every rank.  A blow-up: BlowUpError on every rank at the
+  same step, the last finite state kept.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nlsepy as nl
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+BLOCKS = {"bcc": (3, 4, 7), "fcc": (3, 3, 7)}
+
+
+def state(positions, seed=7):
+    """A smooth, asymmetric moving Gaussian plus a small random part (the
+    same on every rank: the random part is drawn for the whole grid)."""
+    p = np.asarray(positions)
+    psi = np.exp(-(0.6 * p[:, 0] ** 2 + 0.4 * p[:, 1] ** 2 + 0.5 * p[:, 2] ** 2) / 2
+                 + 1j * (0.7 * p[:, 0] - 0.3 * p[:, 2])) + 0.2
+    rng = np.random.default_rng(seed)
+    return psi + 0.01 * (rng.standard_normal(len(p)) + 1j * rng.standard_normal(len(p)))
+
+
+def kwargs(grid, bc, **kw):
+    out = dict(blocks=BLOCKS[grid], spacing=0.9, g=3.0, trap=(1.0, 0.8, 1.3), bc=bc,
+               V=lambda x, y, z: 0.3 * np.cos(x) * np.sin(y + z), backend="cpu")
+    out.update(kw)
+    return out
+
+
+def pair(grid, bc, **kw):
+    """The single-process reference and the distributed solver from the same
+    global initial state."""
+    ref = nl.DecGPE(grid, **kwargs(grid, bc, **kw))
+    psi0 = state(ref.positions)
+    ref.psi = psi0
+    sim = nl.DecGPE(grid, **kwargs(grid, bc, **kw), psi0=psi0, comm=COMM)
+    return ref, sim
+
+
+def same_everywhere(value):
+    values = COMM.allgather(value)
+    return all(v == values[0] for v in values)
+
+
+CASES = [("bcc", "zero"), ("bcc", "periodic"), ("fcc", "zero"), ("fcc", "periodic")]
+
+
+@pytest.mark.parametrize("grid,bc", CASES)
+def test_real_time_matches_single_process(grid, bc):
+    ref, sim = pair(grid, bc)
+    assert sim.max_dt == ref.max_dt and sim.dt == ref.dt
+    ref.step(100)
+    sim.step(100)
+    assert sim.t == ref.t and sim.steps == ref.steps == 100
+    np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
+    np.testing.assert_array_equal(sim.psi_prev, ref.psi_prev[sim.local_slice])
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    assert abs(sim.norm() - ref.norm()) <= 1e-12 * ref.norm()
+    assert abs(sim.energy() - ref.energy()) <= 1e-12 * abs(ref.energy())
+    assert same_everywhere((sim.norm(), sim.energy()))
+
+
+@pytest.mark.parametrize("grid,bc", CASES)
+def test_imaginary_time_matches_single_process(grid, bc):
+    ref, sim = pair(grid, bc)
+    ref.imaginary_time(100, norm=2.0)
+    sim.imaginary_time(100, norm=2.0)
+    assert sim.imaginary_steps == ref.imaginary_steps == 100
+    want = ref.psi
+    assert np.max(np.abs(sim.gather(root=None) - want)) <= 1e-12 * np.max(np.abs(want))
+    assert abs(sim.norm() - 2.0) <= 1e-12 and abs(sim.energy() - ref.energy()) <= \
+        1e-12 * abs(ref.energy())
+    # then real time from the relaxed state: the RK4 start again, stage by stage
+    sim.psi = want
+    ref.psi = want
+    sim.step(10)
+    ref.step(10)
+    np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
+
+
+def test_complex64_within_float_accuracy():
+    ref, sim = pair("bcc", "periodic", dtype=np.complex64)
+    ref.step(50)
+    sim.step(50)
+    np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
+    assert abs(sim.norm() - ref.norm()) <= 1e-6 * ref.norm()
+
+
+def test_same_ranks_same_bits():
+    out = []
+    for _ in range(2):
+        _, sim = pair("bcc", "periodic")
+        sim.step(30)
+        sim.imaginary_time(20)
+        out.append((sim.norm(), sim.energy(), sim.inner(sim.gather(root=None))))
+    assert out[0] == out[1]
+    assert same_everywhere(out[0])
+
+
+def test_layout_gather_and_states():
+    ref, sim = pair("bcc", "zero")
+    nz = BLOCKS["bcc"][2]
+    counts = [nz // SIZE + (r < nz % SIZE) for r in range(SIZE)]
+    start = sum(counts[:RANK])
+    plane = sim.cells_per_block * BLOCKS["bcc"][0] * BLOCKS["bcc"][1]
+    assert sim.local_slice == slice(start * plane, (start + counts[RANK]) * plane)
+    info = sim.comm_info
+    assert info["ranks"] == SIZE and info["rank"] == RANK and info["counts"] == counts
+    assert info["layers"] == (start, counts[RANK]) and info["halo_layers"] == 1
+    assert ref.comm_info == {} and ref.comm is None and sim.comm is COMM
+    assert sim.size == ref.size and sim.psi.shape == (counts[RANK] * plane,)
+    np.testing.assert_array_equal(sim.positions, ref.positions[sim.local_slice])
+    np.testing.assert_array_equal(sim.volumes, ref.volumes[sim.local_slice])
+    root = SIZE - 1
+    g = sim.gather(root=root)
+    if RANK == root:
+        np.testing.assert_array_equal(g, ref.psi)
+    else:
+        assert g is None
+    with pytest.raises(ValueError, match="root"):
+        sim.gather(root=SIZE)
+    # a state as this rank's part, as a callable of the positions
+    sim.psi = ref.psi[sim.local_slice] * 0.5
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi * 0.5)
+    sim.set_state(lambda p: np.exp(-(p ** 2).sum(axis=1)))
+    ref.set_state(lambda p: np.exp(-(p ** 2).sum(axis=1)))
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    # H psi, inner products and the rmse reduce over the ranks
+    np.testing.assert_array_equal(sim.apply(ref.psi), ref.apply(ref.psi)[sim.local_slice])
+    other = state(ref.positions, seed=3)
+    assert abs(sim.inner(other) - ref.inner(other)) <= 1e-12 * abs(ref.inner(other))
+    assert abs(sim.rmse(other) - ref.rmse(other)) <= 1e-12 * ref.rmse(other)
+    # the potential: the global array or this rank's part
+    V = 0.1 * np.arange(ref.size) / ref.size
+    sim.V = V
+    ref.V = V
+    np.testing.assert_array_equal(sim.V, V[sim.local_slice])
+    assert sim.max_dt == ref.max_dt
+    sim.V = V[sim.local_slice]
+    sim.step(5)
+    ref.step(5)
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    # the interpolated density (the state gathered on every rank)
+    pts = np.array([[0.1, -0.2, 0.3], [0.5, 0.5, -1.0]])
+    np.testing.assert_array_equal(sim.density_at(pts), ref.density_at(pts))
+
+
+def test_run_frames_and_a_given_psi_prev():
+    ref, sim = pair("fcc", "periodic")
+    prev = state(ref.positions, seed=11)
+    ref.set_state(ref.psi, prev)
+    sim.set_state(ref.psi, prev)  # the leapfrog starts from psi(-dt): no RK4
+    fr = sim.run(20 * ref.dt, frames=4)
+    fr_ref = ref.run(20 * ref.dt, frames=4)
+    assert len(fr) == 5 and np.array_equal(fr.t, fr_ref.t)
+    np.testing.assert_array_equal(fr.psi[-1], fr_ref.psi[-1][sim.local_slice])
+
+
+def test_vortex_initial_state():
+    pytest.importorskip("scipy")
+    vs = nl.examples.vortex_state(1.0, 50.0, 1, h=0.2, rho_max=7.0, z_max=7.0)
+    kw = dict(blocks=(4, 4, 7), spacing=1.6, g=50.0, trap=(1.0, 1.0, 1.0), backend="cpu")
+    ref = nl.DecGPE("bcc", **kw, psi0=vs, psi_prev=vs)
+    psi0 = vs(ref.positions)  # the global array on every rank
+    prev = vs(ref.positions, -ref.dt)
+    sim = nl.DecGPE("bcc", **kw, psi0=psi0, psi_prev=prev, comm=COMM)
+    also = nl.DecGPE("bcc", **kw, psi0=vs, psi_prev=vs, comm=COMM)  # evaluated per rank
+    for s in (ref, sim, also):
+        s.step(40)
+    np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
+    np.testing.assert_array_equal(also.psi, ref.psi[sim.local_slice])
+    assert abs(sim.overlap(vs) - ref.overlap(vs)) <= 1e-12
+
+
+def shared_dir():
+    path = tempfile.mkdtemp(prefix="nlsepy-dec-mpi-") if RANK == 0 else None
+    return COMM.bcast(path, root=0)
+
+
+def test_checkpoint_n_to_m_ranks():
+    ref, sim = pair("bcc", "periodic")
+    sim.step(30)
+    ref.step(30)
+    path = os.path.join(shared_dir(), "ck.npz")
+    sim.save(path)  # psi and psi_prev in parts
+    ref.step(20)
+    sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:  # fewer ranks
+        back = nl.DecGPE.load(path, backend="cpu", comm=sub)
+        assert back.t == sim.t and back.steps == 30 and back.comm_info["ranks"] == SIZE - 1
+        back.step(20)
+        np.testing.assert_array_equal(back.gather(root=None), ref.psi)
+        sub.Free()
+    one = nl.DecGPE.load(path, backend="cpu")  # one process reads the parts
+    assert one.psi_prev is not None
+    one.step(20)
+    np.testing.assert_array_equal(one.psi, ref.psi)
+    # a single-process checkpoint loads into the distributed solver
+    single = os.path.join(os.path.dirname(path), "one.npz")
+    if RANK == 0:
+        one.save(single)
+    COMM.Barrier()
+    again = nl.DecGPE.load(single, backend="cpu", comm=COMM)
+    again.step(5)
+    one.step(5)
+    np.testing.assert_array_equal(again.gather(root=None), one.psi)
+    sim.step(20)
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+
+
+def test_checkpoint_fewer_to_more_ranks():
+    """Written by the first SIZE - 1 ranks (a sub-communicator; one rank
+    under mpirun -n 2), read by all SIZE."""
+    ref = nl.DecGPE("fcc", **kwargs("fcc", "zero"))
+    psi0 = state(ref.positions)
+    ref.psi = psi0
+    path = os.path.join(shared_dir(), "few.npz")
+    sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:
+        sim = nl.DecGPE("fcc", **kwargs("fcc", "zero"), psi0=psi0, comm=sub)
+        sim.step(30)
+        sim.save(path)
+        del sim
+        sub.Free()
+    COMM.Barrier()
+    ref.step(30)
+    back = nl.DecGPE.load(path, backend="cpu", comm=COMM)
+    assert back.steps == 30 and back.t == ref.t and back.psi_prev is not None
+    np.testing.assert_array_equal(back.psi, ref.psi[back.local_slice])
+    back.step(20)
+    ref.step(20)
+    np.testing.assert_array_equal(back.gather(root=None), ref.psi)
+
+
+def test_checkpoint_after_imaginary_time_has_no_prev():
+    _, sim = pair("fcc", "zero")
+    sim.imaginary_time(10)
+    path = os.path.join(shared_dir(), "im.npz")
+    sim.save(path)
+    back = nl.DecGPE.load(path, backend="cpu", comm=COMM)
+    assert back.psi_prev is None and back.imaginary_steps == 10
+    np.testing.assert_array_equal(back.psi, sim.psi)
+
+
+def test_bad_input_on_one_rank():
+    ref = nl.DecGPE("bcc", **kwargs("bcc", "periodic"))
+    psi0 = state(ref.positions)
+    bad = psi0.copy()
+    if RANK == 1:
+        bad[:] = np.nan  # only rank 1's copy, and rank 1 reads its own layers only
+    with pytest.raises(ValueError, match="rank 1: psi contains non-finite"):
+        nl.DecGPE("bcc", **kwargs("bcc", "periodic"), psi0=bad, comm=COMM)
+    shaped = psi0 if RANK != SIZE - 1 else psi0[:-1]
+    with pytest.raises(ValueError, match=f"rank {SIZE - 1}: psi must be 1-d with one value"):
+        nl.DecGPE("bcc", **kwargs("bcc", "periodic"), psi0=shaped, comm=COMM)
+    sim = nl.DecGPE("bcc", **kwargs("bcc", "periodic"), psi0=psi0, comm=COMM)
+    with pytest.raises(ValueError, match="rank 0: V contains non-finite"):
+        sim.V = np.full(ref.size, np.nan) if RANK == 0 else np.zeros(ref.size)
+    with pytest.raises(ValueError, match="rank 1: psi contains non-finite"):
+        sim.psi = bad
+    sim.step(3)  # and the solver goes on
+    assert same_everywhere(sim.norm())
+    with pytest.raises(ValueError, match=f"{SIZE} ranks cannot split the {SIZE - 1} layers"):
+        nl.DecGPE("bcc", blocks=(2, 2, SIZE - 1), backend="cpu", comm=COMM)
+
+
+def test_blow_up_stops_every_rank():
+    kw = kwargs("bcc", "periodic", g=10.0, dt=1.0, force=True)
+    ref = nl.DecGPE("bcc", **kw)
+    ref.psi = np.exp(-(ref.positions ** 2).sum(axis=1))
+    sim = nl.DecGPE("bcc", **kw, psi0=ref.psi, comm=COMM)
+    with pytest.raises(nl.BlowUpError) as e_ref:
+        ref.step(5000)
+    with pytest.raises(nl.BlowUpError) as e:
+        sim.step(5000)
+    assert e.value.step == e_ref.value.step and same_everywhere(sim.steps)
+    assert sim.t == ref.t and sim.psi_prev is None
+    np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
+    np.testing.assert_array_equal(e.value.last_good[1], ref.psi[sim.local_slice])
+
+
+def test_blow_up_in_one_rank_only():
+    """A value that only one rank's layers make non-finite: every rank
+    stops at the same step and keeps the last finite state, in the leapfrog,
+    in its RK4 start and in imaginary time."""
+    _, sim = pair("bcc", "zero")
+    sim.step(3)
+    big, prev = sim.psi, sim.psi_prev
+    if RANK == SIZE - 1:
+        big[-1] = 1e150  # overflows g |psi|^2 psi in the next step, on this rank only
+    sim.set_state(big, prev)
+    before = sim.gather(root=None)
+    with pytest.raises(nl.BlowUpError):
+        sim.step(5)  # the leapfrog: the check agreed in C
+    assert same_everywhere(sim.steps) and sim.steps == 3 and sim.psi_prev is None
+    np.testing.assert_array_equal(sim.gather(root=None), before)
+    with pytest.raises(nl.BlowUpError):
+        sim.step(5)  # the RK4 start, stage by stage
+    assert same_everywhere(sim.steps) and sim.steps == 3
+    np.testing.assert_array_equal(sim.gather(root=None), before)
+    with pytest.raises(nl.BlowUpError):
+        sim.imaginary_time(5)  # the global norm: NaN from one rank
+    assert same_everywhere(sim.imaginary_steps) and sim.imaginary_steps == 0
+    np.testing.assert_array_equal(sim.gather(root=None), before)
