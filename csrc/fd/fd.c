@@ -66,6 +66,7 @@ int nlse_fd_set_state(nlse_fd *s, const void *psi)
     if (!all_finite(s, psi, 0))
         return nlse_fail(NLSE_ERR_VALUE, "psi contains non-finite values (NaN or Inf)");
     memcpy(s->psi, psi, (size_t)s->g.npts * 2 * s->real_size);
+    s->undo_ok = 0;
     return NLSE_OK;
 }
 
@@ -134,8 +135,21 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     int st = nlse_fd_check_step(s, nsteps, done);
     if (st)
         return st;
-    return s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
-                                        : nlse_fd_advance_d(s, nsteps, done);
+    st = s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
+                                      : nlse_fd_advance_d(s, nsteps, done);
+    s->undo_ok = *done > 0;
+    return st;
+}
+
+int nlse_fd_undo_step(nlse_fd *s)
+{
+    if (!s || !s->undo_ok)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_undo_step: no step to undo");
+    void *t = s->psi;
+    s->psi = s->acc;
+    s->acc = t;
+    s->undo_ok = 0;
+    return NLSE_OK;
 }
 
 int nlse_fd_observe(nlse_fd *s, double *norm, double *energy)

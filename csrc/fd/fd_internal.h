@@ -42,6 +42,7 @@ struct nlse_fd {
     void *D;             /* 2SHOC first-step Laplacian (NULL for CD)     */
     void *V;             /* static potential (NULL when V = 0)           */
     void *snap[2];       /* snapshot slots (allocated on first use)      */
+    int undo_ok;         /* acc holds the state before the last step     */
 };
 #endif
 

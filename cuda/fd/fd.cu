@@ -61,6 +61,7 @@ struct nlse_fd {
     size_t real_size;
     void *psi, *acc, *ta, *tb, *V;     /* device buffers           */
     int *flags;                        /* [0] bad step, [1] graph base */
+    int undo_ok;                       /* acc holds the state before the last step */
     int *host_flag;                    /* pinned                    */
     cudaStream_t stream;
     cudaGraphExec_t graph[2];          /* GRAPH_STEPS steps, one per    */
@@ -875,6 +876,7 @@ extern "C" int nlse_fd_set_state(nlse_fd *s, const void *psi)
     CK(cudaMemcpyAsync(s->psi, psi, (size_t)s->g.npts * 2 * s->real_size,
                        cudaMemcpyHostToDevice, s->stream));
     CK(cudaStreamSynchronize(s->stream));
+    s->undo_ok = 0;
     return NLSE_OK;
 }
 
@@ -1056,6 +1058,18 @@ extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
         start[0] = s->psi;
         start[1] = s->acc;
     }
+    s->undo_ok = nsteps > 0;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_undo_step(nlse_fd *s)
+{
+    if (!s || !s->undo_ok)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_undo_step: no step to undo");
+    void *t = s->psi; /* Psi and acc alternate: acc holds the state before */
+    s->psi = s->acc;
+    s->acc = t;
+    s->undo_ok = 0;
     return NLSE_OK;
 }
 

@@ -254,12 +254,16 @@ class _SlabFD:
         self.h.set_dt(dt)
 
     def step(self, n: int) -> Tuple[int, bool]:
-        """`n` steps, each followed by the halo exchange; stops on every rank
-        at the first step that blew up on any."""
+        """`n` steps, each followed by the halo exchange; at the first step
+        that blew up on any rank every rank drops it (the blown-up part keeps
+        its last finite state, the others undo the step), so all stand at
+        the same step."""
         from mpi4py import MPI
         for q in range(n):
             _, blew = self.h.step(1)
             if self.comm.allreduce(bool(blew), op=MPI.LOR):
+                if not blew:  # this part's step was good: drop it like the others
+                    self.h.undo_step()
                 return q, True
             self.exchange()
         return n, False

@@ -170,3 +170,21 @@ def test_blow_up_stops_every_rank():
         sim.step(2000)
     steps = COMM.allgather(sim._steps)
     assert len(set(steps)) == 1 and steps[0] < 2000
+
+
+def test_blow_up_in_one_slab_only():
+    """A potential so deep in the last rank's rows that the explicit step is
+    unstable there only: every rank drops that step, and the global state is
+    the single-process solver's last finite state."""
+    psi, V = grid((25, 12, 10))
+    V = V.copy()
+    V[-4:] = 400.0
+    kw = dict(s=-1.0, V=V, scheme="cd", bc="periodic", backend="cpu", dt=0.01, force=True)
+    ref = nl.NLSE(psi, 0.25, **kw)
+    sim = nl.NLSE(psi, 0.25, comm=COMM, **kw)
+    with pytest.raises(nl.BlowUpError):
+        ref.step(500)
+    with pytest.raises(nl.BlowUpError):
+        sim.step(500)
+    assert sim._steps == ref._steps and sim.t == ref.t
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)

@@ -100,6 +100,11 @@ int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, d
 int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out);
 int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in);
 
+/* Go back to the state before the last step of the last nlse_fd_step call
+ * that took one (a distributed run whose other part blew up in that step);
+ * only directly after it (not after set_state). */
+int nlse_fd_undo_step(nlse_fd *s);
+
 /*
  * Frames without stalling the solver.  nlse_fd_snapshot copies the current
  * state into snapshot slot 0 or 1 (on the device for the CUDA backend, in

@@ -269,6 +269,16 @@ static PyObject *fd_set_rows(FDObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *fd_undo_step(FDObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st = nlse_fd_undo_step(self->s);
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!NLSEPY_READY(self))
@@ -291,6 +301,8 @@ static PyMethodDef fd_methods[] = {
     {"observe", (PyCFunction)fd_observe, METH_NOARGS, "observe() -> (norm, energy)."},
     {"observe_rows", (PyCFunction)fd_observe_rows, METH_VARARGS,
      "observe_rows(first, count) -> (norm, energy) of rows first .. first+count-1 of axis 0."},
+    {"undo_step", (PyCFunction)fd_undo_step, METH_NOARGS,
+     "undo_step(): back to the state before the last step taken."},
     {"get_rows", (PyCFunction)fd_get_rows, METH_VARARGS,
      "get_rows(first, count) -> new array of those rows of axis 0 of the state."},
     {"set_rows", (PyCFunction)fd_set_rows, METH_VARARGS,

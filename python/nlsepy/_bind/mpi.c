@@ -242,9 +242,11 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
+#ifdef NLSEPY_MPI_DIPOLAR
     if (nlsepy_bind_dipolar_mpi(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
+#endif
     return m;
 }

@@ -120,6 +120,10 @@ class DistributedDipolarGPE(DipolarGPE):
         comm = _dist.as_comm(comm)
         from mpi4py import MPI
         from .. import _mpi  # type: ignore[attr-defined]
+        if not hasattr(_mpi, "DipolarMPI"):
+            raise ImportError("the distributed dipolar GPE needs FFTW's MPI interface, which "
+                              "this build of nlsepy's MPI layer lacks: install it (Debian: "
+                              "libfftw3-mpi-dev) and reinstall nlsepy from source")
         self._comm = comm
         self._rank, self._size = comm.Get_rank(), comm.Get_size()
         self._pending_sigint = False
