@@ -30,7 +30,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DNLSEPY_CUDA=ON \
 grep -iE "warning|spill" "$OUT/build.log" | head -20
 pkg=/tmp/nlsepy-pkg
 rm -rf "$pkg" && mkdir -p "$pkg" && cp -r python/nlsepy "$pkg/" &&
-  cp build-gpu/_core*.so build-gpu/_cuda*.so build-gpu/_build_config.py "$pkg/nlsepy/"
+  cp build-gpu/_core*.so build-gpu/_cuda*.so build-gpu/_build_config.py "$pkg/nlsepy/" &&
+  { cp build-gpu/_mpi*.so "$pkg/nlsepy/" 2>/dev/null || true; }
 export PYTHONPATH="$pkg" PYTHONUNBUFFERED=1
 "$PY" -c "import nlsepy as nl; print(nl.backends(), nl.backends('DipolarGPE'), nl.build_info())"
 if [ $tests = 1 ]; then

@@ -327,3 +327,18 @@ def test_blow_up_in_one_rank_only():
         sim.imaginary_time(5)  # the global norm: NaN from one rank
     assert same_everywhere(sim.imaginary_steps) and sim.imaginary_steps == 0
     np.testing.assert_array_equal(sim.gather(root=None), before)
+
+
+@pytest.mark.skipif("cuda" not in nl.backends("DecGPE"), reason="needs the CUDA backend and a GPU")
+@pytest.mark.parametrize("bc", ["zero", "periodic"])
+def test_cuda_matches_single_gpu(bc):
+    """GPU ranks (layers staged through the host) against one GPU."""
+    ref, sim = pair("bcc", bc, backend="cuda")
+    ref.step(100)
+    sim.step(100)
+    want = ref.psi
+    assert np.abs(sim.gather(root=None) - want).max() <= 1e-12 * np.abs(want).max()
+    ref.imaginary_time(50, norm=2.0)
+    sim.imaginary_time(50, norm=2.0)
+    want = ref.psi
+    assert np.abs(sim.gather(root=None) - want).max() <= 1e-12 * np.abs(want).max()

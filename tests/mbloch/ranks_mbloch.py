@@ -225,3 +225,18 @@ def test_callback_ends_the_run_on_one_rank():
             raise KeyError("boom")
     with pytest.raises(RuntimeError, match=f"rank {LAST}: the callback raised KeyError"):
         nl.MaxwellBloch(**kw, comm=COMM).run(e0, H_Z, 5, callback=bad)
+
+
+@pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
+                    reason="needs the CUDA backend and a GPU")
+def test_cuda_matches_single_gpu():
+    """GPU ranks (the polarisation summed through the host) against one GPU."""
+    kw, e0 = model()
+    kw["backend"] = "cuda"
+    run = dict(h_z=H_Z, n_z=100, save_every=25, euler_substeps=3)
+    out = nl.MaxwellBloch(**kw, comm=COMM).run(e0, **run)
+    ref = nl.MaxwellBloch(**kw).run(e0, **run)
+    scale = np.abs(ref.fields).max()
+    assert np.abs(out.fields - ref.fields).max() < 1e-12 * scale
+    assert np.abs(out.populations - ref.populations).max() < 1e-12
+    assert same_everywhere(out.fields)
