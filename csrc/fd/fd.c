@@ -180,18 +180,6 @@ int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, d
     return NLSE_OK;
 }
 
-static int rows_finite(const void *x, size_t n, int dtype)
-{
-    int bad = 0;
-    if (dtype == NLSE_COMPLEX64)
-        for (size_t q = 0; q < n; ++q)
-            bad |= !(((const float *)x)[q] - ((const float *)x)[q] == 0);
-    else
-        for (size_t q = 0; q < n; ++q)
-            bad |= !(((const double *)x)[q] - ((const double *)x)[q] == 0);
-    return !bad;
-}
-
 /* bytes of `count` rows of axis 0 and the offset of row `first` */
 static void row_bytes(const nlse_fd *s, size_t first, size_t count, size_t *off, size_t *len)
 {
@@ -222,8 +210,6 @@ int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
     if (st)
         return st;
     row_bytes(s, first, count, &off, &len);
-    if (!rows_finite(in, len / s->real_size, s->p.dtype))
-        return nlse_fail(NLSE_ERR_VALUE, "the rows contain non-finite values (NaN or Inf)");
     memcpy((char *)s->psi + off, in, len);
     return NLSE_OK;
 }

@@ -1126,11 +1126,6 @@ extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const vo
     if (!s || !in)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    const size_t n = count * row_bytes(s) / s->real_size;
-    const int ok = s->p.dtype == NLSE_COMPLEX64 ? host_all_finite<float>(in, n)
-                                                : host_all_finite<double>(in, n);
-    if (!ok)
-        return nlse_fail(NLSE_ERR_VALUE, "the rows contain non-finite values (NaN or Inf)");
     CKS(set_device(s));
     CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), in, count * row_bytes(s),
                        cudaMemcpyHostToDevice, s->stream));

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -180,6 +181,12 @@ class _SlabFD:
         self.module, self.args, self.owner = module, args, owner
         self.h: Any = None
         self.capsule: Any = None
+        # seconds of the steps since the last reset: the slab's own step
+        # (compute), the blow-up vote (waiting for the slowest rank), the
+        # halo exchange (device-host copies and MPI_Sendrecv)
+        self.timings = {"step": 0.0, "wait": 0.0, "exchange": 0.0, "steps": 0}
+        self.buffers: Optional[list] = None
+        self.dtype = owner.dtype
         self.V_ext: Optional[np.ndarray] = None
 
     def create(self, capsule: Any) -> None:
@@ -226,9 +233,12 @@ class _SlabFD:
         if self.layout.size == 1:
             return
         d, lo, n = self.depth, self.lo, self.count
-        lower = self.h.get_rows(lo, d)
-        upper = self.h.get_rows(lo + n - d, d)
-        recv_lo, recv_hi = np.empty_like(lower), np.empty_like(upper)
+        if self.buffers is None:  # four halo-sized host buffers, reused
+            shape = (d,) + self.layout.shape[1:]
+            self.buffers = [np.empty(shape, self.dtype) for _ in range(4)]
+        lower, upper, recv_lo, recv_hi = self.buffers
+        self.h.get_rows(lo, d, lower)
+        self.h.get_rows(lo + n - d, d, upper)
         _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
         if lo:
             self.h.set_rows(0, lo, recv_lo)
@@ -236,6 +246,7 @@ class _SlabFD:
             self.h.set_rows(lo + n, self.hi, recv_hi)
 
     def set_state(self, psi: np.ndarray) -> None:
+        # (finite: checked by the caller; set_rows takes the rows as they are)
         self.h.set_rows(self.lo, self.count, psi)
         self.exchange()
 
@@ -259,13 +270,22 @@ class _SlabFD:
         its last finite state, the others undo the step), so all stand at
         the same step."""
         from mpi4py import MPI
+        clock, tm = time.perf_counter, self.timings
         for q in range(n):
+            t0 = clock()
             _, blew = self.h.step(1)
-            if self.comm.allreduce(bool(blew), op=MPI.LOR):
+            t1 = clock()
+            bad = self.comm.allreduce(bool(blew), op=MPI.LOR)
+            t2 = clock()
+            tm["step"] += t1 - t0
+            tm["wait"] += t2 - t1
+            if bad:
                 if not blew:  # this part's step was good: drop it like the others
                     self.h.undo_step()
                 return q, True
             self.exchange()
+            tm["exchange"] += clock() - t2
+            tm["steps"] += 1
         return n, False
 
     def observe(self) -> Tuple[float, float]:
@@ -650,6 +670,15 @@ class NLSE:
         self._slot ^= 1
         return self._pending[slot]
 
+    @property
+    def last_timings(self) -> Dict[str, float]:
+        """A distributed solver's seconds on this rank over the steps of the
+        last :meth:`step` or :meth:`run` call: ``step`` (its slab's kernels),
+        ``wait`` (the blow-up vote: waiting for the slowest rank),
+        ``exchange`` (the halo rows: device-host copies and MPI_Sendrecv)
+        and ``steps``.  Empty for one process."""
+        return {} if self._comm is None else dict(self._solver.timings)
+
     def step(self, n: int = 1) -> "NLSE":
         """Advance `n` RK4 steps of size :attr:`dt`.
 
@@ -674,6 +703,8 @@ class NLSE:
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an integer >= 0, got {n!r}")
+        if self._comm is not None:
+            self._solver.timings.update(step=0.0, wait=0.0, exchange=0.0, steps=0)
         self._advance(int(n), self._dt)
         return self
 

@@ -94,7 +94,8 @@ int nlse_fd_observe(nlse_fd *s, double *norm, double *energy);
  * observe_rows: the observables of nlse_fd_observe summed over the points
  *   of those rows only (for the gradient, the links from them);
  * get_rows / set_rows: copy those rows of the state out / in (set_rows
- *   refuses non-finite values).
+ *   does not check the values: halo rows come from a neighbour's finite
+ *   step; a caller with other data checks them first).
  */
 int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, double *energy);
 int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out);

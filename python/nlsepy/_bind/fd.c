@@ -230,15 +230,39 @@ static PyObject *fd_observe_rows(FDObject *self, PyObject *args)
 static PyObject *fd_get_rows(FDObject *self, PyObject *args)
 {
     Py_ssize_t first, count;
-    if (parse_rows(self, args, &first, &count, NULL) < 0)
+    PyObject *dest = Py_None;
+    if (!NLSEPY_READY(self))
         return NULL;
-    npy_intp dims[3];
-    dims[0] = (npy_intp)count;
-    for (int q = 1; q < self->p.ndim; ++q)
-        dims[q] = (npy_intp)self->p.shape[q];
-    PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, nlsepy_npy_type(self->p.dtype, 0));
-    if (!out)
+    if (!PyArg_ParseTuple(args, "nn|O", &first, &count, &dest))
         return NULL;
+    PyObject *pair = Py_BuildValue("nn", first, count);
+    if (!pair)
+        return NULL;
+    int bad = parse_rows(self, pair, &first, &count, NULL);
+    Py_DECREF(pair);
+    if (bad < 0)
+        return NULL;
+    PyObject *out;
+    if (dest != Py_None) { /* the caller's buffer, reused across calls */
+        PyArrayObject *a = nlsepy_check_type(dest, "out", nlsepy_npy_type(self->p.dtype, 0));
+        size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
+        if (!a || !nlsepy_check_grid(a, "out", self->p.ndim, shape))
+            return NULL;
+        if (!PyArray_ISWRITEABLE(a)) {
+            PyErr_SetString(PyExc_ValueError, "out must be writeable");
+            return NULL;
+        }
+        Py_INCREF(dest);
+        out = dest;
+    } else {
+        npy_intp dims[3];
+        dims[0] = (npy_intp)count;
+        for (int q = 1; q < self->p.ndim; ++q)
+            dims[q] = (npy_intp)self->p.shape[q];
+        out = PyArray_SimpleNew(self->p.ndim, dims, nlsepy_npy_type(self->p.dtype, 0));
+        if (!out)
+            return NULL;
+    }
     int st;
     NLSEPY_RUN(self, st, nlse_fd_get_rows(self->s, (size_t)first, (size_t)count,
                                           PyArray_DATA((PyArrayObject *)out)));
@@ -304,7 +328,8 @@ static PyMethodDef fd_methods[] = {
     {"undo_step", (PyCFunction)fd_undo_step, METH_NOARGS,
      "undo_step(): back to the state before the last step taken."},
     {"get_rows", (PyCFunction)fd_get_rows, METH_VARARGS,
-     "get_rows(first, count) -> new array of those rows of axis 0 of the state."},
+     "get_rows(first, count, out=None) -> those rows of axis 0 of the state (in out when "
+     "given)."},
     {"set_rows", (PyCFunction)fd_set_rows, METH_VARARGS,
      "set_rows(first, count, rows): copy rows into axis 0 of the state."},
     {"bytes_per_point_step", (PyCFunction)fd_bytes, METH_NOARGS,
