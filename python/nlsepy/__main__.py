@@ -394,12 +394,33 @@ def _dbec_main(args: argparse.Namespace) -> int:
             import tqdm  # noqa: F401
         except ImportError:
             raise ImportError("--progress needs tqdm: pip install 'nlsepy[progress]'") from None
+    comm = _launched_comm()
     res = dbec.run(args.input, mode=args.mode, geometry=args.geometry, backend=args.backend,
                    dtype=np.complex64 if args.single else np.complex128, out_dir=args.out,
-                   overrides=overrides, progress=args.progress, announce=_say)
-    sys.stdout.write(res.summary)
-    print("wrote " + ", ".join(res.files))
+                   overrides=overrides, progress=args.progress, announce=_say, comm=comm)
+    if comm is None or comm.Get_rank() == 0:
+        sys.stdout.write(res.summary)
+        print("wrote " + ", ".join(res.files))
     return 0
+
+
+def _launched_comm():
+    """MPI.COMM_WORLD when this process is one of several started by mpirun
+    (Open MPI, MPICH, Slurm's PMI), else None."""
+    size = 1
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        try:
+            size = max(size, int(os.environ.get(var, "1")))
+        except ValueError:
+            pass
+    if size <= 1:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise ImportError("started by mpirun with several ranks, but mpi4py is not installed: "
+                          "pip install mpi4py (or run one process)") from None
+    return MPI.COMM_WORLD
 
 
 # ----------------------------------------------------------------- errors

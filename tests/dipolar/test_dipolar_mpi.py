@@ -3,6 +3,8 @@
 
 import pathlib
 
+import os
+
 import pytest
 
 RANKS = pathlib.Path(__file__).with_name("ranks_dipolar.py")
@@ -12,3 +14,50 @@ RANKS = pathlib.Path(__file__).with_name("ranks_dipolar.py")
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_dipolar_distributed(mpirun, nranks):
     mpirun(nranks, RANKS, timeout=300)
+
+
+@pytest.mark.mpi
+def test_dbec_cli_under_mpirun_writes_the_files_of_one_process(mpirun, tmp_path):
+    """``mpirun -n 3 python -m nlsepy dbec imag3d-input`` (the 3D program on 3
+    ranks, 26 x rows which 3 does not divide) writes the same files as one
+    process: the same names, the text files identical, the binary files
+    (the full-grid NAME.bin written by MPI I/O, the sections) within 1e-14;
+    no temporary file is left."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(root, "examples", "dbec", "imag3d-input")
+    sets = ["NX=26", "NY=20", "NZ=16", "DX=0.8", "DY=0.8", "DZ=0.8", "DT=0.01", "NPAS=20",
+            "NRUN=20", "NSTPOUT=imag3d-s", "NRUNOUT=imag3d-den", "OUTSTPX=2"]
+    args = ["-m", "nlsepy", "dbec", src, "--backend", "cpu"]
+    for kv in sets:
+        args += ["--set", kv]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    one, many = tmp_path / "one", tmp_path / "many"
+    subprocess.run([sys.executable, *args, "--out", str(one)], check=True, env=env,
+                   capture_output=True, timeout=300)
+    proc = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "3",
+                           sys.executable, *args, "--out", str(many)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("wrote ") == 1  # rank 0 reports
+    names = sorted(p.name for p in one.iterdir())
+    assert sorted(p.name for p in many.iterdir() if not p.name.startswith(".")) == names
+    hidden = [p.name for p in many.iterdir() if p.name.startswith(".")]
+    assert all(".part" in h for h in hidden) and len(hidden) == 3  # PSIOUT's parts
+    for name in names:
+        a, b = one / name, many / name
+        if name.endswith(".bin"):
+            x, y = np.fromfile(a), np.fromfile(b)
+            assert x.shape == y.shape and np.abs(x - y).max() <= 1e-14 * np.abs(x).max(), name
+        elif name == "imag3d-out.txt":
+            keep = [ln for ln in a.read_text().splitlines() if "Time:" not in ln]
+            assert keep == [ln for ln in b.read_text().splitlines() if "Time:" not in ln]
+        elif name.endswith(".txt"):
+            assert a.read_text() == b.read_text(), name
+    import nlsepy as nl
+    x = nl.DipolarGPE.load(str(one / "imag3d-psi.npz"), backend="cpu")
+    y = nl.DipolarGPE.load(str(many / "imag3d-psi.npz"), backend="cpu")
+    assert np.abs(x.psi - y.psi).max() <= 1e-13 * np.abs(x.psi).max()

@@ -438,7 +438,7 @@ def _select_device(cfg: Mapping[str, Any], device: int) -> None:
 
 
 def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype: Any,
-           base: str) -> Tuple[DipolarGPE, Dict[str, Any]]:
+           base: str, comm: Any = None) -> Tuple[DipolarGPE, Dict[str, Any]]:
     axes = _AXES[geometry]
     opt = _need(cfg, "OPTION")
     if opt not in (1, 2):
@@ -496,7 +496,8 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
                              _imag_tag(geometry))
     gpe = DipolarGPE(shape, spacing, dt, g=opt * g0, gdd=opt * gdd0, trap=trap, cutoff=cutoff,
                      geometry=geometry, option=opt, obstacle=obstacle, psi0=psi0, dtype=dtype,
-                     dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend)
+                     dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend,
+                     **({} if comm is None else {"comm": comm}))
     info = dict(option=opt, g0=g0, gdd0=gdd0, shape=shape, spacing=spacing, dt=dt, trap=trap,
                 cutoff=cutoff, axes=axes)
     return gpe, info
@@ -617,7 +618,13 @@ def _wf_files(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, bytes]:
     co = dict(zip(axes, gpe.coords))
     step = {a: cfg.get(f"OUTSTP{a.upper()}", 1) for a in axes}
     f8 = np.dtype("<f8")
-    files = {".bin": np.ascontiguousarray(den, dtype=f8).tobytes()}
+    lay = getattr(gpe, "_layout", None) if getattr(gpe, "comm", None) is not None else None
+    if lay is None:
+        files: Dict[str, Any] = {".bin": np.ascontiguousarray(den, dtype=f8).tobytes()}
+    else:  # this rank's rows, written in place by MPI I/O (_write_slabs)
+        plane = 8 * int(np.prod(den.shape[1:]))
+        files = {".bin": _Slab(np.ascontiguousarray(den, dtype=f8).tobytes(),
+                               lay.start * plane)}
     if len(axes) == 1:
         return files
 
@@ -634,11 +641,51 @@ def _wf_files(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, bytes]:
     if len(axes) == 3:
         for a, b in _pairs(axes):
             files[f"2d_{a}{b}.bin"] = triples(a, b, gpe.density((a, b)))
-        nx, ny, nz = den.shape
-        files["3d_xy0.bin"] = triples("x", "y", den[:, :, nz // 2])
-        files["3d_x0z.bin"] = triples("x", "z", den[:, ny // 2, :])
-        files["3d_0yz.bin"] = triples("y", "z", den[nx // 2, :, :])
+        nx, ny, nz = gpe.shape
+        if lay is None:
+            cuts = den[:, :, nz // 2], den[:, ny // 2, :], den[nx // 2, :, :]
+        else:  # the x rows of every rank; the yz plane from the rank that holds it
+            from .. import _dist
+            owner = int(np.searchsorted(lay.starts, nx // 2, side="right") - 1)
+            mid = den[nx // 2 - lay.start] if lay.rank == owner else None
+            cuts = (_dist.gather_rows(lay, np.ascontiguousarray(den[:, :, nz // 2]), None),
+                    _dist.gather_rows(lay, np.ascontiguousarray(den[:, ny // 2, :]), None),
+                    lay.comm.bcast(mid, root=owner))
+        files["3d_xy0.bin"] = triples("x", "y", cuts[0])
+        files["3d_x0z.bin"] = triples("x", "z", cuts[1])
+        files["3d_0yz.bin"] = triples("y", "z", cuts[2])
     return files
+
+
+@dataclass
+class _Slab:
+    """One rank's part of a binary output: its bytes and their offset in the file."""
+
+    data: bytes
+    offset: int
+
+
+def _write_slabs(comm: Any, base: str, names: Mapping[str, str],
+                 texts: Mapping[str, Any]) -> Dict[str, str]:
+    """Write every output held in slabs by MPI I/O, all ranks together, each
+    to a temporary file in the output folder (named by rank 0); returns
+    output key -> temporary path, for rank 0 to stage."""
+    from mpi4py import MPI
+    tmp: Dict[str, str] = {}
+    for key in names:
+        part = texts.get(key)
+        if not isinstance(part, _Slab):
+            continue
+        path = comm.bcast(os.path.join(base, f".{os.getpid()}.mpiio.{names[key]}")
+                          if comm.Get_rank() == 0 else None, root=0)
+        fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        try:
+            fh.Set_size(0)
+            fh.Write_at_all(part.offset, np.frombuffer(part.data, dtype=np.uint8))
+        finally:
+            fh.Close()
+        tmp[key] = path
+    return tmp
 
 
 def _simpson(f: np.ndarray, h: float) -> float:
@@ -700,11 +747,17 @@ def _plan_outputs(cfg: Mapping[str, Any], names: Mapping[str, str], base: str) -
 
 def _write_outputs(outs: OutputSet, names: Mapping[str, str],
                    texts: Mapping[str, Union[str, bytes]],
-                   gpe: DipolarGPE) -> List[str]:
-    """Stage every output and rename them all into place (all or none)."""
+                   gpe: DipolarGPE, written: Optional[Mapping[str, str]] = None) -> List[str]:
+    """Stage every output and rename them all into place (all or none).
+    `written`: outputs already written to temporary files (key -> path),
+    moved into place with the others."""
+    written = written or {}
     with outs:
         for key, name in names.items():
-            if key == "PSIOUT":
+            if key in written:
+                outs.stage(name, lambda p, src=written[key]: os.replace(src, p),
+                           key.split(":")[0])
+            elif key == "PSIOUT":
                 outs.stage(name, gpe.save, key)
             elif isinstance(texts[key], bytes):
                 outs.stage_bytes(name, lambda fh, b=texts[key]: fh.write(b), key.split(":")[0])
@@ -716,7 +769,7 @@ def _write_outputs(outs: OutputSet, names: Mapping[str, str],
 def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Optional[str] = None,
         backend: str = "auto", dtype: Any = np.complex128, out_dir: Optional[str] = None,
         overrides: Optional[Mapping[str, Any]] = None, progress: bool = False,
-        announce: Optional[Callable[[str], None]] = None) -> DBECResult:
+        announce: Optional[Callable[[str], None]] = None, comm: Any = None) -> DBECResult:
     """Run a DBEC-GP input file and write its outputs, all or none.
 
     Parameters
@@ -744,6 +797,12 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     announce : callable, optional
         Called with a line saying what runs, once the input is checked and
         the solver built, before the first step.
+    comm : mpi4py communicator, optional
+        Run the 3D program distributed over the ranks of `comm` (every rank
+        calls this; the slabs of DBEC-GP's MPI edition).  The files are
+        those of one process: rank 0 writes the text files and the
+        sections, every rank its rows of the full-grid ``NAME.bin`` by MPI
+        I/O; PSIOUT is a distributed checkpoint (its parts beside it).
 
     Returns
     -------
@@ -764,16 +823,26 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     >>> res = nl.dbec.run("examples/dbec/imag3d-input")          # doctest: +SKIP
     >>> res.rows["After NRUN iter."]["mu"]                       # doctest: +SKIP
     """
+    if comm is not None:
+        from .. import _dist
+        comm = _dist.as_comm(comm)
+    rank0 = comm is None or comm.Get_rank() == 0
     cfg = read_input(path)
     _apply_overrides(cfg, overrides)
     mode, geometry = _kind(cfg, mode, geometry)
+    if comm is not None and geometry != "3d":
+        raise InputError(f"{cfg['_path']}: the {geometry} program runs on one process; only "
+                         f"the 3D program runs distributed (under mpirun)")
     base = os.getcwd() if out_dir is None else os.fspath(out_dir)
     if "DEVICE" in cfg and backend == "cuda":
         _select_device(cfg, cfg["DEVICE"])
     names = _output_names(cfg, mode, geometry)
-    outs = _plan_outputs(cfg, names, base)
+    if comm is None:
+        outs = _plan_outputs(cfg, names, base)
+    else:  # rank 0 writes the run's files: it checks the folder and the names
+        outs = _dist.agree(comm, lambda: _plan_outputs(cfg, names, base) if rank0 else None)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
-    gpe, info = _build(cfg, mode, geometry, backend, dtype, base)
+    gpe, info = _build(cfg, mode, geometry, backend, dtype, base, comm)
     n_wf = sum(k in cfg for k in _WF_KEYS)
     if n_wf:
         # the density files are kept until the end (all or none): about 2.3
@@ -786,7 +855,7 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     res = DBECResult(mode=mode, geometry=geometry, gpe=gpe)
     advance = gpe.imaginary_time if mode == "imag" else gpe.real_time
     nstp, npas, nrun = cfg.get("NSTP", 0), cfg["NPAS"], cfg["NRUN"]
-    if announce is not None:
+    if announce is not None and rank0:
         announce(f"running {cfg['_path']}: {mode} time, {geometry}, grid "
                  f"{'x'.join(map(str, info['shape']))}, {nstp + npas + nrun} steps")
 
@@ -847,5 +916,41 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
              "DYNAOUT": "".join(dyna_lines), **wf}
     if "FINALOUT" in cfg:
         texts.update({f"FINALOUT:{k}": v for k, v in _densities(gpe, cfg).items()})
-    res.files = _write_outputs(outs, names, texts, gpe)
+    if comm is None:
+        res.files = _write_outputs(outs, names, texts, gpe)
+    else:
+        res.files = _write_distributed(comm, outs, base, names, texts, gpe)
     return res
+
+
+def _write_distributed(comm: Any, outs: Optional[OutputSet], base: str,
+                       names: Mapping[str, str], texts: Mapping[str, Any],
+                       gpe: DipolarGPE) -> List[str]:
+    """The outputs of a distributed run, all or none: the full-grid files by
+    MPI I/O and PSIOUT by every rank (to temporary names), then rank 0 moves
+    them into place with the text files it writes."""
+    from .. import _dist
+    rank0 = comm.Get_rank() == 0
+    written: Dict[str, str] = {}
+    try:
+        # the folder first (rank 0 makes it), then the collective writes into it
+        _dist.agree(comm, lambda: outs._make_folder() if rank0 else None)
+        written = _write_slabs(comm, base, names, texts)
+        psi_tmp = comm.bcast(os.path.join(base, f".{os.getpid()}.mpiio.{names['PSIOUT']}")
+                             if rank0 else None, root=0)
+        gpe.save(psi_tmp)  # the index at psi_tmp, the parts beside it
+        written["PSIOUT"] = psi_tmp
+        files = _dist.agree(comm, lambda: _write_outputs(outs, names, texts, gpe, written)
+                            if rank0 else None)
+    except BaseException:
+        if rank0:  # nothing of the run stays behind
+            for path in written.values():
+                if os.path.exists(path):
+                    os.remove(path)
+            if "PSIOUT" in written:
+                for r in range(comm.Get_size()):
+                    part = _dist.part_name(written["PSIOUT"], r, comm.Get_size())
+                    if os.path.exists(part):
+                        os.remove(part)
+        raise
+    return comm.bcast(files, root=0)
