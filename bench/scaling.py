@@ -55,20 +55,25 @@ def _make(model: str, shape: Tuple[int, ...], backend: str, dtype: Any, comm: An
     """A solver of `model` on `shape` and the function that takes n steps."""
     import nlsepy as nl
     if model == "fd":
+        from nlsepy import _dist
         h = 0.05
-        axes = np.meshgrid(*[(np.arange(n) - n / 2) * h for n in shape], indexing="ij",
-                           sparse=True)
-        r2 = sum(x ** 2 for x in axes)
-        psi = np.exp(-r2 / 4).astype(dtype)
-        sim = nl.NLSE(psi, h, s=-1.0, scheme="2shoc", bc="periodic", backend=backend,
-                      dtype=dtype, comm=comm)
+        lay = _dist.Layout.of(comm, shape)  # each rank builds its own rows only
+        x0 = (np.arange(lay.start, lay.start + lay.count) - shape[0] / 2) * h
+        axes = [x0] + [(np.arange(n) - n / 2) * h for n in shape[1:]]
+        grids = np.meshgrid(*axes, indexing="ij", sparse=True)
+        local = np.exp(-sum(x ** 2 for x in grids) / 4).astype(dtype)
+        sim = nl.NLSE(nl.Slab(local, lay.start, shape), h, s=-1.0, scheme="2shoc",
+                      bc="periodic", backend=backend, dtype=dtype, comm=comm)
         return sim, lambda n: sim.step(n)
     if model == "dipolar":
-        gpe = nl.DipolarGPE(shape, 0.1, 0.002, g=10.0, gdd=5.0, backend=backend,
+        gpe = nl.DipolarGPE(shape, 0.1, 0.002, g=10.0, gdd=5.0, cutoff=5.0, backend=backend,
                             dtype=dtype, comm=comm)
         return gpe, lambda n: gpe.real_time(n)
     if model == "dec":
-        sim = nl.DecGPE(shape, grid="bcc", backend=backend, dtype=dtype, comm=comm)
+        # source 001's test: BCC blocks (12 unknowns each), here a Gaussian in a trap
+        sim = nl.DecGPE("bcc", blocks=shape, spacing=0.25, g=10.0, trap=(1.0, 1.0, 1.0),
+                        psi0=lambda p: np.exp(-(p * p).sum(axis=1) / 8.0),
+                        backend=backend, dtype=dtype, comm=comm)
         return sim, lambda n: sim.step(n)
     raise ValueError(f"unknown model {model!r}")
 
@@ -97,8 +102,9 @@ def worker(args: argparse.Namespace) -> None:
         os.environ.setdefault("NLSEPY_CUDA_DEVICE", str(0 if args.share_gpu else local % ndev))
     nl.set_num_threads(args.threads)
     shape = tuple(args.grid)
-    if args.weak:
-        shape = (shape[0] * size,) + shape[1:]
+    if args.weak:  # the split axis grows with the ranks (z blocks for the DEC model)
+        q = 2 if args.model == "dec" else 0
+        shape = shape[:q] + (shape[q] * size,) + shape[q + 1:]
     dtype = np.complex64 if args.dtype == "complex64" else np.complex128
     solver, step = _make(args.model, shape, args.backend, dtype, comm)
     step(args.steps)  # warm-up (plans, first touch)
@@ -196,7 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=("fd", "dipolar", "dec"), default="dipolar")
     p.add_argument("--shape", default="256",
-                   help="grid edge(s) for cubic grids, comma-separated (a table each)")
+                   help="grid edge(s) for cubic grids, comma-separated (a table each), or one "
+                        "grid as AxBxC (e.g. DEC blocks 87x87x302)")
     p.add_argument("--grid", help=argparse.SUPPRESS)
     p.add_argument("--ranks", default="1,2", help="rank counts, comma-separated")
     p.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
@@ -219,10 +226,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     ranks = [int(x) for x in args.ranks.split(",")]
     all_rows = []
-    for edge in [int(x) for x in args.shape.split(",")]:
-        grid = [edge, edge, edge]
-        if args.weak:
-            grid[0] = edge // max(1, 1)  # per rank: the slab of `edge` rows
+    grids = ([[int(x) for x in args.shape.split("x")]] if "x" in args.shape else
+             [[int(e)] * 3 for e in args.shape.split(",")])
+    for grid in grids:
         rows = [launch(args, n, grid) for n in ranks]
         kind = "weak" if args.weak else "strong"
         print(f"\n### {args.model}, {kind} scaling, {args.backend}, {args.dtype}, "

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The scaling tables on a machine with several GPUs (one rank per GPU):
+# mpi4py from .whl/ when it is missing (no network there), the build, then
+# bench/scaling.py for the models with a GPU distributed path.  Tables and
+# JSON go to $OUT.
+#   OUT=/some/dir bash bench/scaling_gpu.sh [fd|dec|share|all] [EDGES]
+set -uo pipefail
+OUT=${OUT:-out/scaling-gpu}
+mkdir -p "$OUT"
+PY=${PY:-python3}
+what=${1:-all}
+edges=${2:-512,1024}
+"$PY" -c "import mpi4py" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-index \
+  --no-build-isolation .whl/mpi4py-*.tar.gz 2>&1 | tail -5
+if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
+  OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || exit 1
+fi
+export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
+ngpu=$(nvidia-smi -L | wc -l)
+ranks=1; n=2; while [ $n -le "$ngpu" ]; do ranks="$ranks,$n"; n=$((n * 2)); done
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+echo "GPUs: $ngpu, rank counts: $ranks" | tee "$OUT/setup.txt"
+run() { "$PY" bench/scaling.py "$@" --backend cuda --threads 2 2>&1 | tee -a "$OUT/tables.md"; }
+case $what in fd|all)
+  run --model fd --shape "$edges" --ranks "$ranks" --steps 5 --repeats 3 --json "$OUT/fd-strong.json"
+  run --model fd --shape 512 --ranks "$ranks" --steps 5 --repeats 3 --weak --json "$OUT/fd-weak.json";;
+esac
+case $what in dec|all)
+  run --model dec --shape 87x87x302 --ranks "$ranks" --steps 20 --repeats 3 --json "$OUT/dec-strong.json";;
+esac
+case $what in share|all)
+  run --model fd --shape 512 --ranks 1,2 --share-gpu --steps 5 --repeats 3 --json "$OUT/fd-share.json";;
+esac
