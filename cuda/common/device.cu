@@ -57,6 +57,31 @@ extern "C" int nlse_cuda_set_device(int index)
     return NLSE_OK;
 }
 
+/* Page-lock host memory the process already owns (staging buffers of
+ * halo exchanges: copies to and from pinned memory run at the bus's speed
+ * and need no bounce through the driver's own pinned blocks). */
+extern "C" int nlse_cuda_host_register(void *ptr, size_t bytes)
+{
+    cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaHostRegister of %zu bytes failed: %s", bytes,
+                         cudaGetErrorString(err));
+    }
+    return NLSE_OK;
+}
+
+extern "C" int nlse_cuda_host_unregister(void *ptr)
+{
+    cudaError_t err = cudaHostUnregister(ptr);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaHostUnregister failed: %s",
+                         cudaGetErrorString(err));
+    }
+    return NLSE_OK;
+}
+
 /* Name of the current device ("" when there is none). */
 extern "C" int nlse_cuda_device_name(char *buf, int len)
 {

@@ -187,6 +187,16 @@ class _SlabFD:
         self.timings = {"step": 0.0, "wait": 0.0, "exchange": 0.0, "steps": 0}
         self.buffers: Optional[list] = None
         self.dtype = owner.dtype
+        self.pin = module if owner.backend == "cuda" else None
+
+    def __del__(self) -> None:
+        # unlock the staging buffers before they are freed
+        if getattr(self, "pin", None) is not None and getattr(self, "buffers", None):
+            for b in self.buffers:
+                try:
+                    self.pin.host_unregister(b)
+                except Exception:  # the context may be gone at exit
+                    pass
         self.V_ext: Optional[np.ndarray] = None
 
     def create(self, capsule: Any) -> None:
@@ -236,6 +246,9 @@ class _SlabFD:
         if self.buffers is None:  # four halo-sized host buffers, reused
             shape = (d,) + self.layout.shape[1:]
             self.buffers = [np.empty(shape, self.dtype) for _ in range(4)]
+            if self.pin is not None:  # page-locked: the device copies run at bus speed
+                for b in self.buffers:
+                    self.pin.host_register(b)
         lower, upper, recv_lo, recv_hi = self.buffers
         self.h.get_rows(lo, d, lower)
         self.h.get_rows(lo + n - d, d, upper)

@@ -19,6 +19,11 @@ int nlse_cuda_device_count(int *count);
  * solvers created afterwards live there (one GPU per MPI rank). */
 int nlse_cuda_set_device(int index);
 
+/* Page-lock (register) host memory the caller owns, and release it (before
+ * the memory is freed). */
+int nlse_cuda_host_register(void *ptr, size_t bytes);
+int nlse_cuda_host_unregister(void *ptr);
+
 /* Name of the current device. */
 int nlse_cuda_device_name(char *buf, int len);
 

@@ -74,6 +74,42 @@ static PyObject *m_set_device(PyObject *Py_UNUSED(m), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* the writable C-contiguous buffer of `arg` (its address and size) */
+static int host_buffer(PyObject *arg, void **ptr, size_t *bytes)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    *ptr = view.buf;
+    *bytes = (size_t)view.len;
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+static PyObject *m_host_register(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    void *ptr;
+    size_t bytes;
+    if (host_buffer(arg, &ptr, &bytes) < 0)
+        return NULL;
+    int st = bytes ? nlse_cuda_host_register(ptr, bytes) : NLSE_OK;
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_host_unregister(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    void *ptr;
+    size_t bytes;
+    if (host_buffer(arg, &ptr, &bytes) < 0)
+        return NULL;
+    int st = bytes ? nlse_cuda_host_unregister(ptr) : NLSE_OK;
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
     char buf[256];
@@ -114,6 +150,10 @@ static PyMethodDef module_methods[] = {
 #ifdef NLSEPY_WITH_CUDA
     {"device_count", m_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"device_name", m_device_name, METH_NOARGS, "Name of the current CUDA device."},
+    {"host_register", m_host_register, METH_O,
+     "host_register(array): page-lock the array's memory (fast copies to and from the GPU); "
+     "host_unregister(array) before the array is freed."},
+    {"host_unregister", m_host_unregister, METH_O, "host_unregister(array): undo host_register."},
     {"set_device", m_set_device, METH_O,
      "set_device(i): make CUDA device i current (solvers made afterwards live there)."},
     {"mem_info", m_mem_info, METH_NOARGS, "(free, total) bytes of the current CUDA device."},
