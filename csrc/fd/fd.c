@@ -141,6 +141,16 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     return st;
 }
 
+int nlse_fd_rows_to(const nlse_fd *s, size_t first, size_t count, void *dst)
+{
+    return nlse_fd_get_rows(s, first, count, dst);
+}
+
+int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const void *src)
+{
+    return nlse_fd_set_rows(s, first, count, src);
+}
+
 int nlse_fd_undo_step(nlse_fd *s)
 {
     if (!s || !s->undo_ok)

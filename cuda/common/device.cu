@@ -3,6 +3,7 @@
  * GPUs, turning CUDA runtime errors into nlsepy status codes
  * (NLSE_ERR_BACKEND with the runtime's message), device allocation.
  */
+#include <string.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,62 @@ extern "C" int nlse_cuda_host_unregister(void *ptr)
         return nlse_fail(NLSE_ERR_BACKEND, "cudaHostUnregister failed: %s",
                          cudaGetErrorString(err));
     }
+    return NLSE_OK;
+}
+
+/* Device memory for exchanges between processes (CUDA IPC mailboxes). */
+extern "C" int nlse_cuda_alloc(size_t bytes, void **ptr)
+{
+    cudaError_t err = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *ptr = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory (%zu bytes): %s", bytes,
+                         cudaGetErrorString(err));
+    }
+    return NLSE_OK;
+}
+
+extern "C" int nlse_cuda_free(void *ptr)
+{
+    cudaFree(ptr);
+    (void)cudaGetLastError();
+    return NLSE_OK;
+}
+
+/* The IPC handle of an allocation of nlse_cuda_alloc (NLSE_CUDA_IPC_BYTES). */
+extern "C" int nlse_cuda_ipc_handle(void *ptr, void *handle)
+{
+    cudaIpcMemHandle_t h;
+    cudaError_t err = cudaIpcGetMemHandle(&h, ptr);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaIpcGetMemHandle failed: %s",
+                         cudaGetErrorString(err));
+    }
+    memcpy(handle, &h, sizeof h);
+    return NLSE_OK;
+}
+
+/* Map another process's allocation into this one (the same node). */
+extern "C" int nlse_cuda_ipc_open(const void *handle, void **ptr)
+{
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof h);
+    cudaError_t err = cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *ptr = NULL;
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaIpcOpenMemHandle failed: %s",
+                         cudaGetErrorString(err));
+    }
+    return NLSE_OK;
+}
+
+extern "C" int nlse_cuda_ipc_close(void *ptr)
+{
+    cudaIpcCloseMemHandle(ptr);
+    (void)cudaGetLastError();
     return NLSE_OK;
 }
 

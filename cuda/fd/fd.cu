@@ -1133,6 +1133,32 @@ extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const vo
     return NLSE_OK;
 }
 
+/* device-to-device (or peer, through a CUDA IPC mapping) copies of rows */
+extern "C" int nlse_fd_rows_to(const nlse_fd *cs, size_t first, size_t count, void *dst)
+{
+    nlse_fd *s = (nlse_fd *)cs;
+    if (!s || !dst)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_to: NULL argument");
+    CKS(nlse_fd_check_rows(&s->p, first, count));
+    CKS(set_device(s));
+    CK(cudaMemcpyAsync(dst, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
+                       cudaMemcpyDefault, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const void *src)
+{
+    if (!s || !src)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_from: NULL argument");
+    CKS(nlse_fd_check_rows(&s->p, first, count));
+    CKS(set_device(s));
+    CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), src, count * row_bytes(s),
+                       cudaMemcpyDefault, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
 extern "C" int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm,
                                     double *energy)
 {

@@ -188,8 +188,16 @@ class _SlabFD:
         self.buffers: Optional[list] = None
         self.dtype = owner.dtype
         self.pin = module if owner.backend == "cuda" else None
+        self.ipc: Optional[bool] = None  # decided at the first exchange
+        self.mail: list = []
+        self.peers: list = []
 
     def __del__(self) -> None:
+        if getattr(self, "ipc", False):
+            try:
+                self._close_ipc()
+            except Exception:  # the context may be gone at exit
+                pass
         # unlock the staging buffers before they are freed
         if getattr(self, "pin", None) is not None and getattr(self, "buffers", None):
             for b in self.buffers:
@@ -238,11 +246,67 @@ class _SlabFD:
                 above = recv_hi
         return below, above
 
+    def _setup_ipc(self) -> bool:
+        """Device mailboxes shared by CUDA IPC when every rank is a process on
+        one node with a GPU (collective); False: the halos go through host
+        memory.  ``NLSEPY_HALO=host`` in the environment forces the latter."""
+        if self.pin is None or self.layout.size == 1 or \
+                os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+            return False
+        from mpi4py import MPI
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        one_node = node.Get_size() == self.comm.Get_size()
+        node.Free()
+        if not one_node:
+            return False
+        cuda, rank, size = self.module, self.layout.rank, self.layout.size
+        row = int(np.prod(self.layout.shape[1:])) * self.dtype.itemsize
+        handles = None
+        try:  # this rank's outgoing rows: [0] its first, [1] its last
+            self.mail = [cuda.device_alloc(self.depth * row) for _ in range(2)]
+            handles = tuple(cuda.ipc_handle(m) for m in self.mail)
+        except Exception:
+            pass
+        everyone = self.comm.allgather(handles)
+        ok = all(h is not None for h in everyone)
+        if ok:
+            try:  # my lower halo <- the last rows of the rank below, and so on
+                if self.lo:
+                    self.peers.append(("lo", cuda.ipc_open(everyone[(rank - 1) % size][1])))
+                if self.hi:
+                    self.peers.append(("hi", cuda.ipc_open(everyone[(rank + 1) % size][0])))
+            except Exception:
+                ok = False
+        if not self.comm.allreduce(ok, op=MPI.LAND):
+            self._close_ipc()
+            return False
+        return True
+
+    def _close_ipc(self) -> None:
+        for _, addr in getattr(self, "peers", []):
+            self.module.ipc_close(addr)
+        for addr in getattr(self, "mail", []):
+            self.module.device_free(addr)
+        self.peers, self.mail = [], []
+
     def exchange(self) -> None:
         """Refresh the halo rows of the state from the neighbours."""
         if self.layout.size == 1:
             return
+        if self.ipc is None:
+            self.ipc = self._setup_ipc()
         d, lo, n = self.depth, self.lo, self.count
+        if self.ipc:  # device to device: my edge rows out, the neighbours' in
+            self.h.rows_to(lo, d, self.mail[0])
+            self.h.rows_to(lo + n - d, d, self.mail[1])
+            self.comm.Barrier()
+            for side, addr in self.peers:
+                if side == "lo":
+                    self.h.rows_from(0, lo, addr)
+                else:
+                    self.h.rows_from(lo + n, self.hi, addr)
+            self.comm.Barrier()  # read before anyone writes its mailbox again
+            return
         if self.buffers is None:  # four halo-sized host buffers, reused
             shape = (d,) + self.layout.shape[1:]
             self.buffers = [np.empty(shape, self.dtype) for _ in range(4)]
@@ -944,9 +1008,11 @@ class NLSE:
         info = _dist.info(self._comm)
         return {"ranks": lay.size, "rank": lay.rank, "axis": 0,
                 "rows": (lay.start, lay.count), "counts": lay.counts.tolist(),
-                "halo_rows": sol.depth, "exchange": "MPI_Sendrecv of host buffers, once per "
-                "step" + (" (device rows staged through the host)" if self.backend == "cuda"
-                          else ""),
+                "halo_rows": sol.depth,
+                "exchange": ("device to device through CUDA IPC (one node), once per step"
+                             if sol.ipc else "MPI_Sendrecv of host buffers, once per step" +
+                             (" (device rows staged through pinned host memory)"
+                              if self.backend == "cuda" else "")),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"]}
 

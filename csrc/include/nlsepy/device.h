@@ -24,6 +24,17 @@ int nlse_cuda_set_device(int index);
 int nlse_cuda_host_register(void *ptr, size_t bytes);
 int nlse_cuda_host_unregister(void *ptr);
 
+/* Device buffers shared between the processes of one node (CUDA IPC): the
+ * halo mailboxes of distributed runs.  A handle is NLSE_CUDA_IPC_BYTES
+ * bytes; ipc_open maps another process's buffer (peer access over NVLink
+ * or PCIe), ipc_close unmaps it. */
+#define NLSE_CUDA_IPC_BYTES 64
+int nlse_cuda_alloc(size_t bytes, void **ptr);
+int nlse_cuda_free(void *ptr);
+int nlse_cuda_ipc_handle(void *ptr, void *handle);
+int nlse_cuda_ipc_open(const void *handle, void **ptr);
+int nlse_cuda_ipc_close(void *ptr);
+
 /* Name of the current device. */
 int nlse_cuda_device_name(char *buf, int len);
 

@@ -101,6 +101,12 @@ int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, d
 int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out);
 int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in);
 
+/* The same rows to or from memory of the solver's backend (host memory for
+ * the CPU, device memory for CUDA: a buffer of this process, or another
+ * process's mapped by CUDA IPC): the device-to-device halo exchange. */
+int nlse_fd_rows_to(const nlse_fd *s, size_t first, size_t count, void *dst);
+int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const void *src);
+
 /* Go back to the state before the last step of the last nlse_fd_step call
  * that took one (a distributed run whose other part blew up in that step);
  * only directly after it (not after set_state). */

@@ -293,6 +293,39 @@ static PyObject *fd_set_rows(FDObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* rows to / from an address of the backend's memory (a device buffer) */
+static PyObject *rows_addr(FDObject *self, PyObject *args, int to)
+{
+    Py_ssize_t first, count;
+    PyObject *addr;
+    if (!NLSEPY_READY(self))
+        return NULL;
+    if (!PyArg_ParseTuple(args, "nnO", &first, &count, &addr))
+        return NULL;
+    PyObject *pair = Py_BuildValue("nn", first, count);
+    if (!pair)
+        return NULL;
+    int bad = parse_rows(self, pair, &first, &count, NULL);
+    Py_DECREF(pair);
+    if (bad < 0)
+        return NULL;
+    void *ptr = PyLong_AsVoidPtr(addr);
+    if (!ptr) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "the address is NULL");
+        return NULL;
+    }
+    int st;
+    NLSEPY_RUN(self, st, to ? nlse_fd_rows_to(self->s, (size_t)first, (size_t)count, ptr)
+                            : nlse_fd_rows_from(self->s, (size_t)first, (size_t)count, ptr));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fd_rows_to(FDObject *self, PyObject *args) { return rows_addr(self, args, 1); }
+static PyObject *fd_rows_from(FDObject *self, PyObject *args) { return rows_addr(self, args, 0); }
+
 static PyObject *fd_undo_step(FDObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!NLSEPY_READY(self))
@@ -325,6 +358,10 @@ static PyMethodDef fd_methods[] = {
     {"observe", (PyCFunction)fd_observe, METH_NOARGS, "observe() -> (norm, energy)."},
     {"observe_rows", (PyCFunction)fd_observe_rows, METH_VARARGS,
      "observe_rows(first, count) -> (norm, energy) of rows first .. first+count-1 of axis 0."},
+    {"rows_to", (PyCFunction)fd_rows_to, METH_VARARGS,
+     "rows_to(first, count, address): copy rows to the backend's memory at address."},
+    {"rows_from", (PyCFunction)fd_rows_from, METH_VARARGS,
+     "rows_from(first, count, address): copy rows from the backend's memory at address."},
     {"undo_step", (PyCFunction)fd_undo_step, METH_NOARGS,
      "undo_step(): back to the state before the last step taken."},
     {"get_rows", (PyCFunction)fd_get_rows, METH_VARARGS,

@@ -110,6 +110,67 @@ static PyObject *m_host_unregister(PyObject *Py_UNUSED(m), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *addr_or_raise(int st, void *ptr)
+{
+    if (st)
+        return nlsepy_raise(st);
+    return PyLong_FromVoidPtr(ptr);
+}
+
+static PyObject *m_device_alloc(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "bytes must be >= 0, got %zd", n);
+    void *ptr = NULL;
+    return addr_or_raise(nlse_cuda_alloc((size_t)n, &ptr), ptr);
+}
+
+static PyObject *m_device_free(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    void *ptr = PyLong_AsVoidPtr(arg);
+    if (!ptr && PyErr_Occurred())
+        return NULL;
+    nlse_cuda_free(ptr);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_ipc_handle(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    void *ptr = PyLong_AsVoidPtr(arg);
+    if (!ptr && PyErr_Occurred())
+        return NULL;
+    char h[NLSE_CUDA_IPC_BYTES];
+    int st = nlse_cuda_ipc_handle(ptr, h);
+    if (st)
+        return nlsepy_raise(st);
+    return PyBytes_FromStringAndSize(h, NLSE_CUDA_IPC_BYTES);
+}
+
+static PyObject *m_ipc_open(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    char *buf;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(arg, &buf, &len) < 0)
+        return NULL;
+    if (len != NLSE_CUDA_IPC_BYTES)
+        return PyErr_Format(PyExc_ValueError, "an IPC handle has %d bytes, got %zd",
+                            NLSE_CUDA_IPC_BYTES, len);
+    void *ptr = NULL;
+    return addr_or_raise(nlse_cuda_ipc_open(buf, &ptr), ptr);
+}
+
+static PyObject *m_ipc_close(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    void *ptr = PyLong_AsVoidPtr(arg);
+    if (!ptr && PyErr_Occurred())
+        return NULL;
+    nlse_cuda_ipc_close(ptr);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
     char buf[256];
@@ -154,6 +215,13 @@ static PyMethodDef module_methods[] = {
      "host_register(array): page-lock the array's memory (fast copies to and from the GPU); "
      "host_unregister(array) before the array is freed."},
     {"host_unregister", m_host_unregister, METH_O, "host_unregister(array): undo host_register."},
+    {"device_alloc", m_device_alloc, METH_O, "device_alloc(bytes) -> address (device memory)."},
+    {"device_free", m_device_free, METH_O, "device_free(address)."},
+    {"ipc_handle", m_ipc_handle, METH_O,
+     "ipc_handle(address) -> bytes: the CUDA IPC handle of a device_alloc buffer."},
+    {"ipc_open", m_ipc_open, METH_O,
+     "ipc_open(handle) -> address of another process's buffer in this one."},
+    {"ipc_close", m_ipc_close, METH_O, "ipc_close(address): unmap an ipc_open buffer."},
     {"set_device", m_set_device, METH_O,
      "set_device(i): make CUDA device i current (solvers made afterwards live there)."},
     {"mem_info", m_mem_info, METH_NOARGS, "(free, total) bytes of the current CUDA device."},
