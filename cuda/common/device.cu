@@ -84,7 +84,7 @@ extern "C" int nlse_cuda_host_unregister(void *ptr)
 }
 
 /* Device memory for exchanges between processes (CUDA IPC mailboxes). */
-extern "C" int nlse_cuda_alloc(size_t bytes, void **ptr)
+extern "C" int nlse_cuda_buffer_alloc(size_t bytes, void **ptr)
 {
     cudaError_t err = cudaMalloc(ptr, bytes ? bytes : 1);
     if (err != cudaSuccess) {
@@ -96,14 +96,14 @@ extern "C" int nlse_cuda_alloc(size_t bytes, void **ptr)
     return NLSE_OK;
 }
 
-extern "C" int nlse_cuda_free(void *ptr)
+extern "C" int nlse_cuda_buffer_free(void *ptr)
 {
     cudaFree(ptr);
     (void)cudaGetLastError();
     return NLSE_OK;
 }
 
-/* The IPC handle of an allocation of nlse_cuda_alloc (NLSE_CUDA_IPC_BYTES). */
+/* The IPC handle of an allocation of nlse_cuda_buffer_alloc (NLSE_CUDA_IPC_BYTES). */
 extern "C" int nlse_cuda_ipc_handle(void *ptr, void *handle)
 {
     cudaIpcMemHandle_t h;

@@ -29,8 +29,8 @@ int nlse_cuda_host_unregister(void *ptr);
  * bytes; ipc_open maps another process's buffer (peer access over NVLink
  * or PCIe), ipc_close unmaps it. */
 #define NLSE_CUDA_IPC_BYTES 64
-int nlse_cuda_alloc(size_t bytes, void **ptr);
-int nlse_cuda_free(void *ptr);
+int nlse_cuda_buffer_alloc(size_t bytes, void **ptr);
+int nlse_cuda_buffer_free(void *ptr);
 int nlse_cuda_ipc_handle(void *ptr, void *handle);
 int nlse_cuda_ipc_open(const void *handle, void **ptr);
 int nlse_cuda_ipc_close(void *ptr);

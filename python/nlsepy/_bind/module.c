@@ -125,7 +125,7 @@ static PyObject *m_device_alloc(PyObject *Py_UNUSED(m), PyObject *arg)
     if (n < 0)
         return PyErr_Format(PyExc_ValueError, "bytes must be >= 0, got %zd", n);
     void *ptr = NULL;
-    return addr_or_raise(nlse_cuda_alloc((size_t)n, &ptr), ptr);
+    return addr_or_raise(nlse_cuda_buffer_alloc((size_t)n, &ptr), ptr);
 }
 
 static PyObject *m_device_free(PyObject *Py_UNUSED(m), PyObject *arg)
@@ -133,7 +133,7 @@ static PyObject *m_device_free(PyObject *Py_UNUSED(m), PyObject *arg)
     void *ptr = PyLong_AsVoidPtr(arg);
     if (!ptr && PyErr_Occurred())
         return NULL;
-    nlse_cuda_free(ptr);
+    nlse_cuda_buffer_free(ptr);
     Py_RETURN_NONE;
 }
 
