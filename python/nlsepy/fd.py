@@ -189,6 +189,7 @@ class _SlabFD:
         self.dtype = owner.dtype
         self.pin = module if owner.backend == "cuda" else None
         self.ipc: Optional[bool] = None  # decided at the first exchange
+        self.ipc_why = ""                # why not, when not
         self.mail: list = []
         self.peers: list = []
 
@@ -250,34 +251,41 @@ class _SlabFD:
         """Device mailboxes shared by CUDA IPC when every rank is a process on
         one node with a GPU (collective); False: the halos go through host
         memory.  ``NLSEPY_HALO=host`` in the environment forces the latter."""
-        if self.pin is None or self.layout.size == 1 or \
-                os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+        if self.pin is None or self.layout.size == 1:
+            return False
+        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+            self.ipc_why = "NLSEPY_HALO=host"
             return False
         from mpi4py import MPI
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
         one_node = node.Get_size() == self.comm.Get_size()
         node.Free()
         if not one_node:
+            self.ipc_why = "the ranks are on several nodes"
             return False
         cuda, rank, size = self.module, self.layout.rank, self.layout.size
         row = int(np.prod(self.layout.shape[1:])) * self.dtype.itemsize
         handles = None
+        why = ""
         try:  # this rank's outgoing rows: [0] its first, [1] its last
             self.mail = [cuda.device_alloc(self.depth * row) for _ in range(2)]
             handles = tuple(cuda.ipc_handle(m) for m in self.mail)
-        except Exception:
-            pass
+        except Exception as exc:
+            why = f"rank {rank}: {exc}"
         everyone = self.comm.allgather(handles)
-        ok = all(h is not None for h in everyone)
-        if ok:
+        if all(h is not None for h in everyone):
             try:  # my lower halo <- the last rows of the rank below, and so on
                 if self.lo:
                     self.peers.append(("lo", cuda.ipc_open(everyone[(rank - 1) % size][1])))
                 if self.hi:
                     self.peers.append(("hi", cuda.ipc_open(everyone[(rank + 1) % size][0])))
-            except Exception:
-                ok = False
-        if not self.comm.allreduce(ok, op=MPI.LAND):
+            except Exception as exc:
+                why = f"rank {rank}: {exc}"
+        elif not why:
+            why = "another rank could not share its buffers"
+        whys = [w for w in self.comm.allgather(why) if w]
+        if whys:
+            self.ipc_why = whys[0]
             self._close_ipc()
             return False
         return True
@@ -1012,7 +1020,8 @@ class NLSE:
                 "exchange": ("device to device through CUDA IPC (one node), once per step"
                              if sol.ipc else "MPI_Sendrecv of host buffers, once per step" +
                              (" (device rows staged through pinned host memory)"
-                              if self.backend == "cuda" else "")),
+                              if self.backend == "cuda" else "")) +
+                            (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"]}
 
