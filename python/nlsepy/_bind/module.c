@@ -125,7 +125,8 @@ static PyObject *m_device_alloc(PyObject *Py_UNUSED(m), PyObject *arg)
     if (n < 0)
         return PyErr_Format(PyExc_ValueError, "bytes must be >= 0, got %zd", n);
     void *ptr = NULL;
-    return addr_or_raise(nlse_cuda_buffer_alloc((size_t)n, &ptr), ptr);
+    int st = nlse_cuda_buffer_alloc((size_t)n, &ptr); /* before ptr is read */
+    return addr_or_raise(st, ptr);
 }
 
 static PyObject *m_device_free(PyObject *Py_UNUSED(m), PyObject *arg)
@@ -159,7 +160,8 @@ static PyObject *m_ipc_open(PyObject *Py_UNUSED(m), PyObject *arg)
         return PyErr_Format(PyExc_ValueError, "an IPC handle has %d bytes, got %zd",
                             NLSE_CUDA_IPC_BYTES, len);
     void *ptr = NULL;
-    return addr_or_raise(nlse_cuda_ipc_open(buf, &ptr), ptr);
+    int st = nlse_cuda_ipc_open(buf, &ptr); /* before ptr is read */
+    return addr_or_raise(st, ptr);
 }
 
 static PyObject *m_ipc_close(PyObject *Py_UNUSED(m), PyObject *arg)
