@@ -457,6 +457,8 @@ class MaxwellBloch:
         self._local = slice(int(self._starts[r]), int(self._starts[r] + self._counts[r]))
         self._capsule = _dist.capsule(comm)
         self._comm = comm
+        if self.backend == "cuda":  # one GPU per rank of a node
+            _dist.select_gpu(comm)
 
     def _agreed(self, fn: Callable[[], Any]) -> Any:
         """``fn()``, and in a distributed run the same error on every rank

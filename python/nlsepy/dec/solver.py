@@ -162,6 +162,8 @@ class DecGPE:
         _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
                                                      centre, dtype, force, backend))
         self._max_dt = self._stability_bound()  # collective: the largest over the ranks
+        if self.backend == "cuda":  # collective: one GPU per rank of a node
+            _dist.select_gpu(self._comm)
         states = _dist.agree(self._comm, lambda: self._make_solver(dt, psi0, psi_prev))
         self._solver.connect()  # collective: the reduction table
         self._solver.set_potential(self._V)
@@ -242,6 +244,9 @@ class DecGPE:
             return None
         assert self._layout is not None
         self._solver = SlabDec(self._handle, self._layout, self.bc == "periodic", self._dt)
+        self._solver.itemsize = self.dtype.itemsize
+        if self.backend == "cuda":
+            self._solver.cuda = _backend.module("cuda")
         if psi0 is None:
             return np.zeros(self._own.stop - self._own.start, self.dtype), None
         return self._local_states(psi0, psi_prev)
@@ -1007,9 +1012,11 @@ class DecGPE:
         return {"ranks": lay.size, "rank": lay.rank, "axis": "z (layers of blocks)",
                 "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
                 "cells": (self._own.start, self._n_own), "halo_layers": HALO_LAYERS,
-                "exchange": "MPI_Sendrecv of one layer of blocks per side, once per step"
-                + (" (device layers staged through the host)" if self.backend == "cuda"
-                   else ""),
+                "exchange": ("one layer of blocks per side, once per step, " +
+                             ("device to device through CUDA IPC (one node)"
+                              if self._solver.ipc else "MPI_Sendrecv of host buffers") +
+                             (f" (no CUDA IPC: {self._solver.ipc_why})"
+                              if self._solver.ipc_why else "")),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"]}
 
