@@ -1039,31 +1039,6 @@ int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
     return NLSE_OK;
 }
 
-int nlse_dec_layers_to(const nlse_dec *cs, long first, long count, void *dst)
-{
-    nlse_dec *s = (nlse_dec *)cs;
-    if (!s || !dst)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_to: NULL argument");
-    CKS(dec_check_layers(&s->p, first, count, "nlse_dec_layers_to"));
-    const size_t L = layer_bytes(s);
-    CK(cudaStreamSynchronize(s->stream));
-    CK(cudaMemcpy(dst, (const char *)s->buf[s->par] + (size_t)first * L, (size_t)count * L,
-                  cudaMemcpyDefault));
-    return NLSE_OK;
-}
-
-int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
-{
-    if (!s || !src)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_from: NULL argument");
-    CKS(dec_check_layers(&s->p, first, count, "nlse_dec_layers_from"));
-    const size_t L = layer_bytes(s);
-    CK(cudaStreamSynchronize(s->stream));
-    CK(cudaMemcpy((char *)s->buf[s->par] + (size_t)first * L, src, (size_t)count * L,
-                  cudaMemcpyDefault));
-    return NLSE_OK;
-}
-
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
 {
     if (!s)

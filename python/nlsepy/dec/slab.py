@@ -65,10 +65,6 @@ class SlabDec:
         self.h.set_slab(layout.start - self.lo, self.lo, self.count)
         self.capsule: Any = None
         self.seconds = 0.0  # the kernels' time of the last step() or imaginary()
-        self.cuda: Any = None    # the CUDA extension for GPU ranks (device-to-device halos)
-        self.itemsize = 16       # bytes per value of the state
-        self.ipc: Any = None     # the CUDA IPC exchange (False: host memory), at the first one
-        self.ipc_why = ""
 
     def connect(self) -> None:
         """Hand the handle the reduction table over the communicator
@@ -83,24 +79,11 @@ class SlabDec:
         return recv_lo, recv_hi
 
     def exchange(self) -> None:
-        """Refresh the halo layers of the handle's state from the neighbours:
-        device to device (CUDA IPC) between the GPU ranks of one node, else
-        through host memory."""
+        """Refresh the halo layers of the handle's state from the neighbours
+        (through host memory, also for GPU ranks)."""
         if self.layout.size == 1:
             return
         lo, n = self.lo, self.count
-        if self.ipc is None:
-            self.ipc = False
-            if self.cuda is not None:
-                layer = self.plane * self.itemsize
-                halo = _dist.IpcHalo(self.comm, self.cuda, layer, bool(lo), bool(self.hi))
-                self.ipc = halo if halo.open() else False
-                self.ipc_why = halo.why
-        if self.ipc:
-            self.ipc.swap(lambda side, a: self.h.layers_to(lo if side == 0 else lo + n - 1, 1, a),
-                          lambda which, a: self.h.layers_from(0 if which == "lower" else lo + n,
-                                                              1, a))
-            return
         recv_lo, recv_hi = self._swap(self.h.get_layers(lo, 1), self.h.get_layers(lo + n - 1, 1))
         if self.lo:
             self.h.set_layers(0, 1, recv_lo)

@@ -244,9 +244,6 @@ class DecGPE:
             return None
         assert self._layout is not None
         self._solver = SlabDec(self._handle, self._layout, self.bc == "periodic", self._dt)
-        self._solver.itemsize = self.dtype.itemsize
-        if self.backend == "cuda":
-            self._solver.cuda = _backend.module("cuda")
         if psi0 is None:
             return np.zeros(self._own.stop - self._own.start, self.dtype), None
         return self._local_states(psi0, psi_prev)
@@ -1012,11 +1009,9 @@ class DecGPE:
         return {"ranks": lay.size, "rank": lay.rank, "axis": "z (layers of blocks)",
                 "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
                 "cells": (self._own.start, self._n_own), "halo_layers": HALO_LAYERS,
-                "exchange": ("one layer of blocks per side, once per step, " +
-                             ("device to device through CUDA IPC (one node)"
-                              if self._solver.ipc else "MPI_Sendrecv of host buffers") +
-                             (f" (no CUDA IPC: {self._solver.ipc_why})"
-                              if self._solver.ipc_why else "")),
+                "exchange": "MPI_Sendrecv of one layer of blocks per side, once per step"
+                + (" (device layers staged through the host)" if self.backend == "cuda"
+                   else ""),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"]}
 
