@@ -162,8 +162,6 @@ class DecGPE:
         _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
                                                      centre, dtype, force, backend))
         self._max_dt = self._stability_bound()  # collective: the largest over the ranks
-        if self.backend == "cuda":  # collective: one GPU per rank of a node
-            _dist.select_gpu(self._comm)
         states = _dist.agree(self._comm, lambda: self._make_solver(dt, psi0, psi_prev))
         self._solver.connect()  # collective: the reduction table
         self._solver.set_potential(self._V)
