@@ -534,16 +534,36 @@ def _write_movie(fig: Any, update: Callable[[int], None], n: int, path: PathLike
     directory, base = os.path.split(os.path.abspath(path))
     tmp = os.path.join(directory, f".{base}.{os.getpid()}.tmp.{kind}")
     _frozen_layout(fig)
+    done = False
     try:
-        with writer.saving(fig, tmp, dpi):
+        writer.setup(fig, tmp, dpi)
+        try:
             for i in range(n):
                 update(i)
                 writer.grab_frame()
+            done = True
+        finally:
+            if done:
+                writer.finish()
+            else:
+                _abandon(writer)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
     return path
+
+
+def _abandon(writer: Any) -> None:
+    """Stop a movie writer that failed part way (an ffmpeg process is killed;
+    Pillow keeps its frames in memory and has nothing to stop)."""
+    proc = getattr(writer, "_proc", None)
+    if proc is not None:
+        try:
+            proc.kill()
+            proc.communicate()
+        except OSError:
+            pass
 
 
 def animate_frames(fr: "runner.Frames", path: PathLike, fps: float = 10, dpi: float = 100,
