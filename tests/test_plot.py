@@ -195,6 +195,11 @@ def test_mbloch_fields_and_populations(pulse, tmp_path):
     for ax in fig.axes[:2]:
         assert ax.get_xlabel().startswith("t (retarded")
     assert fig.axes[1].get_ylabel() == "population" and len(fig.axes[1].lines) == 4
+    from matplotlib.figure import Figure
+    mine = Figure()
+    ax = mine.add_subplot()
+    assert pulse.plot(ax=[ax], cmap="magma") is mine  # the map only, with pcolormesh's keywords
+    assert ax.collections[0].get_cmap().name == "magma" and len(mine.axes) == 2
 
 
 def test_mbloch_animation_along_z(pulse, tmp_path):

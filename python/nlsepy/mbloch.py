@@ -196,7 +196,8 @@ class MaxwellBlochResult:
             Modes to draw (default: those that carry intensity somewhere).
         **kwargs
             ``fig``, ``ax`` (the maps only, one Axes per mode), ``path``
-            (save), ``dpi``, ``title``: see :func:`nlsepy.plot.mbloch`.
+            (save), ``dpi``, ``title``, and keywords of
+            ``Axes.pcolormesh`` (e.g. ``cmap``): see :func:`nlsepy.plot.mbloch`.
 
         Returns
         -------

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -849,10 +849,11 @@ def _mb_modes(res: Any, modes: Optional[Sequence[int]], I: np.ndarray) -> List[i
     return out
 
 
-def _mb_map(a: Any, res: Any, I: np.ndarray, l: int) -> None:
+def _mb_map(a: Any, res: Any, I: np.ndarray, l: int, kw: Dict[str, Any]) -> None:
     q = l - int(res.modes[0])
     if res.z.size > 1:
-        m = a.pcolormesh(res.t, res.z, I[:, :, q], shading="nearest", cmap="viridis", vmin=0.0)
+        kw = {"shading": "nearest", "cmap": "viridis", "vmin": 0.0, **kw}
+        m = a.pcolormesh(res.t, res.z, I[:, :, q], **kw)
         a.figure.colorbar(m, ax=a, label=f"|ε_{l}|²")
         a.set_ylabel(_MB_Z)
     else:
@@ -878,7 +879,7 @@ def _mb_populations(a: Any, res: Any) -> None:
 
 def mbloch(res: Any, modes: Optional[Sequence[int]] = None, fig: Any = None, ax: Any = None,
            path: Optional[PathLike] = None, dpi: float = 100,
-           title: Optional[str] = None) -> Any:
+           title: Optional[str] = None, **kwargs: Any) -> Any:
     """A MaxwellBlochResult: the intensity of each mode over (t, z) and the populations.
 
     One panel per mode, ``|eps_l(z, t)|^2`` over the retarded time and z
@@ -902,6 +903,8 @@ def mbloch(res: Any, modes: Optional[Sequence[int]] = None, fig: Any = None, ax:
         Resolution of the saved file.
     title : str, optional
         Figure title.
+    **kwargs
+        Passed to ``Axes.pcolormesh`` for the maps (e.g. ``cmap="magma"``).
 
     Returns
     -------
@@ -915,12 +918,12 @@ def mbloch(res: Any, modes: Optional[Sequence[int]] = None, fig: Any = None, ax:
         if len(axes) != len(modes):
             raise ValueError(f"ax must hold one Axes per mode ({len(modes)}), got {len(axes)}")
         for a, l in zip(axes, modes):
-            _mb_map(a, res, I, l)
+            _mb_map(a, res, I, l, kwargs)
         return _finish(axes[0].figure, path, dpi)
     pops = res.populations is not None
     fig, axes = _panels(fig, len(modes) + pops, ncols=3)
     for a, l in zip(axes, modes):
-        _mb_map(a, res, I, l)
+        _mb_map(a, res, I, l, kwargs)
     if pops:
         _mb_populations(axes[-1], res)
     if title is not None:
