@@ -683,6 +683,16 @@ class NLSE:
     def _plan(self, t_end: float) -> Tuple[int, float]:
         return runner.plan_steps(self.t, t_end, self._dt)
 
+    def _frame_grid(self) -> runner.FrameGrid:
+        """Coordinates of the frames: centred on the box as
+        :func:`nlsepy.examples.grid` lays them out (this rank's rows when
+        distributed)."""
+        shift = [n / 2 if self.bc == "periodic" else (n - 1) / 2 for n in self._shape]
+        coords = tuple((np.arange(n) - c) * h for n, c, h in zip(self._shape, shift, self.spacing))
+        return runner.FrameGrid(axes=("x", "y", "z")[:self.ndim],
+                                coords=tuple(x[s] for x, s in zip(coords, self.local_slice)),
+                                length="dimensionless", time="dimensionless", model="NLSE")
+
     def _snapshot(self) -> Any:
         if self.backend != "cuda" or self._comm is not None:
             return self.psi

@@ -185,54 +185,45 @@ class MaxwellBlochResult:
             raise ValueError(f"mode l={l!r} is not in the mode set {self.modes[0]}..{self.modes[-1]}")
         return self.fields[:, :, idx]
 
-    def plot(self, modes: Optional[Sequence[int]] = None, ax: Any = None, **kw: Any) -> Any:
-        """Maps of :math:`|\\varepsilon_l(z, t)|^2` over (t, z), one panel per mode.
+    def plot(self, modes: Optional[Sequence[int]] = None, **kwargs: Any) -> Any:
+        """Maps of :math:`|\\varepsilon_l(z, t)|^2` over (t, z), one panel per
+        mode, and the level populations against t; needs matplotlib
+        (``pip install 'nlsepy[plot]'``).
 
         Parameters
         ----------
         modes : sequence of int, optional
             Modes to draw (default: those that carry intensity somewhere).
-        ax : matplotlib Axes or sequence of them, optional
-            Where to draw (default: a new figure with one row of panels).
-        **kw
-            Passed to ``Axes.pcolormesh``.
+        **kwargs
+            ``fig``, ``ax`` (the maps only, one Axes per mode), ``path``
+            (save), ``dpi``, ``title``, and keywords of
+            ``Axes.pcolormesh`` (e.g. ``cmap``): see :func:`nlsepy.plot.mbloch`.
 
         Returns
         -------
-        list of matplotlib.axes.Axes
-
-        Raises
-        ------
-        ImportError
-            When matplotlib (the ``plot`` extra) is not installed.
+        matplotlib.figure.Figure
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:
-            raise ImportError("MaxwellBlochResult.plot needs matplotlib: pip install "
-                              "'nlsepy[plot]' (the 'plot' extra installs matplotlib)") from exc
-        I = self.fields.real ** 2 + self.fields.imag ** 2
-        if modes is None:
-            modes = [int(l) for q, l in enumerate(self.modes) if I[:, :, q].max() > 0]
-            modes = modes or [int(self.modes[0])]
-        if ax is None:
-            _, ax = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.5), squeeze=False)
-            ax = list(ax[0])
-        axes = list(np.atleast_1d(ax))
-        if len(axes) != len(modes):
-            raise ValueError(f"ax must hold one Axes per mode ({len(modes)}), got {len(axes)}")
-        for a, l in zip(axes, modes):
-            q = int(l) - int(self.modes[0])
-            if self.z.size > 1:
-                m = a.pcolormesh(self.t, self.z, I[:, :, q], shading="auto", **kw)
-                a.figure.colorbar(m, ax=a, label=f"|eps_{l}|^2")
-                a.set_ylabel("z")
-            else:
-                a.plot(self.t, I[0, :, q])
-                a.set_ylabel(f"|eps_{l}|^2 at z = {self.z[0]:g}")
-            a.set_xlabel("t (retarded)")
-            a.set_title(f"mode l = {l}")
-        return axes
+        from . import plot
+        return plot.mbloch(self, modes=modes, **kwargs)
+
+    def animate(self, path: Any, **kwargs: Any) -> str:
+        """Write an animation of the pulses along z (MP4 when ffmpeg is on
+        PATH, else GIF; ``*.gif`` always GIF).
+
+        Parameters
+        ----------
+        path : path-like
+            ``*.gif``, ``*.mp4`` or no suffix; written whole or not at all.
+        **kwargs
+            ``modes``, ``fps``, ``dpi``: see :func:`nlsepy.plot.animate_mbloch`.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
+        from . import plot
+        return plot.animate_mbloch(self, path, **kwargs)
 
 
 class _Saved:

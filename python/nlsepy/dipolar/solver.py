@@ -835,7 +835,7 @@ class DipolarGPE:
         out = None
         if frames is not None:
             self._require_frames(nchunks + 1)
-            out = runner.Frames()
+            out = runner.Frames(self._frame_grid())
         bar = runner._progress_bar(progress, steps)
         bounds = runner.chunk_bounds(steps, nchunks)
         with _guard.deferred_sigint():
@@ -933,6 +933,14 @@ class DipolarGPE:
 
     def _snapshot(self) -> np.ndarray:
         return self.psi
+
+    def _frame_grid(self) -> runner.FrameGrid:
+        """Axes, coordinates (this rank's rows when distributed) and units of the frames."""
+        part = getattr(self, "local_slice", (slice(None),) * self.ndim)
+        return runner.FrameGrid(axes=self.axes,
+                                coords=tuple(x[s] for x, s in zip(self.coords, part)),
+                                length="oscillator lengths", time=f"units of {self.option}/ω",
+                                model="DipolarGPE")
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
             progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None
@@ -1044,6 +1052,23 @@ class DipolarGPE:
         q = self.axes.index(axis)
         index = self._shape[q] // 2 if index is None else _count("index", index)
         return self._solver.phase_slice(q, index)
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the current state: densities integrated along each axis, the
+        phase; needs matplotlib (``pip install 'nlsepy[plot]'``).
+
+        Parameters
+        ----------
+        **kwargs
+            ``fig``, ``ax`` (the integrated densities only), ``path``
+            (save), ``dpi``, ``title``: see :func:`nlsepy.plot.dipolar`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from .. import plot
+        return plot.dipolar(self, **kwargs)
 
     def dipolar_potential(self) -> np.ndarray:
         """``V_dd * |psi|^2`` (the kernel of the geometry, without gdd) on the grid."""
