@@ -296,7 +296,7 @@ class MaxwellBloch:
         ``(l_min, l_max)``: mode l couples ground m to excited m + l.
     F : array_like, optional
         Real coupling matrix of shape ``(n_g, n_e)``, ``F[m, n]`` between
-        ground m and excited n (eqs. 4, 6), e.g. :func:`franck_condon`.
+        ground m and excited n (eqs. 4, 6), e.g. :func:`nlsepy.mbloch.franck_condon`.
         Required unless ``n_g = n_e = 1`` (then 1).
     h_t : float
         Time step (keyword).
@@ -309,7 +309,7 @@ class MaxwellBloch:
     line : tuple, optional
         The inhomogeneous line: ``("gaussian", sigma)`` or
         ``("lorentzian", gamma)`` (optionally a third entry, the sampled
-        half-span in widths; see :func:`gaussian_line`), sampled by
+        half-span in widths; see :func:`nlsepy.mbloch.gaussian_line`), sampled by
         `n_atoms` atoms; ``("single", detuning)`` for one atom of weight 1;
         or ``(detunings, weights)`` arrays of your own.  Default
         ``("gaussian", 1.0)``.

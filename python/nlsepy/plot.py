@@ -629,7 +629,7 @@ def dipolar(gpe: Any, fig: Any = None, ax: Any = None, path: Optional[PathLike] 
             dpi: float = 100, title: Optional[str] = None) -> Any:
     """A DipolarGPE's current state: densities, phase and integrated densities.
 
-    * 3D: ``n(x, y)`` and ``n(x, z)`` (|psi|^2 integrated along the third
+    * 3D: ``n(x, y)`` and ``n(x, z)`` (``|psi|^2`` integrated along the third
       axis), the phase on the central y slice, and ``n(x)``, ``n(y)``,
       ``n(z)`` (:meth:`~nlsepy.DipolarGPE.density` with ``keep``);
     * 2D: density, phase, and the density integrated along each axis;

@@ -8,20 +8,23 @@ stepping; the runner never touches grid points.
 
 A model used with :func:`run` provides
 
-``t``                 current time (float),
-``_plan(t_end)``      ``(nsteps, dt)``: equal steps that land on ``t_end``,
+``t``
+    current time (float),
+``_plan(t_end)``
+    ``(nsteps, dt)``: equal steps that land on ``t_end``,
 ``_advance(n, dt, t_final)``
-                      take ``n`` steps of size ``dt`` and book them on ``t``
-                      and the model's counters; after the last step set the
-                      time to ``t_final`` when it is not None (may raise
-                      BlowUpError),
-``_snapshot()``       a copy of the state for a frame (or a Future of one),
-``save(path)``        write a checkpoint (only when ``checkpoint`` is given).
+    take ``n`` steps of size ``dt`` and book them on ``t`` and the model's
+    counters; after the last step set the time to ``t_final`` when it is
+    not None (may raise BlowUpError),
+``_snapshot()``
+    a copy of the state for a frame (or a Future of one),
+``save(path)``
+    write a checkpoint (only when ``checkpoint`` is given).
 
 Ctrl-C
-    Each chunk runs with SIGINT held as a flag (:func:`nlsepy._guard.deferred_sigint`,
+    Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
     shared with a model that cuts its own ``_advance`` into short calls through
-    :func:`nlsepy._guard.chunked`): ``KeyboardInterrupt`` is raised once the
+    ``nlsepy._guard.chunked``): ``KeyboardInterrupt`` is raised once the
     model has booked what it did, so its time and counters match its state.
     The run then does not return; the frames taken so far travel on the
     exception as its ``frames`` attribute.  Checkpoints are written whole or

@@ -32,7 +32,7 @@ delta_phi       Delta Phi along the side and the cap (eq. 6.3, Figs 6.5/6.6)
 winding         wire positions at the levels ``(k - 1/2) I_step`` (eq. 6.6)
 loop_field      Br, Bz of circular current loops (Biot-Savart; eq. 6.7 on axis)
 field_inside    the field of the winding inside the magnet (eq. 6.8)
-homogeneity     max |normalized field difference| over the middle of the axis
+homogeneity     max ``|normalized field difference|`` over the middle of the axis
 plot            contours of Phi with the magnet and the wires (matplotlib)
 """
 
@@ -585,7 +585,7 @@ def homogeneity(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float, 
     Returns
     -------
     float
-        The largest |normalized difference| (multiply by 1e6 for ppm).
+        The largest ``|normalized difference|`` (multiply by 1e6 for ppm).
     """
     zr = real("z_range", z_range, positive=True)
     z0f = real("z0", z0, positive=True)

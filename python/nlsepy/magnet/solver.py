@@ -461,7 +461,7 @@ class CoaxialMagnet:
         KeyboardInterrupt
             On Ctrl-C, within about a tenth of a second of iterations (one
             iteration when an iteration takes longer; mg-cg after its
-            first :data:`MGCG_FIRST_CALL` iterations).  The iterations done
+            first ``MGCG_FIRST_CALL`` = 50 iterations).  The iterations done
             are kept in :attr:`partial_solution`.
         MemoryError
             Before anything is allocated, when the solver's state, the
