@@ -435,8 +435,9 @@ def _read(path: Union[str, os.PathLike], frames: Any) -> Dict[str, Any]:
         params: Dict[str, Any] = {}
         if "parameters" in f:
             g = f["parameters"]
-            params.update({k: None if _text(v) == "None" else _text(v)
-                           for k, v in g.attrs.items()})
+            for k, v in g.attrs.items():
+                v = _text(v)
+                params[k] = None if isinstance(v, str) and v == "None" else v
             params.update({k: g[k][()] for k in g})
         attrs["parameters"] = params
         info: Dict[str, Dict[str, Any]] = {}
