@@ -14,7 +14,7 @@ PIP    := $(PY) -m pip
 DEBS   := build-essential pkg-config cmake libfftw3-dev
 # optional: the MPI layer (nlsepy._mpi) and its tests under mpirun
 MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis h5py
 OUT    ?= out
 PYTEST_ARGS ?=
 
@@ -42,7 +42,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis" 2>/dev/null || \
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, h5py" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
 	  $(PIP) install -q --disable-pip-version-check mpi4py || \
