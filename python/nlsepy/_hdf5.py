@@ -235,6 +235,7 @@ class RunFile:
                              f"{self.compression!r}")
         self._pending: List[Tuple[str, Any, Dict[str, Any]]] = []
         self._counts: Dict[str, int] = {}
+        self._ds: Dict[str, Any] = {}  # growing datasets by name, with their raw flag
         self._h5 = h5py
         self._f: Any = h5py.File(path, "w")
         try:
@@ -338,17 +339,21 @@ class RunFile:
         n = self._counts.get(dim, 0)
         for name, v in data.items():
             arr = np.asarray(v)
-            ds = f[name] if name in f else self._create(dim, name, arr)
+            if name not in self._ds:
+                ds = self._create(dim, name, arr)
+                # a whole frame in one unfiltered chunk is written as it is
+                # (no conversion buffer; several times faster than ds[n] = arr)
+                raw = bool(arr.ndim) and self.compression is None and \
+                    ds.chunks == (1,) + arr.shape
+                self._ds[name] = (ds, raw, ds.dtype)
+            ds, raw, dtype = self._ds[name]
             ds.resize(n + 1, axis=0)
-            if (arr.ndim and self.compression is None and ds.chunks == (1,) + arr.shape
-                    and arr.dtype == ds.dtype):
-                # the whole frame is one raw chunk: write it as it is (no
-                # conversion buffer; several times faster than ds[n] = arr)
+            if raw and arr.dtype == dtype and arr.shape == ds.shape[1:]:
                 ds.id.write_direct_chunk((n,) + (0,) * arr.ndim,
                                          np.ascontiguousarray(arr).data)
             else:
                 ds[n] = arr
-        if dim not in f:
+        if dim not in self._ds:
             kind = np.int64 if isinstance(value, (int, np.integer)) else np.float64
             ds = f.create_dataset(dim, shape=(0,), maxshape=(None,), dtype=kind,
                                   chunks=(SERIES_CHUNK,))
@@ -356,8 +361,9 @@ class RunFile:
                         self.header.long_names.get(dim, dim), coordinate=True)
             ds.make_scale(dim)
             for name in data:
-                f[name].dims[0].attach_scale(ds)
-        ds = f[dim]
+                self._ds[name][0].dims[0].attach_scale(ds)
+            self._ds[dim] = (ds, False, ds.dtype)
+        ds = self._ds[dim][0]
         ds.resize(n + 1, axis=0)
         ds[n] = value
         self._counts[dim] = n + 1
