@@ -224,9 +224,10 @@ _KILLED = textwrap.dedent("""
     sim = nl.NLSE(psi, 0.3, bc="periodic", backend="cpu")
 
     def tell(model):
-        print(len(tell.seen), flush=True)
         tell.seen.append(model.t)
         if len(tell.seen) == 3:
+            time.sleep(1.0)  # the writer thread has flushed the fourth frame by now
+            print("killme", flush=True)
             time.sleep(60)
     tell.seen = []
     sim.run(100 * sim.dt, frames=10, output=sys.argv[1], callback=tell)
@@ -234,14 +235,14 @@ _KILLED = textwrap.dedent("""
 
 
 def test_killed_process_leaves_a_readable_file(tmp_path):
-    """SIGKILL after the third frame was flushed: the file opens with plain
-    h5py and holds the frames up to the last flush."""
+    """SIGKILL a second after the fourth frame was taken (its write and
+    flush long done): the file opens with plain h5py and holds the frames
+    up to the last flush."""
     path = tmp_path / "killed.h5"
     proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(path)],
                             stdout=subprocess.PIPE, text=True)
     try:
-        lines = [proc.stdout.readline() for _ in range(3)]
-        assert [int(s) for s in lines] == [0, 1, 2]
+        assert proc.stdout.readline().strip() == "killme"
     finally:
         proc.kill()
         proc.wait()
@@ -372,3 +373,43 @@ def test_compressed_frames_round_trip(tmp_path, monkeypatch, compression):
     with h5py.File(tmp_path / "run.h5", "r") as f:
         assert f["psi"].compression == compression
         assert np.array_equal(f["psi"][:], frames.psi)
+
+
+def test_a_failed_write_is_raised_and_the_file_keeps_what_came_before(tmp_path, monkeypatch):
+    """An error of the writer thread (here: the third entry) is raised by the
+    run; the file is closed, not marked complete, with the entries before."""
+    from nlsepy import _hdf5
+    calls = []
+    write = _hdf5.RunFile._write
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        write(self, *args)
+
+    monkeypatch.setattr(_hdf5.RunFile, "_write", failing)
+    sim = nlse2d()
+    with pytest.raises(OSError, match="No space left"):
+        sim.run(40 * sim.dt, frames=5, output=tmp_path / "full.h5")
+    with h5py.File(tmp_path / "full.h5", "r") as f:
+        assert f["t"].shape == (2,) and not f.attrs["complete"]
+
+
+def test_frames_still_on_their_way_are_written_in_order(tmp_path):
+    """A frame handed over as a Future (a device copy under way) is written
+    once it has arrived, before the frames after it."""
+    from concurrent.futures import Future
+    from nlsepy import _hdf5
+    header = _hdf5.RunHeader(model="Test", parameters={"k": 1}, units="none",
+                             coords={"x": (("x",), np.arange(3.0), "", "x")},
+                             dims={"psi": ("x",)})
+    late = Future()
+    rf = _hdf5.RunFile(_hdf5.check_output(tmp_path / "f.h5"), header)
+    rf.append("t", 0.0, {"psi": late})
+    rf.append("t", 1.0, {"psi": np.ones(3)})
+    threading.Timer(0.2, late.set_result, (np.zeros(3),)).start()
+    rf.close()
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        assert np.array_equal(f["psi"][:], [np.zeros(3), np.ones(3)])
+        assert list(f["t"][:]) == [0.0, 1.0] and f.attrs["complete"]

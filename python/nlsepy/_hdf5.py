@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import queue
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -67,6 +69,9 @@ MAX_CHUNK_BYTES = 1 << 30
 
 #: elements per chunk of a scalar time series
 SERIES_CHUNK = 256
+
+#: entries a run may be ahead of the writer thread before it waits for it
+QUEUE_FRAMES = 2
 
 _INSTALL = "pip install 'nlsepy[hdf5]'"
 
@@ -218,10 +223,13 @@ class RunFile:
 
     Notes
     -----
-    A frame may be a ``concurrent.futures.Future`` (a state on its way from
-    a device): it is written once it has arrived, at a later
-    :meth:`append` or at :meth:`close`, in order, so the copy keeps running
-    while the next chunk of steps does.
+    The entries are written by one thread of their own, in order, while the
+    run goes on: the time a write waits for the disk (the kernel holds a
+    writer back once enough of its pages are waiting to reach the disk) is
+    not taken from the steps.  A frame may be a
+    ``concurrent.futures.Future`` (a state on its way from a device): that
+    thread waits for it.  The arrays handed in must not change afterwards
+    (the runner's frames are copies it keeps).
     """
 
     def __init__(self, path: str, header: RunHeader, time: str = "real",
@@ -233,7 +241,10 @@ class RunFile:
         if self.compression not in (None, "lzf", "gzip"):
             raise ValueError(f"compression must be None, 'lzf' or 'gzip', got "
                              f"{self.compression!r}")
-        self._pending: List[Tuple[str, Any, Dict[str, Any]]] = []
+        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=QUEUE_FRAMES)
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+        self._failed = False
         self._counts: Dict[str, int] = {}
         self._ds: Dict[str, Any] = {}  # growing datasets by name, with their raw flag
         self._h5 = h5py
@@ -319,20 +330,46 @@ class RunFile:
 
     # ------------------------------------------------------------- frames
     def append(self, dim: str, value: Any, data: Mapping[str, Any]) -> None:
-        """Append one entry along `dim` (its coordinate `value`) to every
-        dataset of `data`; the coordinate is written last.  Entries whose
-        state is a Future still on its way wait in order."""
-        self._pending.append((dim, value, dict(data)))
-        self._drain(wait=False)
+        """Queue one entry along `dim` (its coordinate `value`) for every
+        dataset of `data`; the writer thread appends it, the coordinate
+        last, and flushes the file.
 
-    def _drain(self, wait: bool) -> None:
-        while self._pending:
-            dim, value, data = self._pending[0]
-            if not wait and any(isinstance(v, Future) and not v.done() for v in data.values()):
+        Returns at once unless :data:`QUEUE_FRAMES` entries are still
+        waiting (then it waits for the writer: a disk slower than the run
+        slows the run).  An error of the writer thread (a full disk, ...) is
+        raised here, at the next call, or by :meth:`close`.
+        """
+        self._raise()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="nlsepy-runfile",
+                                            daemon=True)
+            self._thread.start()
+        self._queue.put((dim, value, dict(data)))
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            self._failed = True
+            raise exc
+        if self._failed:
+            raise RuntimeError(f"{self.path}: an earlier write failed; the file holds the "
+                               f"entries written before it")
+
+    def _work(self) -> None:
+        """The writer thread: write the queued entries in order, each
+        followed by a flush (h5py releases the GIL while HDF5 writes)."""
+        while True:
+            item = self._queue.get()
+            if item is None:
                 return
-            data = {k: v.result() if isinstance(v, Future) else v for k, v in data.items()}
-            self._pending.pop(0)
-            self._write(dim, value, data)
+            if self._error is not None or self._failed:
+                continue  # drop what follows a failed write
+            dim, value, data = item
+            try:
+                data = {k: v.result() if isinstance(v, Future) else v for k, v in data.items()}
+                self._write(dim, value, data)
+            except BaseException as exc:  # handed to the run's thread
+                self._error = exc
 
     def _write(self, dim: str, value: Any, data: Mapping[str, Any]) -> None:
         f = self._f
@@ -370,17 +407,29 @@ class RunFile:
         f.flush()
 
     def close(self, complete: bool = True) -> None:
-        """Write the frames still on their way, mark the file ``complete``
-        (when `complete`) and close it."""
+        """Wait for the queued entries to be written, mark the file
+        ``complete`` (when `complete`) and close it.
+
+        Ctrl-C while the last entries are written is held until the file is
+        closed, then raised when `complete` (dropped otherwise: the run is
+        already on its way out of an exception)."""
         if self._f is None:
             return
-        try:
-            self._drain(wait=True)
-            if complete:
-                self._f.attrs["complete"] = True
-        finally:
-            f, self._f = self._f, None
-            f.close()
+        from ._guard import deferred_sigint
+        with deferred_sigint() as flag:
+            try:
+                if self._thread is not None:
+                    self._queue.put(None)
+                    self._thread.join()
+                    self._thread = None
+                if complete:
+                    self._raise()
+                    self._f.attrs["complete"] = True
+            finally:
+                f, self._f = self._f, None
+                f.close()
+                if not complete:
+                    flag.hit = False
 
     def __enter__(self) -> "RunFile":
         return self
