@@ -8,6 +8,8 @@ without output.  This script times ``sim.run(t_end, frames=100)`` of
 * without ``output`` (the baseline: the run keeps its 101 frames in memory
   either way),
 * with ``output=`` and the shipped settings (:data:`nlsepy._hdf5.COMPRESSION`),
+* the same without the scalar series (``norm``, ``energy``: what computing
+  them per frame costs),
 * and, for the choice of filter, with the frames compressed by HDF5's lzf
   filter and by gzip level 1 (``--modes``),
 
@@ -21,7 +23,9 @@ Each file is removed right after its run (so its pages never need writing
 back to disk).
 
 Reported: the median of the repetitions (seconds per run), all of them, the
-overhead ``median(mode) / median(no output) - 1`` in percent, the extra
+overhead ``median(mode) / median(no output) - 1`` in percent, the paired
+overhead (the median over repetitions of ``run / the no-output run of the
+same repetition - 1``, less sensitive to a drift of the machine), the extra
 milliseconds per frame, and the file's size against the raw bytes of the
 frames.
 
@@ -30,7 +34,7 @@ Usage
 ::
 
     python bench/hdf5.py [--n 128] [--frames 100] [--steps-per-frame 10]
-                         [--repeats 3] [--modes none,h5,lzf,gzip] [--dir DIR]
+                         [--repeats 3] [--modes none,h5,frames,lzf,gzip] [--dir DIR]
                          [--json PATH]
 """
 
@@ -51,10 +55,11 @@ import _common
 import nlsepy as nl
 from nlsepy import _hdf5
 
-MODES = {"none": (False, None), "h5": (True, "default"), "lzf": (True, "lzf"),
-         "gzip": (True, "gzip")}
-LABEL = {"none": "no output", "h5": "output= (shipped)", "lzf": "output=, lzf",
-         "gzip": "output=, gzip 1"}
+MODES = {"none": (False, None, True), "h5": (True, "default", True),
+         "frames": (True, "default", False), "lzf": (True, "lzf", True),
+         "gzip": (True, "gzip", True)}
+LABEL = {"none": "no output", "h5": "output= (shipped)", "frames": "output=, no series",
+         "lzf": "output=, lzf", "gzip": "output=, gzip 1"}
 
 
 def initial_state(n: int, h: float) -> np.ndarray:
@@ -68,19 +73,20 @@ def initial_state(n: int, h: float) -> np.ndarray:
 def one_run(psi0: np.ndarray, h: float, frames: int, steps: int, mode: str,
             folder: str) -> Dict[str, Any]:
     """Seconds of one run in `mode` and the size of its file."""
-    write, compression = MODES[mode]
+    write, compression, series = MODES[mode]
     sim = nl.NLSE(psi0, h, a=1.0, s=-1.0, bc="periodic", scheme="2shoc", backend="cpu")
     t_end = frames * steps * sim.dt
     path = os.path.join(folder, "run.h5")
-    saved = _hdf5.COMPRESSION
+    saved = _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS
     if write and compression != "default":
         _hdf5.COMPRESSION = compression
+    _hdf5.RECORD_SCALARS = series
     try:
         t0 = time.perf_counter()
         out = sim.run(t_end, frames=frames, output=path if write else None)
         seconds = time.perf_counter() - t0
     finally:
-        _hdf5.COMPRESSION = saved
+        _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS = saved
     size = os.path.getsize(path) if write else 0
     if write:
         os.remove(path)
@@ -95,8 +101,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=100)
     ap.add_argument("--steps-per-frame", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--modes", default="none,h5,lzf,gzip",
-                    help="comma-separated: none, h5 (shipped), lzf, gzip")
+    ap.add_argument("--modes", default="none,h5,frames,lzf,gzip",
+                    help="comma-separated: none, h5 (shipped), frames (no series), lzf, gzip")
     ap.add_argument("--dir", default=None, help="folder of the run files (default: a "
                                                 "temporary folder)")
     ap.add_argument("--json", default=None)
@@ -136,6 +142,8 @@ def main() -> None:
         rows.append({
             "mode": LABEL[m], "median": med, "all": " ".join(f"{s:.2f}" for s in secs),
             "overhead": 100.0 * (med / base - 1.0),
+            "paired": 100.0 * (statistics.median(
+                r["seconds"] / b["seconds"] for r, b in zip(results[m], results["none"])) - 1.0),
             "per_frame": 1e3 * (med - base) / (args.frames + 1),
             "size": r0["file_bytes"] / 2 ** 20 if r0["file_bytes"] else None,
             "ratio": r0["file_bytes"] / r0["raw_bytes"] if r0["file_bytes"] else None})
@@ -147,6 +155,7 @@ def main() -> None:
     print(_common.format_table(rows, [
         ("mode", "mode", "{}"), ("median", "s/run (median)", "{:.2f}"),
         ("all", "runs (s)", "{}"), ("overhead", "overhead %", "{:+.1f}"),
+        ("paired", "paired %", "{:+.1f}"),
         ("per_frame", "ms/frame extra", "{:+.1f}"), ("size", "file MiB", "{:.0f}"),
         ("ratio", "file / raw frames", "{:.3f}")], missing="-"))
     if args.json:

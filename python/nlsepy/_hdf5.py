@@ -73,6 +73,10 @@ SERIES_CHUNK = 256
 #: entries a run may be ahead of the writer thread before it waits for it
 QUEUE_FRAMES = 2
 
+#: record the model's scalar series (``_record_scalars``) with every frame;
+#: False writes the frames alone (bench/hdf5.py measures what they cost)
+RECORD_SCALARS = True
+
 _INSTALL = "pip install 'nlsepy[hdf5]'"
 
 
@@ -621,7 +625,7 @@ class Recorder:
         """Append the frame `state` (this process's, or this rank's slab) at
         `at` (the time ``t``, or the imaginary-time step count), with the
         model's scalar series now."""
-        scalars = self.model._record_scalars()
+        scalars = self.model._record_scalars() if RECORD_SCALARS else {}
         if self.comm is None:
             assert self.file is not None
             self.file.append(self.dim, at, {"psi": state, **scalars})
