@@ -18,7 +18,7 @@ DEBS   := build-essential pkg-config cmake libfftw3-dev
 MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
 # the `docs` extra of pyproject.toml (tests/test_docs.py checks they agree)
 DOCS_DEPS := sphinx numpydoc myst-parser myst-nb
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis build $(DOCS_DEPS)
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis build h5py $(DOCS_DEPS)
 OUT    ?= out
 PYTEST_ARGS ?=
 
@@ -46,7 +46,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, build, \
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, build, h5py, \
 	  sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \

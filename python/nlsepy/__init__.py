@@ -28,6 +28,8 @@ plot                plots and animations of every model's results (matplotlib):
                     ``frames.plot()``, ``frames.animate("run.gif")``, ``gpe.plot()``...
 units               physical units of the GPE models: ``units.BEC(species, a_s=, n_atoms=,
                     trap_hz=)`` gives DipolarGPE's g, gdd, trap and converts results back
+open_run(path)      a run file written by ``run(..., output="run.h5")`` (HDF5, h5py): an
+                    xarray Dataset when xarray is installed, else a dict of arrays
 scatter(a, comm)    split a global array into the slabs a model with ``comm=`` holds
                     (MPI, optional: mpi4py and nlsepy's MPI layer)
 """
@@ -48,12 +50,13 @@ from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
 from . import mbloch, plot, units
 from .mbloch import MaxwellBloch, MaxwellBlochResult
 from .runner import Frames
+from ._hdf5 import open_run
 
 __version__ = "0.1.0"
 
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
-           "Frames", "plot", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
+           "Frames", "open_run", "plot", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
            "get_num_threads", "max_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 

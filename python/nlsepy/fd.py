@@ -749,8 +749,8 @@ class NLSE:
         return self
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
-            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None
-            ) -> runner.Frames:
+            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
+            output: Optional[Union[str, os.PathLike]] = None) -> runner.Frames:
         """Advance to `t_end` in `frames` chunks, returning snapshots.
 
         The run takes the fewest equal steps no larger than :attr:`dt` that end
@@ -769,6 +769,15 @@ class NLSE:
             Show a progress bar (needs tqdm).
         checkpoint : path-like, optional
             Write :meth:`save` to this path after each chunk.
+        output : path-like, optional
+            Stream the frames into this HDF5 file (``.h5``/``.hdf5``, needs
+            h5py: ``pip install 'nlsepy[hdf5]'``) as they are taken:
+            ``psi`` over ``(t, x[, y[, z]])``, the series ``norm``,
+            ``energy`` and ``steps``, the coordinates ``x_i = i h`` and every
+            parameter; flushed after each frame, readable after Ctrl-C, read
+            back by :func:`nlsepy.open_run`.  Distributed: rank 0 gathers
+            each frame (:meth:`gather`) and writes the file with h5py
+            (without MPI).
 
         Returns
         -------
@@ -791,7 +800,37 @@ class NLSE:
             _guard.require_memory(2 * state, f"{self._what()}, 2 device frame slots,",
                                   backend="cuda", host_bytes=_CUDA_STAGING_BYTES)
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
-                          checkpoint=checkpoint)
+                          checkpoint=checkpoint, output=output)
+
+    def _record_header(self) -> Any:
+        """What a run file holds besides the frames (every rank: gathers V)."""
+        from ._hdf5 import RunHeader
+        axes = ("x", "y", "z")[: self.ndim]
+        V = self._V
+        if self._comm is not None and V is not None:
+            V = _dist.gather_rows(self._solver.layout, V, 0)
+        params = {"a": self.a, "s": self.s, "spacing": self.spacing, "scheme": self.scheme,
+                  "bc": self.bc, "dt": self._dt, "max_dt": self.max_dt, "force": self._force,
+                  "dtype": self.dtype.name, "shape": self._shape, "V": V}
+        coords = {ax: ((ax,), np.arange(n) * h, "length unit of the equation",
+                       f"grid position {ax}_i = i h_{ax} from the first point")
+                  for ax, n, h in zip(axes, self._shape, self.spacing)}
+        return RunHeader(
+            model="NLSE", parameters=params, backend=self.backend,
+            units=("dimensionless: those of i dPsi/dt + a Lap Psi - V Psi + s |Psi|^2 Psi = 0 "
+                   "(t, x and Psi as the equation is written)"),
+            coords=coords, dims={"psi": axes, "norm": (), "energy": (), "steps": ()},
+            var_units={"t": "time unit of the equation", "psi": "", "norm": "",
+                       "energy": "", "steps": ""},
+            long_names={"t": "time", "psi": "the state Psi",
+                        "norm": "N = sum |Psi|^2 dV",
+                        "energy": "H = sum [a |grad Psi|^2 + V |Psi|^2 - (s/2) |Psi|^4] dV",
+                        "steps": "RK4 steps since the solver was made"})
+
+    def _record_scalars(self) -> Dict[str, Any]:
+        """The series a run file keeps per frame (collective when distributed)."""
+        norm, energy = self._solver.observe()
+        return {"norm": float(norm), "energy": float(energy), "steps": int(self._steps)}
 
     # ------------------------------------------------------------ observables
     def norm(self) -> float:

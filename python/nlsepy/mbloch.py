@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _backend, _dist, _guard, _validate
 from ._validate import Fixed
+from ._hdf5 import check_output as _check_output
 from .errors import BlowUpError
 from .reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
@@ -763,7 +764,8 @@ class MaxwellBloch:
     def run(self, fields0: Any, h_z: float, n_z: int, save_every: Any = 1,
             full_map: bool = False, populations: bool = True, euler_substeps: int = 8,
             progress: bool = False,
-            callback: Optional[Callable[[Any], Any]] = None) -> MaxwellBlochResult:
+            callback: Optional[Callable[[Any], Any]] = None,
+            output: Any = None) -> MaxwellBlochResult:
         """Propagate `fields0` from z = 0 to ``n_z h_z`` (algorithm 1).
 
         Parameters
@@ -791,6 +793,18 @@ class MaxwellBloch:
             ``norm_deviation`` and (fetched when read) ``fields`` and
             ``polarisation``; raising ``StopIteration`` ends the run there (the
             fields and populations of that z are kept).
+        output : path-like, optional
+            Stream what the run keeps into this HDF5 file (``.h5``/``.hdf5``,
+            needs h5py: ``pip install 'nlsepy[hdf5]'``) as it is kept:
+            ``fields`` over ``(z, t, mode)``, ``norm_deviation`` (the
+            running maximum) over ``z``, ``populations`` over
+            ``(z_populations, t, level)``, the coordinates ``t``, ``mode``,
+            ``level`` and ``atom`` (with ``detuning`` and ``weight``), every
+            parameter of the model and of the run; flushed after each kept
+            position, readable after Ctrl-C (the positions kept so far),
+            read back by :func:`nlsepy.open_run`.  Distributed: rank 0
+            (whose fields are every rank's) writes the file with h5py
+            (without MPI).
 
         Returns
         -------
@@ -847,9 +861,10 @@ class MaxwellBloch:
                 _require(dev, what, backend="cuda", host_bytes=host)
             else:
                 _require(host, what)
-            return h, n, subs, sv, self.input_fields(fields0)
+            path = None if output is None else _check_output(output)
+            return h, n, subs, sv, self.input_fields(fields0), path
 
-        h_z, n_z, euler_substeps, saved, eps0 = self._agreed(check)
+        h_z, n_z, euler_substeps, saved, eps0, path = self._agreed(check)
         if comm is not None:  # the loop below must take the same z steps everywhere
             mine = {"h_z": _fingerprint(h_z), "n_z": _fingerprint(n_z),
                     "euler_substeps": _fingerprint(euler_substeps),
@@ -857,6 +872,7 @@ class MaxwellBloch:
                     "full_map": _fingerprint(bool(full_map)),
                     "populations": _fingerprint(bool(populations)),
                     "callback (given or not)": _fingerprint(callback is not None),
+                    "output (given or not)": _fingerprint(output is not None),
                     "fields0": _fingerprint(eps0)}
             everyone = comm.allgather(mine)
             _dist.agree(comm, lambda: _same_on_every_rank(everyone, "MaxwellBloch.run",
@@ -883,14 +899,31 @@ class MaxwellBloch:
         solver = self._agreed(make)
         zf, fl, zp, pops = [], [], [], []
         kernel = 0.0
+        rec: Any = None
+        if path is not None:
+            run_args = {"h_z": h_z, "n_z": n_z, "save_every": save_every,
+                        "full_map": bool(full_map), "populations": bool(populations),
+                        "euler_substeps": euler_substeps, "fields0": eps0}
+            rec = self._on_root(lambda: self._record_file(path, run_args))
+
+        def record(dim: str, z: float, data: Dict[str, Any]) -> None:
+            if rec is not None:  # rank 0 (or the one process) writes
+                rec.append(dim, z, data)
 
         def keep(j: int, fields: Optional[np.ndarray] = None) -> None:
             if keep_fld(j):
                 zf.append(j * h_z)
                 fl.append(solver.get_fields() if fields is None else fields)
+                if path is not None:
+                    nd = float(solver.norm_deviation())
+                    self._on_root(lambda: record("z", j * h_z, {"fields": fl[-1],
+                                                               "norm_deviation": nd}))
             if keep_pop(j):
                 zp.append(j * h_z)
                 pops.append(solver.get_populations())
+                if path is not None:
+                    self._on_root(lambda: record("z_populations", j * h_z,
+                                                 {"populations": pops[-1]}))
 
         def solve(j: int, step: bool, n: int = 0) -> None:
             """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1:
@@ -973,6 +1006,7 @@ class MaxwellBloch:
             bar = _progress_bar(True, n_z)
         with _guard.deferred_sigint() as flag:
             hit = False
+            ok = False
             try:
                 j = 0
                 while j < n_z and not hit:
@@ -998,15 +1032,66 @@ class MaxwellBloch:
                     solve(n_z, step=False)  # populations and the norm monitor at the last z
                     keep(n_z)
                     hit = anywhere(flag.hit)[0]  # Ctrl-C during that solve
+                ok = not hit
             finally:
                 if bar is not None:
                     bar.close()
+                if path is not None:  # marked complete when the run returns
+                    try:
+                        self._on_root(lambda: rec.close(ok) if rec is not None else None)
+                    except Exception:
+                        if ok:
+                            raise  # else the exception under way says more
             if hit:
                 self._partial = result(interrupted=True)
                 if not flag.hit:  # Ctrl-C reached another rank only
                     raise KeyboardInterrupt
                 flag.raise_now()
         return result()
+
+    def _on_root(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` in one process; distributed, on rank 0 only, its error
+        raised on every rank."""
+        return fn() if self._comm is None else _dist.agree(self._comm, fn, only=0)
+
+    def _record_file(self, path: str, run_args: Dict[str, Any]) -> Any:
+        """The run file of :meth:`run` with its header (see ``output``)."""
+        from ._hdf5 import RunFile, RunHeader
+        params: Dict[str, Any] = {
+            "n_g": self.n_g, "n_e": self.n_e, "modes": self.modes, "F": self._F,
+            "h_t": self.h_t, "n_t": self.n_t, "kappa_g": self.kappa_g, "kappa_e": self.kappa_e,
+            "delta": self.delta, "beta": self.beta, "dtype": np.dtype(self.dtype).name,
+            "n_atoms": self.n_atoms, "initial_state": self._initial_state}
+        params.update(run_args)
+        levels = [f"ground {m}" for m in range(self.n_g)] + \
+            [f"excited {n}" for n in range(self.n_e)]
+        coords = {
+            "t": (("t",), self.t, "time unit of the equations", "retarded time t_k = k h_t"),
+            "mode": (("mode",), self.mode_numbers, "", "mode number l"),
+            "level": (("level",), np.arange(self.n_levels), "",
+                      "level: " + ", ".join(levels)),
+            "atom": (("atom",), np.arange(self.n_atoms), "", "atom D sampling the line"),
+            "detuning": (("atom",), self._detunings, "frequency unit (1 / time unit)",
+                         "detuning Delta_D"),
+            "weight": (("atom",), self._weights, "", "weight w_D")}
+        header = RunHeader(
+            model="MaxwellBloch", parameters=params, backend=self.backend,
+            units=("dimensionless units of the equations (source 004; "
+                   "nlsepy.reference.mbloch): fields in Rabi-frequency units, t the "
+                   "retarded time, frequencies (kappa, delta, detunings) in 1 / (time unit), "
+                   "z in the units of d eps / dz = i P with P = beta sum w F a* b"),
+            coords=coords,
+            dims={"fields": ("t", "mode"), "norm_deviation": (),
+                  "populations": ("t", "level")},
+            var_units={"z": "length unit of the equations", "z_populations":
+                       "length unit of the equations", "fields": "Rabi frequency",
+                       "norm_deviation": "", "populations": ""},
+            long_names={"z": "position of the kept fields",
+                        "z_populations": "position of the kept populations",
+                        "fields": "eps_l(z, t)",
+                        "norm_deviation": "max ||psi|^2 - 1| over the atoms so far",
+                        "populations": "sum_D w_D |psi^D_i(z, t)|^2"})
+        return RunFile(path, header, time="retarded (frames along z)")
 
     def __repr__(self) -> str:
         return (f"MaxwellBloch(n_g={self.n_g}, n_e={self.n_e}, modes={self.modes}, "

@@ -19,7 +19,17 @@ A model used with :func:`run` provides
 ``_snapshot()``
     a copy of the state for a frame (or a Future of one),
 ``save(path)``
-    write a checkpoint (only when ``checkpoint`` is given).
+    write a checkpoint (only when ``checkpoint`` is given),
+``_record_header()``, ``_record_scalars()``
+    what a run file holds besides the frames (only when ``output`` is
+    given; :class:`nlsepy._hdf5.Recorder`).
+
+Run files
+    With ``output="run.h5"`` each frame and the model's scalar series
+    (norm, energy, ...) are appended to an HDF5 file as they are taken
+    (:mod:`nlsepy._hdf5`, h5py); the path is checked before anything runs,
+    the file is created with the first frame and flushed after each, and
+    :func:`nlsepy.open_run` reads it back, also after an interrupt.
 
 Ctrl-C
     Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
@@ -208,7 +218,8 @@ def chunk_bounds(nsteps: int, frames: int) -> List[int]:
 
 def run(model: Any, t_end: float, frames: int = 10,
         callback: Optional[Callable[[Any], Any]] = None, progress: bool = False,
-        checkpoint: Optional[Union[str, os.PathLike]] = None) -> Frames:
+        checkpoint: Optional[Union[str, os.PathLike]] = None,
+        output: Optional[Union[str, os.PathLike]] = None) -> Frames:
     """Advance `model` to `t_end` in `frames` chunks and collect snapshots.
 
     Parameters
@@ -227,6 +238,12 @@ def run(model: Any, t_end: float, frames: int = 10,
         Show a tqdm progress bar (needs the optional ``tqdm`` package).
     checkpoint : path-like, optional
         After each chunk, write ``model.save(checkpoint)`` (atomically).
+    output : path-like, optional
+        Stream the frames and the model's scalar series into this HDF5 file
+        (``.h5`` or ``.hdf5``, replaced if it exists; needs h5py, the
+        ``hdf5`` extra): see :mod:`nlsepy._hdf5` for the layout and
+        :func:`nlsepy.open_run` to read it.  A distributed model is gathered
+        on rank 0, which writes the file.
 
     Returns
     -------
@@ -243,7 +260,8 @@ def run(model: Any, t_end: float, frames: int = 10,
         chunk for a model that cuts its ``_advance`` into short calls, else
         at the end of the chunk).  The model is consistent and can go on;
         the frames taken so far are the exception's ``frames`` attribute;
-        the checkpoint file, when given, holds the last complete chunk.
+        the checkpoint file, when given, holds the last complete chunk;
+        the output file, when given, holds the frames taken so far.
     """
     t_end = float(t_end)
     if not np.isfinite(t_end) or t_end <= model.t:
@@ -253,6 +271,7 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames must be an integer >= 1, got {frames!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+    path = None if output is None else _check_output(model, output, checkpoint)
     nsteps, dt = model._plan(t_end)
     frames = int(frames)
     if frames > nsteps:
@@ -261,19 +280,29 @@ def run(model: Any, t_end: float, frames: int = 10,
     bounds = chunk_bounds(nsteps, frames)
     out = Frames(frame_grid(model))
     bar = None
+    rec = None
+    done = False
     try:
         first = model._snapshot()
         if isinstance(first, Future):
             first = first.result()
         out.append(model.t, first)
         _require_frames(model, first, frames)
+        if path is not None:
+            from . import _hdf5
+            with _guard.deferred_sigint():
+                rec = _hdf5.Recorder(model, path)
+                rec.frame(model.t, first)
         bar = _progress_bar(progress, nsteps)
         for j in range(frames):
             n = bounds[j + 1] - bounds[j]
             # SIGINT is held until the chunk is booked and its frame taken
+            # (and written to the output file)
             with _guard.deferred_sigint():
                 model._advance(n, dt, t_end if j == frames - 1 else None)
                 out.append(model.t, model._snapshot())
+                if rec is not None:
+                    rec.frame(model.t, out._s[-1])
             if bar is not None:
                 bar.update(n)
             if checkpoint is not None:
@@ -283,6 +312,7 @@ def run(model: Any, t_end: float, frames: int = 10,
                     callback(model)
                 except StopIteration:
                     break
+        done = True
     except KeyboardInterrupt as exc:
         try:
             out._resolve()
@@ -293,6 +323,8 @@ def run(model: Any, t_end: float, frames: int = 10,
     finally:
         if bar is not None:
             bar.close()
+        if rec is not None:
+            _close_output(rec, done)
     out._resolve()
     return out
 
@@ -301,6 +333,36 @@ def frame_grid(model: Any) -> Optional[FrameGrid]:
     """The model's :class:`FrameGrid` (``model._frame_grid()``), or None."""
     make = getattr(model, "_frame_grid", None)
     return None if make is None else make()
+
+
+def _check_output(model: Any, output: Any, checkpoint: Any) -> str:
+    """The output path checked before the run starts (on rank 0 of a
+    distributed model, the error raised on every rank)."""
+    from . import _hdf5
+
+    def check() -> str:
+        path = _hdf5.check_output(output)
+        if checkpoint is not None and os.path.abspath(os.fspath(checkpoint)) == path:
+            raise ValueError(f"output and checkpoint name the same file {path!r}")
+        return path
+
+    comm = getattr(model, "comm", None)
+    if comm is None:
+        return check()
+    from . import _dist
+    return _dist.agree(comm, check, only=0) or os.path.abspath(os.fspath(output))
+
+
+def _close_output(rec: Any, complete: bool) -> None:
+    """Close a run file, marked complete when the run returns; on the way
+    out of an exception a failure to close does not replace it."""
+    if complete:
+        rec.close(True)
+        return
+    try:
+        rec.close(False)
+    except Exception:  # the exception under way says more
+        pass
 
 
 def _require_frames(model: Any, state: Any, frames: int) -> None:

@@ -617,8 +617,8 @@ class DecGPE:
         return self
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
-            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None
-            ) -> runner.Frames:
+            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
+            output: Optional[Union[str, os.PathLike]] = None) -> runner.Frames:
         """Advance to `t_end` in `frames` chunks, returning snapshots.
 
         Parameters
@@ -633,6 +633,16 @@ class DecGPE:
             Show a progress bar (needs tqdm).
         checkpoint : path-like, optional
             Write :meth:`save` to this path after each chunk.
+        output : path-like, optional
+            Stream the frames into this HDF5 file (``.h5``/``.hdf5``, needs
+            h5py: ``pip install 'nlsepy[hdf5]'``) as they are taken: ``psi``
+            over ``(t, cell)`` with the circumcentres ``x``, ``y``, ``z``
+            and the cell volumes as coordinates along ``cell``, the series
+            ``norm``, ``energy`` and ``steps``, every parameter; flushed
+            after each frame, readable after Ctrl-C, read back by
+            :func:`nlsepy.open_run`.  Distributed: rank 0 gathers each
+            frame (:meth:`gather`) and writes the file with h5py (without
+            MPI).
 
         Returns
         -------
@@ -640,7 +650,47 @@ class DecGPE:
             ``(t, psi)`` snapshots.
         """
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
-                          checkpoint=checkpoint)
+                          checkpoint=checkpoint, output=output)
+
+    def _record_header(self) -> Any:
+        """What a run file holds besides the frames (every rank: gathers V)."""
+        from .._hdf5 import RunHeader
+        V = self._V
+        if self._comm is not None and V is not None:
+            assert self._layout is not None
+            V = _dist.gather_rows(self._layout, V.reshape(self._layers[1], -1), 0)
+            V = None if V is None else V.reshape(-1)
+        params = {"grid": self.grid, "blocks": self.blocks, "spacing": self.spacing,
+                  "g": self.g, "trap": self.trap, "bc": self.bc, "centre": self.centre,
+                  "dt": self._dt, "max_dt": self.max_dt, "force": self._force,
+                  "dtype": np.dtype(self.dtype).name, "box": self.box,
+                  "cells_per_block": self.cells_per_block, "size": self._n, "V": V}
+        pos = self._positions_of(0, self.blocks[2])
+        vol = np.tile(self._block.volumes * self.spacing ** 3, int(np.prod(self.blocks)))
+        length = "l = sqrt(hbar / (m omega))"
+        coords = {"cell": (("cell",), np.arange(self._n), "",
+                           "cell index ((bz * ny + by) * nx + bx) * cells_per_block + c"),
+                  "x": (("cell",), pos[:, 0], length, "circumcentre x"),
+                  "y": (("cell",), pos[:, 1], length, "circumcentre y"),
+                  "z": (("cell",), pos[:, 2], length, "circumcentre z"),
+                  "volume": (("cell",), vol, "l^3", "cell volume |B_i|")}
+        return RunHeader(
+            model="DecGPE", parameters=params, backend=self.backend,
+            units=(f"trap units of i dPsi/dt = [-1/2 Lap + V + g |Psi|^2] Psi: lengths in "
+                   f"{length}, time in 1 / omega, energies in hbar omega"),
+            coords=coords, dims={"psi": ("cell",), "norm": (), "energy": (), "steps": ()},
+            var_units={"t": "1 / omega", "psi": "l^(-3/2)", "norm": "",
+                       "energy": "hbar omega", "steps": ""},
+            long_names={"t": "time", "psi": "the state at the circumcentres",
+                        "norm": "N = sum_i |B_i| |psi_i|^2",
+                        "energy": "E = sum_i |B_i| [conj(psi_i) (K psi)_i + V_i |psi_i|^2 "
+                                  "+ g/2 |psi_i|^4]",
+                        "steps": "real-time steps since the solver was made"})
+
+    def _record_scalars(self) -> Dict[str, Any]:
+        """The series a run file keeps per frame (collective when distributed)."""
+        norm, energy = self._solver.observe()
+        return {"norm": float(norm), "energy": float(energy), "steps": int(self._steps)}
 
     # ----------------------------------------------------------- observables
     def norm(self) -> float:

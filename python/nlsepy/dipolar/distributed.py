@@ -531,10 +531,11 @@ class DistributedDipolarGPE(DipolarGPE):
         return agreed
 
     def _chunks(self, mode: str, steps: int, frames: Optional[int], callback: Optional[Callable],
-                progress: bool, ramp: bool) -> Any:
-        self._same("the stepping call's steps, frames and ramp", (mode, steps, frames, ramp))
+                progress: bool, ramp: bool, output: Any = None) -> Any:
+        self._same("the stepping call's steps, frames, ramp and output",
+                   (mode, steps, frames, ramp, output is None))
         return super()._chunks(mode, steps, frames, callback, bool(progress) and self._rank == 0,
-                               ramp)
+                               ramp, output)
 
     def _require_frames(self, count: int) -> None:
         rs = 4 if self._dtype == np.complex64 else 8
@@ -544,12 +545,16 @@ class DistributedDipolarGPE(DipolarGPE):
                     f"ranks on this host [{_guard.format_bytes(nbytes)}]"))
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
-            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None) -> Any:
+            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
+            output: Optional[Union[str, os.PathLike]] = None) -> Any:
         """Real-time propagation to `t_end` (collective; see :meth:`DipolarGPE.run`).
-        Frames hold this rank's slabs; ``checkpoint`` writes distributed checkpoints."""
-        self._same("run's t_end, frames and checkpoint", (t_end, frames, checkpoint is None))
+        Frames hold this rank's slabs; ``checkpoint`` writes distributed checkpoints;
+        ``output``: rank 0 gathers each frame and writes the HDF5 file (h5py
+        without MPI)."""
+        self._same("run's t_end, frames, checkpoint and output",
+                   (t_end, frames, checkpoint is None, output is None))
         return super().run(t_end, frames, callback, bool(progress) and self._rank == 0,
-                           checkpoint)
+                           checkpoint, output)
 
     def _blowup(self, mode: str, n: int, before: int, done: int, m: int,
                 dt: float) -> BlowUpError:

@@ -822,7 +822,7 @@ class DipolarGPE:
             step=bad, t=t_bad, last_good=(self.t, self.psi))
 
     def _chunks(self, mode: str, steps: int, frames: Optional[int], callback: Optional[Callable],
-                progress: bool, ramp: bool) -> Optional[runner.Frames]:
+                progress: bool, ramp: bool, output: Any = None) -> Optional[runner.Frames]:
         steps = _count("steps", steps)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
@@ -832,32 +832,49 @@ class DipolarGPE:
             raise ValueError(f"frames={nchunks} exceeds steps={steps}")
         if ramp and nchunks > 1:
             raise ValueError("ramp=True runs in one chunk; leave frames at None")
+        path = None if output is None else runner._check_output(self, output, None)
         out = None
         if frames is not None:
             self._require_frames(nchunks + 1)
             out = runner.Frames(self._frame_grid())
         bar = runner._progress_bar(progress, steps)
         bounds = runner.chunk_bounds(steps, nchunks)
+        rec = None
+        done = False
         with _guard.deferred_sigint():
             try:
                 if out is not None:
                     out.append(self.t, self.psi)
+                if path is not None:
+                    from .._hdf5 import Recorder
+                    rec = Recorder(self, path, time=mode)
+                    rec.frame(self._record_at(mode), out._s[-1] if out is not None else self.psi)
                 for j in range(nchunks):
                     n = bounds[j + 1] - bounds[j]
                     self._run(mode, n, self._dt, ramp,
                               on_block=None if bar is None else bar.update)
                     if out is not None:
                         out.append(self.t, self.psi)
+                    if rec is not None:
+                        rec.frame(self._record_at(mode),
+                                  out._s[-1] if out is not None else self.psi)
                     if callback is not None:
                         try:
                             callback(self)
                         except StopIteration:
                             break
+                done = True
             finally:
                 self._frames = out
                 if bar is not None:
                     bar.close()
+                if rec is not None:
+                    runner._close_output(rec, done)
         return out
+
+    def _record_at(self, mode: str) -> Any:
+        """A run file's frame coordinate: t in real time, the step count in imaginary time."""
+        return self.t if mode == "real" else int(self._steps["imaginary"])
 
     def _require_frames(self, count: int) -> None:
         """MemoryError when `count` host snapshots of the state will not fit."""
@@ -868,7 +885,7 @@ class DipolarGPE:
 
     def imaginary_time(self, steps: int, frames: Optional[int] = None,
                        callback: Optional[Callable] = None, progress: bool = False,
-                       ramp: bool = False) -> "DipolarGPE":
+                       ramp: bool = False, output: Any = None) -> "DipolarGPE":
         """Propagate `steps` steps in imaginary time (renormalised every step).
 
         Parameters
@@ -886,6 +903,11 @@ class DipolarGPE:
         ramp : bool, optional
             Grow g and gdd linearly from 0 to their values over the steps
             (DBEC-GP's NSTP stage).
+        output : path-like, optional
+            Stream the state before the call and after each chunk, with the
+            :meth:`observables`, into this HDF5 file (see :meth:`run`); in
+            imaginary time the frames' axis is ``step`` (imaginary-time
+            steps taken), in real time ``t``.
 
         Returns
         -------
@@ -901,12 +923,12 @@ class DipolarGPE:
             The state became non-finite; the solver is at the start of the
             block that failed.
         """
-        self._chunks("imaginary", steps, frames, callback, progress, ramp)
+        self._chunks("imaginary", steps, frames, callback, progress, ramp, output)
         return self
 
     def real_time(self, steps: int, frames: Optional[int] = None,
                   callback: Optional[Callable] = None, progress: bool = False,
-                  ramp: bool = False) -> "DipolarGPE":
+                  ramp: bool = False, output: Any = None) -> "DipolarGPE":
         """Propagate `steps` steps of :attr:`dt` in real time.
 
         Parameters and exceptions are those of :meth:`imaginary_time`;
@@ -917,7 +939,7 @@ class DipolarGPE:
         DipolarGPE
             ``self``.
         """
-        self._chunks("real", steps, frames, callback, progress, ramp)
+        self._chunks("real", steps, frames, callback, progress, ramp, output)
         return self
 
     # runner protocol (real time)
@@ -943,8 +965,8 @@ class DipolarGPE:
                                 model="DipolarGPE")
 
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
-            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None
-            ) -> runner.Frames:
+            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
+            output: Optional[Union[str, os.PathLike]] = None) -> runner.Frames:
         """Real-time propagation to `t_end` in `frames` chunks (the shared runner).
 
         Parameters
@@ -959,6 +981,17 @@ class DipolarGPE:
             tqdm progress bar.
         checkpoint : path-like, optional
             Write :meth:`save` after each chunk.
+        output : path-like, optional
+            Stream the frames into this HDF5 file (``.h5``/``.hdf5``, needs
+            h5py: ``pip install 'nlsepy[hdf5]'``) as they are taken: ``psi``
+            over ``t`` and the solver axes (coordinates :attr:`coords`), the
+            :meth:`observables` per frame (``norm``, ``norm_sum``, ``mu``,
+            ``energy``, ``mu_dbec``, ``energy_dbec``, ``x2`` ... per axis,
+            ``r_rms``, ``psi0sq``) and the step counters, every parameter
+            and the units; flushed after each frame, readable after Ctrl-C,
+            read back by :func:`nlsepy.open_run`.  Distributed: rank 0
+            gathers each frame (:meth:`gather`) and writes the file with
+            h5py (without MPI).
 
         Returns
         -------
@@ -970,7 +1003,70 @@ class DipolarGPE:
         if callback is not None and callable(callback):
             callback = self._wrap_callback(callback)
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
-                          checkpoint=checkpoint)
+                          checkpoint=checkpoint, output=output)
+
+    def _record_header(self) -> Any:
+        """What a run file holds besides the frames (every rank: gathers V)."""
+        from .._hdf5 import RunHeader
+        V = self._V
+        comm = getattr(self, "_comm", None)
+        if comm is not None and V is not None:
+            from .. import _dist
+            V = _dist.gather_rows(self._layout, V, 0)
+        ob = self._obstacle
+        params: Dict[str, Any] = {
+            "shape": self._shape, "spacing": self._spacing, "dt": self._dt, "g": self._g,
+            "gdd": self._gdd, "trap": self._trap, "cutoff": self._cutoff,
+            "geometry": self._geometry, "axes": self._axes, "option": self._option,
+            "dtype": self._dtype.name, "dipolar": self._dipolar, "fft_effort": self._fft_effort,
+            "g_eff": self.g_eff, "gdd_eff": self.gdd_eff, "V": V, "obstacle": ob is not None}
+        if ob is not None:
+            params.update({f"obstacle_{k}": getattr(ob, k) for k in (
+                "V0", "sigma", "velocity", "start", "t_move", "t_off", "move_axis",
+                "beam_axis")})
+        d = self.ndim
+        length = "l = sqrt(hbar / (m omega))"
+        coords = {a: ((a,), c, length, f"grid position {a}_i = (i - n/2) h_{a}")
+                  for a, c in zip(self._axes, self.coords)}
+        scalars = ("norm", "norm_sum", "mu", "energy", "mu_dbec", "energy_dbec") + \
+            tuple(f"{a}2" for a in self._axes) + ("r_rms", "psi0sq", "steps_imaginary",
+                                                  "steps_real")
+        energy = "hbar omega"
+        var_units = {"t": f"1 / ({self._option} omega)", "step": "",
+                     "psi": f"l^(-{d}/2)", "norm": "", "norm_sum": "", "mu": energy,
+                     "energy": energy, "mu_dbec": energy, "energy_dbec": energy,
+                     "r_rms": "l", "psi0sq": f"l^(-{d})", "steps_imaginary": "",
+                     "steps_real": ""}
+        var_units.update({f"{a}2": "l^2" for a in self._axes})
+        long_names = {"t": "real time (the solver's t = option * omega * t_physical)",
+                      "step": "imaginary-time steps taken", "psi": "the state psi",
+                      "norm": "norm (Simpson)", "norm_sum": "sum |psi|^2 dV",
+                      "mu": "chemical potential", "energy": "energy per atom",
+                      "mu_dbec": "chemical potential as DBEC-GP's real-time programs print it",
+                      "energy_dbec": "energy as DBEC-GP's real-time programs print it",
+                      "r_rms": "root mean square radius", "psi0sq": "|psi|^2 at the centre",
+                      "steps_imaginary": "imaginary-time steps since the solver was made",
+                      "steps_real": "real-time steps since the solver was made"}
+        long_names.update({f"{a}2": f"<{a}^2>" for a in self._axes})
+        return RunHeader(
+            model=_MODEL, parameters=params, backend=self._backend,
+            units=(f"trap units of the reference frequency omega: lengths in {length}, "
+                   f"energies in hbar omega, time t in 1 / (option omega) with option = "
+                   f"{self._option} (nl.units.BEC converts)"),
+            coords=coords, dims={"psi": self._axes, **{k: () for k in scalars}},
+            var_units=var_units, long_names=long_names)
+
+    def _record_scalars(self) -> Dict[str, Any]:
+        """The series a run file keeps per frame: :meth:`observables` and the
+        step counters (collective when distributed)."""
+        o = self.observables()
+        out = {k: float(o[k]) for k in ("norm", "norm_sum", "mu", "energy", "mu_dbec",
+                                        "energy_dbec")}
+        out.update({f"{a}2": float(v) for a, v in zip(self._axes, o["x2"])})
+        out.update(r_rms=float(o["r_rms"]), psi0sq=float(o["psi0sq"]),
+                   steps_imaginary=int(self._steps["imaginary"]),
+                   steps_real=int(self._steps["real"]))
+        return out
 
     # ------------------------------------------------------------ observables
     def observables(self) -> Dict[str, Any]:
