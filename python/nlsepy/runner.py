@@ -22,12 +22,12 @@ A model used with :func:`run` provides
     write a checkpoint (only when ``checkpoint`` is given),
 ``_record_header()``, ``_record_scalars()``
     what a run file holds besides the frames (only when ``output`` is
-    given; :class:`nlsepy._hdf5.Recorder`).
+    given; ``nlsepy._hdf5.Recorder``).
 
 Run files
     With ``output="run.h5"`` each frame and the model's scalar series
     (norm, energy, ...) are appended to an HDF5 file as they are taken
-    (:mod:`nlsepy._hdf5`, h5py); the path is checked before anything runs,
+    (``nlsepy._hdf5``, h5py); the path is checked before anything runs,
     the file is created with the first frame and flushed after each, and
     :func:`nlsepy.open_run` reads it back, also after an interrupt.
 
@@ -241,7 +241,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     output : path-like, optional
         Stream the frames and the model's scalar series into this HDF5 file
         (``.h5`` or ``.hdf5``, replaced if it exists; needs h5py, the
-        ``hdf5`` extra): see :mod:`nlsepy._hdf5` for the layout and
+        ``hdf5`` extra): see ``nlsepy._hdf5`` for the layout and
         :func:`nlsepy.open_run` to read it.  A distributed model is gathered
         on rank 0, which writes the file.
 

@@ -990,7 +990,7 @@ class DipolarGPE:
             ``r_rms``, ``psi0sq``) and the step counters, every parameter
             and the units; flushed after each frame, readable after Ctrl-C,
             read back by :func:`nlsepy.open_run`.  Distributed: rank 0
-            gathers each frame (:meth:`gather`) and writes the file with
+            gathers each frame (``gather``) and writes the file with
             h5py (without MPI).
 
         Returns
