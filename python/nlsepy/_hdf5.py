@@ -62,8 +62,9 @@ EXTENSIONS = (".h5", ".hdf5")
 #: the filter of the frame datasets: None (uncompressed, each frame written
 #: as one raw chunk), "lzf" or "gzip" (HDF5's filter pipeline, level
 #: :data:`GZIP_LEVEL`).  None is the default: on double-precision states lzf
-#: saves about a quarter and gzip level 1 about a third of the bytes, at 4 to
-#: 15 times the writing time of the whole uncompressed frame (bench/hdf5.py).
+#: keeps 67 % and gzip level 1 53 % of the bytes, at 20 and 70 times the
+#: time of writing the frame as one raw chunk, and a 128^3 run costs twice
+#: and four times as much with them (bench/hdf5.py, bench/RESULTS.md).
 COMPRESSION: Optional[str] = None
 GZIP_LEVEL = 1
 
