@@ -2,6 +2,8 @@
 #   make demo   build, run the default simulation, write frames/summary/plot to out/
 #   make test   build, run the whole pytest suite
 #   make bench  build, run the benchmarks (bench/*.py)
+#   make docs   build, then the HTML documentation (Sphinx, warnings as errors) in docs/_build/html
+#   make wheel  an sdist and a wheel in dist/ (python -m build)
 #   make sanitize  the C core with AddressSanitizer + UBSan (no CUDA) in build/sanitize,
 #               the CPU tests and the hostile-input battery against it
 # Set-up: Debian packages (when root), a .venv with pip, the package built
@@ -14,11 +16,13 @@ PIP    := $(PY) -m pip
 DEBS   := build-essential pkg-config cmake libfftw3-dev
 # optional: the MPI layer (nlsepy._mpi) and its tests under mpirun
 MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis h5py
+# the `docs` extra of pyproject.toml (tests/test_docs.py checks they agree)
+DOCS_DEPS := sphinx numpydoc myst-parser myst-nb
+PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis build h5py $(DOCS_DEPS)
 OUT    ?= out
 PYTEST_ARGS ?=
 
-.PHONY: all sysdeps venv build demo test bench sanitize clean
+.PHONY: all sysdeps venv build demo test bench docs wheel sanitize clean
 
 all: build
 
@@ -42,7 +46,8 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, h5py" 2>/dev/null || \
+	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, build, h5py, \
+	  sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
 	  $(PIP) install -q --disable-pip-version-check mpi4py || \
@@ -61,6 +66,17 @@ test: build
 
 bench: build
 	$(PY) bench/fd.py
+
+# The API pages come from the docstrings of the installed package; the
+# notebooks are rendered as stored (never executed here).
+docs: build
+	@$(PY) -c "import sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
+	  $(PIP) install -q --disable-pip-version-check $(DOCS_DEPS)
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+# sdist, then the wheel built from it (NLSEPY_CUDA / NLSEPY_MPI choose the parts)
+wheel: sysdeps venv
+	$(PY) -m build --no-isolation -o dist .
 
 # The C core built with -fsanitize=address,undefined (UBSan fatal, no CUDA)
 # and installed into $(SANITIZE_DIR)/site, which the tests import first; the
@@ -83,4 +99,4 @@ sanitize: sysdeps venv
 	  $(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 clean:
-	rm -rf build $(OUT) .pytest_cache
+	rm -rf build $(OUT) .pytest_cache docs/_build

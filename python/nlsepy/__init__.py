@@ -24,6 +24,8 @@ models()            the models by stem (``fd``, ``dipolar``, ``magnet``, ``mbloc
 backends()          the backends this build and machine offer
 set_num_threads(n)  OpenMP threads of the CPU kernels
 examples            initial states of the source test problems
+plot                plots and animations of every model's results (matplotlib):
+                    ``frames.plot()``, ``frames.animate("run.gif")``, ``gpe.plot()``...
 units               physical units of the GPE models: ``units.BEC(species, a_s=, n_atoms=,
                     trap_hz=)`` gives DipolarGPE's g, gdd, trap and converts results back
 open_run(path)      a run file written by ``run(..., output="run.h5")`` (HDF5, h5py): an
@@ -45,7 +47,7 @@ from .dipolar import DipolarGPE, Obstacle, dbec
 from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
 from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
-from . import mbloch, units
+from . import mbloch, plot, units
 from .mbloch import MaxwellBloch, MaxwellBlochResult
 from .runner import Frames
 from ._hdf5 import open_run
@@ -54,7 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
-           "Frames", "open_run", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
+           "Frames", "open_run", "plot", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
            "get_num_threads", "max_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 

@@ -32,7 +32,6 @@ import numpy as np
 from ._guard import require_memory
 from ._outputs import OutputSet, check_name
 from .errors import BackendError, BlowUpError
-from .runner import atomic_write
 
 #: the default input of ``python -m nlsepy demo``
 DEFAULT_INPUT = """\
@@ -299,55 +298,41 @@ def run_input(text: str, out: str, source: str = "<input>",
 
 
 def _matplotlib() -> Any:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'nlsepy[plot]'") from None
-    return plt
+    """matplotlib, or ImportError naming the ``plot`` extra (checked before a run)."""
+    from . import plot
+    return plot._require()
 
 
 def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "") -> None:
-    """Save a PNG of |psi|^2: a space-time map in 1D, the last frame in 2D/3D.
+    """Save a PNG of the run (:mod:`nlsepy.plot`): in 1D the space-time map
+    of |psi|^2 beside the last profile and the exact one; in 2D and 3D
+    :func:`nlsepy.plot.frames` of the last frame.
 
     Parameters
     ----------
     frames : nlsepy.Frames
         Snapshots of a run.
     params : dict
-        Example parameters (coordinates ``x``, ``y``, ``exact``).
+        Example parameters (coordinate ``x``, ``exact``).
     path : str
         PNG file to write.
     title : str, optional
         Figure title.
     """
-    plt = _matplotlib()
-    dens = np.abs(frames.psi) ** 2
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    try:
-        if dens.ndim == 2:
-            x = params["x"]
-            im = axes[0].pcolormesh(x, frames.t, dens, shading="auto", cmap="viridis")
-            axes[0].set(xlabel="x", ylabel="t", title="|psi|^2")
-            fig.colorbar(im, ax=axes[0])
-            axes[1].plot(x, dens[-1], label=f"nlsepy, t = {frames.t[-1]:g}")
-            if "exact" in params:
-                axes[1].plot(x, np.abs(params["exact"](frames.t[-1])) ** 2, "--", label="exact")
-            axes[1].set(xlabel="x", ylabel="|psi|^2")
-            axes[1].legend()
-        else:
-            last = dens[-1] if dens.ndim == 3 else dens[-1][:, :, dens.shape[-1] // 2]
-            first = dens[0] if dens.ndim == 3 else dens[0][:, :, dens.shape[-1] // 2]
-            for ax, img, t in ((axes[0], first, frames.t[0]), (axes[1], last, frames.t[-1])):
-                im = ax.imshow(img.T, origin="lower", cmap="viridis")
-                ax.set(title=f"|psi|^2 at t = {t:g}")
-                fig.colorbar(im, ax=ax)
-        fig.suptitle(title)
-        fig.tight_layout()
-        atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
-    finally:
-        plt.close(fig)
+    from . import plot
+    if frames.psi.ndim == 2:
+        fig, (left, right) = plot._panels(None, 2, size=(5.5, 4.0))
+        plot.frames(frames, ax=left)
+        x, dens = params["x"], np.abs(frames.psi[-1]) ** 2
+        right.plot(x, dens, label=f"nlsepy, t = {frames.t[-1]:g}")
+        if "exact" in params:
+            right.plot(x, np.abs(params["exact"](frames.t[-1])) ** 2, "--", label="exact")
+        right.set(xlabel=left.get_xlabel(), ylabel="|ψ|²")
+        right.legend()
+    else:
+        fig = plot.frames(frames)
+    fig.suptitle(title)
+    plot.save(fig, path, dpi=110)
 
 
 def _read_text(path: str, text: bool = True) -> str:

@@ -298,6 +298,91 @@ def select_gpu(comm: Any) -> int:
     return device
 
 
+class IpcHalo:
+    """Halo rows exchanged device to device between the GPU ranks of one node.
+
+    Each rank owns two device mailboxes (its first and its last owned rows,
+    ``nbytes`` each), shares them by CUDA IPC handles swapped once, and maps
+    the neighbours' ones: the rank below's last rows feed this rank's lower
+    halo, the rank above's first rows its upper halo (peer copies over
+    NVLink or PCIe, no host memory, no CUDA-aware MPI).
+
+    Parameters
+    ----------
+    comm : mpi4py communicator
+    cuda : module
+        nlsepy's CUDA extension (``device_alloc``, ``ipc_*``).
+    nbytes : int
+        Bytes of one side's halo.
+    lower, upper : bool
+        This rank has a neighbour below / above.
+    """
+
+    def __init__(self, comm: Any, cuda: Any, nbytes: int, lower: bool, upper: bool) -> None:
+        self.comm, self.cuda, self.nbytes = comm, cuda, int(nbytes)
+        self.lower, self.upper = lower, upper
+        self.mail: List[int] = []
+        self.peers: Dict[str, int] = {}
+        self.why = ""
+
+    def open(self) -> bool:
+        """Set up the mailboxes (collective).  False, with :attr:`why`, when
+        the ranks span several nodes, ``NLSEPY_HALO=host`` is set or a rank
+        cannot share device memory: then the caller stages through the host."""
+        from mpi4py import MPI
+        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+            self.why = "NLSEPY_HALO=host"
+            return False
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        one_node = node.Get_size() == self.comm.Get_size()
+        node.Free()
+        if not one_node:
+            self.why = "the ranks are on several nodes"
+            return False
+        rank, size = self.comm.Get_rank(), self.comm.Get_size()
+        why, handles = "", None
+        try:
+            self.mail = [self.cuda.device_alloc(self.nbytes) for _ in range(2)]
+            handles = tuple(self.cuda.ipc_handle(m) for m in self.mail)
+        except Exception as exc:
+            why = f"rank {rank}: {exc}"
+        everyone = self.comm.allgather(handles)
+        if all(h is not None for h in everyone):
+            try:
+                if self.lower:
+                    self.peers["lower"] = self.cuda.ipc_open(everyone[(rank - 1) % size][1])
+                if self.upper:
+                    self.peers["upper"] = self.cuda.ipc_open(everyone[(rank + 1) % size][0])
+            except Exception as exc:
+                why = f"rank {rank}: {exc}"
+        elif not why:
+            why = "another rank could not share its device buffers"
+        whys = [w for w in self.comm.allgather(why) if w]
+        if whys:
+            self.why = whys[0]
+            self.close()
+            return False
+        return True
+
+    def swap(self, put: Callable[[int, int], None], get: Callable[[str, int], None]) -> None:
+        """``put(side, address)`` copies this rank's first (side 0) and last
+        (side 1) owned rows to its mailboxes; ``get(which, address)`` copies
+        a neighbour's mailbox ("lower" or "upper") into the halo."""
+        put(0, self.mail[0])
+        put(1, self.mail[1])
+        self.comm.Barrier()
+        for which, addr in self.peers.items():
+            get(which, addr)
+        self.comm.Barrier()  # read before anyone writes its mailbox again
+
+    def close(self) -> None:
+        for addr in self.peers.values():
+            self.cuda.ipc_close(addr)
+        for addr in self.mail:
+            self.cuda.device_free(addr)
+        self.peers, self.mail = {}, []
+
+
 def check_root(comm: Any, root: Optional[int]) -> None:
     if root is None:
         return

@@ -188,15 +188,13 @@ class _SlabFD:
         self.buffers: Optional[list] = None
         self.dtype = owner.dtype
         self.pin = module if owner.backend == "cuda" else None
-        self.ipc: Optional[bool] = None  # decided at the first exchange
-        self.ipc_why = ""                # why not, when not
-        self.mail: list = []
-        self.peers: list = []
+        self.ipc: Any = None     # the device-to-device exchange, set up at the first one
+        self.ipc_why = ""        # why not, when not
 
     def __del__(self) -> None:
-        if getattr(self, "ipc", False):
+        if getattr(self, "ipc", None):
             try:
-                self._close_ipc()
+                self.ipc.close()
             except Exception:  # the context may be gone at exit
                 pass
         # unlock the staging buffers before they are freed
@@ -247,73 +245,20 @@ class _SlabFD:
                 above = recv_hi
         return below, above
 
-    def _setup_ipc(self) -> bool:
-        """Device mailboxes shared by CUDA IPC when every rank is a process on
-        one node with a GPU (collective); False: the halos go through host
-        memory.  ``NLSEPY_HALO=host`` in the environment forces the latter."""
-        if self.pin is None or self.layout.size == 1:
-            return False
-        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
-            self.ipc_why = "NLSEPY_HALO=host"
-            return False
-        from mpi4py import MPI
-        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        one_node = node.Get_size() == self.comm.Get_size()
-        node.Free()
-        if not one_node:
-            self.ipc_why = "the ranks are on several nodes"
-            return False
-        cuda, rank, size = self.module, self.layout.rank, self.layout.size
-        row = int(np.prod(self.layout.shape[1:])) * self.dtype.itemsize
-        handles = None
-        why = ""
-        try:  # this rank's outgoing rows: [0] its first, [1] its last
-            self.mail = [cuda.device_alloc(self.depth * row) for _ in range(2)]
-            handles = tuple(cuda.ipc_handle(m) for m in self.mail)
-        except Exception as exc:
-            why = f"rank {rank}: {exc}"
-        everyone = self.comm.allgather(handles)
-        if all(h is not None for h in everyone):
-            try:  # my lower halo <- the last rows of the rank below, and so on
-                if self.lo:
-                    self.peers.append(("lo", cuda.ipc_open(everyone[(rank - 1) % size][1])))
-                if self.hi:
-                    self.peers.append(("hi", cuda.ipc_open(everyone[(rank + 1) % size][0])))
-            except Exception as exc:
-                why = f"rank {rank}: {exc}"
-        elif not why:
-            why = "another rank could not share its buffers"
-        whys = [w for w in self.comm.allgather(why) if w]
-        if whys:
-            self.ipc_why = whys[0]
-            self._close_ipc()
-            return False
-        return True
-
-    def _close_ipc(self) -> None:
-        for _, addr in getattr(self, "peers", []):
-            self.module.ipc_close(addr)
-        for addr in getattr(self, "mail", []):
-            self.module.device_free(addr)
-        self.peers, self.mail = [], []
-
     def exchange(self) -> None:
         """Refresh the halo rows of the state from the neighbours."""
         if self.layout.size == 1:
             return
-        if self.ipc is None:
-            self.ipc = self._setup_ipc()
         d, lo, n = self.depth, self.lo, self.count
-        if self.ipc:  # device to device: my edge rows out, the neighbours' in
-            self.h.rows_to(lo, d, self.mail[0])
-            self.h.rows_to(lo + n - d, d, self.mail[1])
-            self.comm.Barrier()
-            for side, addr in self.peers:
-                if side == "lo":
-                    self.h.rows_from(0, lo, addr)
-                else:
-                    self.h.rows_from(lo + n, self.hi, addr)
-            self.comm.Barrier()  # read before anyone writes its mailbox again
+        if self.ipc is None and self.pin is not None:  # GPU ranks: device to device?
+            row = int(np.prod(self.layout.shape[1:])) * self.dtype.itemsize
+            halo = _dist.IpcHalo(self.comm, self.pin, d * row, bool(lo), bool(self.hi))
+            self.ipc = halo if halo.open() else False
+            self.ipc_why = halo.why
+        if self.ipc:  # my edge rows out, the neighbours' in
+            self.ipc.swap(lambda side, a: self.h.rows_to(lo if side == 0 else lo + n - d, d, a),
+                          lambda which, a: self.h.rows_from(0, lo, a) if which == "lower"
+                          else self.h.rows_from(lo + n, self.hi, a))
             return
         if self.buffers is None:  # four halo-sized host buffers, reused
             shape = (d,) + self.layout.shape[1:]
@@ -737,6 +682,16 @@ class NLSE:
 
     def _plan(self, t_end: float) -> Tuple[int, float]:
         return runner.plan_steps(self.t, t_end, self._dt)
+
+    def _frame_grid(self) -> runner.FrameGrid:
+        """Coordinates of the frames: centred on the box as
+        :func:`nlsepy.examples.grid` lays them out (this rank's rows when
+        distributed)."""
+        shift = [n / 2 if self.bc == "periodic" else (n - 1) / 2 for n in self._shape]
+        coords = tuple((np.arange(n) - c) * h for n, c, h in zip(self._shape, shift, self.spacing))
+        return runner.FrameGrid(axes=("x", "y", "z")[:self.ndim],
+                                coords=tuple(x[s] for x, s in zip(coords, self.local_slice)),
+                                length="dimensionless", time="dimensionless", model="NLSE")
 
     def _snapshot(self) -> Any:
         if self.backend != "cuda" or self._comm is not None:

@@ -186,54 +186,45 @@ class MaxwellBlochResult:
             raise ValueError(f"mode l={l!r} is not in the mode set {self.modes[0]}..{self.modes[-1]}")
         return self.fields[:, :, idx]
 
-    def plot(self, modes: Optional[Sequence[int]] = None, ax: Any = None, **kw: Any) -> Any:
-        """Maps of :math:`|\\varepsilon_l(z, t)|^2` over (t, z), one panel per mode.
+    def plot(self, modes: Optional[Sequence[int]] = None, **kwargs: Any) -> Any:
+        """Maps of :math:`|\\varepsilon_l(z, t)|^2` over (t, z), one panel per
+        mode, and the level populations against t; needs matplotlib
+        (``pip install 'nlsepy[plot]'``).
 
         Parameters
         ----------
         modes : sequence of int, optional
             Modes to draw (default: those that carry intensity somewhere).
-        ax : matplotlib Axes or sequence of them, optional
-            Where to draw (default: a new figure with one row of panels).
-        **kw
-            Passed to ``Axes.pcolormesh``.
+        **kwargs
+            ``fig``, ``ax`` (the maps only, one Axes per mode), ``path``
+            (save), ``dpi``, ``title``, and keywords of
+            ``Axes.pcolormesh`` (e.g. ``cmap``): see :func:`nlsepy.plot.mbloch`.
 
         Returns
         -------
-        list of matplotlib.axes.Axes
-
-        Raises
-        ------
-        ImportError
-            When matplotlib (the ``plot`` extra) is not installed.
+        matplotlib.figure.Figure
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:
-            raise ImportError("MaxwellBlochResult.plot needs matplotlib: pip install "
-                              "'nlsepy[plot]' (the 'plot' extra installs matplotlib)") from exc
-        I = self.fields.real ** 2 + self.fields.imag ** 2
-        if modes is None:
-            modes = [int(l) for q, l in enumerate(self.modes) if I[:, :, q].max() > 0]
-            modes = modes or [int(self.modes[0])]
-        if ax is None:
-            _, ax = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.5), squeeze=False)
-            ax = list(ax[0])
-        axes = list(np.atleast_1d(ax))
-        if len(axes) != len(modes):
-            raise ValueError(f"ax must hold one Axes per mode ({len(modes)}), got {len(axes)}")
-        for a, l in zip(axes, modes):
-            q = int(l) - int(self.modes[0])
-            if self.z.size > 1:
-                m = a.pcolormesh(self.t, self.z, I[:, :, q], shading="auto", **kw)
-                a.figure.colorbar(m, ax=a, label=f"|eps_{l}|^2")
-                a.set_ylabel("z")
-            else:
-                a.plot(self.t, I[0, :, q])
-                a.set_ylabel(f"|eps_{l}|^2 at z = {self.z[0]:g}")
-            a.set_xlabel("t (retarded)")
-            a.set_title(f"mode l = {l}")
-        return axes
+        from . import plot
+        return plot.mbloch(self, modes=modes, **kwargs)
+
+    def animate(self, path: Any, **kwargs: Any) -> str:
+        """Write an animation of the pulses along z (MP4 when ffmpeg is on
+        PATH, else GIF; ``*.gif`` always GIF).
+
+        Parameters
+        ----------
+        path : path-like
+            ``*.gif``, ``*.mp4`` or no suffix; written whole or not at all.
+        **kwargs
+            ``modes``, ``fps``, ``dpi``: see :func:`nlsepy.plot.animate_mbloch`.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
+        from . import plot
+        return plot.animate_mbloch(self, path, **kwargs)
 
 
 class _Saved:
@@ -306,7 +297,7 @@ class MaxwellBloch:
         ``(l_min, l_max)``: mode l couples ground m to excited m + l.
     F : array_like, optional
         Real coupling matrix of shape ``(n_g, n_e)``, ``F[m, n]`` between
-        ground m and excited n (eqs. 4, 6), e.g. :func:`franck_condon`.
+        ground m and excited n (eqs. 4, 6), e.g. :func:`nlsepy.mbloch.franck_condon`.
         Required unless ``n_g = n_e = 1`` (then 1).
     h_t : float
         Time step (keyword).
@@ -319,7 +310,7 @@ class MaxwellBloch:
     line : tuple, optional
         The inhomogeneous line: ``("gaussian", sigma)`` or
         ``("lorentzian", gamma)`` (optionally a third entry, the sampled
-        half-span in widths; see :func:`gaussian_line`), sampled by
+        half-span in widths; see :func:`nlsepy.mbloch.gaussian_line`), sampled by
         `n_atoms` atoms; ``("single", detuning)`` for one atom of weight 1;
         or ``(detunings, weights)`` arrays of your own.  Default
         ``("gaussian", 1.0)``.
@@ -458,6 +449,8 @@ class MaxwellBloch:
         self._local = slice(int(self._starts[r]), int(self._starts[r] + self._counts[r]))
         self._capsule = _dist.capsule(comm)
         self._comm = comm
+        if self.backend == "cuda":  # one GPU per rank of a node
+            _dist.select_gpu(comm)
 
     def _agreed(self, fn: Callable[[], Any]) -> Any:
         """``fn()``, and in a distributed run the same error on every rank

@@ -8,30 +8,33 @@ stepping; the runner never touches grid points.
 
 A model used with :func:`run` provides
 
-``t``                 current time (float),
-``_plan(t_end)``      ``(nsteps, dt)``: equal steps that land on ``t_end``,
+``t``
+    current time (float),
+``_plan(t_end)``
+    ``(nsteps, dt)``: equal steps that land on ``t_end``,
 ``_advance(n, dt, t_final)``
-                      take ``n`` steps of size ``dt`` and book them on ``t``
-                      and the model's counters; after the last step set the
-                      time to ``t_final`` when it is not None (may raise
-                      BlowUpError),
-``_snapshot()``       a copy of the state for a frame (or a Future of one),
-``save(path)``        write a checkpoint (only when ``checkpoint`` is given),
+    take ``n`` steps of size ``dt`` and book them on ``t`` and the model's
+    counters; after the last step set the time to ``t_final`` when it is
+    not None (may raise BlowUpError),
+``_snapshot()``
+    a copy of the state for a frame (or a Future of one),
+``save(path)``
+    write a checkpoint (only when ``checkpoint`` is given),
 ``_record_header()``, ``_record_scalars()``
-                      what a run file holds besides the frames (only when
-                      ``output`` is given; :class:`nlsepy._hdf5.Recorder`).
+    what a run file holds besides the frames (only when ``output`` is
+    given; ``nlsepy._hdf5.Recorder``).
 
 Run files
     With ``output="run.h5"`` each frame and the model's scalar series
     (norm, energy, ...) are appended to an HDF5 file as they are taken
-    (:mod:`nlsepy._hdf5`, h5py); the path is checked before anything runs,
+    (``nlsepy._hdf5``, h5py); the path is checked before anything runs,
     the file is created with the first frame and flushed after each, and
     :func:`nlsepy.open_run` reads it back, also after an interrupt.
 
 Ctrl-C
-    Each chunk runs with SIGINT held as a flag (:func:`nlsepy._guard.deferred_sigint`,
+    Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
     shared with a model that cuts its own ``_advance`` into short calls through
-    :func:`nlsepy._guard.chunked`): ``KeyboardInterrupt`` is raised once the
+    ``nlsepy._guard.chunked``): ``KeyboardInterrupt`` is raised once the
     model has booked what it did, so its time and counters match its state.
     The run then does not return; the frames taken so far travel on the
     exception as its ``frames`` attribute.  Checkpoints are written whole or
@@ -49,13 +52,50 @@ import math
 import os
 import re
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _guard
 
-__all__ = ["Frames", "run"]
+__all__ = ["Frames", "FrameGrid", "run"]
+
+
+@dataclass(frozen=True)
+class FrameGrid:
+    """Where the values of a run's states lie, and in which units.
+
+    A model gives it to the :class:`Frames` of its runs (``_frame_grid()``)
+    so that plots can label their axes; it is not needed to step.
+
+    Attributes
+    ----------
+    axes : tuple of str
+        Names of the state's array axes, e.g. ``("x",)`` or ``("x", "y",
+        "z")``; ``("cell",)`` for a state of scattered cells.
+    coords : tuple of numpy.ndarray
+        Coordinates along each array axis (for cells, the cell index).
+    length : str
+        Unit of the coordinates, as an axis label names it (e.g.
+        ``"dimensionless"``, ``"oscillator lengths"``).
+    time : str
+        Unit of the frames' times.
+    model : str
+        The model's name.
+    positions : numpy.ndarray or None
+        Positions ``(n, 3)`` of the cells of a state of scattered cells.
+    centre : tuple of float or None
+        Centre of the domain (where plots of cells cut their slice).
+    """
+
+    axes: Tuple[str, ...]
+    coords: Tuple[np.ndarray, ...]
+    length: str = "grid index"
+    time: str = ""
+    model: str = ""
+    positions: Optional[np.ndarray] = None
+    centre: Optional[Tuple[float, ...]] = None
 
 
 class Frames(Sequence):
@@ -64,12 +104,15 @@ class Frames(Sequence):
     Behaves as a list of ``(t, state)`` tuples; ``frames.t`` is the array of
     times and ``frames.psi`` stacks the states along a new first axis.  A
     state may arrive as a ``concurrent.futures.Future`` (a frame still on its
-    way from a device); it is waited for on first access.
+    way from a device); it is waited for on first access.  ``frames.grid``
+    (a :class:`FrameGrid`, or None) says where the values lie; :meth:`plot`
+    and :meth:`animate` draw them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, grid: Optional[FrameGrid] = None) -> None:
         self._t: List[float] = []
         self._s: List[Any] = []
+        self.grid = grid
 
     def append(self, t: float, state: Any) -> None:
         self._t.append(float(t))
@@ -84,7 +127,7 @@ class Frames(Sequence):
     def __getitem__(self, i):  # type: ignore[override]
         self._resolve()
         if isinstance(i, slice):
-            out = Frames()
+            out = Frames(self.grid)
             for t, s in zip(self._t[i], self._s[i]):
                 out.append(t, s)
             return out
@@ -104,6 +147,46 @@ class Frames(Sequence):
         """States stacked along a new first axis, shape ``(len(frames),) + grid``."""
         self._resolve()
         return np.stack(self._s)
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the frames (needs matplotlib: ``pip install 'nlsepy[plot]'``).
+
+        1D: space-time maps of ``|psi|^2`` and of the phase; 2D: density and
+        phase of one frame; 3D: the densities integrated along z, y and x
+        and the phase on the central z slice; cells: the slice of cells
+        nearest the domain's centre.  Axes are labelled in the model's units.
+
+        Parameters
+        ----------
+        **kwargs
+            ``index``, ``view``, ``fig``, ``ax``, ``path``, ``dpi``,
+            ``title``: see :func:`nlsepy.plot.frames`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from . import plot
+        return plot.frames(self, **kwargs)
+
+    def animate(self, path: Union[str, os.PathLike], **kwargs: Any) -> str:
+        """Write an animation of the frames: MP4 when ffmpeg is on PATH, else GIF.
+
+        Parameters
+        ----------
+        path : path-like
+            ``*.gif`` (Pillow), ``*.mp4`` (ffmpeg) or no suffix (MP4 when
+            ffmpeg is found, else GIF).  Written whole or not at all.
+        **kwargs
+            ``fps``, ``dpi``, ``view``: see :func:`nlsepy.plot.animate_frames`.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
+        from . import plot
+        return plot.animate_frames(self, path, **kwargs)
 
     def __repr__(self) -> str:
         if not self._t:
@@ -158,7 +241,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     output : path-like, optional
         Stream the frames and the model's scalar series into this HDF5 file
         (``.h5`` or ``.hdf5``, replaced if it exists; needs h5py, the
-        ``hdf5`` extra): see :mod:`nlsepy._hdf5` for the layout and
+        ``hdf5`` extra): see ``nlsepy._hdf5`` for the layout and
         :func:`nlsepy.open_run` to read it.  A distributed model is gathered
         on rank 0, which writes the file.
 
@@ -195,7 +278,7 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames={frames} exceeds the {nsteps} time steps to t_end={t_end:g}; "
                          f"ask for at most {nsteps} frames or a later t_end")
     bounds = chunk_bounds(nsteps, frames)
-    out = Frames()
+    out = Frames(frame_grid(model))
     bar = None
     rec = None
     done = False
@@ -244,6 +327,12 @@ def run(model: Any, t_end: float, frames: int = 10,
             _close_output(rec, done)
     out._resolve()
     return out
+
+
+def frame_grid(model: Any) -> Optional[FrameGrid]:
+    """The model's :class:`FrameGrid` (``model._frame_grid()``), or None."""
+    make = getattr(model, "_frame_grid", None)
+    return None if make is None else make()
 
 
 def _check_output(model: Any, output: Any, checkpoint: Any) -> str:

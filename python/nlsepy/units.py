@@ -16,8 +16,8 @@ couplings are ``G0 = 4 pi a_s N / l`` and ``GDD0 = 3 a_dd N / l``; with
 equation carries ``g = 2 G0 = 8 pi a_s N / l`` and ``gdd = 2 GDD0 = 6 a_dd N
 / l``, with ``OPTION = 1`` (kinetic ``-Lap/2``, eq. 2.7) ``g = G0``, ``gdd =
 GDD0``.  The dipolar length is ``a_dd = mu0 mu^2 m / (12 pi hbar^2)``
-(eq. 2.6).  In these units the solver's time ``t`` is ``option * t_phys *
-omega`` (DBEC-GP prints ``iteration * DT * OPTION`` as the time in units of
+(eq. 2.6).  In these units the solver's time ``t`` is ``t_phys * omega /
+option``, so ``t_phys = t * option / omega`` (DBEC-GP prints ``iteration * DT * OPTION`` as the time in units of
 ``1 / omega``), and the chemical potential and energy that
 :meth:`nlsepy.DipolarGPE.observables` reports are in units of ``hbar omega``.
 

@@ -207,8 +207,8 @@ def test_plot_draws_phi_and_wires():
     import matplotlib
     matplotlib.use("Agg")
     sol = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).solve()
-    ax = sol.plot(n_turns=8)
-    assert ax.collections  # contours and wire markers were drawn
+    fig = sol.plot(n_turns=8)
+    assert fig.axes[0].collections  # contours and wire markers were drawn
 
 
 def test_all_solvers_agree_on_the_thesis_geometry():

@@ -291,8 +291,8 @@ def test_plot(backend):
     import matplotlib.pyplot as plt
     mb = two_level(backend, n_atoms=8, n_t=101)
     out = mb.run(nl.mbloch.sech_pulse(mb.t, TAU, 2.0, area=1.0), 0.1, 3)
-    axes = out.plot()
-    assert len(axes) == 1 and axes[0].get_title() == "mode l = 0"
+    fig = out.plot()  # one map (and its colorbar), the populations
+    assert len(fig.axes) == 3 and fig.axes[0].get_title() == "mode l = 0"
     plt.close("all")
 
 

@@ -4,7 +4,7 @@ Source 001 (Kivioja, Mönkölä, Rossi, CPC 278 (2022) 108427), sections 2-3:
 the unknowns of the GPE live at the circumcentres of the 3-cells of a
 Delaunay cell complex whose vertices are the points of a crystal; the
 Laplacian is ``⋆3 d2 ⋆2⁻¹ d2ᵀ`` with the diagonal (circumcentric) Hodge
-stars, so that on cell ``i``
+stars, so that on cell ``i``::
 
     (L ψ)_i = (1/|B_i|) Σ_j (|F_ij| / |E*_ij|) (ψ_j − ψ_i)          (eq. 8)
 

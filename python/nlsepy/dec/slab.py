@@ -79,7 +79,8 @@ class SlabDec:
         return recv_lo, recv_hi
 
     def exchange(self) -> None:
-        """Refresh the halo layers of the handle's state from the neighbours."""
+        """Refresh the halo layers of the handle's state from the neighbours
+        (through host memory, also for GPU ranks)."""
         if self.layout.size == 1:
             return
         lo, n = self.lo, self.count

@@ -546,6 +546,16 @@ class DecGPE:
     def _snapshot(self) -> np.ndarray:
         return self.psi
 
+    def _frame_grid(self) -> runner.FrameGrid:
+        """The cells of the frames (this rank's when distributed) and their units."""
+        trapped = any(self.trap)
+        pos = self.positions
+        return runner.FrameGrid(axes=("cell",), coords=(np.arange(len(pos)),),
+                                length="oscillator lengths" if trapped else "dimensionless",
+                                time="units of 1/ω" if trapped else "dimensionless",
+                                model=f"DecGPE ({self.grid})", positions=pos,
+                                centre=tuple(self.centre))
+
     def step(self, n: int = 1) -> "DecGPE":
         """Advance `n` leapfrog steps of :attr:`dt` (eq. 12).
 
@@ -843,6 +853,26 @@ class DecGPE:
         dens = np.abs(self.gather(root=None)) ** 2
         w = 1.0 / np.maximum(d, 1e-12 * self.spacing) ** 2
         return ((w * dens[idx]).sum(axis=1) / w.sum(axis=1)).reshape(pts.shape[:-1])
+
+    def plot(self, z: Optional[float] = None, **kwargs: Any) -> Any:
+        """Draw density and phase on the slice of cells nearest `z` (default
+        the domain's centre), scatter plots over (x, y); needs matplotlib
+        (``pip install 'nlsepy[plot]'``).
+
+        Parameters
+        ----------
+        z : float, optional
+            Height of the slice.
+        **kwargs
+            ``width`` (a slab of cells), ``fig``, ``ax`` (the density only),
+            ``path`` (save), ``dpi``, ``title``: see :func:`nlsepy.plot.dec`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from .. import plot
+        return plot.dec(self, z=z, **kwargs)
 
     def plot_slice(self, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] = (200, 200),
                    **kwargs: Any) -> Any:

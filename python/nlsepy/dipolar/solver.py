@@ -285,15 +285,15 @@ class DipolarGPE:
         every rank holds a slab of x rows, ``psi`` is this rank's slab,
         ``gather()`` collects the state, ``local_slice`` and ``comm_info``
         describe the layout (see
-        :class:`~nlsepy.dipolar.distributed.DistributedDipolarGPE`).  Needs
+        ``nlsepy.dipolar.distributed``).  Needs
         mpi4py and nlsepy's MPI layer; every rank makes the same call.
 
     Raises
     ------
     MemoryError
-        The solver's buffers (counted by :func:`memory_parts`) do not fit
+        The solver's buffers (counted by :func:`nlsepy.dipolar.memory_parts`) do not fit
         in the host's available memory or, for ``backend="cuda"``, in the
-        GPU's free memory (:class:`DeviceMemoryError`); nothing is
+        GPU's free memory (:class:`~nlsepy.dipolar.DeviceMemoryError`); nothing is
         allocated.
 
     Notes
@@ -307,7 +307,7 @@ class DipolarGPE:
 
     *Ctrl-C.*  A stepping call runs in blocks of :attr:`block_steps` whole
     steps (one C call each, planned to take at most about
-    :data:`BLOCK_SECONDS`); each block is booked (:attr:`t`,
+    ``BLOCK_SECONDS`` = 0.1 s); each block is booked (:attr:`t`,
     :attr:`steps`) before the next starts, and SIGINT raises
     ``KeyboardInterrupt`` between blocks.  The solver is then at the state,
     time and step counts of the last whole block and can go on: calling
@@ -744,7 +744,7 @@ class DipolarGPE:
         """Steps of one block (one C call) of a long stepping call.
 
         From a pessimistic cost model of the grid on the backend (points,
-        the dipolar FFTs), planned to take at most :data:`BLOCK_SECONDS`;
+        the dipolar FFTs), planned to take at most ``BLOCK_SECONDS`` (0.1 s);
         the same on every machine and thread count, so results do not
         depend on timing.
         """
@@ -836,7 +836,7 @@ class DipolarGPE:
         out = None
         if frames is not None:
             self._require_frames(nchunks + 1)
-            out = runner.Frames()
+            out = runner.Frames(self._frame_grid())
         bar = runner._progress_bar(progress, steps)
         bounds = runner.chunk_bounds(steps, nchunks)
         rec = None
@@ -956,6 +956,14 @@ class DipolarGPE:
     def _snapshot(self) -> np.ndarray:
         return self.psi
 
+    def _frame_grid(self) -> runner.FrameGrid:
+        """Axes, coordinates (this rank's rows when distributed) and units of the frames."""
+        part = getattr(self, "local_slice", (slice(None),) * self.ndim)
+        return runner.FrameGrid(axes=self.axes,
+                                coords=tuple(x[s] for x, s in zip(self.coords, part)),
+                                length="oscillator lengths", time=f"units of {self.option}/ω",
+                                model="DipolarGPE")
+
     def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
             progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
             output: Optional[Union[str, os.PathLike]] = None) -> runner.Frames:
@@ -982,7 +990,7 @@ class DipolarGPE:
             ``r_rms``, ``psi0sq``) and the step counters, every parameter
             and the units; flushed after each frame, readable after Ctrl-C,
             read back by :func:`nlsepy.open_run`.  Distributed: rank 0
-            gathers each frame (:meth:`gather`) and writes the file with
+            gathers each frame (``gather``) and writes the file with
             h5py (without MPI).
 
         Returns
@@ -1073,10 +1081,10 @@ class DipolarGPE:
         Returns
         -------
         dict
-            ``norm`` (Simpson), ``norm_sum`` (sum |psi|^2 dV, what the
+            ``norm`` (Simpson), ``norm_sum`` (``sum |psi|^2 dV``, what the
             Crank-Nicolson steps conserve exactly), ``mu``, ``energy``,
             ``x2`` (<x_a^2> per solver axis), ``rms`` (square roots),
-            ``r_rms``, ``psi0sq`` (|psi|^2 at the grid centre), ``t``, and
+            ``r_rms``, ``psi0sq`` (``|psi|^2`` at the grid centre), ``t``, and
             ``mu_dbec``, ``energy_dbec``: the values DBEC-GP's real-time
             programs print, whose kinetic term is that of ``|psi|`` (it
             leaves out the flow energy ``int |psi|^2 |grad phase|^2``; equal
@@ -1093,7 +1101,7 @@ class DipolarGPE:
                 "r_rms": math.sqrt(max(sum(x2), 0.0)), "psi0sq": o["psi0sq"], "t": self.t}
 
     def density(self, keep: Optional[Sequence[str]] = None) -> np.ndarray:
-        """|psi|^2, or its integral (Simpson) over the axes not in `keep` (eq. 2.59).
+        """``|psi|^2``, or its integral (Simpson) over the axes not in `keep` (eq. 2.59).
 
         Parameters
         ----------
@@ -1140,6 +1148,23 @@ class DipolarGPE:
         q = self.axes.index(axis)
         index = self._shape[q] // 2 if index is None else _count("index", index)
         return self._solver.phase_slice(q, index)
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the current state: densities integrated along each axis, the
+        phase; needs matplotlib (``pip install 'nlsepy[plot]'``).
+
+        Parameters
+        ----------
+        **kwargs
+            ``fig``, ``ax`` (the integrated densities only), ``path``
+            (save), ``dpi``, ``title``: see :func:`nlsepy.plot.dipolar`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from .. import plot
+        return plot.dipolar(self, **kwargs)
 
     def dipolar_potential(self) -> np.ndarray:
         """``V_dd * |psi|^2`` (the kernel of the geometry, without gdd) on the grid."""
@@ -1213,7 +1238,7 @@ class DipolarGPE:
         the state (real while :attr:`is_real`), the time and the step
         counters, every constructor parameter, ``V`` and the obstacle.  The
         file is an ``.npz`` of plain arrays with a format tag, version and
-        model name (:func:`nlsepy._guard.save_checkpoint`); its ``psi`` entry
+        model name (``nlsepy._guard.save_checkpoint``); its ``psi`` entry
         is the state.
 
         Parameters

@@ -32,7 +32,7 @@ delta_phi       Delta Phi along the side and the cap (eq. 6.3, Figs 6.5/6.6)
 winding         wire positions at the levels ``(k - 1/2) I_step`` (eq. 6.6)
 loop_field      Br, Bz of circular current loops (Biot-Savart; eq. 6.7 on axis)
 field_inside    the field of the winding inside the magnet (eq. 6.8)
-homogeneity     max |normalized field difference| over the middle of the axis
+homogeneity     max ``|normalized field difference|`` over the middle of the axis
 plot            contours of Phi with the magnet and the wires (matplotlib)
 """
 
@@ -585,7 +585,7 @@ def homogeneity(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float, 
     Returns
     -------
     float
-        The largest |normalized difference| (multiply by 1e6 for ppm).
+        The largest ``|normalized difference|`` (multiply by 1e6 for ppm).
     """
     zr = real("z_range", z_range, positive=True)
     z0f = real("z0", z0, positive=True)
@@ -600,7 +600,7 @@ def homogeneity(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float, 
 # ------------------------------------------------------------------ plot
 
 def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional[Winding] = None,
-         ax: Any = None, levels: Any = 20, full: bool = False) -> Any:
+         ax: Any = None, levels: Any = 20, full: bool = False, filled: bool = False) -> Any:
     """Contour plot of Phi outside the magnet with its outline and wires (Figs 6.2, 6.3, 6.14).
 
     Parameters
@@ -621,6 +621,8 @@ def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional
         Draw the whole (r, z) section, mirrored with ``Phi(r, -z) =
         -Phi(r, z)`` and ``Phi(-r, z) = Phi(r, z)`` (Fig. 6.3), instead of the
         quadrant solved.
+    filled : bool
+        Fill between the levels (with a colorbar) under black contour lines.
 
     Returns
     -------
@@ -636,7 +638,9 @@ def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional
     if winding is not None and not isinstance(winding, Winding):
         raise ValueError(f"winding must be a Winding (from nlsepy.magnet.winding), got {winding!r}")
     try:
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
+        if ax is None:
+            import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("MagnetSolution.plot needs matplotlib: pip install 'nlsepy[plot]' "
                           "(the 'plot' extra installs matplotlib)") from exc
@@ -651,7 +655,12 @@ def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional
         z = np.concatenate((-z[:0:-1], z))
         pm = np.ma.concatenate((pm[:0:-1, :], pm), axis=0)
         pm = np.ma.concatenate((-pm[:, :0:-1], pm), axis=1)
-    ax.contour(r, z, pm.T, levels=levels)
+    if filled:
+        cs = ax.contourf(r, z, pm.T, levels=levels, cmap="RdBu_r")
+        ax.figure.colorbar(cs, ax=ax, label="Phi (A)")
+        ax.contour(r, z, pm.T, levels=cs.levels, colors="k", linewidths=0.5)
+    else:
+        ax.contour(r, z, pm.T, levels=levels)
     quads = [(1.0, 1.0)] + ([(1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)] if full else [])
     for sr, sz in quads:
         ax.plot([0.0, sr * r0, sr * r0], [sz * z0, sz * z0, 0.0], "k-", lw=1.5)

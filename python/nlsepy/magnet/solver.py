@@ -174,13 +174,26 @@ class MagnetSolution:
         return post.homogeneity(*self._geom(), self.magnet.B, n_turns, z_range=z_range,
                                        reference=reference)
 
-    def plot(self, n_turns: Optional[int] = None, ax: Any = None, **kw: Any) -> Any:
-        """Contours of Phi, the magnet's outline and (with `n_turns`) the wires.
+    def plot(self, n_turns: Optional[int] = 10, **kwargs: Any) -> Any:
+        """Phi over (r, z) with contour lines and the wires, and the winding
+        (Delta Phi along the surface with its levels); needs matplotlib
+        (``pip install 'nlsepy[plot]'``).
 
-        Needs matplotlib (``pip install 'nlsepy[plot]'``).  Returns the Axes.
+        Parameters
+        ----------
+        n_turns : int or None, optional
+            Wires of the winding on the upper half; None draws none.
+        **kwargs
+            ``fig``, ``ax`` (Phi only, into this Axes), ``path`` (save),
+            ``dpi``, ``levels``, ``full``, ``title``: see
+            :func:`nlsepy.plot.magnet`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
         """
-        w = self.winding(n_turns) if n_turns is not None else None
-        return post.plot(*self._geom(), winding=w, ax=ax, **kw)
+        from .. import plot
+        return plot.magnet(self, n_turns=n_turns, **kwargs)
 
 
 class CoaxialMagnet:
@@ -448,7 +461,7 @@ class CoaxialMagnet:
         KeyboardInterrupt
             On Ctrl-C, within about a tenth of a second of iterations (one
             iteration when an iteration takes longer; mg-cg after its
-            first :data:`MGCG_FIRST_CALL` iterations).  The iterations done
+            first ``MGCG_FIRST_CALL`` = 50 iterations).  The iterations done
             are kept in :attr:`partial_solution`.
         MemoryError
             Before anything is allocated, when the solver's state, the

@@ -1,6 +1,6 @@
 """Straightforward NumPy/SciPy statement of the DEC GPE of source 001.
 
-Kivioja, Mönkölä, Rossi (source 001), eqs. 8 and 12: the operator
+Kivioja, Mönkölä, Rossi (source 001), eqs. 8 and 12: the operator::
 
     (H psi)_i = 1/(2|B_i|) sum_j |F_ij|/|E*_ij| (psi_i - psi_j) + (V_i + g|psi_i|^2) psi_i
 
