@@ -32,8 +32,10 @@ Whole or consistent
     file is created once the run's first frame is taken and the header is
     written whole or the file is removed.  Each frame is handed, with
     SIGINT held (:func:`nlsepy._guard.deferred_sigint`), to a writer thread
-    of the file, which appends it and flushes the file after it; the run
-    goes on meanwhile (at most :data:`QUEUE_FRAMES` frames ahead).  When a
+    of the file, which appends it and flushes the file after it (frames of
+    :data:`SYNC_BYTES` and more it also puts on the disk and drops from the
+    page cache); the run goes on meanwhile (at most :data:`QUEUE_FRAMES`
+    frames ahead).  When a
     run ends, Ctrl-C and errors included, the frames it took are written
     and the file closed before ``run`` returns or raises; a killed process
     leaves the file as of its last flush.  Either way the frames written
@@ -77,9 +79,14 @@ SERIES_CHUNK = 256
 #: entries a run may be ahead of the writer thread before it waits for it
 QUEUE_FRAMES = 2
 
-#: frames of at least this many bytes are put on the disk and dropped from
-#: the page cache after their flush (0: never); see bench/RESULTS.md
-SYNC_BYTES = 0
+#: frames of at least this many bytes are put on the disk (``fdatasync``) and
+#: dropped from the page cache (``POSIX_FADV_DONTNEED``) by the writer thread
+#: after their flush (0: never).  A 128^3 complex128 run writing 32 MiB a
+#: frame is then slowed about half as much as when the kernel writes the
+#: pages back and reclaims them later on the cores that step (bench/RESULTS.md);
+#: smaller frames are left to the page cache (one disk round trip each would
+#: cost more than it saves).
+SYNC_BYTES = 8 << 20
 
 #: record the model's scalar series (``_record_scalars``) with every frame;
 #: False writes the frames alone (bench/hdf5.py measures what they cost)
