@@ -10,6 +10,9 @@ without output.  This script times ``sim.run(t_end, frames=100)`` of
 * with ``output=`` and the shipped settings (:data:`nlsepy._hdf5.COMPRESSION`),
 * the same without the scalar series (``norm``, ``energy``: what computing
   them per frame costs),
+* the same with the frames left to the page cache (``SYNC_BYTES = 0``)
+  instead of put on the disk and dropped from the cache by the writer
+  thread (:data:`nlsepy._hdf5.SYNC_BYTES`),
 * and, for the choice of filter, with the frames compressed by HDF5's lzf
   filter and by gzip level 1 (``--modes``),
 
@@ -23,6 +26,8 @@ Each file is removed right after its run (so its pages never need writing
 back to disk).
 
 Reported: the median of the repetitions (seconds per run), all of them, the
+median of the process's CPU seconds (user + system, all its threads) over a
+run, the
 overhead ``median(mode) / median(no output) - 1`` in percent, the paired
 overhead (the median over repetitions of ``run / the no-output run of the
 same repetition - 1``, less sensitive to a drift of the machine), the extra
@@ -34,7 +39,8 @@ Usage
 ::
 
     python bench/hdf5.py [--n 128] [--frames 100] [--steps-per-frame 10]
-                         [--repeats 3] [--modes none,h5,frames,lzf,gzip] [--dir DIR]
+                         [--repeats 3] [--modes none,h5,nosync,frames,lzf,gzip]
+                         [--dir DIR]
                          [--json PATH]
 """
 
@@ -43,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -55,10 +62,12 @@ import _common
 import nlsepy as nl
 from nlsepy import _hdf5
 
-MODES = {"none": (False, None, True), "h5": (True, "default", True),
-         "frames": (True, "default", False), "lzf": (True, "lzf", True),
-         "gzip": (True, "gzip", True)}
-LABEL = {"none": "no output", "h5": "output= (shipped)", "frames": "output=, no series",
+# mode: (write a file, compression, scalar series, SYNC_BYTES: None as shipped)
+MODES = {"none": (False, None, True, None), "h5": (True, "default", True, None),
+         "nosync": (True, "default", True, 0), "frames": (True, "default", False, None),
+         "lzf": (True, "lzf", True, None), "gzip": (True, "gzip", True, None)}
+LABEL = {"none": "no output", "h5": "output= (shipped)",
+         "nosync": "output=, left to the page cache", "frames": "output=, no series",
          "lzf": "output=, lzf", "gzip": "output=, gzip 1"}
 
 
@@ -73,26 +82,31 @@ def initial_state(n: int, h: float) -> np.ndarray:
 def one_run(psi0: np.ndarray, h: float, frames: int, steps: int, mode: str,
             folder: str) -> Dict[str, Any]:
     """Seconds of one run in `mode` and the size of its file."""
-    write, compression, series = MODES[mode]
+    write, compression, series, sync = MODES[mode]
     sim = nl.NLSE(psi0, h, a=1.0, s=-1.0, bc="periodic", scheme="2shoc", backend="cpu")
     t_end = frames * steps * sim.dt
     path = os.path.join(folder, "run.h5")
-    saved = _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS
+    saved = _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS, _hdf5.SYNC_BYTES
     if write and compression != "default":
         _hdf5.COMPRESSION = compression
     _hdf5.RECORD_SCALARS = series
+    if sync is not None:
+        _hdf5.SYNC_BYTES = sync
     try:
+        c0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         out = sim.run(t_end, frames=frames, output=path if write else None)
         seconds = time.perf_counter() - t0
+        c1 = resource.getrusage(resource.RUSAGE_SELF)
     finally:
-        _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS = saved
+        _hdf5.COMPRESSION, _hdf5.RECORD_SCALARS, _hdf5.SYNC_BYTES = saved
     size = os.path.getsize(path) if write else 0
     if write:
         os.remove(path)
     raw = len(out) * out[0][1].nbytes
-    return {"seconds": seconds, "file_bytes": size, "raw_bytes": raw,
-            "steps": sim._steps}
+    cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+    return {"seconds": seconds, "cpu_seconds": cpu, "file_bytes": size, "raw_bytes": raw,
+            "steps": sim._steps, "loadavg_after": _common.loadavg()}
 
 
 def main() -> None:
@@ -101,8 +115,9 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=100)
     ap.add_argument("--steps-per-frame", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--modes", default="none,h5,frames,lzf,gzip",
-                    help="comma-separated: none, h5 (shipped), frames (no series), lzf, gzip")
+    ap.add_argument("--modes", default="none,h5,nosync,frames,lzf,gzip",
+                    help="comma-separated: none, h5 (shipped), nosync, frames (no series), "
+                         "lzf, gzip")
     ap.add_argument("--dir", default=None, help="folder of the run files (default: a "
                                                 "temporary folder)")
     ap.add_argument("--json", default=None)
@@ -114,7 +129,8 @@ def main() -> None:
     if "none" not in modes:
         modes.insert(0, "none")
     info = _common.machine_info("cpu", threads=nl.get_num_threads(),
-                                shipped_compression=_hdf5.COMPRESSION)
+                                shipped_compression=_hdf5.COMPRESSION,
+                                shipped_sync_bytes=_hdf5.SYNC_BYTES)
     import h5py
     info.update(h5py=h5py.__version__, hdf5=h5py.version.hdf5_version)
     print(json.dumps(info, indent=1, default=str))
@@ -128,8 +144,9 @@ def main() -> None:
             for m in modes:
                 r = one_run(psi0, h, args.frames, args.steps_per_frame, m, folder)
                 results[m].append(r)
-                print(f"rep {rep} {m:5s} {r['seconds']:8.2f} s  file "
-                      f"{r['file_bytes'] / 2 ** 20:8.1f} MiB", flush=True)
+                print(f"rep {rep} {m:6s} {r['seconds']:8.2f} s  cpu {r['cpu_seconds']:8.2f} s  "
+                      f"file {r['file_bytes'] / 2 ** 20:8.1f} MiB  load {r['loadavg_after']}",
+                      flush=True)
     finally:
         if args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -141,6 +158,7 @@ def main() -> None:
         r0 = results[m][0]
         rows.append({
             "mode": LABEL[m], "median": med, "all": " ".join(f"{s:.2f}" for s in secs),
+            "cpu": statistics.median(r["cpu_seconds"] for r in results[m]),
             "overhead": 100.0 * (med / base - 1.0),
             "paired": 100.0 * (statistics.median(
                 r["seconds"] / b["seconds"] for r, b in zip(results[m], results["none"])) - 1.0),
@@ -154,7 +172,8 @@ def main() -> None:
           f"baseline {base:.2f} s = {1e3 * base / steps:.1f} ms/step\n")
     print(_common.format_table(rows, [
         ("mode", "mode", "{}"), ("median", "s/run (median)", "{:.2f}"),
-        ("all", "runs (s)", "{}"), ("overhead", "overhead %", "{:+.1f}"),
+        ("all", "runs (s)", "{}"), ("cpu", "process cpu s (median)", "{:.1f}"),
+        ("overhead", "overhead %", "{:+.1f}"),
         ("paired", "paired %", "{:+.1f}"),
         ("per_frame", "ms/frame extra", "{:+.1f}"), ("size", "file MiB", "{:.0f}"),
         ("ratio", "file / raw frames", "{:.3f}")], missing="-"))

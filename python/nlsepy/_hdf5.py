@@ -30,12 +30,17 @@ Whole or consistent
     The output path is checked before the run starts (type, extension,
     folder, h5py installed); nothing is created for a bad argument.  The
     file is created once the run's first frame is taken and the header is
-    written whole or the file is removed.  Each frame is appended under
-    SIGINT held (:func:`nlsepy._guard.deferred_sigint`) and the file is
-    flushed after it, so after Ctrl-C (the file is then closed) or a killed
-    process (the file as of the last flush) the frames written so far are
-    readable with plain h5py; :func:`open_run` reads such a file, trimming
-    every series to the length of its coordinate.
+    written whole or the file is removed.  Each frame is handed, with
+    SIGINT held (:func:`nlsepy._guard.deferred_sigint`), to a writer thread
+    of the file, which appends it and flushes the file after it (frames of
+    :data:`SYNC_BYTES` and more it also puts on the disk and drops from the
+    page cache); the run goes on meanwhile (at most :data:`QUEUE_FRAMES`
+    frames ahead).  When a
+    run ends, Ctrl-C and errors included, the frames it took are written
+    and the file closed before ``run`` returns or raises; a killed process
+    leaves the file as of its last flush.  Either way the frames written
+    are readable with plain h5py, and :func:`open_run` reads such a file,
+    trimming every series to the length of its coordinate.
 """
 
 from __future__ import annotations
@@ -59,8 +64,9 @@ EXTENSIONS = (".h5", ".hdf5")
 #: the filter of the frame datasets: None (uncompressed, each frame written
 #: as one raw chunk), "lzf" or "gzip" (HDF5's filter pipeline, level
 #: :data:`GZIP_LEVEL`).  None is the default: on double-precision states lzf
-#: saves about a quarter and gzip level 1 about a third of the bytes, at 4 to
-#: 15 times the writing time of the whole uncompressed frame (bench/hdf5.py).
+#: keeps 67 % and gzip level 1 53 % of the bytes, at 20 and 70 times the
+#: time of writing the frame as one raw chunk, and a 128^3 run costs twice
+#: and four times as much with them (bench/hdf5.py, bench/RESULTS.md).
 COMPRESSION: Optional[str] = None
 GZIP_LEVEL = 1
 
@@ -72,6 +78,15 @@ SERIES_CHUNK = 256
 
 #: entries a run may be ahead of the writer thread before it waits for it
 QUEUE_FRAMES = 2
+
+#: frames of at least this many bytes are put on the disk (``fdatasync``) and
+#: dropped from the page cache (``POSIX_FADV_DONTNEED``) by the writer thread
+#: after their flush (0: never).  A 128^3 complex128 run writing 32 MiB a
+#: frame is then slowed about half as much as when the kernel writes the
+#: pages back and reclaims them later on the cores that step (bench/RESULTS.md);
+#: smaller frames are left to the page cache (one disk round trip each would
+#: cost more than it saves).
+SYNC_BYTES = 8 << 20
 
 #: record the model's scalar series (``_record_scalars``) with every frame;
 #: False writes the frames alone (bench/hdf5.py measures what they cost)
@@ -409,6 +424,22 @@ class RunFile:
         ds[n] = value
         self._counts[dim] = n + 1
         f.flush()
+        if SYNC_BYTES and self._big(data):
+            self._sync()
+
+    @staticmethod
+    def _big(data: Mapping[str, Any]) -> bool:
+        return sum(getattr(v, "nbytes", 0) for v in data.values()) >= SYNC_BYTES
+
+    def _sync(self) -> None:
+        """Put the file's pages on the disk and drop them from the page cache
+        (the writer thread waits for the disk; the run does not)."""
+        try:
+            fd = self._f.id.get_vfd_handle()
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except (AttributeError, OSError, ValueError):  # not a plain file, or no such calls
+            pass
 
     def close(self, complete: bool = True) -> None:
         """Wait for the queued entries to be written, mark the file
