@@ -18,15 +18,15 @@ nvidia-smi -L | tee "$OUT/gpus.txt"
 for n in 2 3; do
   echo "== $n GPU ranks: tests/dipolar/ranks_dipolar.py" | tee -a "$OUT/tests.log"
   NLSEPY_RANKS_BACKEND=cuda timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
-    "$PY" -m pytest -q -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py 2>&1 | tail -25 |
+    "$PY" -m pytest -q --color=no -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py 2>&1 | tail -25 |
     tee -a "$OUT/tests.log"
 done
 echo "== 2 GPU ranks sharing GPU 0: tests/dipolar/ranks_dipolar.py" | tee -a "$OUT/tests.log"
 NLSEPY_CUDA_DEVICE=0 NLSEPY_RANKS_BACKEND=cuda timeout 300 mpirun --allow-run-as-root \
-  --oversubscribe -n 2 "$PY" -m pytest -q -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py \
+  --oversubscribe -n 2 "$PY" -m pytest -q --color=no -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py \
   2>&1 | tail -25 | tee -a "$OUT/tests.log"
 echo "== one GPU: tests/dipolar/test_dipolar_cuda.py" | tee -a "$OUT/tests.log"
-timeout 300 "$PY" -m pytest -q -p no:cacheprovider -x tests/dipolar/test_dipolar_cuda.py 2>&1 |
+timeout 300 "$PY" -m pytest -q --color=no -p no:cacheprovider -x tests/dipolar/test_dipolar_cuda.py 2>&1 |
   tail -5 | tee -a "$OUT/tests.log"
 ngpu=$(nvidia-smi -L | wc -l)
 ranks=1; n=2; while [ $n -le "$ngpu" ]; do ranks="$ranks,$n"; n=$((n * 2)); done

@@ -645,11 +645,14 @@ extern "C" int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, 
         CKS(dipolar_check_dipolar(p));
     nlse_dipolar_params q = *p;
     q.dipolar = 0; /* the slab's dipolar term is dipolar_dist_enable's */
+    q.gdd = 0;
     size_t row0 = 0;
     for (int r = 0; r < rank; ++r)
         row0 += xcount[r];
     nlse_dipolar *s = NULL;
     CKS(dipolar_create_rows(&q, row0, xcount[rank], &s));
+    s->gdd = p->gdd;
+    s->p.gdd = p->gdd;
     int st = make_dist(s, rank, size, xcount, ycount, comm);
     if (!st && p->dipolar)
         st = dipolar_dist_enable(s);
