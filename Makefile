@@ -3,6 +3,7 @@
 #   make test   build, run the whole pytest suite
 #   make bench  build, run the benchmarks (bench/*.py)
 #   make docs   build, then the HTML documentation (Sphinx, warnings as errors) in docs/_build/html
+#   make notebooks  build, then execute notebooks/*.ipynb in place and store their outputs
 #   make wheel  an sdist and a wheel in dist/ (python -m build)
 #   make sanitize  the C core with AddressSanitizer + UBSan (no CUDA) in build/sanitize,
 #               the CPU tests and the hostile-input battery against it
@@ -18,11 +19,13 @@ DEBS   := build-essential pkg-config cmake libfftw3-dev
 MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
 # the `docs` extra of pyproject.toml (tests/test_docs.py checks they agree)
 DOCS_DEPS := sphinx numpydoc myst-parser myst-nb
-PYDEPS := numpy scikit-build-core pytest matplotlib tqdm scipy hypothesis build h5py $(DOCS_DEPS)
+# the `notebooks` extra of pyproject.toml (tests/test_docs.py checks they agree)
+NOTEBOOK_DEPS := nbclient nbformat ipykernel matplotlib scipy
+PYDEPS := numpy scikit-build-core pytest tqdm hypothesis build h5py $(DOCS_DEPS) $(NOTEBOOK_DEPS)
 OUT    ?= out
 PYTEST_ARGS ?=
 
-.PHONY: all sysdeps venv build demo test bench docs wheel sanitize clean
+.PHONY: all sysdeps venv build demo test bench docs notebooks wheel sanitize clean
 
 all: build
 
@@ -47,7 +50,7 @@ $(PY):
 
 venv: $(PY)
 	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, build, h5py, \
-	  sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
+	  sphinx, numpydoc, myst_parser, myst_nb, nbclient, nbformat, ipykernel" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
 	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
 	  $(PIP) install -q --disable-pip-version-check mpi4py || \
@@ -73,6 +76,20 @@ docs: build
 	@$(PY) -c "import sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
 	  $(PIP) install -q --disable-pip-version-check $(DOCS_DEPS)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+# Every notebook (or those named in NOTEBOOKS=...) run top to bottom in a fresh
+# kernel and stored with its outputs, figures as PNG (notebooks/execute.py):
+# nbclient, the kernel python3 of the .venv (installed there when missing),
+# matplotlib inline, NumPy's seed fixed, one OpenMP thread, backend cpu and
+# the quick variants, unless the environment sets OMP_NUM_THREADS,
+# NLSEPY_BACKEND or NLSEPY_NOTEBOOK_FULL.  `make docs` then shows these outputs.
+NOTEBOOKS ?=
+notebooks: build
+	@$(PY) -c "import nbclient, nbformat, ipykernel, matplotlib, scipy" 2>/dev/null || \
+	  $(PIP) install -q --disable-pip-version-check $(NOTEBOOK_DEPS)
+	@test -f $(VENV)/share/jupyter/kernels/python3/kernel.json || \
+	  $(PY) -m ipykernel install --sys-prefix --name python3
+	$(PY) notebooks/execute.py $(NOTEBOOKS)
 
 # sdist, then the wheel built from it (NLSEPY_CUDA / NLSEPY_MPI choose the parts)
 wheel: sysdeps venv

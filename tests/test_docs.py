@@ -81,13 +81,18 @@ def test_notebooks_rendered_as_stored(html):
         assert text.count("<img ") >= images, path.name
 
 
-def test_docs_deps_agree():
-    """The Makefile's DOCS_DEPS are the `docs` extra of pyproject.toml."""
+@pytest.mark.parametrize("extra, variable", [("docs", "DOCS_DEPS"),
+                                             ("notebooks", "NOTEBOOK_DEPS")])
+def test_deps_agree(extra, variable):
+    """The Makefile's DOCS_DEPS and NOTEBOOK_DEPS are the `docs` and `notebooks`
+    extras of pyproject.toml, and the Makefile installs them."""
     tomllib = pytest.importorskip("tomllib")
-    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]["docs"]
-    names = sorted(re.split(r"[<>=!~\[ ;]", d, 1)[0].lower() for d in extra)
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"][extra]
+    names = sorted(re.split(r"[<>=!~\[ ;]", d, 1)[0].lower() for d in deps)
     make = (ROOT / "Makefile").read_text()
-    line = re.search(r"^DOCS_DEPS\s*:=\s*(.*)$", make, re.M)
-    assert line, "Makefile has no DOCS_DEPS"
+    line = re.search(rf"^{variable}\s*:=\s*(.*)$", make, re.M)
+    assert line, f"Makefile has no {variable}"
     assert sorted(line.group(1).lower().split()) == names
+    pydeps = re.search(r"^PYDEPS\s*:=\s*(.*)$", make, re.M)
+    assert pydeps and f"$({variable})" in pydeps.group(1).split()

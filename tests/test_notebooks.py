@@ -1,11 +1,64 @@
-"""The notebooks run end to end (their code cells, in order, headless)."""
+"""The notebooks run end to end (their code cells, in order, headless), and are
+stored executed, with their outputs and figures (`make notebooks`)."""
 
+import base64
 import json
 import pathlib
 
 import pytest
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+#: what a stored output may carry: text, PNG figures, HTML tables; no videos,
+#: scripts or widgets (animations are not stored in the notebooks)
+ALLOWED_MIME = {"text/plain", "image/png", "text/html", "text/markdown", "text/latex"}
+#: the stored notebooks stay light
+MAX_BYTES, MAX_TOTAL_BYTES = 1 << 20, 3 << 20
+
+
+def _code_cells(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb.get("nbformat") == 4, f"{path.name}: not an nbformat 4 notebook"
+    return nb, [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_stored_with_outputs(path):
+    """Each code cell has outputs, none is an error or on stderr, the
+    notebook shows at least one PNG figure, and the execution counts are
+    1, 2, ... in the order of the cells (one run, top to bottom): what
+    `make notebooks` stores."""
+    nb, cells = _code_cells(path)
+    assert cells, f"{path.name} has no code cell"
+    images = 0
+    for n, cell in enumerate(cells, 1):
+        where = f"{path.name}, code cell {n} ({''.join(cell['source'])[:50]!r}...)"
+        assert cell["execution_count"] == n, (
+            f"{where}: execution count {cell['execution_count']}, expected {n}: "
+            f"run `make notebooks`")
+        assert cell["outputs"], f"{where} has no outputs: run `make notebooks`"
+        for out in cell["outputs"]:
+            kind = out["output_type"]
+            assert kind != "error", f"{where} stored an error: {out.get('ename')}: {out.get('evalue')}"
+            assert not (kind == "stream" and out["name"] == "stderr"), (
+                f"{where} wrote to stderr: {''.join(out['text'])[:200]!r}")
+            if kind == "execute_result":
+                assert out["execution_count"] == n, where
+            data = out.get("data", {})
+            assert set(data) <= ALLOWED_MIME, f"{where}: outputs of type {set(data) - ALLOWED_MIME}"
+            if "image/png" in data:
+                png = base64.b64decode("".join(data["image/png"]))
+                assert png[:8] == b"\x89PNG\r\n\x1a\n", f"{where}: image/png is not a PNG"
+                images += 1
+        assert "execution" not in cell.get("metadata", {}), f"{where} stores execution timings"
+    assert images, f"{path.name} shows no figure (no image/png output)"
+
+
+def test_notebooks_stay_small():
+    sizes = {p.name: p.stat().st_size for p in NOTEBOOKS}
+    big = {name: size for name, size in sizes.items() if size > MAX_BYTES}
+    assert not big, f"notebooks over {MAX_BYTES} bytes: {big}"
+    assert sum(sizes.values()) <= MAX_TOTAL_BYTES, sizes
 
 
 @pytest.mark.slow
