@@ -1,7 +1,8 @@
 /*
  * device.cu -- the device layer shared by the CUDA backends: counting the
  * GPUs, turning CUDA runtime errors into nlsepy status codes
- * (NLSE_ERR_BACKEND with the runtime's message), device allocation.
+ * (NLSE_ERR_BACKEND with the runtime's message), device allocation, a
+ * handle's device current for one call (ON_DEVICE in check.cuh).
  */
 #include <string.h>
 #include <cuda_runtime.h>
@@ -56,6 +57,55 @@ extern "C" int nlse_cuda_set_device(int index)
                          cudaGetErrorString(err));
     }
     return NLSE_OK;
+}
+
+/* The calling thread's current device (0 when the runtime cannot say: a
+ * handle made then fails on its first allocation anyway). */
+extern "C" int nlse_cuda_current_device(void)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        dev = 0;
+    }
+    return dev;
+}
+
+extern "C" int nlse_cuda_get_device(int *device)
+{
+    *device = nlse_cuda_current_device();
+    return NLSE_OK;
+}
+
+/* Make `device` current for one call of a handle's API; *prev is the
+ * device to make current again afterwards (nlse_cuda_leave), -1 when
+ * nothing was switched (device < 0, or it is current already). */
+extern "C" int nlse_cuda_enter(int device, int *prev)
+{
+    int cur = -1;
+    *prev = -1;
+    if (device < 0)
+        return NLSE_OK;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    if (cur == device)
+        return NLSE_OK;
+    cudaError_t err = cudaSetDevice(device);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaSetDevice(%d) (the solver's device) failed: %s",
+                         device, cudaGetErrorString(err));
+    }
+    *prev = cur;
+    return NLSE_OK;
+}
+
+extern "C" void nlse_cuda_leave(int prev)
+{
+    if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
 }
 
 /* Page-lock host memory the process already owns (staging buffers of

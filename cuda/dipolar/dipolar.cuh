@@ -328,6 +328,7 @@ struct nlse_dipolar {
     int zwarps;           /* warps per block of k_zline (0: lines too long) */
     int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */
     int zchunk;
+    int device;           /* the GPU the solver lives on (ON_DEVICE)         */
 };
 
 static inline int grid_for(long long work, int per_block)
