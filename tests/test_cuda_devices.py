@@ -12,11 +12,17 @@ thread, whose current device is the thread's default); and checks that
 - every handle's results equal those of one handle run alone on device 0
   (the same arithmetic: 1e-12 relative, NaN where the reference has NaN),
 - no call changes the caller's current device, creating or destroying a
-  handle included.
+  handle included;
+- with two GPUs, a thread that never chose a device (its device reads 0,
+  device 0 has no context in that process) is left on the handle's device
+  by a call rather than given a context on device 0 (in a fresh process).
 """
 
 import contextlib
 import gc
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -220,3 +226,31 @@ def test_magnet():
         return [m.get_phi(), m.rel_residual()]
 
     _interleaved(make, advance, result)
+
+
+def test_thread_without_a_context():
+    _need("DecGPE")
+    if _cuda().device_count() < 2:
+        pytest.skip("needs two GPUs")
+    code = textwrap.dedent("""
+        import threading
+        import nlsepy as nl
+        from nlsepy import _cuda
+        _cuda.set_device(1)
+        sim = nl.DecGPE("bcc", blocks=(3, 3, 4), backend="cuda")
+        seen = []
+        def work():
+            seen.append(_cuda.current_device())
+            sim.step(3)
+            seen.append(_cuda.current_device())
+            seen.append(float(sim.norm()))
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        assert seen[:2] == [0, 1], seen
+        assert _cuda.current_device() == 1
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

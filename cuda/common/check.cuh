@@ -39,7 +39,9 @@ extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what);
  * (also on an early error return), so one process can hold handles on
  * several GPUs and call them in any order, from any thread.  Nothing is
  * switched when the two devices are the same (one GPU, or one GPU per MPI
- * rank) or when s is NULL (the entry's own check reports that).
+ * rank) or when s is NULL (the entry's own check reports that).  A caller
+ * whose device has no context yet (a thread that never chose one) is left
+ * on the handle's device rather than given a context it never asked for.
  *
  *   ON_DEVICE(s);              an int entry: a failed switch is returned
  *   ON_DEVICE_OR(s, NAN);      another return type: `NAN` on a failed switch
