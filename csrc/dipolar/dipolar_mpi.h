@@ -37,7 +37,7 @@
 #include "nlsepy/dipolar.h"
 
 /* Message prefix of a call stopped because another rank failed. */
-#define NLSE_DIPOLAR_MPI_PEER "nlsepy-peer:"
+#define NLSE_DIPOLAR_MPI_PEER NLSE_DIPOLAR_PEER
 
 typedef struct nlse_dipolar_mpi nlse_dipolar_mpi;
 

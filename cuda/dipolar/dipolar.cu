@@ -63,6 +63,15 @@ __global__ void k_scale(T *p, long long m, const double *norm)
         p[q] *= f;
 }
 
+/* psi /= sqrt(norm[0]) (the pending imaginary-time normalisation) */
+template <typename T> void dipolar_scale_by_norm(nlse_dipolar *s)
+{
+    const long long m = (long long)(s->is_real ? 1 : 2) * (long long)s->L.N;
+    k_scale<T><<<grid_for(m, 256), 256, 0, s->stream>>>((T *)s->psi, m, s->norm);
+}
+template void dipolar_scale_by_norm<float>(nlse_dipolar *);
+template void dipolar_scale_by_norm<double>(nlse_dipolar *);
+
 /* real state (N values, in src) -> complex state */
 template <typename T>
 __global__ void k_promote(typename Vec2<T>::T *dst, const T *src, long long N)
@@ -121,7 +130,7 @@ __global__ void k_gauss(T *p, int n0, int n1, int n2, const double *x0, const do
 
 static int make_cn(nlse_dipolar *s, int q)
 {
-    size_t n = s->L.n[q];
+    size_t n = q == 0 ? s->n0_all : s->L.n[q]; /* a slab solves x on pencils of all rows */
     if (n < 3)
         return NLSE_OK;
     double *t = (double *)malloc(6 * n * sizeof(double));
@@ -144,6 +153,7 @@ extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
+    dipolar_dist_free(s);
     if (s->have_plans) {
         cufftDestroy(s->pf);
         cufftDestroy(s->pb);
@@ -213,10 +223,16 @@ static int gaussian_state(nlse_dipolar *s)
     return NLSE_OK;
 }
 
-static int create(const nlse_dipolar_params *p, nlse_dipolar *s)
+static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, size_t rows)
 {
     s->p = *p;
     dipolar_make_layout(p, &s->L);
+    s->n0_all = s->L.n[0];
+    s->row0 = row0;
+    if (rows) { /* a slab: x rows [row0, row0 + rows) of the grid */
+        s->L.n[0] = rows;
+        s->L.N = rows * s->L.n[1] * s->L.n[2];
+    }
     s->rs = p->dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double);
     s->nlp = 2 * (s->L.n[2] / 2 + 1);
     s->nk = s->L.n[0] * s->L.n[1] * (s->L.n[2] / 2 + 1);
@@ -242,20 +258,21 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s)
     for (int q = 0; q < 3; ++q) {
         const size_t n = s->L.n[q];
         const int a = q - s->L.off;
+        const size_t ncn = q == 0 ? s->n0_all : n, i0 = q == 0 ? row0 : 0;
         CKS(dmalloc(s, (void **)&s->x[q], n * sizeof(double), "coordinates"));
         CKS(dmalloc(s, (void **)&s->w[q], n * sizeof(double), "Simpson weights"));
         CKS(dmalloc(s, &s->vtrap[q], n * rs, "the trap"));
         CKS(dmalloc(s, &s->ob[q], n * rs, "obstacle factors"));
-        CKS(dmalloc(s, &s->al_r[q], n * rs, "CN tables"));
-        CKS(dmalloc(s, &s->ga_r[q], n * rs, "CN tables"));
-        CKS(dmalloc(s, &s->al_c[q], 2 * n * rs, "CN tables"));
-        CKS(dmalloc(s, &s->ga_c[q], 2 * n * rs, "CN tables"));
+        CKS(dmalloc(s, &s->al_r[q], ncn * rs, "CN tables"));
+        CKS(dmalloc(s, &s->ga_r[q], ncn * rs, "CN tables"));
+        CKS(dmalloc(s, &s->al_c[q], 2 * ncn * rs, "CN tables"));
+        CKS(dmalloc(s, &s->ga_c[q], 2 * ncn * rs, "CN tables"));
         double *t = (double *)malloc(4 * n * sizeof(double));
         if (!t)
             return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < n; ++i) {
-            t[i] = a >= 0 ? dipolar_coord(i, n, s->L.h[q]) : 0.0;
-            t[n + i] = a >= 0 ? dipolar_simpson(i, n, s->L.h[q]) : 1.0;
+            t[i] = a >= 0 ? dipolar_coord(i0 + i, ncn, s->L.h[q]) : 0.0;
+            t[n + i] = a >= 0 ? dipolar_simpson(i0 + i, ncn, s->L.h[q]) : 1.0;
             t[2 * n + i] = a >= 0 ? p->trap[a] * t[i] * t[i] : 0.0;
             t[3 * n + i] = 1.0;
         }
@@ -280,23 +297,28 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s)
     return NLSE_OK;
 }
 
-extern "C" int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
+int dipolar_create_rows(const nlse_dipolar_params *p, size_t row0, size_t rows, nlse_dipolar **out)
 {
-    if (!p || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_create: NULL argument");
     *out = NULL;
     CKS(dipolar_check_params(p));
     nlse_dipolar *s = (nlse_dipolar *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->device = nlse_cuda_current_device();
-    int st = create(p, s);
+    int st = create(p, s, row0, rows);
     if (st) {
         nlse_dipolar_destroy(s);
         return st;
     }
     *out = s;
     return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
+{
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_create: NULL argument");
+    return dipolar_create_rows(p, 0, 0, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -346,7 +368,7 @@ extern "C" int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
     return NLSE_OK;
 }
 
-static int ensure_backup(nlse_dipolar *s)
+int dipolar_ensure_backup(nlse_dipolar *s)
 {
     if (s->backup)
         return NLSE_OK;
@@ -354,11 +376,11 @@ static int ensure_backup(nlse_dipolar *s)
 }
 
 /* a real state becomes complex (through the backup buffer) */
-static int promote(nlse_dipolar *s)
+int dipolar_promote(nlse_dipolar *s)
 {
     if (!s->is_real)
         return NLSE_OK;
-    CKS(ensure_backup(s));
+    CKS(dipolar_ensure_backup(s));
     const long long N = (long long)s->L.N;
     CK(cudaMemcpyAsync(s->backup, s->psi, N * s->rs, cudaMemcpyDeviceToDevice, s->stream));
     const int blocks = grid_for(N, 256);
@@ -386,7 +408,7 @@ extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
     ON_DEVICE(s);
     CKS(dipolar_check_couplings(g, gdd));
     if (gdd != 0 && !s->have_plans)
-        CKS(dipolar_enable_dipolar(s));
+        CKS(s->dist ? dipolar_dist_enable(s) : dipolar_enable_dipolar(s));
     s->g = g;
     s->gdd = gdd;
     return NLSE_OK;
@@ -441,24 +463,6 @@ int dipolar_obstacle_at(nlse_dipolar *s, double t)
 /* ------------------------------------------------------------------ */
 /* stepping                                                           */
 /* ------------------------------------------------------------------ */
-template <typename T, typename C> static CN<C> cn_of(const nlse_dipolar *s, int q, int real_time)
-{
-    CN<C> cn;
-    if (real_time) {
-        cn.al = (const C *)s->al_c[q];
-        cn.ga = (const C *)s->ga_c[q];
-    } else {
-        cn.al = (const C *)s->al_r[q];
-        cn.ga = (const C *)s->ga_r[q];
-    }
-    return cn;
-}
-
-static void set_scalar(float *d, const double *v) { *d = (float)v[0]; }
-static void set_scalar(double *d, const double *v) { *d = v[0]; }
-static void set_scalar(float2 *d, const double *v) { d->x = (float)v[0]; d->y = (float)v[1]; }
-static void set_scalar(double2 *d, const double *v) { d->x = v[0]; d->y = v[1]; }
-
 template <typename T, typename V, typename C>
 static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step)
 {
@@ -469,16 +473,8 @@ static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step)
     out.partial = s->partial;
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
     CN<C> cn[3];
-    for (int q = 0; q < 3; ++q) {
-        cn[q] = cn_of<T, C>(s, q, real_time);
-        if (real_time) {
-            set_scalar(&cn[q].A, s->sc[q].A_c);
-            set_scalar(&cn[q].A0r, s->sc[q].A0r_c);
-        } else {
-            set_scalar(&cn[q].A, &s->sc[q].A_r);
-            set_scalar(&cn[q].A0r, &s->sc[q].A0r_r);
-        }
-    }
+    for (int q = 0; q < 3; ++q)
+        cn[q] = dipolar_cn<T, C>(s, q, real_time);
     V *psi = (V *)s->psi;
     int parts = 0;
     const int last_z = n0 == 1 && n1 == 1; /* 1D: the z solve ends the step */
@@ -566,8 +562,7 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
                          (long)bad + 1, n);
     }
     if (mode == NLSE_DIPOLAR_IMAG) {
-        const long long m = (long long)(s->is_real ? 1 : 2) * (long long)s->L.N;
-        k_scale<T><<<grid_for(m, 256), 256, 0, s->stream>>>((T *)s->psi, m, s->norm);
+        dipolar_scale_by_norm<T>(s);
         CK(cudaGetLastError());
         CK(cudaStreamSynchronize(s->stream));
     }
@@ -585,11 +580,13 @@ extern "C" int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, d
     CKS(dipolar_check_step(mode, n, t0, dg, dgdd));
     if (n == 0)
         return NLSE_OK;
+    if (s->dist)
+        return dipolar_dist_step(s, mode, n, t0, dg, dgdd, done);
     if (dgdd != 0 && !s->have_plans)
         CKS(dipolar_enable_dipolar(s));
     if (mode == NLSE_DIPOLAR_REAL)
-        CKS(promote(s));
-    CKS(ensure_backup(s));
+        CKS(dipolar_promote(s));
+    CKS(dipolar_ensure_backup(s));
     return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, done)
                                         : step_t<double>(s, mode, n, t0, dg, dgdd, done);
 }

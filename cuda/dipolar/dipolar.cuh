@@ -328,6 +328,8 @@ struct nlse_dipolar {
     int zwarps;           /* warps per block of k_zline (0: lines too long) */
     int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */
     int zchunk;
+    size_t row0, n0_all;  /* a slab: its first x row, the grid's x rows      */
+    struct dipolar_dist *dist; /* a slab of a distributed run (dipolar_dist.cu) */
     int device;           /* the GPU the solver lives on (ON_DEVICE)         */
 };
 
@@ -407,6 +409,29 @@ static inline int upload(nlse_dipolar *s, void *dst, const double *src, size_t c
     return st;
 }
 
+static inline void set_scalar(float *d, const double *v) { *d = (float)v[0]; }
+static inline void set_scalar(double *d, const double *v) { *d = v[0]; }
+static inline void set_scalar(float2 *d, const double *v) { d->x = (float)v[0]; d->y = (float)v[1]; }
+static inline void set_scalar(double2 *d, const double *v) { d->x = v[0]; d->y = v[1]; }
+
+/* The Crank-Nicolson coefficients of internal axis q (real or imaginary time). */
+template <typename T, typename C> static inline CN<C> dipolar_cn(const nlse_dipolar *s, int q, int real_time)
+{
+    CN<C> cn;
+    if (real_time) {
+        cn.al = (const C *)s->al_c[q];
+        cn.ga = (const C *)s->ga_c[q];
+        set_scalar(&cn.A, s->sc[q].A_c);
+        set_scalar(&cn.A0r, s->sc[q].A0r_c);
+    } else {
+        cn.al = (const C *)s->al_r[q];
+        cn.ga = (const C *)s->ga_r[q];
+        set_scalar(&cn.A, &s->sc[q].A_r);
+        set_scalar(&cn.A0r, &s->sc[q].A0r_r);
+    }
+    return cn;
+}
+
 static inline double obst_amp(const nlse_dipolar *s, double t)
 {
     return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
@@ -443,6 +468,33 @@ void dipolar_norm(nlse_dipolar *s, int parts, int step);
 int dipolar_enable_dipolar(nlse_dipolar *s); /* plans, buffers, kernel table */
 template <typename T> int dipolar_prepare(nlse_dipolar *s, int want, int step);
 template <typename T> int dipolar_apply_fft(nlse_dipolar *s);
+/* d[q] *= K[q] (nk complex values, the kernel table K in the precision T) */
+template <typename T> int dipolar_kmul(nlse_dipolar *s, void *d, const void *K, long long nk);
 int dipolar_of_state(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 */
+
+/* dipolar.cu: the solver of x rows [row0, row0 + rows) of the grid (rows 0:
+ * all of it); the trap's normalised Gaussian start. */
+int dipolar_create_rows(const nlse_dipolar_params *p, size_t row0, size_t rows, nlse_dipolar **out);
+int dipolar_promote(nlse_dipolar *s);
+int dipolar_ensure_backup(nlse_dipolar *s);
+template <typename T> void dipolar_scale_by_norm(nlse_dipolar *s);
+
+/* dipolar_observe.cu: the observables' per-quantity sums (OQ_*) of this
+ * handle's rows; psi points `halo` x rows before the slab's first (the
+ * x derivative reads two rows beyond it, which a slab takes from its
+ * neighbours); gi0 / gn0: the slab's first x row and the grid's x rows. */
+template <typename T> int dipolar_observe_sums(nlse_dipolar *s, double t, const void *psi, int halo,
+                                               double out[OQ_N]);
+/* mu, energy, ... from the sums (sums of the whole grid). */
+void dipolar_observe_finish(const nlse_dipolar *s, const double Tq[OQ_N], int use_dd,
+                            nlse_dipolar_obs *o);
+
+/* dipolar_dist.cu: the collective parts of a slab (s->dist set) */
+void dipolar_dist_free(nlse_dipolar *s);
+int dipolar_dist_enable(nlse_dipolar *s);
+int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
+                      long *done);
+int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out);
+int dipolar_dist_of_state(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 (collective) */
 
 #endif /* NLSEPY_CUDA_DIPOLAR_CUH */

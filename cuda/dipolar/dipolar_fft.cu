@@ -131,9 +131,19 @@ template <typename T> int dipolar_prepare(nlse_dipolar *s, int want, int step)
     return NLSE_OK;
 }
 
-template <typename T> int dipolar_apply_fft(nlse_dipolar *s)
+/* d[q] *= K[q] for nk complex values of d, on the solver's stream */
+template <typename T> int dipolar_kmul(nlse_dipolar *s, void *d, const void *K, long long nk)
 {
     typedef typename Vec2<T>::T T2;
+    k_kmul<T><<<grid_for(nk, 256), 256, 0, s->stream>>>((T2 *)d, (const T *)K, nk);
+    CK(cudaGetLastError());
+    return NLSE_OK;
+}
+template int dipolar_kmul<float>(nlse_dipolar *, void *, const void *, long long);
+template int dipolar_kmul<double>(nlse_dipolar *, void *, const void *, long long);
+
+template <typename T> int dipolar_apply_fft(nlse_dipolar *s)
+{
     if (sizeof(T) == sizeof(double)) {
         CKS(fft_check(cufftExecD2Z(s->pf, (cufftDoubleReal *)s->dens, (cufftDoubleComplex *)s->dens),
                       "cufftExecD2Z"));
@@ -141,10 +151,7 @@ template <typename T> int dipolar_apply_fft(nlse_dipolar *s)
         CKS(fft_check(cufftExecR2C(s->pf, (cufftReal *)s->dens, (cufftComplex *)s->dens),
                       "cufftExecR2C"));
     }
-    k_kmul<T><<<grid_for((long long)s->nk, 256), 256, 0, s->stream>>>((T2 *)s->dens,
-                                                                       (const T *)s->kern,
-                                                                       (long long)s->nk);
-    CK(cudaGetLastError());
+    CKS(dipolar_kmul<T>(s, s->dens, s->kern, (long long)s->nk));
     if (sizeof(T) == sizeof(double)) {
         CKS(fft_check(cufftExecZ2D(s->pb, (cufftDoubleComplex *)s->dens, (cufftDoubleReal *)s->dens),
                       "cufftExecZ2D"));

@@ -168,10 +168,12 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
             k_lanes<T, V, C, 1, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
         else
             k_lanes<T, V, C, 1, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-    } else { /* axis 0 ends every 3D step */
+    } else { /* axis 0 ends a 3D step (not on the pencils of a slab) */
         blocks = grid_for((long long)n1 * n2, BLK);
-        k_lanes<T, V, C, 0, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-        last = true;
+        if (last)
+            k_lanes<T, V, C, 0, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        else
+            k_lanes<T, V, C, 0, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
     }
     if (last)
         *parts = blocks;

@@ -42,6 +42,9 @@ template <typename T> struct ObsArgs {
     T amp;
     const T *D; /* V_dd * |Psi|^2 or NULL */
     int is_real;
+    int halo;   /* psi starts `halo` x rows before the rows summed (a slab's neighbours' rows) */
+    int gi0;    /* the first summed row's index in the grid (the derivative's end rules) */
+    int gn0;    /* x rows of the grid */
 };
 
 template <typename T, typename V>
@@ -58,10 +61,10 @@ __global__ void __launch_bounds__(BLK) k_observe(const V *psi, Grid<T> G, ObsArg
         const int i = (int)(row / n1), j = (int)(row % n1);
         const double wij = G.w0[i] * G.w1[j];
         for (int k = threadIdx.x; k < n2; k += blockDim.x) {
-            const long long m = row * n2 + k;
+            const long long ms = row * n2 + k, m = ms + (long long)o.halo * n1 * n2;
             T vv = (G.vx[i] + G.vy[j]) + G.vz[k];
             if (G.U)
-                vv += G.U[m];
+                vv += G.U[ms];
             if (o.amp != 0)
                 vv += o.amp * G.ox[i] * G.oy[j] * G.oz[k];
             double re = vq(psi, m, 0), im = vq(psi, m, 1);
@@ -75,7 +78,7 @@ __global__ void __launch_bounds__(BLK) k_observe(const V *psi, Grid<T> G, ObsArg
                     gmod = grad;
                     break;
                 }
-                double dx = deriv(psi, m, i, n0, (long long)n1 * n2, o.h0, q);
+                double dx = deriv(psi, m, i + o.gi0, o.gn0, (long long)n1 * n2, o.h0, q);
                 double dy = deriv(psi, m, j, n1, (long long)n2, o.h1, q);
                 double dz = deriv(psi, m, k, n2, 1, o.h2, q);
                 if (q == 2)
@@ -166,7 +169,10 @@ __global__ void k_potential(Grid<T> G, T amp, double *out)
 /* host side                                                          */
 /* ------------------------------------------------------------------ */
 
-template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipolar_obs *o)
+/* The per-quantity sums (OQ_*) of the handle's rows, added over the blocks
+ * in a fixed order. */
+template <typename T>
+int dipolar_observe_sums(nlse_dipolar *s, double t, const void *psi, int halo, double Tq[OQ_N])
 {
     typedef typename Vec2<T>::T T2;
     const int use_dd = s->dens && s->gdd != 0;
@@ -181,11 +187,14 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
     A.amp = (T)obst_amp(s, t);
     A.D = use_dd ? (const T *)s->dens : NULL;
     A.is_real = s->is_real;
+    A.halo = halo;
+    A.gi0 = (int)s->row0;
+    A.gn0 = (int)s->n0_all;
     const int blocks = grid_for((long long)s->L.n[0] * s->L.n[1], 1);
     if (s->is_real)
-        k_observe<T, T><<<blocks, BLK, 0, s->stream>>>((const T *)s->psi, G, A, s->partial);
+        k_observe<T, T><<<blocks, BLK, 0, s->stream>>>((const T *)psi, G, A, s->partial);
     else
-        k_observe<T, T2><<<blocks, BLK, 0, s->stream>>>((const T2 *)s->psi, G, A, s->partial);
+        k_observe<T, T2><<<blocks, BLK, 0, s->stream>>>((const T2 *)psi, G, A, s->partial);
     CK(cudaGetLastError());
     double *h = (double *)malloc((size_t)blocks * OQ_N * sizeof(double));
     if (!h)
@@ -194,13 +203,21 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
                                              cudaMemcpyDeviceToHost, s->stream), "cudaMemcpy");
     if (!st)
         st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
-    double Tq[OQ_N] = {0};
+    for (int q = 0; q < OQ_N; ++q)
+        Tq[q] = 0;
     if (!st)
         for (int b = 0; b < blocks; ++b)
             for (int q = 0; q < OQ_N; ++q)
                 Tq[q] += h[(size_t)b * OQ_N + q];
     free(h);
-    CKS(st);
+    return st;
+}
+template int dipolar_observe_sums<float>(nlse_dipolar *, double, const void *, int, double *);
+template int dipolar_observe_sums<double>(nlse_dipolar *, double, const void *, int, double *);
+
+void dipolar_observe_finish(const nlse_dipolar *s, const double Tq[OQ_N], int use_dd,
+                            nlse_dipolar_obs *o)
+{
     const double kin = s->p.kin * Tq[OQ_KIN], pot = Tq[OQ_POT];
     const double cont = s->g * Tq[OQ_INT], dd = use_dd ? s->gdd * Tq[OQ_DD] : 0.0;
     o->norm = Tq[OQ_NORM];
@@ -213,6 +230,13 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
         o->x2[a] = 0;
     for (int q = s->L.off; q < 3; ++q)
         o->x2[q - s->L.off] = Tq[OQ_X0 + q];
+}
+
+template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipolar_obs *o)
+{
+    double Tq[OQ_N];
+    CKS(dipolar_observe_sums<T>(s, t, s->psi, 0, Tq));
+    dipolar_observe_finish(s, Tq, s->dens && s->gdd != 0, o);
     const size_t n0 = s->L.n[0], n1 = s->L.n[1], n2 = s->L.n[2];
     const size_t mc = ((n0 / 2) * n1 + n1 / 2) * n2 + n2 / 2;
     T v[2] = {0, 0};
@@ -228,6 +252,8 @@ extern "C" int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs 
     ON_DEVICE(s);
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_observe: NULL argument");
+    if (s->dist)
+        return dipolar_dist_observe(s, t, out);
     if (s->gdd != 0)
         CKS(dipolar_of_state(s));
     CKS(dipolar_obstacle_at(s, t));
@@ -259,8 +285,8 @@ extern "C" int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out)
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dd_potential: NULL argument");
     if (!s->have_plans)
-        CKS(dipolar_enable_dipolar(s));
-    CKS(dipolar_of_state(s));
+        CKS(s->dist ? dipolar_dist_enable(s) : dipolar_enable_dipolar(s));
+    CKS(s->dist ? dipolar_dist_of_state(s) : dipolar_of_state(s));
     CK(cudaStreamSynchronize(s->stream));
     return rows_to_host(s, s->dens, s->L.n[0] * s->L.n[1], s->L.n[2], s->nlp, out);
 }
@@ -342,6 +368,11 @@ extern "C" int nlse_dipolar_phase_slice(const nlse_dipolar *cs, int axis, long i
         return nlse_fail(NLSE_ERR_VALUE, "index must be 0..%zu on axis %d, got %ld",
                          s->p.shape[axis] - 1, axis, index);
     const int q = axis + s->L.off;
+    if (q == 0 && (index < (long)s->row0 || index >= (long)(s->row0 + s->L.n[0])))
+        return nlse_fail(NLSE_ERR_VALUE, "x row %ld is not on this slab (rows %zu..%zu)", index,
+                         s->row0, s->row0 + s->L.n[0] - 1);
+    if (q == 0)
+        index -= (long)s->row0;
     const int n0 = (int)s->L.n[0], n1 = (int)s->L.n[1], n2 = (int)s->L.n[2];
     const size_t cnt = s->L.N / s->L.n[q];
     const int blocks = grid_for((long long)cnt, 256);
@@ -363,9 +394,12 @@ extern "C" int nlse_dipolar_phase_slice(const nlse_dipolar *cs, int axis, long i
 extern "C" int nlse_dipolar_kernel(const nlse_dipolar *s, double *out)
 {
     const size_t nh = s->L.n[2] / 2 + 1;
+    dipolar_layout G = s->L; /* the whole grid's frequencies (a slab: its x rows) */
+    G.n[0] = s->n0_all;
     for (size_t i = 0; i < s->L.n[0]; ++i)
         for (size_t j = 0; j < s->L.n[1]; ++j)
             for (size_t k = 0; k < nh; ++k)
-                out[(i * s->L.n[1] + j) * nh + k] = dipolar_kernel_value(&s->p, &s->L, i, j, k);
+                out[(i * s->L.n[1] + j) * nh + k] =
+                    dipolar_kernel_value(&s->p, &G, s->row0 + i, j, k);
     return NLSE_OK;
 }

@@ -16,6 +16,15 @@ import nlsepy as nl
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+#: the ranks' backend: "cpu" (FFTW's MPI interface) or "cuda" (GPU ranks,
+#: compared with one GPU); the driver sets it
+BACKEND = os.environ.get("NLSEPY_RANKS_BACKEND", "cpu")
+if BACKEND not in nl.backends("DipolarGPE"):
+    pytest.skip(f"no {BACKEND} backend here", allow_module_level=True)
+if BACKEND == "cpu" and not nl._build_config.fftw_mpi:
+    pytest.skip("this build's MPI layer has no FFTW-MPI (CPU ranks of the dipolar GPE)",
+                allow_module_level=True)
+GPU = BACKEND == "cuda"
 
 SHAPE = (22, 16, 12)  # 2 ranks: FFTW 11 + 11; 3 ranks: 8 + 8 + 6 (nl.scatter: 8 + 7 + 7)
 BASE = dict(shape=SHAPE, spacing=(0.45, 0.5, 0.6), dt=0.004, g=4.0, gdd=3.0,
@@ -51,7 +60,8 @@ def state(seed=3, complex_=True):
 
 def pair(**kw):
     args = dict(BASE, **kw)
-    return nl.DipolarGPE(backend="cpu", **args), nl.DipolarGPE(comm=COMM, **args)
+    return (nl.DipolarGPE(backend=BACKEND, **args),
+            nl.DipolarGPE(comm=COMM, backend=BACKEND, **args))
 
 
 def same_obs(a, b, tol=TOL):
@@ -62,14 +72,18 @@ def same_obs(a, b, tol=TOL):
 
 
 def test_layout_and_info():
-    gpe = nl.DipolarGPE(comm=COMM, **BASE)
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, **BASE)
     info = gpe.comm_info
-    assert info["ranks"] == SIZE and info["rank"] == RANK
-    assert info["fft"] == "fftw-mpi" and info["transpose"] == "MPI_Alltoallv"
+    assert info["ranks"] == SIZE and info["rank"] == RANK and info["backend"] == BACKEND
     assert info["mpi"]
     counts = info["layout"]["counts"]
-    block = -(-SHAPE[0] // SIZE)
-    assert counts[:-1] == [block] * (SIZE - 1) and sum(counts) == SHAPE[0]
+    if GPU:  # an even split; transposes into the other ranks' buffers
+        assert info["fft"] == "cufft-slabs" and info["transpose"] == "cuda-ipc"
+        assert max(counts) - min(counts) <= 1 and sum(counts) == SHAPE[0]
+    else:
+        assert info["fft"] == "fftw-mpi" and info["transpose"] == "MPI_Alltoallv"
+        block = -(-SHAPE[0] // SIZE)
+        assert counts[:-1] == [block] * (SIZE - 1) and sum(counts) == SHAPE[0]
     assert gpe.psi.shape == (counts[RANK],) + SHAPE[1:]
     assert gpe.local_slice[0] == slice(gpe.layout.start, gpe.layout.start + counts[RANK])
 
@@ -146,7 +160,7 @@ def test_outputs_match_one_process():
 def test_same_ranks_same_bits():
     runs = []
     for _ in range(2):
-        gpe = nl.DipolarGPE(comm=COMM, psi0=state(), **BASE)
+        gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), **BASE)
         gpe.real_time(30)
         gpe.imaginary_time(20)
         runs.append((gpe.observables(), gpe.psi))
@@ -158,8 +172,8 @@ def test_same_ranks_same_bits():
 def test_scatter_slab_input():
     psi0 = state()
     slab = nl.scatter(psi0 if RANK == 0 else None, COMM)
-    a = nl.DipolarGPE(comm=COMM, psi0=slab, **BASE)
-    b = nl.DipolarGPE(comm=COMM, psi0=psi0, **BASE)
+    a = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=slab, **BASE)
+    b = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=psi0, **BASE)
     everywhere(np.array_equal(a.psi, b.psi), "Slab input")
     a.V = nl.scatter(np.ones(SHAPE) * 0.3 if RANK == 0 else None, COMM)
     everywhere(np.array_equal(a.V, np.full(a.psi.shape, 0.3)), "Slab V")
@@ -170,25 +184,26 @@ def test_scatter_slab_input():
 def test_checkpoint_n_to_m(tmp_path):
     folder = shared_dir(tmp_path)
     path = os.path.join(folder, "ck.npz")
-    gpe = nl.DipolarGPE(comm=COMM, psi0=state(), V=0.1 * np.ones(SHAPE), **BASE)
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), V=0.1 * np.ones(SHAPE),
+                        **BASE)
     gpe.real_time(15)
     gpe.save(path)
     gpe.real_time(25)
     want = gpe.gather(root=None)
     # the same ranks: bit for bit
-    back = nl.DipolarGPE.load(path, comm=COMM)
+    back = nl.DipolarGPE.load(path, comm=COMM, backend=BACKEND)
     everywhere(back.t == 15 * BASE["dt"] and back.steps == {"imaginary": 0, "real": 15}, "clock")
     back.real_time(25)
     everywhere(np.array_equal(back.gather(root=None), want), "same ranks continue bit for bit")
     # one process without comm (every rank for itself)
-    one = nl.DipolarGPE.load(path)
+    one = nl.DipolarGPE.load(path, backend=BACKEND)
     assert type(one) is nl.DipolarGPE and one.V is not None
     one.real_time(25)
     everywhere(rel_err(one.psi, want) < TOL, "one process continues")
     # fewer ranks (M = N - 1); the last rank waits
     sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
     if sub != MPI.COMM_NULL:
-        few = nl.DipolarGPE.load(path, comm=sub)
+        few = nl.DipolarGPE.load(path, comm=sub, backend=BACKEND)
         few.real_time(25)
         got = few.gather(root=None)
         ok = rel_err(got, want) < TOL
@@ -199,23 +214,24 @@ def test_checkpoint_n_to_m(tmp_path):
     # written by fewer ranks (N - 1), read by all N
     sub = COMM.Split(0 if RANK < SIZE - 1 else MPI.UNDEFINED, RANK)
     if sub != MPI.COMM_NULL:
-        w = nl.DipolarGPE(comm=sub, psi0=state(), V=0.1 * np.ones(SHAPE), **BASE)
+        w = nl.DipolarGPE(comm=sub, backend=BACKEND, psi0=state(), V=0.1 * np.ones(SHAPE),
+                          **BASE)
         w.real_time(15)
         w.save(os.path.join(folder, "few.npz"))
         sub.Free()
     COMM.Barrier()
-    more = nl.DipolarGPE.load(os.path.join(folder, "few.npz"), comm=COMM)
+    more = nl.DipolarGPE.load(os.path.join(folder, "few.npz"), comm=COMM, backend=BACKEND)
     more.real_time(25)
     everywhere(rel_err(more.gather(root=None), want) < TOL, f"{SIZE - 1} -> {SIZE} ranks")
     # a single-process checkpoint read by the ranks
     one.save(os.path.join(folder, f"one{RANK}.npz"))
     COMM.Barrier()
-    d = nl.DipolarGPE.load(os.path.join(folder, "one0.npz"), comm=COMM)
+    d = nl.DipolarGPE.load(os.path.join(folder, "one0.npz"), comm=COMM, backend=BACKEND)
     everywhere(rel_err(d.gather(root=None), one.psi) == 0, "single-process checkpoint in")
 
 
 def test_bad_input_on_one_rank_raises_everywhere():
-    gpe = nl.DipolarGPE(comm=COMM, psi0=state(), **BASE)
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), **BASE)
     slab = state()[gpe.local_slice].copy()
     if RANK == SIZE - 1:
         slab[1, 2, 3] = np.nan
@@ -227,7 +243,7 @@ def test_bad_input_on_one_rank_raises_everywhere():
     with pytest.raises(ValueError, match="must be the same on every rank"):
         gpe.g = 1.0 + RANK
     with pytest.raises(ValueError, match="must be the same on every rank"):
-        nl.DipolarGPE(comm=COMM, **dict(BASE, dt=0.01 if RANK else 0.02))
+        nl.DipolarGPE(comm=COMM, backend=BACKEND, **dict(BASE, dt=0.01 if RANK else 0.02))
     V = np.zeros(SHAPE)
     if RANK == SIZE - 1:
         V[gpe.local_slice][0, 0, 0] = np.inf
@@ -240,7 +256,8 @@ def test_bad_input_on_one_rank_raises_everywhere():
 def test_blowup_on_one_rank_stops_all():
     V = np.zeros(SHAPE)
     V[SHAPE[0] - 2, SHAPE[1] // 2, SHAPE[2] // 2] = -1e6  # on the last rank's slab only
-    gpe = nl.DipolarGPE(comm=COMM, psi0=state(complex_=False), V=V, **dict(BASE, dt=0.5))
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(complex_=False), V=V,
+                        **dict(BASE, dt=0.5))
     before = gpe.psi
     with pytest.raises(nl.BlowUpError, match="non-finite"):
         gpe.imaginary_time(40)
@@ -249,7 +266,7 @@ def test_blowup_on_one_rank_stops_all():
 
 
 def test_ctrl_c_on_one_rank_stops_all_after_the_same_block():
-    gpe = nl.DipolarGPE(comm=COMM, psi0=state(), **BASE)
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), **BASE)
 
     def hit(_):
         if RANK == 0 and gpe.steps["real"] == 2:
@@ -258,13 +275,13 @@ def test_ctrl_c_on_one_rank_stops_all_after_the_same_block():
         gpe.real_time(8, frames=4, callback=hit)
     everywhere(gpe.steps["real"] == 2, f"steps at the interrupt ({gpe.steps})")
     gpe.real_time(6)
-    ref = nl.DipolarGPE(comm=COMM, psi0=state(), **BASE)
+    ref = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), **BASE)
     ref.real_time(8)
     everywhere(np.array_equal(gpe.psi, ref.psi), "resumed run")
 
 
 def test_callback_stop_on_one_rank_and_run():
-    gpe = nl.DipolarGPE(comm=COMM, psi0=state(), **BASE)
+    gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, psi0=state(), **BASE)
 
     def stop(m):
         if RANK == SIZE - 1 and m.steps["real"] >= 4:
@@ -278,10 +295,11 @@ def test_callback_stop_on_one_rank_and_run():
 def test_refusals():
     with pytest.raises(ValueError, match="3d geometry"):
         nl.DipolarGPE((16, 16), 0.5, 0.01, geometry="2d-xy", comm=COMM)
-    with pytest.raises(ValueError, match="distributed GPU path"):
-        nl.DipolarGPE(comm=COMM, backend="cuda", **BASE)
-    if SIZE >= 3:  # FFTW's slabs of 4 rows over 3 ranks: 2, 2, 0
+    if "cuda" not in nl.backends("DipolarGPE"):
+        with pytest.raises(nl.BackendError, match="cuda"):
+            nl.DipolarGPE(comm=COMM, backend="cuda", **BASE)
+    if SIZE >= 3 and not GPU:  # FFTW's slabs of 4 rows over 3 ranks: 2, 2, 0
         with pytest.raises(ValueError, match="needs at least 2 per rank: use 2 ranks or fewer"):
-            nl.DipolarGPE(comm=COMM, **dict(BASE, shape=(4, 8, 8), gdd=0.0))
+            nl.DipolarGPE(comm=COMM, backend=BACKEND, **dict(BASE, shape=(4, 8, 8), gdd=0.0))
     with pytest.raises(TypeError, match="mpi4py intracommunicator"):
         nl.DipolarGPE(comm="world", **BASE)

@@ -1,5 +1,6 @@
 """The distributed dipolar GPE under mpirun (the tests proper: ranks_dipolar.py):
-2 ranks, and 3 ranks, which FFTW's slabs split unevenly."""
+2 ranks, and 3 ranks, which FFTW's slabs split unevenly; CPU ranks, and GPU
+ranks where a GPU is present (every rank on its own GPU, or sharing one)."""
 
 import pathlib
 
@@ -12,7 +13,20 @@ RANKS = pathlib.Path(__file__).with_name("ranks_dipolar.py")
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_dipolar_distributed(mpirun, nranks):
+def test_dipolar_distributed(mpirun, nranks, monkeypatch):
+    monkeypatch.setenv("NLSEPY_RANKS_BACKEND", "cpu")
+    mpirun(nranks, RANKS, timeout=300)
+
+
+@pytest.mark.mpi
+@pytest.mark.cuda
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_dipolar_distributed_gpu(mpirun, nranks, monkeypatch):
+    """GPU ranks against one GPU (1e-12), the transposes through CUDA IPC."""
+    import nlsepy as nl
+    if "cuda" not in nl.backends("DipolarGPE"):
+        pytest.skip("no CUDA device")
+    monkeypatch.setenv("NLSEPY_RANKS_BACKEND", "cuda")
     mpirun(nranks, RANKS, timeout=300)
 
 

@@ -161,6 +161,44 @@ size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s);
  * the CPU; CUDA events around the steps on the device). */
 double nlse_dipolar_last_step_seconds(const nlse_dipolar *s);
 
+/* ------------------------------------------------------------------ */
+/* Slabs of a distributed run on GPU ranks (CUDA backend only)          */
+/* ------------------------------------------------------------------ */
+
+/* Message prefix of a collective call stopped because another rank failed
+ * (that rank reports its own error). */
+#define NLSE_DIPOLAR_PEER "nlsepy-peer:"
+
+/* A solver of the 3D geometry that holds x rows [xs[rank], xs[rank] +
+ * xc[rank]) of the grid p->shape, one of `size` ranks whose rows tile the
+ * grid in rank order; ycount[r] y rows (in rank order) are rank r's part of
+ * the x pencils of the x solve and of the dipolar transform.  Every rank
+ * needs 2 x rows or more.  `comm` sums over the ranks in rank order (it
+ * also serves as the barrier).  The state starts as the slab of the
+ * normalised Gaussian.  Not collective; the handle is used through the
+ * functions above once nlse_dipolar_slab_connect has given it the other
+ * ranks' buffers: nlse_dipolar_step, _observe, _dd_potential and
+ * _set_couplings (when it makes the FFT plans) are then collective (every
+ * rank, the same arguments, the same order); the others act on this rank's
+ * rows.  Layouts: the state, V and outputs are the slab (xc[rank], ny, nz). */
+int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
+                             const size_t *xcount, const size_t *ycount, const nlse_comm *comm,
+                             nlse_dipolar **out);
+
+/* The device buffers the other ranks copy into: [0] the x pencils, [1] the
+ * state, [2] the density / spectrum slab. */
+#define NLSE_DIPOLAR_SLAB_BUFFERS 3
+int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB_BUFFERS]);
+
+/* peers[b * size + r]: buffer b of rank r as this process addresses it
+ * (its own for r = rank; the others mapped by CUDA IPC). */
+int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers);
+
+/* Seconds of the last step call on this rank: [0] all, [1] the x-solve
+ * transposes (copies and waits), [2] the dipolar transforms with their
+ * transposes, [3] the norm sums. */
+int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[4]);
+
 #ifdef __cplusplus
 }
 #endif

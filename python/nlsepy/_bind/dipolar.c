@@ -4,23 +4,95 @@
  * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.
  */
 #include "bind.h"
+#include <stdint.h>
 #include "nlsepy/dipolar.h"
 
 typedef struct {
     NLSEPY_SOLVER_HEAD(nlse_dipolar, nlse_dipolar_params)
     int ndim;
+    size_t row0;     /* a slab: its first x row (p.shape[0] is its row count) */
+    PyObject *keep;  /* a slab: the rank-sum capsule it calls              */
 } DipolarObject;
+
+#ifdef NLSEPY_WITH_CUDA
+/* n sizes from a sequence of ints (each >= 0) into out. */
+static int parse_sizes(PyObject *seq, const char *name, size_t **out, int *n)
+{
+    PyObject *f = PySequence_Fast(seq, "slab counts must be a sequence of ints");
+    if (!f)
+        return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    *out = (size_t *)calloc(m ? (size_t)m : 1, sizeof(size_t));
+    if (!*out) {
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t q = 0; q < m; ++q) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, q));
+        if (v < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s must be counts >= 0, got %lld", name, v);
+            Py_DECREF(f);
+            return -1;
+        }
+        (*out)[q] = (size_t)v;
+    }
+    *n = (int)m;
+    Py_DECREF(f);
+    return 0;
+}
+
+/* slab = (rank, xcounts, ycounts, capsule): a slab of a distributed run. */
+static int create_slab(DipolarObject *self, const nlse_dipolar_params *p, PyObject *slab)
+{
+    int rank, nx = 0, ny = 0, st;
+    PyObject *xs, *ys, *cap;
+    size_t *xc = NULL, *yc = NULL;
+    if (!PyArg_ParseTuple(slab, "iOOO", &rank, &xs, &ys, &cap))
+        return -1;
+    const nlse_comm *comm = (const nlse_comm *)PyCapsule_GetPointer(cap, "nlsepy.nlse_comm");
+    if (!comm)
+        return -1;
+    if (parse_sizes(xs, "xcounts", &xc, &nx) || parse_sizes(ys, "ycounts", &yc, &ny))
+        goto fail;
+    if (nx != ny || nx < 1) {
+        PyErr_Format(PyExc_ValueError, "xcounts and ycounts must have one count per rank, got %d "
+                     "and %d", nx, ny);
+        goto fail;
+    }
+    NLSEPY_RUN(self, st, nlse_dipolar_slab_create(p, rank, nx, xc, yc, comm, &self->s));
+    if (st) {
+        nlsepy_raise(st);
+        goto fail;
+    }
+    self->row0 = 0;
+    for (int r = 0; r < rank; ++r)
+        self->row0 += xc[r];
+    self->p = *p;
+    self->p.shape[0] = xc[rank];
+    Py_INCREF(cap);
+    self->keep = cap;
+    free(xc);
+    free(yc);
+    return 0;
+fail:
+    free(xc);
+    free(yc);
+    return -1;
+}
+#endif
 
 static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"geometry", "shape", "spacing", "dtype", "dt", "kin", "trap", "g",
-                             "gdd", "cutoff", "kscale", "dipolar", "fft_effort", NULL};
-    PyObject *shape, *spacing, *trap;
+                             "gdd", "cutoff", "kscale", "dipolar", "fft_effort", "slab", NULL};
+    PyObject *shape, *spacing, *trap, *slab = Py_None;
     nlse_dipolar_params p;
     memset(&p, 0, sizeof p);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOiddOddddii", kwlist, &p.geometry, &shape,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOiddOddddii|O", kwlist, &p.geometry, &shape,
                                      &spacing, &p.dtype, &p.dt, &p.kin, &trap, &p.g, &p.gdd,
-                                     &p.cutoff, &p.kscale, &p.dipolar, &p.fft_effort))
+                                     &p.cutoff, &p.kscale, &p.dipolar, &p.fft_effort, &slab))
         return -1;
     int nd = nlse_dipolar_ndim(p.geometry);
     if (!nd) {
@@ -35,6 +107,18 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
         nlse_dipolar_destroy(self->s);
         self->s = NULL;
     }
+    Py_CLEAR(self->keep);
+    self->ndim = nd;
+    if (slab != Py_None) {
+#ifdef NLSEPY_WITH_CUDA
+        return create_slab(self, &p, slab);
+#else
+        PyErr_SetString(PyExc_ValueError, "slabs of a distributed run are made by the CUDA "
+                        "extension; the CPU ranks use nlsepy._mpi");
+        return -1;
+#endif
+    }
+    self->row0 = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_dipolar_create(&p, &self->s));
     if (st) {
@@ -46,7 +130,12 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-NLSEPY_DEALLOC(dipolar_dealloc, DipolarObject, nlse_dipolar_destroy)
+static void dipolar_dealloc(DipolarObject *self)
+{
+    nlse_dipolar_destroy(self->s);
+    Py_CLEAR(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
 
 /* Aligned C-contiguous array of the grid's shape: complex (allow_complex)
  * or real in the solver's precision.  *is_complex tells which. */
@@ -316,6 +405,8 @@ static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
     for (int q = 0; q < self->ndim; ++q)
         if (q != axis)
             dims[nd++] = (npy_intp)self->p.shape[q];
+    if (axis == 0 && self->ndim == 3)
+        index += (long)self->row0; /* a slab's C handle takes the grid's x row */
     return grid_doubles(self, nd, dims, fill_phase, axis, index, 0.0);
 }
 
@@ -353,7 +444,70 @@ static PyObject *dipolar_last_seconds(DipolarObject *self, PyObject *Py_UNUSED(i
     return PyFloat_FromDouble(nlse_dipolar_last_step_seconds(self->s));
 }
 
+#ifdef NLSEPY_WITH_CUDA
+static PyObject *dipolar_slab_buffers(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    void *b[NLSE_DIPOLAR_SLAB_BUFFERS];
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st = nlse_dipolar_slab_buffers(self->s, b);
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)b[0],
+                         (unsigned long long)(uintptr_t)b[1], (unsigned long long)(uintptr_t)b[2]);
+}
+
+static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    PyObject *f = PySequence_Fast(arg, "connect takes a sequence of device addresses");
+    if (!f)
+        return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    void **a = (void **)calloc(m ? (size_t)m : 1, sizeof(void *));
+    if (!a) {
+        Py_DECREF(f);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t q = 0; q < m; ++q) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(f, q));
+        if (PyErr_Occurred()) {
+            free(a);
+            Py_DECREF(f);
+            return NULL;
+        }
+        a[q] = (void *)(uintptr_t)v;
+    }
+    Py_DECREF(f);
+    int st = nlse_dipolar_slab_connect(self->s, a);
+    free(a);
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    double t[4];
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st = nlse_dipolar_slab_timings(self->s, t);
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("(dddd)", t[0], t[1], t[2], t[3]);
+}
+#endif
+
 static PyMethodDef dipolar_methods[] = {
+#ifdef NLSEPY_WITH_CUDA
+    {"slab_buffers", (PyCFunction)dipolar_slab_buffers, METH_NOARGS,
+     "slab_buffers() -> device addresses of the pencils, the state and the density of a slab."},
+    {"slab_connect", (PyCFunction)dipolar_slab_connect, METH_O,
+     "slab_connect(addresses): buffer b of rank r at addresses[b * ranks + r]."},
+    {"timings", (PyCFunction)dipolar_slab_timings, METH_NOARGS,
+     "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, sums."},
+#endif
     {"set_state", (PyCFunction)dipolar_set_state, METH_O, "set_state(psi): real or complex state."},
     {"get_state", (PyCFunction)dipolar_get_state, METH_NOARGS, "get_state() -> complex array."},
     {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS, "True when the state is stored real."},
@@ -396,6 +550,7 @@ static PyTypeObject DipolarType = {
 int nlsepy_bind_dipolar(PyObject *m)
 {
     if (nlsepy_add_type(m, &DipolarType, "Dipolar") < 0 ||
+        PyModule_AddStringConstant(m, "DIPOLAR_PEER", NLSE_DIPOLAR_PEER) < 0 ||
         PyModule_AddIntConstant(m, "DIPOLAR_IMAG", NLSE_DIPOLAR_IMAG) < 0 ||
         PyModule_AddIntConstant(m, "DIPOLAR_REAL", NLSE_DIPOLAR_REAL) < 0)
         return -1;

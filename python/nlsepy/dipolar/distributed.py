@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _dist, _guard
+from .. import _backend, _dist, _guard
 from .._validate import potential as _potential
 from .._validate import real as _real
 from ..errors import BlowUpError
@@ -35,24 +35,96 @@ from .solver import _FFT_EFFORT, _MODEL, DipolarGPE, Obstacle, memory_parts
 
 __all__ = ["DistributedDipolarGPE"]
 
-_GPU_LATER = ("comm= with backend='cuda': the distributed GPU path (cuFFT on the slabs, "
-              "transposes through NCCL or a CUDA-aware MPI) is not available yet; use "
-              "backend='cpu' (FFTW's MPI interface), or one GPU without comm=")
+#: message prefix of a collective C call stopped because another rank failed
+#: (NLSE_DIPOLAR_PEER of nlsepy/dipolar.h)
+_PEER = "nlsepy-peer:"
 
 
 def _agree(comm: Any, fn: Callable[[], Any]) -> Any:
     """``_dist.agree`` around a call of the distributed C solver: a rank the
     solver stopped because another rank failed leaves the report to that rank."""
-    from .. import _mpi  # type: ignore[attr-defined]
-
     def run() -> Any:
         try:
             return fn()
         except RuntimeError as exc:
-            if str(exc).startswith(_mpi.DIPOLAR_PEER):
+            if str(exc).startswith(_PEER):
                 return None  # the failing rank's own error is raised everywhere
             raise
     return _dist.agree(comm, run)
+
+
+class _GpuSlab:
+    """This rank's slab on its GPU (``_cuda.Dipolar`` made with ``slab=``) with
+    the interface of the CPU ranks' ``_mpi.DipolarMPI``: the other ranks'
+    buffers are mapped by CUDA IPC (all ranks on one host), the transposes
+    are device-to-device copies into them."""
+
+    _opened: Any = ()
+
+    def __init__(self, comm: Any, capsule: Any, args: Tuple[Any, ...], counts: np.ndarray,
+                 ycounts: np.ndarray) -> None:
+        from .. import _cuda  # type: ignore[attr-defined]
+        self._cuda, self._comm = _cuda, comm
+        rank = comm.Get_rank()
+        self._c = _cuda.Dipolar(*args, slab=(rank, [int(c) for c in counts],
+                                             [int(c) for c in ycounts], capsule))
+        self._local = (int(counts[rank]), int(np.sum(counts[:rank])), int(ycounts[rank]),
+                       int(np.sum(ycounts[:rank])))
+        self._opened = []
+
+    def connect(self) -> None:
+        """Swap the IPC handles of every rank's three buffers and map them (collective)."""
+        mine = self._c.slab_buffers()
+        why, handles = "", None
+        try:
+            handles = tuple(self._cuda.ipc_handle(a) for a in mine)
+        except Exception as exc:  # noqa: BLE001 - reported on every rank
+            why = str(exc)
+        everyone = self._comm.allgather((handles, why))
+        bad = [(r, w) for r, (h, w) in enumerate(everyone) if h is None]
+        if bad:
+            raise RuntimeError(f"rank {bad[0][0]} cannot share its device buffers by CUDA IPC: "
+                               f"{bad[0][1]}")
+        rank, size = self._comm.Get_rank(), self._comm.Get_size()
+        addrs = [0] * (3 * size)
+        for r, (h, _) in enumerate(everyone):
+            for b in range(3):
+                if r == rank:
+                    addrs[b * size + r] = mine[b]
+                else:
+                    a = self._cuda.ipc_open(h[b])
+                    self._opened.append(a)
+                    addrs[b * size + r] = a
+        self._c.slab_connect(addrs)
+
+    def close(self) -> None:
+        for a in self._opened:
+            try:
+                self._cuda.ipc_close(a)
+            except Exception:  # noqa: BLE001 - at exit
+                pass
+        self._opened = []
+
+    def __del__(self) -> None:
+        self.close()
+
+    def local(self) -> Tuple[int, int, int, int]:
+        return self._local
+
+    def timings(self) -> Dict[str, float]:
+        t = self._c.timings()
+        return {"step": t[0], "transpose": t[1], "fft": t[2], "reduce": t[3]}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._c, name)
+
+
+def even_rows(n: int, ranks: int) -> np.ndarray:
+    """Rows per rank of an even split of `n` (the first ``n % ranks`` ranks one more)."""
+    base, extra = divmod(n, ranks)
+    return np.array([base + (1 if r < extra else 0) for r in range(ranks)], dtype=np.int64)
 
 
 class _Collective:
@@ -120,10 +192,6 @@ class DistributedDipolarGPE(DipolarGPE):
         comm = _dist.as_comm(comm)
         from mpi4py import MPI
         from .. import _mpi  # type: ignore[attr-defined]
-        if not hasattr(_mpi, "DipolarMPI"):
-            raise ImportError("the distributed dipolar GPE needs FFTW's MPI interface, which "
-                              "this build of nlsepy's MPI layer lacks: install it (Debian: "
-                              "libfftw3-mpi-dev) and reinstall nlsepy from source")
         self._comm = comm
         self._rank, self._size = comm.Get_rank(), comm.Get_size()
         self._pending_sigint = False
@@ -134,24 +202,31 @@ class DistributedDipolarGPE(DipolarGPE):
         code, kscale, use_dd = _dist.agree(comm, lambda: self._setup_distributed(
             shape, spacing, dt, g, gdd, trap, cutoff, geometry, option, dtype, dipolar,
             fft_effort, backend))
-        rows = comm.allgather(_mpi.dipolar_slab(comm, self._shape))
-        counts = np.array([r[0] for r in rows], dtype=np.int64)
-        starts = np.array([r[1] for r in rows], dtype=np.int64)
+        counts, starts = _slab_rows(comm, self._shape, self._backend)
         self._layout = _dist.Layout(comm, self._shape, self._rank, self._size, counts, starts)
         _dist.agree(comm, self._require_two_rows)
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self._node_ranks = host.Get_size()
         host.Free()
+        if self._backend == "cuda":
+            self._device = _dist.select_gpu(comm)
         _dist.agree(comm, lambda: self._require_slab_memory(use_dd, V is not None,
                                                             psi0 is not None))
         self._capsule = _dist.capsule(comm)
         kin, coef = self._kin_coef()
         core = self._core_dtype()
-        self._solver = _Collective(comm, _agree(comm, lambda: _mpi.DipolarMPI(
-            comm, self._capsule, code, self._shape, self._spacing, core, self._dt, kin, coef,
-            self._g * self._fc, self._gdd * self._fd,
-            0.0 if self._cutoff is None else self._cutoff, kscale, int(use_dd),
-            _FFT_EFFORT[self._fft_effort])))
+        args = (code, self._shape, self._spacing, core, self._dt, kin, coef,
+                self._g * self._fc, self._gdd * self._fd,
+                0.0 if self._cutoff is None else self._cutoff, kscale, int(use_dd),
+                _FFT_EFFORT[self._fft_effort])
+        if self._backend == "cpu":
+            self._solver = _Collective(comm, _agree(comm, lambda: _mpi.DipolarMPI(
+                comm, self._capsule, *args)))
+        else:
+            ycounts = even_rows(self._shape[1], self._size)
+            slab = _agree(comm, lambda: _GpuSlab(comm, self._capsule, args, counts, ycounts))
+            _dist.agree(comm, slab.connect)
+            self._solver = _Collective(comm, slab)
         self._start(use_dd)
         if psi0 is not None:
             self.psi = psi0
@@ -167,24 +242,32 @@ class DistributedDipolarGPE(DipolarGPE):
         if self._geometry != "3d":
             raise ValueError(f"comm= runs the 3d geometry; geometry {self._geometry!r} (an "
                              f"effective 2D or 1D grid) runs in one process: leave comm out")
-        if not isinstance(backend, str) or backend not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
-        if backend == "cuda":
-            raise ValueError(_GPU_LATER)
-        self._backend = "cpu"
+        self._backend = _backend.resolve(backend, _MODEL)
+        if self._backend == "cpu":
+            from .. import _mpi  # type: ignore[attr-defined]
+            if not hasattr(_mpi, "DipolarMPI"):
+                raise ImportError("the distributed dipolar GPE on CPU ranks needs FFTW's MPI "
+                                  "interface, which this build of nlsepy's MPI layer lacks: "
+                                  "install it (Debian: libfftw3-mpi-dev) and reinstall nlsepy "
+                                  "from source, or run on GPU ranks (backend='cuda')")
         return out
 
     def _require_two_rows(self) -> None:
-        """ValueError unless every rank's FFTW slab holds two x rows or more (the
+        """ValueError unless every rank's slab holds two x rows or more (the
         five-point x derivative of the observables takes two from each neighbour)."""
         counts, n0 = self._layout.counts, self._shape[0]
         if counts.min() >= 2:
             return
-        fits = [p for p in range(1, self._size + 1) if _fftw_rows(n0, p).min() >= 2]
+        if self._backend == "cpu":
+            fits = [p for p in range(1, self._size + 1) if _fftw_rows(n0, p).min() >= 2]
+            how = "FFTW's slabs of ceil(nx / ranks) rows"
+        else:
+            fits = [p for p in range(1, self._size + 1) if even_rows(n0, p).min() >= 2]
+            how = "slabs"
         raise ValueError(
-            f"{self._size} ranks split the {n0} x rows of the grid {self._shape} into FFTW's "
-            f"slabs of ceil(nx / ranks) rows, {counts.tolist()}; the distributed solver needs "
-            f"at least 2 per rank: use {max(fits)} ranks or fewer, or a larger nx")
+            f"{self._size} ranks split the {n0} x rows of the grid {self._shape} into {how}, "
+            f"{counts.tolist()}; the distributed solver needs at least 2 per rank: use "
+            f"{max(fits)} ranks or fewer, or a larger nx")
 
     def _core_dtype(self) -> int:
         from .. import _core  # type: ignore[attr-defined]
@@ -204,11 +287,18 @@ class DistributedDipolarGPE(DipolarGPE):
         return int(n[0]), int(n[1]), int(n[2])
 
     def _require_slab_memory(self, use_dd: bool, V: bool, psi0: bool) -> None:
-        """MemoryError when the slabs of the ranks on this host do not fit in its memory."""
+        """MemoryError when the slabs of the ranks on this host (or this rank's
+        GPU) do not fit in its memory."""
         ni, n1, n2 = self._slab_shape()
-        parts = memory_parts((ni, n1, n2), self._dtype, use_dd, "cpu", self._threads(), V, psi0)
         rs = 4 if self._dtype == np.complex64 else 8
         nj = -(-n1 // self._size)
+        if self._backend == "cuda":
+            parts = memory_parts((ni, n1, n2), self._dtype, True, "cuda", 1, V, psi0)
+            parts["solver"]["x pencils"] = 2 * rs * self._shape[0] * nj * n2
+            parts["solver"]["halo rows of the observables"] = 2 * rs * (ni + 4) * n1 * n2
+            self._require_memory(parts, ranks=self._size)
+            return
+        parts = memory_parts((ni, n1, n2), self._dtype, use_dd, "cpu", self._threads(), V, psi0)
         parts["solver"]["transpose buffers"] = 2 * rs * (ni * n1 * n2 + self._shape[0] * nj * n2)
         total = sum(parts["solver"].values()) + sum(parts["host"].values())
         k = self._node_ranks
@@ -404,13 +494,18 @@ class DistributedDipolarGPE(DipolarGPE):
         (``"MPI_Alltoallv"``) and the MPI library."""
         ni, i0, nj, j0 = self._solver.local()
         info = _dist.info(self._comm)
-        return {"ranks": self._size, "rank": self._rank, "backend": "cpu",
-                "layout": {"axis": "x", "counts": self._layout.counts.tolist(),
-                           "starts": self._layout.starts.tolist(),
-                           "pencil_y_rows": (int(j0), int(nj))},
-                "fft": "fftw-mpi", "transpose": "MPI_Alltoallv",
-                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
-                "ranks_on_this_host": self._node_ranks}
+        gpu = self._backend == "cuda"
+        out = {"ranks": self._size, "rank": self._rank, "backend": self._backend,
+               "layout": {"axis": "x", "counts": self._layout.counts.tolist(),
+                          "starts": self._layout.starts.tolist(),
+                          "pencil_y_rows": (int(j0), int(nj))},
+               "fft": "cufft-slabs" if gpu else "fftw-mpi",
+               "transpose": "cuda-ipc" if gpu else "MPI_Alltoallv",
+               "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
+               "ranks_on_this_host": self._node_ranks}
+        if gpu:
+            out["device"] = self._device
+        return out
 
     def gather(self, root: Optional[int] = 0) -> Optional[np.ndarray]:
         """The global state on `root` (None on the other ranks), or on every rank
@@ -593,8 +688,13 @@ class DistributedDipolarGPE(DipolarGPE):
                                  f"3d geometry")
             rows = None
             if _dist.is_parts_index(spath):
-                ni, i0 = _mpi.dipolar_slab(comm, shape)
-                rows = (int(i0), int(ni))
+                if _backend.resolve(backend, _MODEL) == "cuda":
+                    counts = even_rows(shape[0], comm.Get_size())
+                    r = comm.Get_rank()
+                    rows = (int(np.sum(counts[:r])), int(counts[r]))
+                else:
+                    ni, i0 = _mpi.dipolar_slab(comm, shape)
+                    rows = (int(i0), int(ni))
             d = cls._read_checkpoint(spath, rows)
             return d, cls._checkpoint_kwargs(spath, d, overrides, rows)
         d, kw = _dist.agree(comm, read)
@@ -609,6 +709,19 @@ class DistributedDipolarGPE(DipolarGPE):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", ranks={self._size}, rank={self._rank})"
+
+
+def _slab_rows(comm: Any, shape: Tuple[int, ...], backend: str
+               ) -> Tuple[np.ndarray, np.ndarray]:
+    """x rows and first rows of every rank: FFTW's MPI slabs on CPU ranks
+    (collective: FFTW's answers are gathered), an even split on GPU ranks."""
+    if backend == "cuda":
+        counts = even_rows(int(shape[0]), comm.Get_size())
+        return counts, np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    from .. import _mpi  # type: ignore[attr-defined]
+    rows = comm.allgather(_mpi.dipolar_slab(comm, tuple(shape)))
+    counts = np.array([r[0] for r in rows], dtype=np.int64)
+    return counts, np.array([r[1] for r in rows], dtype=np.int64)
 
 
 def _fftw_rows(n0: int, ranks: int) -> np.ndarray:

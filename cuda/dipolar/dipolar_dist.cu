@@ -1,0 +1,694 @@
+/*
+ * dipolar_dist.cu -- the 3D dipolar GPE of the split-step Crank-Nicolson
+ * scheme (Loncar, thesis, chapter 2) on GPU ranks: the distributed layout of
+ * the OpenMP/MPI edition of DBEC-GP (thesis, chapter 6) on cuFFT and device
+ * to device copies.
+ *
+ *   layout      rank r holds x rows [xs[r], xs[r] + xc[r]) of the state (a
+ *               slab, section 6.1) and y rows [ys[r], ys[r] + yc[r]) of the
+ *               x pencils (n0, yc[r], nz)
+ *   x solve     the slab's lines go to the pencils of their y rows on every
+ *               rank, the Crank-Nicolson solve along x runs on whole x lines,
+ *               and the lines come back (the transpose of section 6.2)
+ *   dipolar     R2C along (y, z) on the slab's rows, the same transpose of the
+ *               half spectrum, C2C along x on the pencils, the kernel (with
+ *               1/N), the way back, C2R (eq. 2.37 by transposed transforms)
+ *   sums        the norm of every step and the observables add the ranks'
+ *               parts in rank order (section 2.4)
+ *
+ * The transposes are one cudaMemcpy2DAsync per pair of ranks, straight into
+ * the receiving rank's buffer (mapped into this process by CUDA IPC): the
+ * copy engines move the data over NVLink or PCIe, no packing pass and no
+ * host memory.  Each transpose ends with a barrier (the rank-ordered max of
+ * the nlse_comm table) that also carries errors: a rank that fails goes on
+ * to the next barrier and every rank returns there, so no rank waits for
+ * one that has left.  The arithmetic on the slab is the single-device
+ * solver's (dipolar_zsolve.cu, dipolar_lanes.cu); the slab's handle has x
+ * tables of its own rows and Crank-Nicolson tables of all n0 rows.
+ */
+#include <chrono>
+
+#include "dipolar/dipolar.cuh"
+
+struct dipolar_dist {
+    int rank, size;
+    const nlse_comm *comm;
+    size_t n0, n1, n2, nh;
+    size_t *xc, *xs, *yc, *ys; /* every rank's x rows and pencil y rows   */
+    size_t nj, j0;             /* this rank's pencil y rows              */
+    void *pen;                 /* (n0, nj, nz) complex; spectrum (n0, nj, nh) */
+    size_t pen_bytes, dens_bytes;
+    void **peer;               /* buffer b of rank r at peer[b * size + r] */
+    int connected;
+    cufftHandle f2, b2, fx;    /* (y, z) R2C / C2R of the slab; C2C along x */
+    int plans;                 /* 0: none, 1: f2 and b2, 2: and fx        */
+    void *kern;                /* (n0, nj, nh) kernel values times 1/N   */
+    size_t kern_bytes;
+    void *ext;                 /* the slab with two rows of each neighbour */
+    size_t ext_bytes;
+    double tm[4];
+};
+
+static double now(void)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/* ------------------------------------------------------------------ */
+/* agreement and sums                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The barrier of a collective call: this rank's work on the stream done,
+ * then every rank learns whether any failed.  The failing rank returns its
+ * own status, the others a peer status. */
+static int dist_sync(nlse_dipolar *s, int st)
+{
+    dipolar_dist *D = s->dist;
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    double v = st ? 1.0 : 0.0;
+    int rc = D->comm->max(D->comm->ctx, &v, 1);
+    if (st)
+        return st;
+    if (rc)
+        return rc;
+    if (v != 0)
+        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
+    return NLSE_OK;
+}
+
+/* x summed over the ranks in rank order (n values in place). */
+static int rank_sum(nlse_dipolar *s, double *x, size_t n)
+{
+    double t = now();
+    int st = s->dist->comm->sum(s->dist->comm->ctx, x, n);
+    s->dist->tm[3] += now() - t;
+    return st;
+}
+
+/* The same with a local status: x has n + 1 slots, the last one carries
+ * whether any rank failed (every rank takes part either way). */
+static int rank_sum_st(nlse_dipolar *s, double *x, size_t n, int st)
+{
+    if (st)
+        for (size_t q = 0; q < n; ++q)
+            x[q] = 0;
+    x[n] = st ? 1.0 : 0.0;
+    int rc = rank_sum(s, x, n + 1);
+    if (st)
+        return st;
+    if (rc)
+        return rc;
+    if (x[n] != 0)
+        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
+    return NLSE_OK;
+}
+
+/* The start of a collective call: local status st agreed; when any rank's
+ * state is complex (or complex_needed), every rank's becomes complex (the
+ * transposes move one kind of value). */
+static int begin(nlse_dipolar *s, int st, int complex_needed)
+{
+    dipolar_dist *D = s->dist;
+    if (!st && !D->connected)
+        st = nlse_fail(NLSE_ERR_VALUE, "the slab is not connected to the other ranks' buffers");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    double v[2] = {st ? 1.0 : 0.0, s->is_real ? 0.0 : 1.0};
+    int rc = D->comm->max(D->comm->ctx, v, 2);
+    if (st)
+        return st;
+    if (rc)
+        return rc;
+    if (v[0] != 0)
+        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
+    if (v[1] != 0 || complex_needed)
+        st = dipolar_promote(s);
+    return dist_sync(s, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* transposes                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Slab (ni, n1, L values of es bytes) at src -> buffer b of every rank r as
+ * its pencils (n0, yc[r], L), at this rank's x rows. */
+static int to_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_t es)
+{
+    dipolar_dist *D = s->dist;
+    const size_t line = L * es, ni = s->L.n[0];
+    for (int r = 0; r < D->size; ++r) {
+        if (!D->yc[r])
+            continue;
+        char *dst = (char *)D->peer[b * D->size + r] + D->xs[D->rank] * D->yc[r] * line;
+        const char *from = (const char *)src + D->ys[r] * line;
+        CK(cudaMemcpy2DAsync(dst, D->yc[r] * line, from, D->n1 * line, D->yc[r] * line, ni,
+                             cudaMemcpyDefault, s->stream));
+    }
+    return NLSE_OK;
+}
+
+/* Pencils (n0, nj, L) at src -> buffer b of every rank r as its slab
+ * (xc[r], n1, L), at this rank's y rows. */
+static int from_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_t es)
+{
+    dipolar_dist *D = s->dist;
+    const size_t line = L * es;
+    if (!D->nj)
+        return NLSE_OK;
+    for (int r = 0; r < D->size; ++r) {
+        char *dst = (char *)D->peer[b * D->size + r] + D->j0 * line;
+        const char *from = (const char *)src + D->xs[r] * D->nj * line;
+        CK(cudaMemcpy2DAsync(dst, D->n1 * line, from, D->nj * line, D->nj * line, D->xc[r],
+                             cudaMemcpyDefault, s->stream));
+    }
+    return NLSE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* the dipolar term                                                   */
+/* ------------------------------------------------------------------ */
+
+static int fft_ok(cufftResult r, const char *what)
+{
+    if (r == CUFFT_SUCCESS)
+        return NLSE_OK;
+    return nlse_fail(NLSE_ERR_BACKEND, "cuFFT error %d in %s%s", (int)r, what,
+                     r == CUFFT_ALLOC_FAILED ? " (out of device memory)" : "");
+}
+
+static int make_plans(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    const int dbl = s->p.dtype == NLSE_COMPLEX128;
+    int n[2] = {(int)D->n1, (int)D->n2}, rin[2] = {(int)D->n1, (int)s->nlp},
+        cin[2] = {(int)D->n1, (int)D->nh};
+    const int ni = (int)s->L.n[0];
+    size_t w = 0;
+    CKS(fft_ok(cufftCreate(&D->f2), "cufftCreate"));
+    if (cufftCreate(&D->b2) != CUFFT_SUCCESS) {
+        cufftDestroy(D->f2);
+        return nlse_fail(NLSE_ERR_BACKEND, "cuFFT error in cufftCreate");
+    }
+    D->plans = 1;
+    CKS(fft_ok(cufftMakePlanMany(D->f2, 2, n, rin, 1, (int)(D->n1 * s->nlp), cin, 1,
+                                 (int)(D->n1 * D->nh), dbl ? CUFFT_D2Z : CUFFT_R2C, ni, &w),
+               "cufftMakePlanMany (y, z)"));
+    s->fft_work += w;
+    CKS(fft_ok(cufftMakePlanMany(D->b2, 2, n, cin, 1, (int)(D->n1 * D->nh), rin, 1,
+                                 (int)(D->n1 * s->nlp), dbl ? CUFFT_Z2D : CUFFT_C2R, ni, &w),
+               "cufftMakePlanMany (y, z)"));
+    s->fft_work += w;
+    CKS(fft_ok(cufftSetStream(D->f2, s->stream), "cufftSetStream"));
+    CKS(fft_ok(cufftSetStream(D->b2, s->stream), "cufftSetStream"));
+    if (D->nj) {
+        int nx[1] = {(int)D->n0}, emb[1] = {(int)D->n0};
+        const int lines = (int)(D->nj * D->nh);
+        CKS(fft_ok(cufftCreate(&D->fx), "cufftCreate"));
+        D->plans = 2;
+        CKS(fft_ok(cufftMakePlanMany(D->fx, 1, nx, emb, lines, 1, emb, lines, 1,
+                                     dbl ? CUFFT_Z2Z : CUFFT_C2C, lines, &w),
+                   "cufftMakePlanMany (x)"));
+        s->fft_work += w;
+        CKS(fft_ok(cufftSetStream(D->fx, s->stream), "cufftSetStream"));
+    }
+    s->dev_bytes += s->fft_work;
+    return NLSE_OK;
+}
+
+/* The kernel on this rank's pencils of the spectrum, (n0, nj, nh), with 1/N. */
+static int make_kernel(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    const size_t nk = D->n0 * D->nj * D->nh;
+    D->kern_bytes = (nk ? nk : 1) * s->rs;
+    CKS(dmalloc(s, &D->kern, D->kern_bytes, "the dipolar kernel"));
+    if (!nk)
+        return NLSE_OK;
+    double *K = (double *)malloc(nk * sizeof(double));
+    if (!K)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the dipolar kernel");
+    dipolar_layout G = s->L;
+    G.n[0] = D->n0;
+    const double invN = 1.0 / ((double)D->n0 * (double)D->n1 * (double)D->n2);
+    for (size_t i = 0; i < D->n0; ++i)
+        for (size_t jl = 0; jl < D->nj; ++jl)
+            for (size_t k = 0; k < D->nh; ++k)
+                K[(i * D->nj + jl) * D->nh + k] =
+                    dipolar_kernel_value(&s->p, &G, i, D->j0 + jl, k) * invN;
+    int st = upload(s, D->kern, K, nk);
+    free(K);
+    return st;
+}
+
+/* Plans and kernel of the dipolar term (local: no message). */
+int dipolar_dist_enable(nlse_dipolar *s)
+{
+    if (s->have_plans)
+        return NLSE_OK;
+    CKS(dipolar_check_dipolar(&s->p));
+    CKS(make_plans(s));
+    CKS(make_kernel(s));
+    s->have_plans = 1;
+    s->p.dipolar = 1;
+    return NLSE_OK;
+}
+
+/* dens <- V_dd * dens (the density in dens; collective). */
+template <typename T> static int dist_fft(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    const double t0 = now();
+    const int dbl = sizeof(T) == sizeof(double);
+    const size_t ces = 2 * s->rs;
+    int st = dbl ? fft_ok(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
+                                       (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
+                 : fft_ok(cufftExecR2C(D->f2, (cufftReal *)s->dens, (cufftComplex *)s->dens),
+                          "cufftExecR2C");
+    if (!st)
+        st = to_pencils(s, s->dens, 0, D->nh, ces);
+    if ((st = dist_sync(s, st)))
+        return st;
+    if (D->nj) {
+        const long long nk = (long long)(D->n0 * D->nj * D->nh);
+        st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)D->pen,
+                                       (cufftDoubleComplex *)D->pen, CUFFT_FORWARD), "cufftExecZ2Z")
+                 : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)D->pen, (cufftComplex *)D->pen,
+                                       CUFFT_FORWARD), "cufftExecC2C");
+        if (!st)
+            st = dipolar_kmul<T>(s, D->pen, D->kern, nk);
+        if (!st)
+            st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)D->pen,
+                                           (cufftDoubleComplex *)D->pen, CUFFT_INVERSE),
+                              "cufftExecZ2Z")
+                     : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)D->pen, (cufftComplex *)D->pen,
+                                           CUFFT_INVERSE), "cufftExecC2C");
+    }
+    if (!st)
+        st = from_pencils(s, D->pen, 2, D->nh, ces);
+    if ((st = dist_sync(s, st)))
+        return st;
+    st = dbl ? fft_ok(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
+                                   (cufftDoubleReal *)s->dens), "cufftExecZ2D")
+             : fft_ok(cufftExecC2R(D->b2, (cufftComplex *)s->dens, (cufftReal *)s->dens),
+                      "cufftExecC2R");
+    D->tm[2] += now() - t0;
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* stepping                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Density (when `want`) and the norm of the whole grid: the slab's part,
+ * summed over the ranks, into *nrm and the device word the steps read. */
+template <typename T> static int global_norm(nlse_dipolar *s, int want, double *nrm, int st)
+{
+    double v[2] = {0, 0};
+    if (!st)
+        st = dipolar_prepare<T>(s, want, -2);
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(v, s->norm, sizeof(double), cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpy");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    CKS(rank_sum_st(s, v, 1, st));
+    *nrm = v[0];
+    st = nlse_cuda_check(cudaMemcpyAsync(s->norm, nrm, sizeof(double), cudaMemcpyHostToDevice,
+                                         s->stream), "cudaMemcpy");
+    return dist_sync(s, st);
+}
+
+/* The x solve of the whole grid on the pencils (collective; a local error
+ * st is carried to the first barrier). */
+template <typename T, typename V, typename C>
+static int solve_x(nlse_dipolar *s, int real_time, int st)
+{
+    dipolar_dist *D = s->dist;
+    const size_t es = sizeof(V);
+    const double t0 = now();
+    if (!st)
+        st = to_pencils(s, s->psi, 0, D->n2, es);
+    if ((st = dist_sync(s, st)))
+        return st;
+    D->tm[1] += now() - t0;
+    if (D->nj) {
+        Grid<T> G = grid_of<T>(s);
+        G.n0 = (int)D->n0;
+        G.n1 = (int)D->nj;
+        Dens<T> out;
+        out.dens = NULL;
+        out.partial = s->partial;
+        int parts = 0;
+        st = dipolar_lanes<T, V, C>(s, (V *)D->pen, G, dipolar_cn<T, C>(s, 0, real_time), 0,
+                                    (int)D->n0, out, false, &parts);
+        if (!st)
+            st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "the x solve");
+    }
+    const double t1 = now();
+    if (!st)
+        st = from_pencils(s, D->pen, 1, D->n2, es);
+    st = dist_sync(s, st);
+    D->tm[1] += now() - t1;
+    return st;
+}
+
+/* One step on the slab: H1 and the z solve, the y solve (local), the x
+ * solve (collective). */
+template <typename T, typename V, typename C>
+static int step_once(nlse_dipolar *s, const H1Args<T> &a, int st)
+{
+    const int real_time = !a.imag;
+    Grid<T> G = grid_of<T>(s);
+    Dens<T> out;
+    out.dens = NULL;
+    out.partial = s->partial;
+    V *psi = (V *)s->psi;
+    int parts = 0;
+    if (!st && (s->zreg > 0 || s->zwarps > 0)) {
+        st = dipolar_zsolve<T, V, C>(s, psi, G, a, dipolar_cn<T, C>(s, 2, real_time), out, false,
+                                     &parts);
+    } else if (!st) {
+        st = dipolar_h1<T, V>(s, psi, G, a);
+        if (!st)
+            st = dipolar_lanes<T, V, C>(s, psi, G, dipolar_cn<T, C>(s, 2, real_time), 2, G.n2, out,
+                                        false, &parts);
+    }
+    if (!st)
+        st = dipolar_lanes<T, V, C>(s, psi, G, dipolar_cn<T, C>(s, 1, real_time), 1, G.n1, out,
+                                    false, &parts);
+    if (!st)
+        st = nlse_cuda_check(cudaGetLastError(), "the z and y solves");
+    return solve_x<T, V, C>(s, real_time, st);
+}
+
+template <typename T>
+static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd, long *done)
+{
+    typedef typename Vec2<T>::T T2;
+    dipolar_dist *D = s->dist;
+    const size_t bytes = (s->is_real ? 1 : 2) * s->L.N * s->rs;
+    int st0 = nlse_cuda_check(cudaMemcpyAsync(s->backup, s->psi, bytes, cudaMemcpyDeviceToDevice,
+                                              s->stream), "cudaMemcpy");
+    const double g_start = s->g, gdd_start = s->gdd;
+    const int want = s->have_plans && (s->gdd != 0 || dgdd != 0);
+    double nrm = 0;
+    CKS(global_norm<T>(s, want, &nrm, st0));
+    if (!(nrm > 0) || !isfinite(nrm))
+        return nlse_fail(nrm == 0 ? NLSE_ERR_VALUE : NLSE_ERR_BLOWUP,
+                         nrm == 0 ? "the state is zero everywhere" : "the state is not finite");
+    const double start = now();
+    H1Args<T> a;
+    a.imag = mode == NLSE_DIPOLAR_IMAG;
+    a.dt = (T)s->p.dt;
+    a.norm = s->norm;
+    for (long k = 0; k < n; ++k) {
+        s->g += dg;
+        s->gdd += dgdd;
+        const double t = mode == NLSE_DIPOLAR_REAL ? t0 + (double)k * s->p.dt : t0;
+        const double amp = obst_amp(s, t);
+        int st = amp != 0 ? dipolar_obstacle_at(s, t) : NLSE_OK;
+        a.amp = (T)amp;
+        a.g = s->g;
+        a.gdd = want ? s->gdd : 0.0;
+        a.D = NULL;
+        if (want && s->gdd != 0) {
+            if ((st = st ? dist_sync(s, st) : dist_fft<T>(s)))
+                return st;
+            a.D = (const T *)s->dens;
+        }
+        if (mode == NLSE_DIPOLAR_REAL)
+            st = step_once<T, T2, T2>(s, a, st);
+        else if (s->is_real)
+            st = step_once<T, T, T>(s, a, st);
+        else
+            st = step_once<T, T2, T>(s, a, st);
+        if (st || (st = global_norm<T>(s, want, &nrm, NLSE_OK)))
+            return st;
+        if (!isfinite(nrm) || !(nrm > 0)) { /* the same sum on every rank: all stop here */
+            CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
+            CK(cudaStreamSynchronize(s->stream));
+            s->g = g_start;
+            s->gdd = gdd_start;
+            if (done)
+                *done = k;
+            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
+                             k + 1, n);
+        }
+    }
+    if (mode == NLSE_DIPOLAR_IMAG) {
+        dipolar_scale_by_norm<T>(s);
+        CK(cudaGetLastError());
+    }
+    CK(cudaStreamSynchronize(s->stream));
+    D->tm[0] = now() - start;
+    s->last_seconds = D->tm[0];
+    if (done)
+        *done = n;
+    return NLSE_OK;
+}
+
+int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
+                      long *done)
+{
+    int st = NLSE_OK;
+    if (dgdd != 0 && !s->have_plans)
+        st = dipolar_dist_enable(s);
+    if (!st)
+        st = dipolar_ensure_backup(s);
+    CKS(begin(s, st, mode == NLSE_DIPOLAR_REAL));
+    for (int q = 0; q < 4; ++q)
+        s->dist->tm[q] = 0;
+    return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, done)
+                                        : step_t<double>(s, mode, n, t0, dg, dgdd, done);
+}
+
+/* ------------------------------------------------------------------ */
+/* observables                                                        */
+/* ------------------------------------------------------------------ */
+
+template <typename T> static int of_state_t(nlse_dipolar *s)
+{
+    int st = dipolar_prepare<T>(s, 1, -2);
+    if ((st = dist_sync(s, st)))
+        return st;
+    return dist_fft<T>(s);
+}
+
+int dipolar_dist_of_state(nlse_dipolar *s)
+{
+    CKS(begin(s, NLSE_OK, 0));
+    return s->p.dtype == NLSE_COMPLEX64 ? of_state_t<float>(s) : of_state_t<double>(s);
+}
+
+/* ext <- two x rows of the rank below, the slab, two rows of the rank above
+ * (read from the neighbours' states while no rank writes its own). */
+static int halo_rows(nlse_dipolar *s, int st)
+{
+    dipolar_dist *D = s->dist;
+    const size_t plane = D->n1 * D->n2 * (s->is_real ? 1 : 2) * s->rs, ni = s->L.n[0];
+    if (!st && !D->ext) {
+        D->ext_bytes = (ni + 4) * D->n1 * D->n2 * 2 * s->rs;
+        st = dmalloc(s, &D->ext, D->ext_bytes, "the observables' halo rows");
+    }
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + 2 * plane, s->psi, ni * plane,
+                                             cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
+    if ((st = dist_sync(s, st)))
+        return st;
+    const int r = D->rank;
+    if (r > 0)
+        st = nlse_cuda_check(
+            cudaMemcpyAsync(D->ext, (const char *)D->peer[D->size + r - 1] + (D->xc[r - 1] - 2) * plane,
+                            2 * plane, cudaMemcpyDefault, s->stream), "cudaMemcpy");
+    if (!st && r < D->size - 1)
+        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + (ni + 2) * plane,
+                                             D->peer[D->size + r + 1], 2 * plane,
+                                             cudaMemcpyDefault, s->stream), "cudaMemcpy");
+    return dist_sync(s, st); /* read before any rank writes its state again */
+}
+
+template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipolar_obs *o)
+{
+    dipolar_dist *D = s->dist;
+    const int use_dd = s->have_plans && s->gdd != 0;
+    if (use_dd)
+        CKS(of_state_t<T>(s)); /* collective: every rank returns together */
+    int st = dipolar_obstacle_at(s, t);
+    CKS(halo_rows(s, st));
+    double Tq[OQ_N + 2];
+    st = dipolar_observe_sums<T>(s, t, D->ext, 2, Tq);
+    /* |Psi|^2 at the grid's centre: from the rank that holds its row */
+    const size_t ic = D->n0 / 2;
+    Tq[OQ_N] = 0;
+    if (!st && ic >= s->row0 && ic < s->row0 + s->L.n[0]) {
+        const size_t mc = (((ic - s->row0) * D->n1) + D->n1 / 2) * D->n2 + D->n2 / 2;
+        T v[2] = {0, 0};
+        st = nlse_cuda_check(cudaMemcpyAsync(v, (const char *)s->psi + mc * (s->is_real ? 1 : 2) *
+                                                                          s->rs,
+                                             (s->is_real ? 1 : 2) * s->rs, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpy");
+        if (!st)
+            st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+        Tq[OQ_N] = (double)v[0] * v[0] + (double)v[1] * v[1];
+    }
+    CKS(rank_sum_st(s, Tq, OQ_N + 1, st));
+    dipolar_observe_finish(s, Tq, use_dd, o);
+    o->psi0sq = Tq[OQ_N];
+    return NLSE_OK;
+}
+
+int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
+{
+    CKS(begin(s, NLSE_OK, 0));
+    return s->p.dtype == NLSE_COMPLEX64 ? observe_t<float>(s, t, out)
+                                        : observe_t<double>(s, t, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* create, connect, free                                              */
+/* ------------------------------------------------------------------ */
+
+void dipolar_dist_free(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    if (!D)
+        return;
+    if (D->plans >= 1) {
+        cufftDestroy(D->f2);
+        cufftDestroy(D->b2);
+    }
+    if (D->plans >= 2)
+        cufftDestroy(D->fx);
+    s->have_plans = 0; /* the solver's own plans were never made */
+    cudaFree(D->pen);
+    cudaFree(D->kern);
+    cudaFree(D->ext);
+    free(D->xc);
+    free(D->peer);
+    free(D);
+    s->dist = NULL;
+}
+
+static int check_counts(const nlse_dipolar_params *p, int rank, int size, const size_t *xc,
+                        const size_t *yc)
+{
+    if (p->geometry != NLSE_DIPOLAR_3D)
+        return nlse_fail(NLSE_ERR_VALUE, "a slab runs the 3d geometry only, got %s",
+                         dipolar_geometry_name(p->geometry));
+    if (size < 1 || rank < 0 || rank >= size)
+        return nlse_fail(NLSE_ERR_VALUE, "rank %d of %d ranks", rank, size);
+    size_t sx = 0, sy = 0;
+    for (int r = 0; r < size; ++r) {
+        if (xc[r] < 2)
+            return nlse_fail(NLSE_ERR_VALUE, "rank %d holds %zu x rows; a slab needs 2 or more", r,
+                             xc[r]);
+        sx += xc[r];
+        sy += yc[r];
+    }
+    if (sx != p->shape[0] || sy != p->shape[1])
+        return nlse_fail(NLSE_ERR_VALUE, "the ranks' rows (%zu x, %zu y) do not tile the grid's "
+                         "%zu x %zu", sx, sy, p->shape[0], p->shape[1]);
+    return NLSE_OK;
+}
+
+static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, const size_t *yc,
+                     const nlse_comm *comm)
+{
+    dipolar_dist *D = (dipolar_dist *)calloc(1, sizeof *D);
+    if (!D)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->dist = D;
+    D->rank = rank;
+    D->size = size;
+    D->comm = comm;
+    D->n0 = s->n0_all;
+    D->n1 = s->L.n[1];
+    D->n2 = s->L.n[2];
+    D->nh = D->n2 / 2 + 1;
+    D->xc = (size_t *)calloc(4 * (size_t)size, sizeof(size_t));
+    D->peer = (void **)calloc(NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)size, sizeof(void *));
+    if (!D->xc || !D->peer)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    D->xs = D->xc + size;
+    D->yc = D->xs + size;
+    D->ys = D->yc + size;
+    for (int r = 0; r < size; ++r) {
+        D->xc[r] = xc[r];
+        D->yc[r] = yc[r];
+        D->xs[r] = r ? D->xs[r - 1] + xc[r - 1] : 0;
+        D->ys[r] = r ? D->ys[r - 1] + yc[r - 1] : 0;
+    }
+    D->nj = yc[rank];
+    D->j0 = D->ys[rank];
+    D->pen_bytes = (D->nj ? 2 * D->n0 * D->nj * D->n2 : 1) * s->rs;
+    CKS(dmalloc(s, &D->pen, D->pen_bytes, "the x pencils"));
+    D->dens_bytes = s->L.n[0] * D->n1 * s->nlp * s->rs;
+    CKS(dmalloc(s, &s->dens, D->dens_bytes, "the density / FFT buffer"));
+    CK(cudaMemsetAsync(s->dens, 0, D->dens_bytes, s->stream));
+    CKS(dipolar_ensure_backup(s));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
+                                        const size_t *xcount, const size_t *ycount,
+                                        const nlse_comm *comm, nlse_dipolar **out)
+{
+    if (!p || !xcount || !ycount || !comm || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_create: NULL argument");
+    *out = NULL;
+    CKS(dipolar_check_params(p));
+    CKS(check_counts(p, rank, size, xcount, ycount));
+    if (p->dipolar)
+        CKS(dipolar_check_dipolar(p));
+    nlse_dipolar_params q = *p;
+    q.dipolar = 0; /* the slab's dipolar term is dipolar_dist_enable's */
+    size_t row0 = 0;
+    for (int r = 0; r < rank; ++r)
+        row0 += xcount[r];
+    nlse_dipolar *s = NULL;
+    CKS(dipolar_create_rows(&q, row0, xcount[rank], &s));
+    int st = make_dist(s, rank, size, xcount, ycount, comm);
+    if (!st && p->dipolar)
+        st = dipolar_dist_enable(s);
+    if (st) {
+        nlse_dipolar_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB_BUFFERS])
+{
+    if (!s || !s->dist || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_buffers: not a slab");
+    out[0] = s->dist->pen;
+    out[1] = s->psi;
+    out[2] = s->dens;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers)
+{
+    if (!s || !s->dist || !peers)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_connect: not a slab");
+    dipolar_dist *D = s->dist;
+    for (int b = 0; b < NLSE_DIPOLAR_SLAB_BUFFERS; ++b)
+        for (int r = 0; r < D->size; ++r)
+            if (!peers[b * D->size + r])
+                return nlse_fail(NLSE_ERR_VALUE, "buffer %d of rank %d is missing", b, r);
+    memcpy(D->peer, peers, NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)D->size * sizeof(void *));
+    D->connected = 1;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[4])
+{
+    if (!s || !s->dist || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_timings: not a slab");
+    memcpy(out, s->dist->tm, 4 * sizeof(double));
+    return NLSE_OK;
+}
