@@ -1,7 +1,8 @@
 /*
- * check.cuh -- what the CUDA backends (fd.cu, dipolar.cu) share at compile time:
- * CUDA runtime errors as nlsepy statuses (device.cu), the early-return
- * macros, and the complex vector type of a precision.
+ * check.cuh -- what the CUDA backends share at compile time: CUDA runtime
+ * errors as nlsepy statuses (device.cu), the early-return macros, a
+ * handle's device made current for one call of the C API (ON_DEVICE), and
+ * the complex vector type of a precision.
  */
 #ifndef NLSEPY_CUDA_CHECK_CUH
 #define NLSEPY_CUDA_CHECK_CUH
@@ -29,6 +30,40 @@ extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what);
         if (st_)                                                        \
             return st_;                                                 \
     } while (0)
+
+/* The device of a handle, current for one call of the C API (device.cu).
+ * Every CUDA handle has an `int device`, the caller's current device when
+ * it was made (nlse_cuda_current_device), and each entry that touches the
+ * GPU opens with ON_DEVICE(s): the handle's device becomes current for the
+ * call, and the caller's device is current again when the entry returns
+ * (also on an early error return), so one process can hold handles on
+ * several GPUs and call them in any order, from any thread.  Nothing is
+ * switched when the two devices are the same (one GPU, or one GPU per MPI
+ * rank) or when s is NULL (the entry's own check reports that).  A caller
+ * whose device has no context yet (a thread that never chose one) is left
+ * on the handle's device rather than given a context it never asked for.
+ *
+ *   ON_DEVICE(s);              an int entry: a failed switch is returned
+ *   ON_DEVICE_OR(s, NAN);      another return type: `NAN` on a failed switch
+ *   ON_DEVICE_VOID(s);         a void entry (destroy): goes on regardless */
+extern "C" int nlse_cuda_current_device(void);
+extern "C" int nlse_cuda_enter(int device, int *prev);
+extern "C" void nlse_cuda_leave(int prev);
+
+struct DeviceScope {
+    int prev, st;
+    explicit DeviceScope(int device) : prev(-1), st(nlse_cuda_enter(device, &prev)) {}
+    ~DeviceScope() { nlse_cuda_leave(prev); }
+    DeviceScope(const DeviceScope &) = delete;
+    DeviceScope &operator=(const DeviceScope &) = delete;
+};
+
+#define ON_DEVICE_OR(s, fail)                                           \
+    DeviceScope on_device_((s) ? (s)->device : -1);                     \
+    if (on_device_.st)                                                  \
+    return fail
+#define ON_DEVICE(s) ON_DEVICE_OR(s, on_device_.st)
+#define ON_DEVICE_VOID(s) DeviceScope on_device_((s) ? (s)->device : -1)
 
 /* float2 / double2: one complex value of precision R */
 template <typename R> struct Vec2;

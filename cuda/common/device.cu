@@ -1,9 +1,11 @@
 /*
  * device.cu -- the device layer shared by the CUDA backends: counting the
  * GPUs, turning CUDA runtime errors into nlsepy status codes
- * (NLSE_ERR_BACKEND with the runtime's message), device allocation.
+ * (NLSE_ERR_BACKEND with the runtime's message), device allocation, a
+ * handle's device current for one call (ON_DEVICE in check.cuh).
  */
 #include <string.h>
+#include <cuda.h> /* driver types only: the entry points are read at run time */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,102 @@ extern "C" int nlse_cuda_set_device(int index)
                          cudaGetErrorString(err));
     }
     return NLSE_OK;
+}
+
+/* The calling thread's current device (0 when the runtime cannot say: a
+ * handle made then fails on its first allocation anyway). */
+extern "C" int nlse_cuda_current_device(void)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        dev = 0;
+    }
+    return dev;
+}
+
+extern "C" int nlse_cuda_get_device(int *device)
+{
+    *device = nlse_cuda_current_device();
+    return NLSE_OK;
+}
+
+/* Driver entry points read through the runtime (no link to libcuda, so
+ * the extension still imports where there is no driver), in their form of
+ * CUDA 12.0, which every driver a 12.x or later runtime runs on has. */
+typedef CUresult (*DeviceGetFn)(CUdevice *, int);
+typedef CUresult (*PrimaryStateFn)(CUdevice, unsigned int *, int *);
+
+static void *driver_fn(const char *name)
+{
+    void *p = NULL;
+#if CUDART_VERSION >= 12050
+    cudaDriverEntryPointQueryResult q;
+    cudaError_t err = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q);
+#elif CUDART_VERSION >= 12000
+    cudaDriverEntryPointQueryResult q;
+    cudaError_t err = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &q);
+#else
+    int q = 0, cudaDriverEntryPointSuccess = 0;
+    cudaError_t err = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault);
+#endif
+    if (err != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        p = NULL;
+    }
+    return p;
+}
+
+/* Whether the primary context of device `ordinal` exists (1 when the
+ * driver cannot say).  Making a device current creates its context (CUDA
+ * 12 and later), so a thread is given back only a device that has one: a
+ * thread that never chose a device (a frame-fetching worker, whose
+ * current device reads 0) gets no context on device 0 it never asked for;
+ * it keeps the handle's device current instead. */
+static int primary_active(int ordinal)
+{
+    static const DeviceGetFn get = (DeviceGetFn)driver_fn("cuDeviceGet");
+    static const PrimaryStateFn state = (PrimaryStateFn)driver_fn("cuDevicePrimaryCtxGetState");
+    CUdevice dev;
+    unsigned int flags = 0;
+    int active = 1;
+    if (get && state && get(&dev, ordinal) == CUDA_SUCCESS &&
+        state(dev, &flags, &active) == CUDA_SUCCESS)
+        return active != 0;
+    return 1;
+}
+
+/* Make `device` current for one call of a handle's API; *prev is the
+ * device to make current again afterwards (nlse_cuda_leave), -1 when there
+ * is none: device < 0, `device` is current already, or the caller's device
+ * has no context (primary_active). */
+extern "C" int nlse_cuda_enter(int device, int *prev)
+{
+    int cur = -1;
+    *prev = -1;
+    if (device < 0)
+        return NLSE_OK;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    if (cur == device)
+        return NLSE_OK;
+    const int back = cur >= 0 && primary_active(cur);
+    cudaError_t err = cudaSetDevice(device);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_BACKEND, "cudaSetDevice(%d) (the solver's device) failed: %s",
+                         device, cudaGetErrorString(err));
+    }
+    *prev = back ? cur : -1;
+    return NLSE_OK;
+}
+
+extern "C" void nlse_cuda_leave(int prev)
+{
+    if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
 }
 
 /* Page-lock host memory the process already owns (staging buffers of

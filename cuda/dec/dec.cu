@@ -396,6 +396,7 @@ struct nlse_dec {
     cudaStream_t stream;
     cudaEvent_t ev[2];
     double last_seconds;
+    int device;              /* the GPU the solver lives on (ON_DEVICE)  */
 };
 
 static size_t rsize(const nlse_dec *s) { return s->p.dtype == NLSE_COMPLEX64 ? 4 : 8; }
@@ -449,6 +450,7 @@ static int build_table(nlse_dec *s, unsigned char **img)
 
 void nlse_dec_destroy(nlse_dec *s)
 {
+    ON_DEVICE_VOID(s);
     if (!s)
         return;
     cudaFree(s->tab);
@@ -496,6 +498,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory");
     s->p = *p;
+    s->device = nlse_cuda_current_device();
     s->n = nlse_dec_size(p);
     if (s->n >= 2147483647ull) {
         free(s);
@@ -553,9 +556,8 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     G->d_tyc = fastdiv(G->ty * G->chunks);
     /* as many thread blocks as an SM can hold at 256 threads; those that
      * do not fit at once start later and take what units are left */
-    int dev = 0, sms = 1;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int sms = 1;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s->device);
     cudaGetLastError();
     unsigned per_sm = 2048u / threads;
     const char *ev = getenv("NLSEPY_DEC_BLOCKS_PER_SM");
@@ -601,6 +603,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
 
 int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
     int st = dec_check_complex(psi, s->n, s->p.dtype, "psi");
@@ -619,6 +622,7 @@ int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
 
 int nlse_dec_get_state(const nlse_dec *s, void *psi)
 {
+    ON_DEVICE(s);
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_state: NULL argument");
     CK(cudaStreamSynchronize(s->stream));
@@ -628,6 +632,7 @@ int nlse_dec_get_state(const nlse_dec *s, void *psi)
 
 int nlse_dec_get_prev(const nlse_dec *s, void *psi_prev, int *have)
 {
+    ON_DEVICE(s);
     if (!s || !psi_prev || !have)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_prev: NULL argument");
     CK(cudaStreamSynchronize(s->stream));
@@ -639,6 +644,7 @@ int nlse_dec_get_prev(const nlse_dec *s, void *psi_prev, int *have)
 
 int nlse_dec_set_potential(nlse_dec *s, const void *V)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
     CK(cudaStreamSynchronize(s->stream));
@@ -799,6 +805,7 @@ static int step_comm(nlse_dec *s, long n, long *done)
 
 int nlse_dec_step(nlse_dec *s, long n, long *done)
 {
+    ON_DEVICE(s);
     CKS(dec_check_steps(s, n, done));
     if (n == 0)
         return NLSE_OK;
@@ -874,6 +881,7 @@ static int imaginary_comm(nlse_dec *s, double norm, int *bad)
 
 int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
 {
+    ON_DEVICE(s);
     CKS(dec_check_steps(s, n, done));
     if (!(isfinite(norm) && norm > 0))
         return nlse_fail(NLSE_ERR_VALUE, "norm must be finite and > 0, got %g", norm);
@@ -934,6 +942,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
 
 int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
 {
+    ON_DEVICE(s);
     if (!s || !norm || !energy)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_observe: NULL argument");
     const void *x = s->buf[s->par];
@@ -968,6 +977,7 @@ int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
 
 int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 {
+    ON_DEVICE(s);
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
     const size_t bytes = 2 * s->n * rsize(s);
@@ -994,6 +1004,7 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 
 int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
     CKS(dec_check_layers(&s->p, first, count, "nlse_dec_set_slab"));
@@ -1016,6 +1027,7 @@ static size_t layer_bytes(const nlse_dec *s)
 
 int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
 {
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_layers: NULL argument");
     CKS(dec_check_layers(&s->p, first, count, "nlse_dec_get_layers"));
@@ -1028,6 +1040,7 @@ int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
 
 int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
 {
+    ON_DEVICE(s);
     if (!s || !in)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_layers: NULL argument");
     CKS(dec_check_layers(&s->p, first, count, "nlse_dec_set_layers"));
@@ -1054,6 +1067,7 @@ int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }
 int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, double cim,
                      void *out, int *bad)
 {
+    ON_DEVICE(s);
     if (!s || !x0 || !x1 || !out || !bad)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: NULL argument");
     if (!(isfinite(cre) && isfinite(cim)))

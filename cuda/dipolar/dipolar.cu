@@ -148,6 +148,7 @@ static int make_cn(nlse_dipolar *s, int q)
 
 extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
 {
+    ON_DEVICE_VOID(s);
     if (!s)
         return;
     if (s->stream)
@@ -303,6 +304,7 @@ int dipolar_create_rows(const nlse_dipolar_params *p, size_t row0, size_t rows, 
     nlse_dipolar *s = (nlse_dipolar *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->device = nlse_cuda_current_device();
     int st = create(p, s, row0, rows);
     if (st) {
         nlse_dipolar_destroy(s);
@@ -325,6 +327,7 @@ extern "C" int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **
 
 extern "C" int nlse_dipolar_set_state(nlse_dipolar *s, const void *psi, int is_complex)
 {
+    ON_DEVICE(s);
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_set_state: NULL argument");
     const size_t m = (is_complex ? 2 : 1) * s->L.N;
@@ -339,6 +342,7 @@ extern "C" int nlse_dipolar_state_is_real(const nlse_dipolar *s) { return s->is_
 
 extern "C" int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
 {
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_get_state: NULL argument");
     const size_t N = s->L.N, rs = s->rs;
@@ -391,6 +395,7 @@ int dipolar_promote(nlse_dipolar *s)
 
 extern "C" int nlse_dipolar_set_dt(nlse_dipolar *s, double dt)
 {
+    ON_DEVICE(s);
     CKS(dipolar_check_dt(dt));
     s->p.dt = dt;
     for (int q = 0; q < 3; ++q)
@@ -400,6 +405,7 @@ extern "C" int nlse_dipolar_set_dt(nlse_dipolar *s, double dt)
 
 extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
 {
+    ON_DEVICE(s);
     CKS(dipolar_check_couplings(g, gdd));
     if (gdd != 0 && !s->have_plans)
         CKS(s->dist ? dipolar_dist_enable(s) : dipolar_enable_dipolar(s));
@@ -410,6 +416,7 @@ extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
 
 extern "C" int nlse_dipolar_set_potential(nlse_dipolar *s, const void *U)
 {
+    ON_DEVICE(s);
     const size_t bytes = s->L.N * s->rs;
     if (!U) {
         dfree(s, &s->U, bytes);
@@ -567,6 +574,7 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
 extern "C" int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
                             long *done)
 {
+    ON_DEVICE(s);
     if (done)
         *done = 0;
     CKS(dipolar_check_step(mode, n, t0, dg, dgdd));

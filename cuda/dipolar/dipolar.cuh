@@ -330,6 +330,7 @@ struct nlse_dipolar {
     int zchunk;
     size_t row0, n0_all;  /* a slab: its first x row, the grid's x rows      */
     struct dipolar_dist *dist; /* a slab of a distributed run (dipolar_dist.cu) */
+    int device;           /* the GPU the solver lives on (ON_DEVICE)         */
 };
 
 static inline int grid_for(long long work, int per_block)

@@ -249,6 +249,7 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
 
 extern "C" int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
 {
+    ON_DEVICE(s);
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_observe: NULL argument");
     if (s->dist)
@@ -280,6 +281,7 @@ static int rows_to_host(const nlse_dipolar *s, const void *src, size_t rows, siz
 
 extern "C" int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out)
 {
+    ON_DEVICE(s);
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dd_potential: NULL argument");
     if (!s->have_plans)
@@ -307,6 +309,7 @@ template <typename F> static int via_device(nlse_dipolar *s, size_t count, doubl
 
 extern "C" int nlse_dipolar_potential(const nlse_dipolar *cs, double t, double *out)
 {
+    ON_DEVICE(cs);
     nlse_dipolar *s = (nlse_dipolar *)cs;
     CKS(dipolar_obstacle_at(s, t));
     const double amp = obst_amp(s, t);
@@ -346,6 +349,7 @@ template <typename T> static int density_t(nlse_dipolar *s, int keep, double *ou
 
 extern "C" int nlse_dipolar_density(const nlse_dipolar *cs, int keep_mask, double *out)
 {
+    ON_DEVICE(cs);
     nlse_dipolar *s = (nlse_dipolar *)cs;
     if (keep_mask < 0 || keep_mask >= (1 << s->L.ndim))
         return nlse_fail(NLSE_ERR_VALUE, "keep_mask must be 0..%d, got %d", (1 << s->L.ndim) - 1,
@@ -356,6 +360,7 @@ extern "C" int nlse_dipolar_density(const nlse_dipolar *cs, int keep_mask, doubl
 
 extern "C" int nlse_dipolar_phase_slice(const nlse_dipolar *cs, int axis, long index, double *out)
 {
+    ON_DEVICE(cs);
     nlse_dipolar *s = (nlse_dipolar *)cs;
     if (axis < 0 || axis >= s->L.ndim)
         return nlse_fail(NLSE_ERR_VALUE, "axis must be 0..%d, got %d", s->L.ndim - 1, axis);

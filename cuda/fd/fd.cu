@@ -748,8 +748,6 @@ static int get_graph(nlse_fd *s, cudaGraphExec_t *out)
     return NLSE_OK;
 }
 
-static int set_device(const nlse_fd *s) { return nlse_cuda_check(cudaSetDevice(s->device), "cudaSetDevice"); }
-
 extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
 {
     int st, ndev = 0;
@@ -784,7 +782,7 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
                          "65535 points on axis 0 of a 3D grid and 524280 on the axis before "
                          "the last, got %d and %d", n0, n1);
     }
-    cudaGetDevice(&s->device);
+    s->device = nlse_cuda_current_device();
     const size_t bytes = (size_t)g.npts * 2 * s->real_size;
     const int nbuf = 4;
     void **bufs[4] = {&s->psi, &s->acc, &s->ta, &s->tb};
@@ -818,9 +816,9 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
 
 extern "C" void nlse_fd_destroy(nlse_fd *s)
 {
+    ON_DEVICE_VOID(s);
     if (!s)
         return;
-    cudaSetDevice(s->device);
     drop_graph(s);
     if (s->stream)
         cudaStreamSynchronize(s->stream);
@@ -868,11 +866,11 @@ static int all_finite(const nlse_fd *s, const void *x, int real_only)
 
 extern "C" int nlse_fd_set_state(nlse_fd *s, const void *psi)
 {
+    ON_DEVICE(s);
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_state: NULL argument");
     if (!all_finite(s, psi, 0))
         return nlse_fail(NLSE_ERR_VALUE, "psi contains non-finite values (NaN or Inf)");
-    CKS(set_device(s));
     CK(cudaMemcpyAsync(s->psi, psi, (size_t)s->g.npts * 2 * s->real_size,
                        cudaMemcpyHostToDevice, s->stream));
     CK(cudaStreamSynchronize(s->stream));
@@ -935,17 +933,17 @@ static int locked_d2h(nlse_fd *s, void *dst, const void *src, cudaStream_t *stre
 extern "C" int nlse_fd_get_state(const nlse_fd *cs, void *psi)
 {
     nlse_fd *s = (nlse_fd *)cs; /* the staging buffers are scratch */
+    ON_DEVICE(s);
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_state: NULL argument");
-    CKS(set_device(s));
     return locked_d2h(s, psi, s->psi, &s->stream, NULL);
 }
 
 extern "C" int nlse_fd_snapshot(nlse_fd *s, int slot)
 {
+    ON_DEVICE(s);
     if (!s || slot < 0 || slot > 1)
         return nlse_fail(NLSE_ERR_VALUE, "snapshot slot must be 0 or 1, got %d", slot);
-    CKS(set_device(s));
     const size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
     if (!s->snap[slot]) {
         cudaError_t err = cudaMalloc(&s->snap[slot], bytes);
@@ -964,17 +962,17 @@ extern "C" int nlse_fd_snapshot(nlse_fd *s, int slot)
 
 extern "C" int nlse_fd_fetch(nlse_fd *s, int slot, void *psi)
 {
+    ON_DEVICE(s);
     if (!s || !psi || slot < 0 || slot > 1 || !s->snap[slot])
         return nlse_fail(NLSE_ERR_VALUE, "fetch: slot %d holds no snapshot", slot);
-    CKS(set_device(s));
     return locked_d2h(s, psi, s->snap[slot], NULL, s->snap_ev[slot]);
 }
 
 extern "C" int nlse_fd_set_potential(nlse_fd *s, const void *V)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_potential: NULL solver");
-    CKS(set_device(s));
     if (!V) {
         drop_graph(s);
         CK(cudaStreamSynchronize(s->stream));
@@ -1001,6 +999,7 @@ extern "C" int nlse_fd_set_potential(nlse_fd *s, const void *V)
 
 extern "C" int nlse_fd_set_dt(nlse_fd *s, double dt)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_dt: NULL solver");
     int st = nlse_fd_check_dt(dt);
@@ -1015,13 +1014,13 @@ extern "C" int nlse_fd_set_dt(nlse_fd *s, double dt)
 
 extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 {
+    ON_DEVICE(s);
     long tmp;
     if (!done)
         done = &tmp;
     int st = nlse_fd_check_step(s, nsteps, done);
     if (st)
         return st;
-    CKS(set_device(s));
     void *start[2] = {s->psi, s->acc};
     long left = nsteps;
     while (left > 0) {
@@ -1111,10 +1110,10 @@ static size_t row_bytes(const nlse_fd *s)
 extern "C" int nlse_fd_get_rows(const nlse_fd *cs, size_t first, size_t count, void *out)
 {
     nlse_fd *s = (nlse_fd *)cs;
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_rows: NULL argument");
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    CKS(set_device(s));
     CK(cudaMemcpyAsync(out, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
                        cudaMemcpyDeviceToHost, s->stream));
     CK(cudaStreamSynchronize(s->stream));
@@ -1123,10 +1122,10 @@ extern "C" int nlse_fd_get_rows(const nlse_fd *cs, size_t first, size_t count, v
 
 extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
 {
+    ON_DEVICE(s);
     if (!s || !in)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    CKS(set_device(s));
     CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), in, count * row_bytes(s),
                        cudaMemcpyHostToDevice, s->stream));
     CK(cudaStreamSynchronize(s->stream));
@@ -1137,10 +1136,10 @@ extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const vo
 extern "C" int nlse_fd_rows_to(const nlse_fd *cs, size_t first, size_t count, void *dst)
 {
     nlse_fd *s = (nlse_fd *)cs;
+    ON_DEVICE(s);
     if (!s || !dst)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_to: NULL argument");
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    CKS(set_device(s));
     CK(cudaMemcpyAsync(dst, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
                        cudaMemcpyDefault, s->stream));
     CK(cudaStreamSynchronize(s->stream));
@@ -1149,10 +1148,10 @@ extern "C" int nlse_fd_rows_to(const nlse_fd *cs, size_t first, size_t count, vo
 
 extern "C" int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const void *src)
 {
+    ON_DEVICE(s);
     if (!s || !src)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_from: NULL argument");
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    CKS(set_device(s));
     CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), src, count * row_bytes(s),
                        cudaMemcpyDefault, s->stream));
     CK(cudaStreamSynchronize(s->stream));
@@ -1162,12 +1161,12 @@ extern "C" int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const v
 extern "C" int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm,
                                     double *energy)
 {
+    ON_DEVICE(s);
     double h[3], *d = NULL;
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_observe_rows: NULL solver");
     CKS(nlse_fd_check_rows(&s->p, first, count));
     const int r0 = (int)first, r1 = (int)(first + count);
-    CKS(set_device(s));
     CK(cudaMalloc((void **)&d, 3 * sizeof(double)));
     cudaError_t err = cudaMemsetAsync(d, 0, 3 * sizeof(double), s->stream);
     if (err == cudaSuccess) {

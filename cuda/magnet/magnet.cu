@@ -60,6 +60,7 @@ struct nlse_magnet {
     int m;                     /* coarsest unknowns */
     int *nodes;                /* their node indices */
     double *inv;               /* m x m inverse */
+    int device;                /* the GPU the solver lives on (ON_DEVICE) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -528,6 +529,7 @@ static void mg_free(nlse_magnet *s)
 
 extern "C" void nlse_magnet_destroy(nlse_magnet *s)
 {
+    ON_DEVICE_VOID(s);
     if (!s)
         return;
     if (s->stream)
@@ -603,6 +605,7 @@ extern "C" int nlse_magnet_create(const nlse_magnet_params *p, nlse_magnet **out
     nlse_magnet *s = (nlse_magnet *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    s->device = nlse_cuda_current_device();
     int st = create(p, s);
     if (st) {
         nlse_magnet_destroy(s);
@@ -682,6 +685,7 @@ static int upload_nodes(nlse_magnet *s, const double *in, int all)
 
 extern "C" int nlse_magnet_get_phi(const nlse_magnet *s, double *phi)
 {
+    ON_DEVICE(s);
     if (!s || !phi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_get_phi: NULL argument");
     CKS(download(s, phi));
@@ -693,6 +697,7 @@ extern "C" int nlse_magnet_get_phi(const nlse_magnet *s, double *phi)
 
 extern "C" int nlse_magnet_set_phi(nlse_magnet *s, const double *phi)
 {
+    ON_DEVICE(s);
     if (!s || !phi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_set_phi: NULL argument");
     for (int i = 0; i < (int)s->g.nr; ++i)
@@ -732,12 +737,14 @@ static double denom(const nlse_magnet *s) { return s->fnorm > 0 ? s->fnorm : 1.0
 
 extern "C" double nlse_magnet_rel_residual(const nlse_magnet *s)
 {
+    ON_DEVICE_OR(s, NAN);
     const double ss = s->p.dtype == NLSE_COMPLEX64 ? residual_t<float>(s) : residual_t<double>(s);
     return sqrt(ss) / denom(s);
 }
 
 extern "C" int nlse_magnet_set_dirichlet(nlse_magnet *s, const double *values)
 {
+    ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_set_dirichlet: NULL solver");
     if (!values) {
@@ -1170,6 +1177,7 @@ static int mgcg_t(nlse_magnet *s, double tol, long max_iter, double *history, lo
 extern "C" int nlse_magnet_solve(nlse_magnet *s, int method, double omega, double tol, long max_iter,
                              double *history, long *iterations, double *rel_residual, int *converged)
 {
+    ON_DEVICE(s);
     if (!s || !iterations || !rel_residual || !converged)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_solve: NULL argument");
     *iterations = 0;

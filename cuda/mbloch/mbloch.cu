@@ -167,6 +167,7 @@ struct nlse_mbloch {
     int pipe_own;                 /* pipe without a comm */
     cudaStream_t stream;
     cudaEvent_t ev0, ev1;
+    int device;                   /* the GPU the solver lives on (ON_DEVICE) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -867,6 +868,7 @@ static int create(nlse_mbloch *s, const double *F, const double *det, const doub
 
 extern "C" void nlse_mbloch_destroy(nlse_mbloch *s)
 {
+    ON_DEVICE_VOID(s);
     if (!s)
         return;
     void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
@@ -898,6 +900,7 @@ extern "C" int nlse_mbloch_create(const nlse_mbloch_params *p, const double *F, 
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->p = *p;
+    s->device = nlse_cuda_current_device();
     st = create(s, F, detunings, weights, psi0, fields0);
     if (st) {
         nlse_mbloch_destroy(s);
@@ -1236,12 +1239,21 @@ static int timed(nlse_mbloch *s, int (*fn)(nlse_mbloch *, int), int arg, const c
     return NLSE_OK;
 }
 
-extern "C" int nlse_mbloch_atoms(nlse_mbloch *s, int want_pop) { return timed(s, atoms_checked, want_pop, "nlse_mbloch_atoms"); }
+extern "C" int nlse_mbloch_atoms(nlse_mbloch *s, int want_pop)
+{
+    ON_DEVICE(s);
+    return timed(s, atoms_checked, want_pop, "nlse_mbloch_atoms");
+}
 
-extern "C" int nlse_mbloch_step(nlse_mbloch *s, int want_pop) { return timed(s, step, want_pop, "nlse_mbloch_step"); }
+extern "C" int nlse_mbloch_step(nlse_mbloch *s, int want_pop)
+{
+    ON_DEVICE(s);
+    return timed(s, step, want_pop, "nlse_mbloch_step");
+}
 
 extern "C" int nlse_mbloch_steps(nlse_mbloch *s, int n)
 {
+    ON_DEVICE(s);
     if (n < 0)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_steps: n = %d must be >= 0", n);
     return timed(s, steps, n, "nlse_mbloch_steps");
@@ -1273,6 +1285,7 @@ extern "C" int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
 
 extern "C" int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out)
 {
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_fields: NULL argument");
     CK(cudaStreamSynchronize(s->stream));
@@ -1282,6 +1295,7 @@ extern "C" int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out)
 
 extern "C" int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out)
 {
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_polarisation: NULL argument");
     CK(cudaStreamSynchronize(s->stream));
@@ -1291,6 +1305,7 @@ extern "C" int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out)
 
 extern "C" int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out)
 {
+    ON_DEVICE(s);
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_populations: NULL argument");
     CK(cudaStreamSynchronize(s->stream));

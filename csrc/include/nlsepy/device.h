@@ -19,6 +19,11 @@ int nlse_cuda_device_count(int *count);
  * solvers created afterwards live there (one GPU per MPI rank). */
 int nlse_cuda_set_device(int index);
 
+/* The calling thread's current device in *device.  Every CUDA handle keeps
+ * the device it was made on and makes it current for each of its calls,
+ * then makes the caller's device current again. */
+int nlse_cuda_get_device(int *device);
+
 /* Page-lock (register) host memory the caller owns, and release it (before
  * the memory is freed). */
 int nlse_cuda_host_register(void *ptr, size_t bytes);

@@ -74,6 +74,13 @@ static PyObject *m_set_device(PyObject *Py_UNUSED(m), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *m_current_device(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
+{
+    int dev = 0;
+    nlse_cuda_get_device(&dev);
+    return PyLong_FromLong(dev);
+}
+
 /* the writable C-contiguous buffer of `arg` (its address and size) */
 static int host_buffer(PyObject *arg, void **ptr, size_t *bytes)
 {
@@ -226,6 +233,8 @@ static PyMethodDef module_methods[] = {
     {"ipc_close", m_ipc_close, METH_O, "ipc_close(address): unmap an ipc_open buffer."},
     {"set_device", m_set_device, METH_O,
      "set_device(i): make CUDA device i current (solvers made afterwards live there)."},
+    {"current_device", m_current_device, METH_NOARGS,
+     "The calling thread's current CUDA device (a solver's calls leave it as they found it)."},
     {"mem_info", m_mem_info, METH_NOARGS, "(free, total) bytes of the current CUDA device."},
     {"copy_bandwidth", m_copy_bandwidth, METH_VARARGS,
      "copy_bandwidth(bytes, reps=20) -> GB/s of device-to-device copies (read + write)."},

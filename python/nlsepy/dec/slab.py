@@ -9,7 +9,8 @@ The eq. 8 operator reaches one layer of blocks, so one halo layer covers a
 leapfrog step (eq. 12) or an imaginary-time step; the halos are refreshed
 from the neighbours after every step (``MPI_Sendrecv``).
 
-The rank's extended slab is one single-process C handle with
+The rank's extended slab is one single-process C handle (on a GPU rank,
+made on the rank's own GPU, which ``DecGPE`` selects first) with
 ``set_slab``: the kernels compute the own layers only, with the trap at
 the global layers, so the own part of every step is what the whole-grid
 solver computes, bit for bit.  With the reduction table of ``set_comm``

@@ -67,6 +67,19 @@ def _triple(name: str, value: Any, nonneg: bool = False) -> Tuple[float, float, 
     return tuple(_real(f"{name}[{q}]", x, nonneg=nonneg) for q, x in enumerate(v))  # type: ignore
 
 
+def _agreed_backend(comm: Any, backend: str) -> str:
+    """The backend every rank of `comm` resolves `backend` to (collective):
+    an error, or ranks that resolve it differently (a GPU seen by some
+    only), raise the same exception on every rank."""
+    name = _dist.agree(comm, lambda: _backend.resolve(backend, "DecGPE"))
+    names = comm.allgather(name)
+    if len(set(names)) > 1:
+        raise ValueError(f"DecGPE(comm=...): backend={backend!r} resolves to "
+                         f"{sorted(set(names))} on different ranks (by rank: {names}); "
+                         f"pass backend='cpu' or 'cuda'")
+    return name
+
+
 class DecGPE:
     """The 3D GPE by discrete exterior calculus on a crystal grid.
 
@@ -127,8 +140,11 @@ class DecGPE:
         state, the observables are global, and every method is collective
         (every rank calls it).  The result is the single-process one: the
         rank's part of each real-time step bit for bit, the imaginary-time
-        normalisation up to the rounding of the global sum.  Needs mpi4py
-        and nlsepy's MPI layer (see the README).
+        normalisation up to the rounding of the global sum.  With
+        ``backend="cuda"`` each rank takes its own GPU (the rank's index on
+        its node modulo the node's GPUs; ``NLSEPY_CUDA_DEVICE`` picks one
+        instead) and stages its halo layers through host memory.  Needs
+        mpi4py and nlsepy's MPI layer (see the README).
 
     Examples
     --------
@@ -158,6 +174,9 @@ class DecGPE:
             if psi0 is not None:
                 self.set_state(psi0, psi_prev)
             return
+        # one GPU per rank of a node, current before the memory check and the handle
+        if _agreed_backend(self._comm, backend) == "cuda":
+            self._device = _dist.select_gpu(self._comm)
         # every rank checks its part; one rank's bad input is every rank's error
         _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
                                                      centre, dtype, force, backend))
@@ -1091,7 +1110,8 @@ class DecGPE:
                 + (" (device layers staged through the host)" if self.backend == "cuda"
                    else ""),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
-                "cuda_aware_mpi": info["cuda_aware"]}
+                "cuda_aware_mpi": info["cuda_aware"],
+                "device": self._device if self.backend == "cuda" else None}
 
     def gather(self, root: Optional[int] = 0) -> Optional[np.ndarray]:
         """The global state from every rank's part (collective).
