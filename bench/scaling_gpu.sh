@@ -3,7 +3,7 @@
 # mpi4py from .whl/ when it is missing (no network there), the build, then
 # bench/scaling.py for the models with a GPU distributed path.  Tables and
 # JSON go to $OUT.
-#   OUT=/some/dir bash bench/scaling_gpu.sh [fd|dec|share|all] [EDGES]
+#   OUT=/some/dir bash bench/scaling_gpu.sh [fd|dipolar|dec|share|all] [EDGES]
 set -uo pipefail
 OUT=${OUT:-out/scaling-gpu}
 mkdir -p "$OUT"
@@ -24,6 +24,10 @@ run() { "$PY" bench/scaling.py "$@" --backend cuda --threads 2 2>&1 | tee -a "$O
 case $what in fd|all)
   run --model fd --shape "$edges" --ranks "$ranks" --steps 5 --repeats 3 --json "$OUT/fd-strong.json"
   run --model fd --shape 512 --ranks "$ranks" --steps 5 --repeats 3 --weak --json "$OUT/fd-weak.json";;
+esac
+case $what in dipolar|all)
+  run --model dipolar --shape "$edges" --ranks "$ranks" --steps 5 --repeats 3 --json "$OUT/dipolar-strong.json"
+  run --model dipolar --shape 512 --ranks "$ranks" --steps 5 --repeats 3 --weak --json "$OUT/dipolar-weak.json";;
 esac
 case $what in dec|all)
   run --model dec --shape 87x87x302 --ranks "$ranks" --steps 20 --repeats 3 --json "$OUT/dec-strong.json";;

@@ -17,9 +17,10 @@
  *               parts in rank order (section 2.4)
  *
  * The transposes are one cudaMemcpy2DAsync per pair of ranks, straight into
- * the receiving rank's buffer (mapped into this process by CUDA IPC): the
+ * the receiving rank's buffer (mapped into this process by CUDA IPC), each
+ * on a stream of its own so that the copies to all ranks run at once: the
  * copy engines move the data over NVLink or PCIe, no packing pass and no
- * host memory.  Each transpose ends with a barrier (the rank-ordered max of
+ * host memory.  One rank alone solves x and transforms in place.  Each transpose ends with a barrier (the rank-ordered max of
  * the nlse_comm table) that also carries errors: a rank that fails goes on
  * to the next barrier and every rank returns there, so no rank waits for
  * one that has left.  The arithmetic on the slab is the single-device
@@ -46,7 +47,10 @@ struct dipolar_dist {
     size_t kern_bytes;
     void *ext;                 /* the slab with two rows of each neighbour */
     size_t ext_bytes;
-    double tm[4];
+    cudaStream_t *cs;          /* one copy stream per rank (copies run at once) */
+    cudaEvent_t ready, *done;
+    int have_events;
+    double tm[5];              /* step, x transposes, FFTs, their transposes, sums */
 };
 
 static double now(void)
@@ -132,19 +136,32 @@ static int begin(nlse_dipolar *s, int st, int complex_needed)
 /* transposes                                                         */
 /* ------------------------------------------------------------------ */
 
+/* A 2D copy to rank r on r's copy stream, after what the solver's stream
+ * has queued; the solver's stream waits for it. */
+static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void *src,
+                   size_t spitch, size_t width, size_t rows)
+{
+    dipolar_dist *D = s->dist;
+    CK(cudaStreamWaitEvent(D->cs[r], D->ready, 0));
+    CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault, D->cs[r]));
+    CK(cudaEventRecord(D->done[r], D->cs[r]));
+    CK(cudaStreamWaitEvent(s->stream, D->done[r], 0));
+    return NLSE_OK;
+}
+
 /* Slab (ni, n1, L values of es bytes) at src -> buffer b of every rank r as
  * its pencils (n0, yc[r], L), at this rank's x rows. */
 static int to_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_t es)
 {
     dipolar_dist *D = s->dist;
     const size_t line = L * es, ni = s->L.n[0];
+    CK(cudaEventRecord(D->ready, s->stream));
     for (int r = 0; r < D->size; ++r) {
         if (!D->yc[r])
             continue;
         char *dst = (char *)D->peer[b * D->size + r] + D->xs[D->rank] * D->yc[r] * line;
         const char *from = (const char *)src + D->ys[r] * line;
-        CK(cudaMemcpy2DAsync(dst, D->yc[r] * line, from, D->n1 * line, D->yc[r] * line, ni,
-                             cudaMemcpyDefault, s->stream));
+        CKS(copy_to(s, r, dst, D->yc[r] * line, from, D->n1 * line, D->yc[r] * line, ni));
     }
     return NLSE_OK;
 }
@@ -157,11 +174,11 @@ static int from_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_
     const size_t line = L * es;
     if (!D->nj)
         return NLSE_OK;
+    CK(cudaEventRecord(D->ready, s->stream));
     for (int r = 0; r < D->size; ++r) {
         char *dst = (char *)D->peer[b * D->size + r] + D->j0 * line;
         const char *from = (const char *)src + D->xs[r] * D->nj * line;
-        CK(cudaMemcpy2DAsync(dst, D->n1 * line, from, D->nj * line, D->nj * line, D->xc[r],
-                             cudaMemcpyDefault, s->stream));
+        CKS(copy_to(s, r, dst, D->n1 * line, from, D->nj * line, D->nj * line, D->xc[r]));
     }
     return NLSE_OK;
 }
@@ -255,44 +272,65 @@ int dipolar_dist_enable(nlse_dipolar *s)
     return NLSE_OK;
 }
 
-/* dens <- V_dd * dens (the density in dens; collective). */
+/* The local work queued so far done (the start of a timed transpose). */
+static int drain(nlse_dipolar *s, int st)
+{
+    return st ? st : nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+}
+
+/* dens <- V_dd * dens (the density in dens; collective).  The spectrum's x
+ * pencils are the other ranks' (pen), or dens itself on one rank. */
 template <typename T> static int dist_fft(nlse_dipolar *s)
 {
     dipolar_dist *D = s->dist;
     const double t0 = now();
-    const int dbl = sizeof(T) == sizeof(double);
+    const int dbl = sizeof(T) == sizeof(double), one = D->size == 1;
     const size_t ces = 2 * s->rs;
+    void *pen = one ? s->dens : D->pen;
     int st = dbl ? fft_ok(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
                                        (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
                  : fft_ok(cufftExecR2C(D->f2, (cufftReal *)s->dens, (cufftComplex *)s->dens),
                           "cufftExecR2C");
-    if (!st)
-        st = to_pencils(s, s->dens, 0, D->nh, ces);
-    if ((st = dist_sync(s, st)))
-        return st;
+    if (!one) {
+        st = drain(s, st);
+        const double tt = now();
+        if (!st)
+            st = to_pencils(s, s->dens, 0, D->nh, ces);
+        st = dist_sync(s, st);
+        D->tm[3] += now() - tt;
+        if (st)
+            return st;
+    }
     if (D->nj) {
         const long long nk = (long long)(D->n0 * D->nj * D->nh);
-        st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)D->pen,
-                                       (cufftDoubleComplex *)D->pen, CUFFT_FORWARD), "cufftExecZ2Z")
-                 : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)D->pen, (cufftComplex *)D->pen,
+        st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)pen, (cufftDoubleComplex *)pen,
+                                       CUFFT_FORWARD), "cufftExecZ2Z")
+                 : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)pen, (cufftComplex *)pen,
                                        CUFFT_FORWARD), "cufftExecC2C");
         if (!st)
-            st = dipolar_kmul<T>(s, D->pen, D->kern, nk);
+            st = dipolar_kmul<T>(s, pen, D->kern, nk);
         if (!st)
-            st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)D->pen,
-                                           (cufftDoubleComplex *)D->pen, CUFFT_INVERSE),
+            st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)pen,
+                                           (cufftDoubleComplex *)pen, CUFFT_INVERSE),
                               "cufftExecZ2Z")
-                     : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)D->pen, (cufftComplex *)D->pen,
+                     : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)pen, (cufftComplex *)pen,
                                            CUFFT_INVERSE), "cufftExecC2C");
     }
-    if (!st)
-        st = from_pencils(s, D->pen, 2, D->nh, ces);
-    if ((st = dist_sync(s, st)))
-        return st;
+    if (!one) {
+        st = drain(s, st);
+        const double tt = now();
+        if (!st)
+            st = from_pencils(s, D->pen, 2, D->nh, ces);
+        st = dist_sync(s, st);
+        D->tm[3] += now() - tt;
+        if (st)
+            return st;
+    }
     st = dbl ? fft_ok(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
                                    (cufftDoubleReal *)s->dens), "cufftExecZ2D")
              : fft_ok(cufftExecC2R(D->b2, (cufftComplex *)s->dens, (cufftReal *)s->dens),
                       "cufftExecC2R");
+    st = drain(s, st);
     D->tm[2] += now() - t0;
     return st;
 }
@@ -321,19 +359,24 @@ template <typename T> static int global_norm(nlse_dipolar *s, int want, double *
 }
 
 /* The x solve of the whole grid on the pencils (collective; a local error
- * st is carried to the first barrier). */
+ * st is carried to the first barrier); one rank alone solves its slab. */
 template <typename T, typename V, typename C>
 static int solve_x(nlse_dipolar *s, int real_time, int st)
 {
     dipolar_dist *D = s->dist;
     const size_t es = sizeof(V);
-    const double t0 = now();
-    if (!st)
-        st = to_pencils(s, s->psi, 0, D->n2, es);
-    if ((st = dist_sync(s, st)))
-        return st;
-    D->tm[1] += now() - t0;
-    if (D->nj) {
+    const int one = D->size == 1;
+    if (!one) {
+        st = drain(s, st);
+        const double t0 = now();
+        if (!st)
+            st = to_pencils(s, s->psi, 0, D->n2, es);
+        st = dist_sync(s, st);
+        D->tm[1] += now() - t0;
+        if (st)
+            return st;
+    }
+    if (D->nj && !st) {
         Grid<T> G = grid_of<T>(s);
         G.n0 = (int)D->n0;
         G.n1 = (int)D->nj;
@@ -341,11 +384,13 @@ static int solve_x(nlse_dipolar *s, int real_time, int st)
         out.dens = NULL;
         out.partial = s->partial;
         int parts = 0;
-        st = dipolar_lanes<T, V, C>(s, (V *)D->pen, G, dipolar_cn<T, C>(s, 0, real_time), 0,
-                                    (int)D->n0, out, false, &parts);
-        if (!st)
-            st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "the x solve");
+        st = dipolar_lanes<T, V, C>(s, one ? (V *)s->psi : (V *)D->pen, G,
+                                    dipolar_cn<T, C>(s, 0, real_time), 0, (int)D->n0, out, false,
+                                    &parts);
     }
+    if (one)
+        return st;
+    st = drain(s, st);
     const double t1 = now();
     if (!st)
         st = from_pencils(s, D->pen, 1, D->n2, es);
@@ -458,7 +503,7 @@ int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
     if (!st)
         st = dipolar_ensure_backup(s);
     CKS(begin(s, st, mode == NLSE_DIPOLAR_REAL));
-    for (int q = 0; q < 4; ++q)
+    for (int q = 0; q < 5; ++q)
         s->dist->tm[q] = 0;
     return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, done)
                                         : step_t<double>(s, mode, n, t0, dg, dgdd, done);
@@ -561,6 +606,15 @@ void dipolar_dist_free(nlse_dipolar *s)
     }
     if (D->plans >= 2)
         cufftDestroy(D->fx);
+    if (D->have_events) {
+        for (int r = 0; r < D->size; ++r) {
+            cudaStreamDestroy(D->cs[r]);
+            cudaEventDestroy(D->done[r]);
+        }
+        cudaEventDestroy(D->ready);
+    }
+    free(D->cs);
+    free(D->done);
     s->have_plans = 0; /* the solver's own plans were never made */
     cudaFree(D->pen);
     cudaFree(D->kern);
@@ -622,7 +676,17 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     }
     D->nj = yc[rank];
     D->j0 = D->ys[rank];
-    D->pen_bytes = (D->nj ? 2 * D->n0 * D->nj * D->n2 : 1) * s->rs;
+    D->cs = (cudaStream_t *)calloc((size_t)size, sizeof(cudaStream_t));
+    D->done = (cudaEvent_t *)calloc((size_t)size, sizeof(cudaEvent_t));
+    if (!D->cs || !D->done)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    CK(cudaEventCreateWithFlags(&D->ready, cudaEventDisableTiming));
+    D->have_events = 1;
+    for (int r = 0; r < size; ++r) {
+        CK(cudaStreamCreateWithFlags(&D->cs[r], cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&D->done[r], cudaEventDisableTiming));
+    }
+    D->pen_bytes = (size > 1 && D->nj ? 2 * D->n0 * D->nj * D->n2 : 1) * s->rs; /* one rank: in place */
     CKS(dmalloc(s, &D->pen, D->pen_bytes, "the x pencils"));
     D->dens_bytes = s->L.n[0] * D->n1 * s->nlp * s->rs;
     CKS(dmalloc(s, &s->dens, D->dens_bytes, "the density / FFT buffer"));
@@ -688,10 +752,10 @@ extern "C" int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers)
     return NLSE_OK;
 }
 
-extern "C" int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[4])
+extern "C" int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[5])
 {
     if (!s || !s->dist || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_timings: not a slab");
-    memcpy(out, s->dist->tm, 4 * sizeof(double));
+    memcpy(out, s->dist->tm, 5 * sizeof(double));
     return NLSE_OK;
 }

@@ -195,9 +195,9 @@ int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB
 int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers);
 
 /* Seconds of the last step call on this rank: [0] all, [1] the x-solve
- * transposes (copies and waits), [2] the dipolar transforms with their
- * transposes, [3] the norm sums. */
-int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[4]);
+ * transposes (copies and the barrier's wait), [2] the dipolar transforms
+ * with their transposes, [3] those transposes alone, [4] the norm sums. */
+int nlse_dipolar_slab_timings(const nlse_dipolar *s, double out[5]);
 
 #ifdef __cplusplus
 }

@@ -489,13 +489,13 @@ static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
 
 static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
-    double t[4];
+    double t[5];
     if (!NLSEPY_READY(self))
         return NULL;
     int st = nlse_dipolar_slab_timings(self->s, t);
     if (st)
         return nlsepy_raise(st);
-    return Py_BuildValue("(dddd)", t[0], t[1], t[2], t[3]);
+    return Py_BuildValue("(ddddd)", t[0], t[1], t[2], t[3], t[4]);
 }
 #endif
 
@@ -506,7 +506,8 @@ static PyMethodDef dipolar_methods[] = {
     {"slab_connect", (PyCFunction)dipolar_slab_connect, METH_O,
      "slab_connect(addresses): buffer b of rank r at addresses[b * ranks + r]."},
     {"timings", (PyCFunction)dipolar_slab_timings, METH_NOARGS,
-     "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, sums."},
+     "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, their "
+     "transposes, sums."},
 #endif
     {"set_state", (PyCFunction)dipolar_set_state, METH_O, "set_state(psi): real or complex state."},
     {"get_state", (PyCFunction)dipolar_get_state, METH_NOARGS, "get_state() -> complex array."},

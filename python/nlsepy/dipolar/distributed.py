@@ -113,7 +113,8 @@ class _GpuSlab:
 
     def timings(self) -> Dict[str, float]:
         t = self._c.timings()
-        return {"step": t[0], "transpose": t[1], "fft": t[2], "reduce": t[3]}
+        return {"step": t[0], "transpose": t[1], "fft": t[2], "fft_transpose": t[3],
+                "reduce": t[4]}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -517,9 +518,12 @@ class DistributedDipolarGPE(DipolarGPE):
     def last_timings(self) -> Dict[str, float]:
         """Seconds on this rank of the steps of the last stepping call (its last
         chunk when it had frames), summed over its blocks: ``step`` (all),
-        ``transpose`` (the x solve's MPI_Alltoallv with packing), ``fft`` (the
-        dipolar FFTW-MPI transforms with their own transposes) and ``reduce``
-        (the norm sums); ``steps`` counts the steps."""
+        ``transpose`` (the x solve's transposes: MPI_Alltoallv with packing on
+        CPU ranks; on GPU ranks the copies into the other GPUs and the wait at
+        the barrier after them), ``fft`` (the dipolar transforms with their
+        own transposes; GPU ranks also give those transposes alone,
+        ``fft_transpose``) and ``reduce`` (the norm sums); ``steps`` counts
+        the steps."""
         return dict(self._timings)
 
     @property
@@ -595,7 +599,7 @@ class DistributedDipolarGPE(DipolarGPE):
 
         def booked(m: int) -> None:
             for k, v in self._solver.timings().items():
-                acc[k] += v
+                acc[k] = acc.get(k, 0.0) + v
             acc["steps"] += m
             if on_block is not None:
                 on_block(m)
