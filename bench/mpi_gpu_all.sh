@@ -15,9 +15,9 @@ if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
 fi
 export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1 OMP_NUM_THREADS=2
 nvidia-smi -L | tee "$OUT/gpus.txt"
-pt() { "$PY" -m pytest -q --color=no -p no:cacheprovider -x "$@"; }
+
 echo "== one process, several GPUs" | tee -a "$OUT/tests.log"
-timeout 300 pt tests/test_cuda_devices.py 2>&1 | tail -5 | tee -a "$OUT/tests.log"
+timeout 300 "$PY" -m pytest -q --color=no -p no:cacheprovider -x tests/test_cuda_devices.py 2>&1 | tail -5 | tee -a "$OUT/tests.log"
 for n in 2 3; do
   for f in tests/fd/ranks_fd.py tests/dec/ranks_dec.py tests/mbloch/ranks_mbloch.py; do
     echo "== $n ranks: $f" | tee -a "$OUT/tests.log"
