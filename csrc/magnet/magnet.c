@@ -83,7 +83,16 @@ int nlse_magnet_set_phi(nlse_magnet *s, const double *phi)
                 return nlse_fail(NLSE_ERR_VALUE,
                                  "phi must be finite at the unknowns, got %g at node (%d, %d)",
                                  phi[(size_t)i * s->g.nz + (size_t)j], i, j);
+    magnet_mgcg_close(s);
     magnet_phi_in(s, phi);
+    return NLSE_OK;
+}
+
+int nlse_magnet_restart(nlse_magnet *s)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_restart: NULL solver");
+    magnet_mgcg_close(s);
     return NLSE_OK;
 }
 
@@ -96,6 +105,7 @@ int nlse_magnet_set_dirichlet(nlse_magnet *s, const double *values)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_set_dirichlet: NULL solver");
+    magnet_mgcg_close(s);
     const size_t nn = s->g.nr * s->g.nz;
     if (!values) {
         magnet_make_rows(&s->g, s->rows);
@@ -150,6 +160,8 @@ int nlse_magnet_solve(nlse_magnet *s, int method, double omega, double tol, long
         return nlse_fail(NLSE_ERR_VALUE, "tol must be finite and > 0, got %g", tol);
     if (max_iter < 1)
         return nlse_fail(NLSE_ERR_VALUE, "max_iter must be >= 1, got %ld", max_iter);
+    if (method != NLSE_MAGNET_MGCG)
+        magnet_mgcg_close(s); /* Phi moves on: the Krylov iteration no longer applies */
     if (method == NLSE_MAGNET_JACOBI && !s->Q[0]) {
         const size_t n = (s->g.nr + 2) * s->hw;
         for (int c = 0; c < 2; ++c)

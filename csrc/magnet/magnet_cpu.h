@@ -37,6 +37,12 @@ struct nlse_magnet {
     double *r0, *e0;  /* fine residual and correction (natural layout)  */
     unsigned char *mask0;
     int mg_rows_dirichlet; /* which rows the hierarchy was built for   */
+    /* mg-cg: the BiCGSTAB iteration in progress, kept between calls so that
+     * a solve cut into many calls gives the bits of one call */
+    int kopen;        /* 0: none; 1: in progress; 2: ended by a breakdown */
+    double *kv;       /* x r rh p v y z t, natural layout (nr nz each)  */
+    void *kb[2];      /* Phi by colour when the iteration began         */
+    double krho, kalpha, komega, krel; /* BiCGSTAB's scalars, last ||r||/||f|| */
     double last_seconds;
 };
 
@@ -47,8 +53,11 @@ struct nlse_magnet {
 int magnet_mg_build(struct nlse_magnet *s);
 void magnet_mg_free(struct nlse_magnet *s);
 void magnet_mg_cycle(struct nlse_magnet *s, int nu1, int nu2); /* one V-cycle on Phi */
+/* At most max_iter iterations of the mg-cg iteration in progress (begun
+ * from the current Phi when none is); Phi = its first Phi + x after the call. */
 int magnet_mgcg_solve(struct nlse_magnet *s, double tol, long max_iter, double fn, double *history,
                       long *iterations, double *rel_residual, int *converged);
+void magnet_mgcg_close(struct nlse_magnet *s); /* drop it (Phi stays) */
 
 /* Fine-grid work dispatched by precision (magnet_sweeps.c). */
 double magnet_sweep(struct nlse_magnet *s, int method, double omega); /* one iteration of

@@ -34,6 +34,7 @@ static void level_free(magnet_level *L)
 
 void magnet_mg_free(struct nlse_magnet *s)
 {
+    magnet_mgcg_close(s);
     if (s->lev)
         for (int l = 0; l <= s->nlev; ++l)
             level_free(&s->lev[l]);
@@ -307,62 +308,113 @@ static double dot(const double *a, const double *b, size_t n)
     return t;
 }
 
+/* Bytes of one colour of Phi (halos included). */
+static size_t colour_bytes(const struct nlse_magnet *s)
+{
+    return (s->g.nr + 2) * s->hw * (s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double));
+}
+
+void magnet_mgcg_close(struct nlse_magnet *s)
+{
+    free(s->kv);
+    free(s->kb[0]);
+    free(s->kb[1]);
+    s->kv = NULL;
+    s->kb[0] = s->kb[1] = NULL;
+    s->kopen = 0;
+}
+
+/* Begin BiCGSTAB on A d = f - A Phi from d = 0: r = rh = the residual,
+ * p = v = 0, rho = alpha = omega = 1, the first Phi kept. */
+static int mgcg_open(struct nlse_magnet *s)
+{
+    const size_t n = s->g.nr * s->g.nz, cb = colour_bytes(s);
+    s->kv = (double *)calloc(8 * n, sizeof(double));
+    s->kb[0] = malloc(cb);
+    s->kb[1] = malloc(cb);
+    if (!s->kv || !s->kb[0] || !s->kb[1]) {
+        magnet_mgcg_close(s);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the Krylov vectors (%zu nodes)", n);
+    }
+    memcpy(s->kb[0], s->P[0], cb);
+    memcpy(s->kb[1], s->P[1], cb);
+    magnet_fine_residual(s, s->kv + n);
+    memcpy(s->kv + 2 * n, s->kv + n, n * sizeof(double));
+    s->krho = s->kalpha = s->komega = 1.0;
+    s->krel = NAN;
+    s->kopen = 1;
+    return NLSE_OK;
+}
+
+/* One BiCGSTAB iteration (right-preconditioned by a V-cycle) on the vectors
+ * and scalars kept in s; returns ||r|| of the new residual. */
+static double bicgstab_step(struct nlse_magnet *s)
+{
+    const size_t n = s->g.nr * s->g.nz;
+    double *x = s->kv, *r = x + n, *rh = r + n, *p = rh + n, *v = p + n;
+    double *y = v + n, *z = y + n, *t = z + n;
+    const double rho1 = dot(rh, r, n);
+    const double beta = (rho1 / s->krho) * (s->kalpha / s->komega), om = s->komega;
+    s->krho = rho1;
+    for (size_t q = 0; q < n; ++q)
+        p[q] = r[q] + beta * (p[q] - om * v[q]);
+    precondition(s, p, y);
+    matvec(&s->lev[0], y, v);
+    const double alpha = s->krho / dot(rh, v, n);
+    s->kalpha = alpha;
+    for (size_t q = 0; q < n; ++q) {
+        x[q] += alpha * y[q];
+        r[q] -= alpha * v[q]; /* s = r - alpha v, kept in r */
+    }
+    precondition(s, r, z);
+    matvec(&s->lev[0], z, t);
+    const double tt = dot(t, t, n);
+    const double omega = tt > 0 ? dot(t, r, n) / tt : 0.0;
+    s->komega = omega;
+    for (size_t q = 0; q < n; ++q) {
+        x[q] += omega * z[q];
+        r[q] -= omega * t[q];
+    }
+    return sqrt(dot(r, r, n));
+}
+
 /* BiCGSTAB with the V-cycle as right preconditioner on A d = r0 (the rows of
- * Table 2.1 are not symmetrisable, so plain CG does not apply); Phi += d. */
+ * Table 2.1 are not symmetrisable, so plain CG does not apply); Phi = Phi0 + d.
+ * The iteration lives in the handle between calls: a call continues the one
+ * in progress, and the iterates, residuals and Phi after k calls of m_1 ..
+ * m_k iterations are those of one call of m_1 + .. + m_k, bit for bit. */
 int magnet_mgcg_solve(struct nlse_magnet *s, double tol, long max_iter, double fn, double *history,
                   long *iterations, double *rel_residual, int *converged)
 {
     int st = build_fine_explicit(s);
     if (st)
         return st;
-    const size_t n = s->g.nr * s->g.nz;
-    double *buf = (double *)calloc(8 * n, sizeof(double));
-    if (!buf)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the Krylov vectors (%zu nodes)", n);
-    double *x = buf, *r = buf + n, *rh = buf + 2 * n, *p = buf + 3 * n, *v = buf + 4 * n;
-    double *y = buf + 5 * n, *z = buf + 6 * n, *t = buf + 7 * n;
-    magnet_fine_residual(s, r);
-    memcpy(rh, r, n * sizeof(double));
-    double rho = 1.0, alpha = 1.0, omega = 1.0;
+    if (!s->kopen && (st = mgcg_open(s)))
+        return st;
     *converged = 0;
-    for (long it = 1; it <= max_iter; ++it) {
-        const double rho1 = dot(rh, r, n);
-        const double beta = (rho1 / rho) * (alpha / omega);
-        rho = rho1;
-        for (size_t q = 0; q < n; ++q)
-            p[q] = r[q] + beta * (p[q] - omega * v[q]);
-        precondition(s, p, y);
-        matvec(&s->lev[0], y, v);
-        alpha = rho / dot(rh, v, n);
-        for (size_t q = 0; q < n; ++q) {
-            x[q] += alpha * y[q];
-            r[q] -= alpha * v[q]; /* s = r - alpha v, kept in r */
-        }
-        precondition(s, r, z);
-        matvec(&s->lev[0], z, t);
-        const double tt = dot(t, t, n);
-        omega = tt > 0 ? dot(t, r, n) / tt : 0.0;
-        for (size_t q = 0; q < n; ++q) {
-            x[q] += omega * z[q];
-            r[q] -= omega * t[q];
-        }
-        const double rel = sqrt(dot(r, r, n)) / fn;
+    *rel_residual = s->krel;
+    for (long it = 1; it <= max_iter && s->kopen == 1; ++it) {
+        const double rel = bicgstab_step(s) / fn;
         if (history)
             history[it - 1] = rel;
         *iterations = it;
-        *rel_residual = rel;
+        *rel_residual = s->krel = rel;
         if (!isfinite(rel)) {
-            free(buf);
+            magnet_mgcg_close(s); /* Phi stays that of the previous call */
             return nlse_fail(NLSE_ERR_BLOWUP, "mg-cg diverged at iteration %ld", it);
         }
-        if (rel < tol) {
+        if (rel < tol)
             *converged = 1;
+        else if (s->komega == 0.0 || s->krho == 0.0)
+            s->kopen = 2; /* breakdown: the residual reached is reported */
+        if (*converged)
             break;
-        }
-        if (omega == 0.0 || rho == 0.0)
-            break; /* breakdown: report the residual reached */
     }
-    magnet_fine_correct(s, x);
-    free(buf);
+    const size_t cb = colour_bytes(s);
+    memcpy(s->P[0], s->kb[0], cb);
+    memcpy(s->P[1], s->kb[1], cb);
+    magnet_fine_correct(s, s->kv);
+    if (*converged)
+        magnet_mgcg_close(s);
     return NLSE_OK;
 }

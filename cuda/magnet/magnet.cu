@@ -54,7 +54,10 @@ struct nlse_magnet {
     /* multigrid */
     int nlev, built_dirichlet;
     magnet_dlevel *lev;            /* 1..nlev; lev[0]: the fine level as an explicit operator (mg-cg) */
-    double *kv;                /* mg-cg: 8 Krylov vectors of nr * nz */
+    double *kv;                /* mg-cg: 8 Krylov vectors of nr * nz (x r rh p v y z t) */
+    void *kb[2];               /* mg-cg: Phi by colour when its iteration began */
+    int kopen;                 /* mg-cg iteration: 0 none, 1 in progress, 2 ended by a breakdown */
+    double krho, kalpha, komega, krel; /* its scalars between calls, last ||r|| / ||f|| */
     double *r0, *e0;
     unsigned char *mask0;
     int m;                     /* coarsest unknowns */
@@ -518,6 +521,10 @@ static void mg_free(nlse_magnet *s)
     cudaFree(s->mask0);
     cudaFree(s->kv);
     s->kv = NULL;
+    cudaFree(s->kb[0]);
+    cudaFree(s->kb[1]);
+    s->kb[0] = s->kb[1] = NULL;
+    s->kopen = 0;
     cudaFree(s->nodes);
     cudaFree(s->inv);
     s->lev = NULL;
@@ -706,7 +713,16 @@ extern "C" int nlse_magnet_set_phi(nlse_magnet *s, const double *phi)
                 return nlse_fail(NLSE_ERR_VALUE,
                                  "phi must be finite at the unknowns, got %g at node (%d, %d)",
                                  phi[(size_t)i * s->g.nz + j], i, j);
+    s->kopen = 0;
     return upload_nodes(s, phi, 0);
+}
+
+extern "C" int nlse_magnet_restart(nlse_magnet *s)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_restart: NULL solver");
+    s->kopen = 0;
+    return NLSE_OK;
 }
 
 template <typename T> static double residual_t(const nlse_magnet *s_)
@@ -747,6 +763,7 @@ extern "C" int nlse_magnet_set_dirichlet(nlse_magnet *s, const double *values)
     ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_set_dirichlet: NULL solver");
+    s->kopen = 0;
     if (!values) {
         magnet_make_rows(&s->g, s->rows_h);
         CKS(upload_rows(s));
@@ -1084,6 +1101,30 @@ static int mgcg_setup(nlse_magnet *s)
     }
     if (!s->kv)
         CKS(dalloc((void **)&s->kv, 8 * n * sizeof(double), "the Krylov vectors"));
+    const size_t cb = (s->g.nr + 2) * s->hw * rsize(s);
+    for (int c = 0; c < 2; ++c)
+        if (!s->kb[c])
+            CKS(dalloc(&s->kb[c], cb, "the first Phi of the Krylov iteration"));
+    return NLSE_OK;
+}
+
+/* Begin BiCGSTAB on A d = f - A Phi from d = 0: r = rh = the residual,
+ * p = v = 0, rho = alpha = omega = 1, the first Phi kept. */
+template <typename T> static int mgcg_open(nlse_magnet *s)
+{
+    const LPArgs a = args_of(s);
+    const long long n = (long long)s->g.nr * s->g.nz;
+    const size_t cb = (s->g.nr + 2) * s->hw * rsize(s);
+    double *r = s->kv + n, *rh = r + n;
+    CK(cudaMemsetAsync(s->kv, 0, 8 * (size_t)n * sizeof(double), s->stream));
+    k_fine_res<T><<<blocks_for(n), MAGNET_BLK, 0, s->stream>>>((T *)s->P[0], (T *)s->P[1], s->rows_d, a, r);
+    CK(cudaMemcpyAsync(rh, r, (size_t)n * sizeof(double), cudaMemcpyDeviceToDevice, s->stream));
+    for (int c = 0; c < 2; ++c)
+        CK(cudaMemcpyAsync(s->kb[c], s->P[c], cb, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaGetLastError());
+    s->krho = s->kalpha = s->komega = 1.0;
+    s->krel = NAN;
+    s->kopen = 1;
     return NLSE_OK;
 }
 
@@ -1106,8 +1147,37 @@ static void matvec(nlse_magnet *s, const double *in, double *out)
     k_matvec9<<<blocks_for(n), MAGNET_BLK, 0, s->stream>>>(L->A, L->mask, in, out, L->nr, L->nz);
 }
 
+/* One BiCGSTAB iteration on the vectors and scalars kept in s; *rr: ||r||^2
+ * of the new residual. */
+static int bicgstab_step(nlse_magnet *s, double *rr)
+{
+    const long long n = (long long)s->g.nr * s->g.nz;
+    const int nb = blocks_for(n);
+    double *x = s->kv, *r = x + n, *rh = r + n, *p = rh + n, *v = p + n, *y = v + n, *z = y + n, *t = z + n;
+    double rho1, rv, tt, tr;
+    CKS(ddot(s, rh, r, n, &rho1));
+    const double beta = (rho1 / s->krho) * (s->kalpha / s->komega);
+    s->krho = rho1;
+    k_bicg_p<<<nb, MAGNET_BLK, 0, s->stream>>>(p, r, v, beta, s->komega, n);
+    precondition(s, p, y);
+    matvec(s, y, v);
+    CKS(ddot(s, rh, v, n, &rv));
+    s->kalpha = s->krho / rv;
+    k_bicg_xr<<<nb, MAGNET_BLK, 0, s->stream>>>(x, r, y, v, s->kalpha, n); /* s = r - alpha v, kept in r */
+    precondition(s, r, z);
+    matvec(s, z, t);
+    CKS(ddot(s, t, t, n, &tt));
+    CKS(ddot(s, t, r, n, &tr));
+    s->komega = tt > 0 ? tr / tt : 0.0;
+    k_bicg_xr<<<nb, MAGNET_BLK, 0, s->stream>>>(x, r, z, t, s->komega, n);
+    return ddot(s, r, r, n, rr);
+}
+
 /* BiCGSTAB with the V-cycle as right preconditioner on A d = r0 (as the CPU,
- * magnet_mg.c: Table 2.1's rows are not symmetrisable); Phi += d. */
+ * magnet_mg.c: Table 2.1's rows are not symmetrisable); Phi = Phi0 + d.  The
+ * iteration lives in the handle between calls (as on the CPU): a call
+ * continues the one in progress, and calls of m_1 .. m_k iterations give the
+ * bits of one call of m_1 + .. + m_k. */
 template <typename T>
 static int mgcg_t(nlse_magnet *s, double tol, long max_iter, double *history, long *iterations,
                   double *rel_residual, int *converged)
@@ -1115,43 +1185,26 @@ static int mgcg_t(nlse_magnet *s, double tol, long max_iter, double *history, lo
     CKS(mgcg_setup(s));
     const LPArgs a = args_of(s);
     const long long n = (long long)s->g.nr * s->g.nz;
-    const int nb = blocks_for(n);
+    const size_t cb = (s->g.nr + 2) * s->hw * rsize(s);
     const double fn = denom(s);
-    double *x = s->kv, *r = x + n, *rh = r + n, *p = rh + n, *v = p + n, *y = v + n, *z = y + n, *t = z + n;
-    T *P0 = (T *)s->P[0], *P1 = (T *)s->P[1];
     CK(cudaEventRecord(s->ev0, s->stream));
-    CK(cudaMemsetAsync(s->kv, 0, 8 * (size_t)n * sizeof(double), s->stream));
-    k_fine_res<T><<<nb, MAGNET_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, r);
-    CK(cudaMemcpyAsync(rh, r, (size_t)n * sizeof(double), cudaMemcpyDeviceToDevice, s->stream));
-    double rho = 1.0, alpha = 1.0, omega = 1.0;
+    if (!s->kopen)
+        CKS(mgcg_open<T>(s));
+    *rel_residual = s->krel;
     int st = NLSE_OK;
-    for (long it = 1; it <= max_iter; ++it) {
-        double rho1, rv, tt, tr, rr;
-        if ((st = ddot(s, rh, r, n, &rho1)))
+    for (long it = 1; it <= max_iter && s->kopen == 1; ++it) {
+        double rr;
+        if ((st = bicgstab_step(s, &rr))) {
+            s->kopen = 0;
             break;
-        const double beta = (rho1 / rho) * (alpha / omega);
-        rho = rho1;
-        k_bicg_p<<<nb, MAGNET_BLK, 0, s->stream>>>(p, r, v, beta, omega, n);
-        precondition(s, p, y);
-        matvec(s, y, v);
-        if ((st = ddot(s, rh, v, n, &rv)))
-            break;
-        alpha = rho / rv;
-        k_bicg_xr<<<nb, MAGNET_BLK, 0, s->stream>>>(x, r, y, v, alpha, n); /* s = r - alpha v, kept in r */
-        precondition(s, r, z);
-        matvec(s, z, t);
-        if ((st = ddot(s, t, t, n, &tt)) || (st = ddot(s, t, r, n, &tr)))
-            break;
-        omega = tt > 0 ? tr / tt : 0.0;
-        k_bicg_xr<<<nb, MAGNET_BLK, 0, s->stream>>>(x, r, z, t, omega, n);
-        if ((st = ddot(s, r, r, n, &rr)))
-            break;
+        }
         const double rel = sqrt(rr) / fn;
         if (history)
             history[it - 1] = rel;
         *iterations = it;
-        *rel_residual = rel;
+        *rel_residual = s->krel = rel;
         if (!isfinite(rel)) {
+            s->kopen = 0; /* Phi stays that of the previous call */
             st = nlse_fail(NLSE_ERR_BLOWUP, "mg-cg diverged at iteration %ld", it);
             break;
         }
@@ -1159,12 +1212,17 @@ static int mgcg_t(nlse_magnet *s, double tol, long max_iter, double *history, lo
             *converged = 1;
             break;
         }
-        if (omega == 0.0 || rho == 0.0)
-            break; /* breakdown: report the residual reached */
+        if (s->komega == 0.0 || s->krho == 0.0)
+            s->kopen = 2; /* breakdown: the residual reached is reported */
     }
-    if (!st) {
-        k_fine_correct<T><<<nb, MAGNET_BLK, 0, s->stream>>>(P0, P1, s->rows_d, a, x);
+    if (!st) { /* Phi = the first Phi + x */
+        for (int c = 0; c < 2; ++c)
+            CK(cudaMemcpyAsync(s->P[c], s->kb[c], cb, cudaMemcpyDeviceToDevice, s->stream));
+        k_fine_correct<T><<<blocks_for(n), MAGNET_BLK, 0, s->stream>>>((T *)s->P[0], (T *)s->P[1], s->rows_d,
+                                                                      a, s->kv);
         CK(cudaGetLastError());
+        if (*converged)
+            s->kopen = 0;
     }
     CK(cudaEventRecord(s->ev1, s->stream));
     CK(cudaEventSynchronize(s->ev1));
@@ -1191,6 +1249,8 @@ extern "C" int nlse_magnet_solve(nlse_magnet *s, int method, double omega, doubl
         return nlse_fail(NLSE_ERR_VALUE, "tol must be finite and > 0, got %g", tol);
     if (max_iter < 1 || max_iter > (1L << 30))
         return nlse_fail(NLSE_ERR_VALUE, "max_iter must be in [1, 2^30], got %ld", max_iter);
+    if (method != NLSE_MAGNET_MGCG)
+        s->kopen = 0; /* Phi moves on: the Krylov iteration no longer applies */
     if (method == NLSE_MAGNET_MULTIGRID || method == NLSE_MAGNET_MGCG)
         CKS(mg_build(s));
     if (method == NLSE_MAGNET_MGCG)

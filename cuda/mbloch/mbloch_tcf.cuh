@@ -35,7 +35,29 @@
  *  - the mode sums PM are float (per-block sums over its atoms), the
  *    per-block partials double, as in the FP64 form;
  *  - the stage barrier is split (mbarrier: arrive, own work, wait).
+ *
+ * Compile-time switches of the stage barrier, for compute-sanitizer's
+ * racecheck (bench/mbloch_racecheck.sh; every form gives the same bits):
+ *  - NLSEPY_MBLOCH_SYNCTHREADS=1: __syncthreads where a warp waits (the
+ *    arrive does nothing), =2: __syncthreads where it arrives (the wait
+ *    does nothing); 0 (default): the mbarrier;
+ *  - NLSEPY_MBLOCH_ARRIVE_ALL=1: every thread arrives on the mbarrier (a
+ *    count of the block's threads) instead of lane 0 of each warp after
+ *    __syncwarp.
  */
+
+#ifndef NLSEPY_MBLOCH_SYNCTHREADS
+#define NLSEPY_MBLOCH_SYNCTHREADS 0
+#endif
+#ifndef NLSEPY_MBLOCH_ARRIVE_ALL
+#define NLSEPY_MBLOCH_ARRIVE_ALL 0
+#endif
+#if NLSEPY_MBLOCH_SYNCTHREADS < 0 || NLSEPY_MBLOCH_SYNCTHREADS > 2
+#error "NLSEPY_MBLOCH_SYNCTHREADS must be 0 (mbarrier), 1 (__syncthreads at the wait) or 2 (at the arrive)"
+#endif
+#if NLSEPY_MBLOCH_ARRIVE_ALL != 0 && NLSEPY_MBLOCH_ARRIVE_ALL != 1
+#error "NLSEPY_MBLOCH_ARRIVE_ALL must be 0 (one arrival a warp) or 1 (every thread)"
+#endif
 
 /* the entry of (level pair r, atom a) in rows of 8 NT atoms: a's column XOR (r & 1) | (2r & 6).
  * A quarter warp of 16-byte accesses touches eight distinct bank groups
@@ -356,9 +378,10 @@ __device__ __forceinline__ void tcf_rk(const float2 d[4 * NT], float wa, float w
 
 /* A split barrier of the block's warps in shared memory (mbarrier,
  * sm_80): each warp arrives once its part of a stage vector is written
- * (release: lane 0 after __syncwarp), does work of its own, and then
- * waits for the phase to complete (acquire), so that the wait for the
- * slowest warp overlaps that work. */
+ * (release: lane 0 after __syncwarp, whose ordering of the lanes' writes
+ * the release carries on), does work of its own, and then waits for the
+ * phase to complete (acquire), so that the wait for the slowest warp
+ * overlaps that work.  The switches above replace it for racecheck. */
 __device__ __forceinline__ unsigned tcf_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 __device__ __forceinline__ void tcf_bar_init(unsigned long long *b, int count)
@@ -366,22 +389,45 @@ __device__ __forceinline__ void tcf_bar_init(unsigned long long *b, int count)
     asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(tcf_smem_addr(b)), "r"(count) : "memory");
 }
 
+/* arrivals that complete a phase of the block of `warps` warps */
+__host__ __device__ constexpr int tcf_bar_count(int warps) { return NLSEPY_MBLOCH_ARRIVE_ALL ? 32 * warps : warps; }
+
 __device__ __forceinline__ void tcf_bar_arrive(unsigned long long *b, int lane)
 {
+#if NLSEPY_MBLOCH_SYNCTHREADS == 2
+    (void)b;
+    (void)lane;
+    __syncthreads();
+#elif NLSEPY_MBLOCH_SYNCTHREADS == 0
+#if NLSEPY_MBLOCH_ARRIVE_ALL
+    (void)lane;
+#else
     __syncwarp();
     if (lane == 0)
+#endif
         asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(tcf_smem_addr(b)) : "memory");
+#else
+    (void)b;
+    (void)lane;
+#endif
 }
 
 /* waits until the phase of parity (phase & 1) is complete; phase += 1 */
 __device__ __forceinline__ void tcf_bar_wait(unsigned long long *b, unsigned &phase)
 {
+#if NLSEPY_MBLOCH_SYNCTHREADS == 1
+    (void)b;
+    __syncthreads();
+#elif NLSEPY_MBLOCH_SYNCTHREADS == 0
     unsigned done = 0;
     while (!done)
         asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
                      : "=r"(done)
                      : "r"(tcf_smem_addr(b)), "r"(phase & 1)
                      : "memory");
+#else
+    (void)b;
+#endif
     ++phase;
 }
 
@@ -426,7 +472,7 @@ __global__ void __launch_bounds__(64 * MT, MBLOCH_TCF_BLOCKS)
     double *nrm = (double *)(ptab + MT * 4 * 64 * MT);
     double *wsm = nrm + 2 * MT * TT::NA;
     __shared__ float wsf[TT::NA];
-    __shared__ unsigned long long sbar; /* the stage barrier (one arrival a warp) */
+    __shared__ unsigned long long sbar; /* the stage barrier (one arrival a warp, tcf_bar_count) */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, h = warp / MT, mt = warp % MT;
@@ -451,7 +497,7 @@ __global__ void __launch_bounds__(64 * MT, MBLOCH_TCF_BLOCKS)
         wsf[threadIdx.x] = (float)wv;
     }
     if (threadIdx.x == 0)
-        tcf_bar_init(&sbar, 2 * MT);
+        tcf_bar_init(&sbar, tcf_bar_count(2 * MT));
     __syncthreads(); /* the zeros before the field rows */
     for (int i = threadIdx.x; i < 3 * a.n_f; i += blockDim.x) { /* rows 0-2 and the means of 0-1, 1-2 */
         const int r = i / a.n_f, li = i % a.n_f;

@@ -68,6 +68,17 @@ int nlse_magnet_set_phi(nlse_magnet *s, const double *phi);
 int nlse_magnet_solve(nlse_magnet *s, int method, double omega, double tol, long max_iter,
                   double *history, long *iterations, double *rel_residual, int *converged);
 
+/* MGCG keeps its BiCGSTAB iteration (Krylov vectors and scalars, and the Phi
+ * it began from) in the handle: a call continues the iteration that an
+ * earlier MGCG call left unfinished (max_iter reached), so calls of
+ * m_1, .., m_k iterations give the iterates, residuals and Phi of one call
+ * of m_1 + .. + m_k, bit for bit; Phi after each call is the iterate
+ * reached.  The iteration ends when it converges or diverges; after a
+ * breakdown (rho or omega 0) further calls do 0 iterations and report the
+ * residual reached.  set_phi, set_dirichlet, a solve by another method and
+ * nlse_magnet_restart drop it: the next MGCG call begins afresh from Phi. */
+int nlse_magnet_restart(nlse_magnet *s);
+
 /* Replace Table 1.1's conditions on the outer cylinder (boundaries 1, 2),
  * the magnet's surface (4, 5) and the mid-plane (6) by the Dirichlet values
  * of `values` on the (nr, nz) grid; the axis keeps its symmetry row (eq.

@@ -139,6 +139,16 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
     return Py_BuildValue("(ldON)", it, rel, conv ? Py_True : Py_False, h);
 }
 
+static PyObject *magnet_restart(MagnetObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st = nlse_magnet_restart(self->s);
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *magnet_seconds(MagnetObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!NLSEPY_READY(self))
@@ -171,6 +181,8 @@ static PyMethodDef magnet_methods[] = {
      "set_dirichlet(values or None): Dirichlet data on every boundary but the axis."},
     {"solve", (PyCFunction)magnet_solve, METH_VARARGS,
      "solve(method, omega, tol, max_iter) -> (iterations, rel_residual, converged, history)."},
+    {"restart", (PyCFunction)magnet_restart, METH_NOARGS,
+     "restart(): drop the mg-cg iteration in progress (the next mg-cg solve begins from Phi)."},
     {"last_solve_seconds", (PyCFunction)magnet_seconds, METH_NOARGS,
      "last_solve_seconds() -> seconds of the last solve's iterations (device time on CUDA)."},
     {"rel_residual", (PyCFunction)magnet_residual, METH_NOARGS,

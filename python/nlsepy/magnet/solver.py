@@ -39,12 +39,6 @@ METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4,
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
 
-#: iterations of the first call of an mg-cg solve: BiCGSTAB's Krylov vectors
-#: live inside one call of the C solver, so each later call restarts it from
-#: the current Phi; a solve that converges within this many iterations (the
-#: usual 5 to 10) is one call, as an uninterrupted solve always was
-MGCG_FIRST_CALL = 50
-
 #: bytes of one row descriptor of Table 2.1 (4 ints and 5 doubles, magnet_row)
 _ROW_BYTES = 56
 #: unknowns at which the multigrid stops coarsening (MAGNET_MG_COARSEST)
@@ -331,9 +325,12 @@ class CoaxialMagnet:
 
         Its Phi, `iterations`, `history` and `residual` are those of the
         iterations done, ``interrupted`` is True.  A solve always starts
-        afresh from `phi0`; ``mag.solve(method, phi0=part.phi)`` continues
-        from the interrupted potential (for every method but mg-cg the same
-        iterations as one uninterrupted solve, bit for bit).
+        afresh from `phi0` unless ``resume=True``:
+        ``mag.solve(method, resume=True)`` continues the interrupted solve
+        itself (mg-cg's Krylov iteration included), giving what one
+        uninterrupted solve gives, bit for bit; ``mag.solve(method,
+        phi0=part.phi)`` starts a new solve from the interrupted potential
+        (for every method but mg-cg the same iterations again).
         """
         return self._partial
 
@@ -375,8 +372,8 @@ class CoaxialMagnet:
             dev += 17 * nn + _LEVEL_BYTES * levels + dense + 8 * last
             if cuda:
                 host += 2 * dense + (_LEVEL_BYTES + 4) * last
-            if method == "mg-cg":
-                dev += (_LEVEL_BYTES + 8 * 8) * nn  # explicit fine operator, Krylov vectors
+            if method == "mg-cg":  # explicit fine operator, Krylov vectors, first Phi
+                dev += (_LEVEL_BYTES + 8 * 8) * nn + colours
         if not cuda:
             return dev + host, 0
         return dev, host
@@ -417,7 +414,7 @@ class CoaxialMagnet:
     def solve(self, method: str = "multigrid", tol: float = 0.5e-6, max_iter: int = 1_000_000,
               omega: Optional[float] = None, phi0: Optional[np.ndarray] = None,
               boundary_values: Union[None, np.ndarray, Callable] = None,
-              warn: bool = True) -> MagnetSolution:
+              warn: bool = True, resume: bool = False) -> MagnetSolution:
         """Solve the problem iteratively.
 
         Parameters
@@ -451,6 +448,11 @@ class CoaxialMagnet:
             the boundary data seen by the unknowns.
         warn : bool, optional
             Warn when the solve does not converge.
+        resume : bool, optional
+            Continue the interrupted solve of :attr:`partial_solution` (same
+            `method` and `omega`, no `phi0` or `boundary_values`) where it
+            stopped; `max_iter` counts its iterations too, and the result is
+            that of one uninterrupted solve, bit for bit.
 
         Returns
         -------
@@ -460,9 +462,8 @@ class CoaxialMagnet:
         ------
         KeyboardInterrupt
             On Ctrl-C, within about a tenth of a second of iterations (one
-            iteration when an iteration takes longer; mg-cg after its
-            first ``MGCG_FIRST_CALL`` = 50 iterations).  The iterations done
-            are kept in :attr:`partial_solution`.
+            iteration when an iteration takes longer).  The iterations done
+            are kept in :attr:`partial_solution`; ``resume=True`` goes on.
         MemoryError
             Before anything is allocated, when the solver's state, the
             method's work arrays (Jacobi's second copy, the multigrid
@@ -476,14 +477,19 @@ class CoaxialMagnet:
         -----
         The iterations run in calls of the C solver of about a tenth of a
         second each (the first of one iteration), which give the same
-        iterates, residuals and history as one call; mg-cg restarts its
-        BiCGSTAB from the current Phi at each call after the first.  The
+        iterates, residuals and history as one call; mg-cg's BiCGSTAB
+        vectors and scalars stay in the C solver between its calls.  The
         history grows with the iterations done, never to `max_iter`.
         """
         if not isinstance(method, str) or method not in METHODS:
             raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
         tol = _validate.real("tol", tol, positive=True)
         max_iter = _validate.count("max_iter", max_iter, 1)
+        part = self._partial if resume else None
+        if resume:
+            self._check_resume(part, method, omega, phi0, boundary_values)
+            if omega is None:
+                omega = part.omega
         if method in _RELAXED:
             omega = self.omega_estimate() if omega is None else _validate.real("omega", omega)
             if not 0 < omega < 2:
@@ -491,6 +497,8 @@ class CoaxialMagnet:
         elif omega is not None:
             raise ValueError(f"omega applies to 'sor' and 'rbsor', not to {method!r}")
         self._partial = None
+        if part is not None:
+            return self._run(self._solver, method, omega, tol, max_iter, warn, part)
         nn = self.nr * self.nz
         inputs = 0
         if boundary_values is not None:
@@ -526,9 +534,36 @@ class CoaxialMagnet:
         if arr is not None:
             solver.set_phi(arr)
             del arr
+        return self._run(solver, method, omega, tol, max_iter, warn, None)
+
+    def _check_resume(self, part: Optional[MagnetSolution], method: str, omega: Optional[float],
+                      phi0: Any, boundary_values: Any) -> None:
+        """The checks of ``solve(..., resume=True)``."""
+        if part is None:
+            raise ValueError("resume=True continues an interrupted solve, but partial_solution "
+                             "is None (no solve was interrupted, or a later one ran)")
+        if method != part.method:
+            raise ValueError(f"resume=True continues the interrupted {part.method!r} solve, "
+                             f"not {method!r}")
+        if omega is not None and omega != part.omega:
+            raise ValueError(f"resume=True continues with the interrupted solve's omega = "
+                             f"{part.omega!r}, got omega = {omega!r}")
+        if phi0 is not None or boundary_values is not None:
+            raise ValueError("resume=True takes neither phi0 nor boundary_values: the "
+                             "interrupted solve's Phi and boundary data are kept")
+
+    def _run(self, solver: Any, method: str, omega: Optional[float], tol: float, max_iter: int,
+             warn: bool, part: Optional[MagnetSolution]) -> MagnetSolution:
+        """Iterate `solver` in chunks, from the start or (`part`) from the
+        interrupted solve whose state it holds."""
         code, w = METHODS[method], 1.0 if omega is None else omega
         hist: List[np.ndarray] = []
         book = {"it": 0, "res": math.nan, "conv": False, "sec": 0.0}
+        before = 0.0
+        if part is not None:
+            hist.append(part.history)
+            book.update(it=part.iterations, res=part.residual, sec=part.solve_seconds)
+            before = part.seconds
 
         def work(k: int) -> bool:
             # the history as one array at the end: room for all of it
@@ -546,10 +581,9 @@ class CoaxialMagnet:
             book["sec"] += float(solver.last_solve_seconds())
             return not (conv or it < k)  # converged, or mg-cg broke down
 
-        first = min(max_iter, MGCG_FIRST_CALL) if method == "mg-cg" else 1
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() - before
         try:
-            _guard.chunked(max_iter, work, first=first)
+            _guard.chunked(max_iter - book["it"], work, first=1)
         except (KeyboardInterrupt, MemoryError):
             try:
                 self._partial = self._solution(solver, hist, book, time.perf_counter() - t0,
@@ -561,7 +595,7 @@ class CoaxialMagnet:
         if not book["conv"] and warn:
             warnings.warn(f"{method} stopped after max_iter = {max_iter} iterations at "
                           f"||r||/||f|| = {book['res']:.3g} > tol = {tol:g}", ConvergenceWarning,
-                          stacklevel=2)
+                          stacklevel=3)
         return self._solution(solver, hist, book, seconds, method, omega)
 
     def _solution(self, solver: Any, hist: List[np.ndarray], book: Dict[str, Any],
