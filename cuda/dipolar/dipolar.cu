@@ -153,7 +153,8 @@ extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
-    dipolar_dist_free(s);
+    if (s->dist)
+        s->dops->free(s);
     if (s->have_plans) {
         cufftDestroy(s->pf);
         cufftDestroy(s->pb);
@@ -408,7 +409,7 @@ extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
     ON_DEVICE(s);
     CKS(dipolar_check_couplings(g, gdd));
     if (gdd != 0 && !s->have_plans)
-        CKS(s->dist ? dipolar_dist_enable(s) : dipolar_enable_dipolar(s));
+        CKS(s->dist ? s->dops->enable(s) : dipolar_enable_dipolar(s));
     s->g = g;
     s->gdd = gdd;
     return NLSE_OK;
@@ -581,7 +582,7 @@ extern "C" int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, d
     if (n == 0)
         return NLSE_OK;
     if (s->dist)
-        return dipolar_dist_step(s, mode, n, t0, dg, dgdd, done);
+        return s->dops->step(s, mode, n, t0, dg, dgdd, done);
     if (dgdd != 0 && !s->have_plans)
         CKS(dipolar_enable_dipolar(s));
     if (mode == NLSE_DIPOLAR_REAL)

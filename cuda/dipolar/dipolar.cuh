@@ -7,8 +7,9 @@
  * solver's record, small host helpers (device memory, uploads), and the
  * host functions by which each file launches its kernels.
  *
- * The files (calls go one way: observe -> solver -> fft -> lanes, and
- * solver -> zsolve):
+ * The files (calls go one way: dist -> observe -> solver -> fft -> lanes,
+ * solver -> zsolve, dist -> solver; the solver and observe reach a slab's
+ * collective parts through its dipolar_dist_ops table):
  *   dipolar.cu          the solver: create / destroy, state and parameters,
  *                       the step driver and its launch plan, traffic model
  *   dipolar_zsolve.cu   H1 and the Crank-Nicolson solve along the
@@ -20,6 +21,7 @@
  *                       norm of a state, R2C -> kernel -> C2R (eq. 2.37)
  *   dipolar_observe.cu  observables (mu, energy, rms sizes), densities,
  *                       phase slices, the potential, the dipolar potential
+ *   dipolar_dist.cu     slabs of a distributed run on GPU ranks
  */
 #ifndef NLSEPY_CUDA_DIPOLAR_CUH
 #define NLSEPY_CUDA_DIPOLAR_CUH
@@ -330,7 +332,19 @@ struct nlse_dipolar {
     int zchunk;
     size_t row0, n0_all;  /* a slab: its first x row, the grid's x rows      */
     struct dipolar_dist *dist; /* a slab of a distributed run (dipolar_dist.cu) */
+    const struct dipolar_dist_ops *dops; /* its collective operations      */
     int device;           /* the GPU the solver lives on (ON_DEVICE)         */
+};
+
+/* The collective operations of a slab, which dipolar_dist.cu sets when it
+ * makes one: the solver and the observables call them through this table
+ * (dipolar_dist.cu calls down into those files, never the other way). */
+struct dipolar_dist_ops {
+    void (*free)(nlse_dipolar *s);
+    int (*enable)(nlse_dipolar *s); /* plans and kernel of the dipolar term */
+    int (*step)(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd, long *done);
+    int (*observe)(nlse_dipolar *s, double t, nlse_dipolar_obs *out);
+    int (*of_state)(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 */
 };
 
 static inline int grid_for(long long work, int per_block)
@@ -489,12 +503,6 @@ template <typename T> int dipolar_observe_sums(nlse_dipolar *s, double t, const 
 void dipolar_observe_finish(const nlse_dipolar *s, const double Tq[OQ_N], int use_dd,
                             nlse_dipolar_obs *o);
 
-/* dipolar_dist.cu: the collective parts of a slab (s->dist set) */
-void dipolar_dist_free(nlse_dipolar *s);
-int dipolar_dist_enable(nlse_dipolar *s);
-int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
-                      long *done);
-int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out);
-int dipolar_dist_of_state(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 (collective) */
+
 
 #endif /* NLSEPY_CUDA_DIPOLAR_CUH */

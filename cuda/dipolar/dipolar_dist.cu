@@ -260,7 +260,7 @@ static int make_kernel(nlse_dipolar *s)
 }
 
 /* Plans and kernel of the dipolar term (local: no message). */
-int dipolar_dist_enable(nlse_dipolar *s)
+static int dipolar_dist_enable(nlse_dipolar *s)
 {
     if (s->have_plans)
         return NLSE_OK;
@@ -494,7 +494,7 @@ static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, doubl
     return NLSE_OK;
 }
 
-int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
+static int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
                       long *done)
 {
     int st = NLSE_OK;
@@ -521,7 +521,7 @@ template <typename T> static int of_state_t(nlse_dipolar *s)
     return dist_fft<T>(s);
 }
 
-int dipolar_dist_of_state(nlse_dipolar *s)
+static int dipolar_dist_of_state(nlse_dipolar *s)
 {
     CKS(begin(s, NLSE_OK, 0));
     return s->p.dtype == NLSE_COMPLEX64 ? of_state_t<float>(s) : of_state_t<double>(s);
@@ -584,7 +584,7 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
     return NLSE_OK;
 }
 
-int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
+static int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
 {
     CKS(begin(s, NLSE_OK, 0));
     return s->p.dtype == NLSE_COMPLEX64 ? observe_t<float>(s, t, out)
@@ -595,7 +595,7 @@ int dipolar_dist_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
 /* create, connect, free                                              */
 /* ------------------------------------------------------------------ */
 
-void dipolar_dist_free(nlse_dipolar *s)
+static void dipolar_dist_free(nlse_dipolar *s)
 {
     dipolar_dist *D = s->dist;
     if (!D)
@@ -624,6 +624,9 @@ void dipolar_dist_free(nlse_dipolar *s)
     free(D);
     s->dist = NULL;
 }
+
+static const dipolar_dist_ops DIST_OPS = {dipolar_dist_free, dipolar_dist_enable, dipolar_dist_step,
+                                          dipolar_dist_observe, dipolar_dist_of_state};
 
 static int check_counts(const nlse_dipolar_params *p, int rank, int size, const size_t *xc,
                         const size_t *yc)
@@ -654,6 +657,7 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     if (!D)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->dist = D;
+    s->dops = &DIST_OPS;
     D->rank = rank;
     D->size = size;
     D->comm = comm;

@@ -253,7 +253,7 @@ extern "C" int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs 
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_observe: NULL argument");
     if (s->dist)
-        return dipolar_dist_observe(s, t, out);
+        return s->dops->observe(s, t, out);
     if (s->gdd != 0)
         CKS(dipolar_of_state(s));
     CKS(dipolar_obstacle_at(s, t));
@@ -285,8 +285,8 @@ extern "C" int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out)
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dd_potential: NULL argument");
     if (!s->have_plans)
-        CKS(s->dist ? dipolar_dist_enable(s) : dipolar_enable_dipolar(s));
-    CKS(s->dist ? dipolar_dist_of_state(s) : dipolar_of_state(s));
+        CKS(s->dist ? s->dops->enable(s) : dipolar_enable_dipolar(s));
+    CKS(s->dist ? s->dops->of_state(s) : dipolar_of_state(s));
     CK(cudaStreamSynchronize(s->stream));
     return rows_to_host(s, s->dens, s->L.n[0] * s->L.n[1], s->L.n[2], s->nlp, out);
 }
