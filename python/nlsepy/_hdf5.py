@@ -942,8 +942,12 @@ class Recorder:
                  "ranks": size}
 
         def make_part() -> None:
-            self.part = RunFile(os.path.join(os.path.dirname(path), self.names[rank]),
-                                part_header, time, attrs=attrs)
+            where = os.path.join(os.path.dirname(path), self.names[rank])
+            try:
+                self.part = RunFile(where, part_header, time, attrs=attrs)
+            except OSError as exc:  # IsADirectoryError and the like: one kind on every rank
+                raise OSError(f"cannot write the part file {where!r} of the run file "
+                              f"{path!r}: {exc}") from None
 
         def make_main() -> None:
             params = {k: v for k, v in header.parameters.items() if k not in slabs}

@@ -29,7 +29,10 @@ Run files
     (norm, energy, ...) are appended to an HDF5 file as they are taken
     (``nlsepy._hdf5``, h5py); the path is checked before anything runs,
     the file is created with the first frame and flushed after each, and
-    :func:`nlsepy.open_run` reads it back, also after an interrupt.
+    :func:`nlsepy.open_run` reads it back, also after an interrupt.  A
+    distributed model's ranks each write their slabs to a part file and
+    rank 0 the run file, whose frames are a virtual dataset over the parts;
+    its callback is agreed over the ranks (``agreed_callback``).
 
 Ctrl-C
     Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
@@ -234,7 +237,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     callback : callable, optional
         Called as ``callback(model)`` after each chunk; raising
         ``StopIteration`` ends the run after that chunk.  A distributed
-        model's ranks agree on it (:func:`agreed_callback`).
+        model's ranks agree on it (``agreed_callback``).
     progress : bool, optional
         Show a tqdm progress bar (needs the optional ``tqdm`` package).
     checkpoint : path-like, optional
