@@ -41,6 +41,29 @@ Whole or consistent
     leaves the file as of its last flush.  Either way the frames written
     are readable with plain h5py, and :func:`open_run` reads such a file,
     trimming every series to the length of its coordinate.
+
+Distributed runs (``comm=``)
+    Nothing is gathered (:class:`Recorder`).  Each rank streams its slab of
+    every frame (its rows of axis 0) into its own part file beside the run
+    file, ``<stem>.partRRRRofNNNN.h5`` (a :class:`RunFile` with its writer
+    thread, flushed per frame; ``/psi`` of shape ``(frames, rows, ...)``,
+    its ``/t`` and, under ``/slabs``, its rows of whole-grid parameters such
+    as ``V``; root attribute ``format`` ``"nlsepy run part"``).  Rank 0
+    writes the run file itself: the header, the series and ``/t`` as above,
+    root attributes ``ranks`` and ``layout``, the group ``/parts``
+    (``files``, the part names; ``rows``, each part's first row and rows),
+    and ``/psi`` and ``/parameters/V`` as HDF5 virtual datasets mapping the
+    parts' slabs into the global arrays, with relative file names (HDF5
+    looks beside the run file first, so the folder can move).  ``/psi``
+    has an unlimited first axis mapped onto the parts' unlimited first
+    axes: it grows as they do, with no rewriting of the run file, and plain
+    h5py reads it as one array.  A frame's time and series reach the run
+    file once every part has flushed that frame, so ``/t`` still counts the
+    whole frames (``/psi`` may read one more, with the fill value, 0, where
+    a part had not flushed it).  :func:`open_run` also checks the parts: a
+    missing one is an error (HDF5 would read zeros), and the frames are
+    those whole in every part.  Replacing a run file removes the part files
+    it named.  h5py without MPI suffices.
 """
 
 from __future__ import annotations
@@ -48,9 +71,10 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import re
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -181,6 +205,11 @@ class RunHeader:
         Per-frame variables and growing coordinates: name -> description.
     backend : str
         ``"cpu"`` or ``"cuda"``.
+    slabs : dict
+        A distributed model's parameters that are whole-grid arrays (the
+        potential ``V``): name -> this rank's rows of it (axis 0 split as
+        the frames are).  Each rank writes its rows to its part file and the
+        main file maps them into ``/parameters/<name>``; none is gathered.
     """
 
     model: str
@@ -191,6 +220,7 @@ class RunHeader:
     var_units: Dict[str, str] = field(default_factory=dict)
     long_names: Dict[str, str] = field(default_factory=dict)
     backend: str = "cpu"
+    slabs: Dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _version() -> str:
@@ -239,6 +269,9 @@ class RunFile:
         The kind of run (root attribute ``time``).
     compression : str or None, optional
         Filter of the frame datasets (default :data:`COMPRESSION`).
+    attrs : mapping, optional
+        More root attributes (written after the standard ones, which they
+        may replace: a part file's ``format``).
 
     Notes
     -----
@@ -252,7 +285,7 @@ class RunFile:
     """
 
     def __init__(self, path: str, header: RunHeader, time: str = "real",
-                 compression: Any = "default") -> None:
+                 compression: Any = "default", attrs: Optional[Mapping[str, Any]] = None) -> None:
         h5py = require_h5py()
         self.path = path
         self.header = header
@@ -265,11 +298,15 @@ class RunFile:
         self._error: Optional[BaseException] = None
         self._failed = False
         self._counts: Dict[str, int] = {}
+        self._flushed: Dict[str, int] = {}  # entries along each axis whole on the file
         self._ds: Dict[str, Any] = {}  # growing datasets by name, with their raw flag
+        self._virtual: List[Any] = []  # growing virtual datasets and their axis names
         self._h5 = h5py
         self._f: Any = h5py.File(path, "w")
         try:
             self._write_header(time)
+            for key, value in (attrs or {}).items():
+                self._f.attrs[key] = value
             self._f.flush()
         except BaseException:
             self._f.close()
@@ -304,6 +341,10 @@ class RunFile:
             self._label(ds, dims, units, long_name, coordinate=True)
             if len(dims) == 1 and dims[0] == name:
                 ds.make_scale(name)
+        if hd.slabs:
+            slabs = f.create_group("slabs")
+            for name, arr in hd.slabs.items():
+                slabs.create_dataset(name, data=np.ascontiguousarray(arr))
 
     @staticmethod
     def _label(ds: Any, dims: Sequence[str], units: str, long_name: str,
@@ -346,6 +387,114 @@ class RunFile:
             if d in f and d != name and f[d].is_scale:
                 ds.dims[q].attach_scale(f[d])
         return ds
+
+    # ------------------------------------------------------------- virtual
+    def add_virtual(self, name: str, dtype: Any, shape: Tuple[int, ...],
+                    sources: Sequence[Tuple[str, str, int, int]],
+                    dim: Optional[str] = None, group: str = "/") -> Any:
+        """A virtual dataset `name` (in `group`) of global shape `shape`
+        whose rows along the first axis of `shape` come from other files.
+
+        Parameters
+        ----------
+        name : str
+        dtype : numpy.dtype
+        shape : tuple of int
+            One entry's global shape (a frame's; the whole array's for a
+            static one).
+        sources : sequence of (file, dataset, start, count)
+            Rows ``start .. start + count`` of axis 0 of `shape` are the
+            dataset `dataset` of `file`, a name relative to this file's
+            folder (HDF5 looks there first, so the files can move
+            together).  Sources of no rows are left out.
+        dim : str, optional
+            Growing along this frame axis: the dataset's first axis is
+            unlimited and maps the sources' unlimited first axes, so it
+            grows as they do (HDF5 reads the extent from the sources when
+            the dataset's dataspace is asked for, the fill value beyond a
+            source's end).  The dimension scales are attached by
+            :meth:`close`: attaching reads the dataspace, so HDF5 would open
+            the sources, which their writers hold locked until they close
+            them.  None: a static array.
+        group : str, optional
+
+        Notes
+        -----
+        Call before the first :meth:`append` (the writer thread uses the
+        file afterwards).
+        """
+        h5py = self._h5
+        h5s, h5p, h5d, h5t = h5py.h5s, h5py.h5p, h5py.h5d, h5py.h5t
+        unlim = h5s.UNLIMITED
+        shape = tuple(int(n) for n in shape)
+        rest = shape[1:]
+        ones = (1,) * (len(shape) + 1)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        for fname, dname, start, count in sources:
+            if count <= 0:
+                continue
+            if dim is not None:
+                vspace = h5s.create_simple((0,) + shape, (unlim,) + shape)
+                vspace.select_hyperslab((0, start) + (0,) * len(rest), (unlim,) + ones[1:],
+                                        ones, (1, count) + rest)
+                sspace = h5s.create_simple((0, count) + rest, (unlim, count) + rest)
+                sspace.select_hyperslab((0,) * len(ones), (unlim,) + ones[1:], ones,
+                                        (1, count) + rest)
+            else:
+                vspace = h5s.create_simple(shape)
+                vspace.select_hyperslab((start,) + (0,) * len(rest), ones[1:], None,
+                                        (count,) + rest)
+                sspace = h5s.create_simple((count,) + rest)
+                sspace.select_all()
+            dcpl.set_virtual(vspace, fname.encode(), dname.encode(), sspace)
+        space = h5s.create_simple(shape, shape) if dim is None else \
+            h5s.create_simple((0,) + shape, (unlim,) + shape)
+        parent = self._f.require_group(group)
+        tid = h5t.py_create(np.dtype(dtype), logical=1)
+        h5d.create(parent.id, name.encode(), tid, space, dcpl=dcpl)
+        ds = parent[name]
+        if dim is None:
+            return ds
+        hd, f = self.header, self._f
+        dims = (dim,) + tuple(hd.dims.get(name, ()))[: len(shape)]
+        if len(dims) != 1 + len(shape):
+            dims = (dim,) + tuple(f"{name}_{q}" for q in range(len(shape)))
+        self._label(ds, dims, hd.var_units.get(name, ""), hd.long_names.get(name, name))
+        self._virtual.append((ds, dims))
+        f.flush()
+        return ds
+
+    def add_parts(self, names: Sequence[str], rows: np.ndarray) -> None:
+        """Name a distributed run's part files (group ``/parts``: ``files``,
+        their names relative to this file, and ``rows``, each part's first
+        row and rows).  Call before the first :meth:`append`."""
+        group = self._f.create_group("parts")
+        group.create_dataset("files", data=np.array(list(names), dtype=object),
+                             dtype=self._h5.string_dtype())
+        group.create_dataset("rows", data=np.asarray(rows, dtype=np.int64)).attrs["columns"] = \
+            "first row, rows"
+        self._f.flush()
+
+    def written(self, dim: str) -> int:
+        """Entries along `dim` whole on the file (flushed); the writer
+        thread raises it after each flush."""
+        return self._flushed.get(dim, 0)
+
+    def discard(self) -> None:
+        """Close the file without waiting for queued entries and remove it
+        (a run whose files could not all be made)."""
+        if self._thread is not None:
+            self._failed = True  # the writer drops what is queued
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._f is not None:
+            f, self._f = self._f, None
+            f.close()
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------- frames
     def append(self, dim: str, value: Any, data: Mapping[str, Any]) -> None:
@@ -424,6 +573,7 @@ class RunFile:
         ds[n] = value
         self._counts[dim] = n + 1
         f.flush()
+        self._flushed[dim] = n + 1
         if SYNC_BYTES and self._big(data):
             self._sync()
 
@@ -459,12 +609,28 @@ class RunFile:
                     self._thread = None
                 if complete:
                     self._raise()
+                self._attach_virtual()
+                if complete:
                     self._f.attrs["complete"] = True
             finally:
                 f, self._f = self._f, None
                 f.close()
                 if not complete:
                     flag.hit = False
+
+    def _attach_virtual(self) -> None:
+        """Attach the coordinates' scales to the growing virtual datasets
+        (their sources closed by now).  Labels only: a source HDF5 cannot
+        open here leaves the dataset without them (its ``dims`` attribute
+        names the axes all the same)."""
+        f, virtual, self._virtual = self._f, self._virtual, []
+        for ds, dims in virtual:
+            try:
+                for q, d in enumerate(dims):
+                    if d in f and f[d].is_scale:
+                        ds.dims[q].attach_scale(f[d])
+            except (OSError, RuntimeError, ValueError, KeyError):
+                pass
 
     def __enter__(self) -> "RunFile":
         return self
@@ -507,6 +673,29 @@ def _take(ds: Any, n: int, sel: Any) -> np.ndarray:
     return ds[uniq.tolist()][inverse]
 
 
+def _whole_in_parts(path: str, f: Any, h5py: Any, growing: Mapping[str, int]) -> Dict[str, int]:
+    """For a distributed run file: the entries along each growing axis whole
+    in every part file (HDF5 would read a missing part as its fill value:
+    a missing or unreadable part is an error here)."""
+    names = _part_names(path, f)
+    folder = os.path.dirname(os.path.abspath(path))
+    least: Dict[str, int] = {}
+    for name in names:
+        where = os.path.join(folder, name)
+        if not os.path.exists(where):
+            raise FileNotFoundError(f"{path}: its part file {name!r} is missing (a distributed "
+                                    f"run's part files stay beside its main file: move or "
+                                    f"copy them together)")
+        try:
+            with h5py.File(where, "r") as part:
+                for dim in growing:
+                    n = part[dim].shape[0] if dim in part else 0
+                    least[dim] = min(least.get(dim, n), n)
+        except OSError as exc:
+            raise ValueError(f"{path}: its part file {name!r} cannot be read ({exc})") from None
+    return least
+
+
 def _read(path: Union[str, os.PathLike], frames: Any) -> Dict[str, Any]:
     """Every dataset of a run file with its dims and attributes."""
     h5py = require_h5py()
@@ -518,7 +707,12 @@ def _read(path: Union[str, os.PathLike], frames: Any) -> Dict[str, Any]:
     except OSError as exc:
         raise ValueError(f"{spath}: not a readable HDF5 file ({exc})") from None
     with f:
-        if f.attrs.get("format") != "nlsepy run" and _text(f.attrs.get("format")) != "nlsepy run":
+        kind = _text(f.attrs.get("format"))
+        if kind == PART_FORMAT:
+            main = os.path.join(os.path.dirname(spath), str(_text(f.attrs.get("main_file"))))
+            raise ValueError(f"{spath}: one rank's part of the distributed run file {main!r}; "
+                             f"open that file")
+        if kind != "nlsepy run":
             raise ValueError(f"{spath}: not an nlsepy run file (no 'format' attribute "
                              f"'nlsepy run')")
         attrs = {k: _text(v) for k, v in f.attrs.items()}
@@ -542,6 +736,8 @@ def _read(path: Union[str, os.PathLike], frames: Any) -> Dict[str, Any]:
                                                  "REFERENCE_LIST", "CLASS", "NAME")}}
             if ds.maxshape and ds.maxshape[0] is None and info[name]["coordinate"]:
                 growing[name] = ds.shape[0]
+        for dim, n in _whole_in_parts(spath, f, h5py, growing).items():
+            growing[dim] = min(growing[dim], n)
         for name, ds in f.items():
             if name not in info:
                 continue
@@ -620,16 +816,84 @@ def open_run(path: Union[str, os.PathLike], frames: Any = None) -> Any:
     return xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
 
 
+# ------------------------------------------------------- distributed runs
+#: root attribute ``format`` of a part file
+PART_FORMAT = "nlsepy run part"
+
+#: root attribute ``layout`` of a distributed run's main file
+LAYOUT = ("slabs of axis 0: rank r holds rows parts/rows[r] = (first, count) of every "
+          "per-frame field and of the arrays under /parameters, in its part file "
+          "parts/files[r]; the main file maps them (HDF5 virtual datasets)")
+
+_PART = re.compile(r"\.part\d{4,}of\d{4,}")
+
+
+def part_name(path: str, rank: int, size: int) -> str:
+    """Rank `rank`'s part file of the distributed run file `path`, beside it:
+    ``<stem>.partRRRRofNNNN<ext>``."""
+    folder, base = os.path.split(path)
+    stem, ext = os.path.splitext(base)
+    return os.path.join(folder, f"{stem}.part{rank:04d}of{size:04d}{ext}")
+
+
+def _part_names(path: str, f: Any) -> List[str]:
+    """The part files a distributed run file names (plain names of the
+    form :func:`part_name` gives; anything else is refused)."""
+    if "parts" not in f or "files" not in f["parts"]:
+        return []
+    names = _text(f["parts"]["files"][()])
+    names = [names] if isinstance(names, str) else list(names)
+    stem, ext = os.path.splitext(os.path.basename(path))
+    for name in names:
+        ok = isinstance(name, str) and os.path.basename(name) == name
+        base, end = os.path.splitext(name) if ok else ("", "")
+        if not (ok and end == ext and base.startswith(stem)
+                and _PART.fullmatch(base[len(stem):])):
+            raise ValueError(f"{path}: part file name {name!r} is not one a run writes "
+                             f"({stem}.partRRRRofNNNN{ext})")
+    return names
+
+
+def remove_parts(path: str) -> None:
+    """Remove the part files of the distributed run file `path`, if it is
+    one: the run that replaces it leaves none of them behind."""
+    if not os.path.exists(path):
+        return
+    h5py = require_h5py()
+    try:
+        with h5py.File(path, "r") as f:
+            names = _part_names(path, f)
+    except (OSError, KeyError, ValueError):
+        return
+    folder = os.path.dirname(path)
+    for name in names:
+        try:
+            os.remove(os.path.join(folder, name))
+        except OSError:
+            pass
+
+
 class Recorder:
     """A model's run streamed into a :class:`RunFile`.
 
     The model provides ``_record_header()`` (a :class:`RunHeader`; called
-    on every rank of a distributed model, it may gather) and
-    ``_record_scalars()`` (a dict of the scalar series at the current
-    state, collective for a distributed model).  A distributed model
-    (``model.comm`` not None) is gathered on rank 0 (``model.gather(0)``)
-    at every frame and rank 0 alone writes, with h5py without MPI; an error
-    there is raised on every rank.
+    on every rank of a distributed model) and ``_record_scalars()`` (a dict
+    of the scalar series at the current state, collective for a distributed
+    model).
+
+    A distributed model (``model.comm`` not None) gives each frame as its
+    rank's slab (rows of axis 0, in rank order) and nothing is gathered:
+    every rank streams its slabs into its own part file
+    (:func:`part_name`, a :class:`RunFile` with its writer thread; root
+    attribute ``format`` :data:`PART_FORMAT`), and rank 0 writes the main
+    file: the header, the scalar series, the frame coordinate, and for the
+    frames and the header's ``slabs`` HDF5 virtual datasets over the parts
+    (growing with them).  Rank 0 appends a frame's time and series only once
+    every rank has flushed that frame's slab (the ranks' counts travel with
+    the next frame, or the close), so the length of the main file's frame
+    coordinate counts frames whole in every part.  Every step is agreed
+    (``_dist.agree``): an error on one rank is raised on all.  h5py without
+    MPI suffices.
 
     Parameters
     ----------
@@ -645,13 +909,168 @@ class Recorder:
         self.model = model
         self.dim = "t" if time == "real" else "step"
         self.comm = getattr(model, "comm", None)
+        self.file: Optional[RunFile] = None
+        self.part: Optional[RunFile] = None
         header = model._record_header()
         if self.comm is None:
-            self.file: Optional[RunFile] = RunFile(path, header, time)
+            remove_parts(path)
+            self.file = RunFile(path, header, time)
         else:
-            from . import _dist
-            self.file = _dist.agree(self.comm, lambda: RunFile(path, header, time), only=0)
+            self._open_parts(path, header, time)
 
+    # ------------------------------------------------------- distributed
+    def _open_parts(self, path: str, header: RunHeader, time: str) -> None:
+        """Every rank its part file, then rank 0 the main file (a failure
+        anywhere removes what was made, on every rank)."""
+        from . import _dist
+        comm = self.comm
+        rank, size = comm.Get_rank(), comm.Get_size()
+        self.names = [os.path.basename(part_name(path, r, size)) for r in range(size)]
+        self.pending: List[Tuple[Any, Dict[str, Any]]] = []  # rank 0: not yet in the main file
+        self.committed = 0  # rank 0: frames handed to the main file
+        self.laid_out = False
+        _dist.agree(comm, lambda: remove_parts(path), only=0)
+        slabs = {k: np.ascontiguousarray(v) for k, v in header.slabs.items()}
+        kinds = comm.allgather({k: (tuple(v.shape), v.dtype.str) for k, v in slabs.items()})
+        own = ("psi", self.dim)
+        part_header = RunHeader(
+            model=header.model, parameters={}, units=header.units, coords={},
+            dims={"psi": tuple(header.dims.get("psi", ()))}, backend=header.backend,
+            var_units={k: v for k, v in header.var_units.items() if k in own},
+            long_names={k: v for k, v in header.long_names.items() if k in own}, slabs=slabs)
+        attrs = {"format": PART_FORMAT, "main_file": os.path.basename(path), "rank": rank,
+                 "ranks": size}
+
+        def make_part() -> None:
+            where = os.path.join(os.path.dirname(path), self.names[rank])
+            try:
+                self.part = RunFile(where, part_header, time, attrs=attrs)
+            except OSError as exc:  # IsADirectoryError and the like: one kind on every rank
+                raise OSError(f"cannot write the part file {where!r} of the run file "
+                              f"{path!r}: {exc}") from None
+
+        def make_main() -> None:
+            params = {k: v for k, v in header.parameters.items() if k not in slabs}
+            main = RunFile(path, replace(header, parameters=params, slabs={}), time,
+                           attrs={"ranks": size, "layout": LAYOUT})
+            try:
+                for name in slabs:
+                    shape, dtype, sources, _ = self._rows(name, [k[name] for k in kinds],
+                                                          f"slabs/{name}")
+                    main.add_virtual(name, dtype, shape, sources, group="parameters")
+            except BaseException:
+                main.discard()
+                raise
+            self.file = main
+
+        try:
+            _dist.agree(comm, make_part)
+            _dist.agree(comm, make_main, only=0)
+        except BaseException:
+            if self.part is not None:
+                self.part.discard()
+                self.part = None
+            raise
+
+    def _rows(self, name: str, kinds: Sequence[Tuple[Tuple[int, ...], str]],
+              dataset: str, starts: Optional[Sequence[Optional[int]]] = None
+              ) -> Tuple[Tuple[int, ...], np.dtype, List[Tuple[str, str, int, int]], np.ndarray]:
+        """The global shape, dtype, sources and rows ``(first, count)`` per
+        rank of `name` from every rank's (shape, dtype) of its rows;
+        `starts`, the first rows the model says each rank holds, must follow
+        from the rows in rank order."""
+        shapes = [tuple(k[0]) for k in kinds]
+        dtypes = {k[1] for k in kinds}
+        if len(dtypes) != 1 or any(not s or s[1:] != shapes[0][1:] for s in shapes):
+            raise ValueError(f"the ranks' parts of {name!r} do not stack along axis 0: shapes "
+                             f"{shapes}, dtypes {sorted(dtypes)}")
+        counts = [s[0] for s in shapes]
+        first = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist()
+        if starts is not None and any(s is not None and s != f for s, f in zip(starts, first)):
+            raise RuntimeError(f"the ranks' parts of {name!r} are not in rank order: the model "
+                               f"says they start at rows {list(starts)}, their sizes {counts} "
+                               f"give {first}")
+        rows = np.stack([first, counts], axis=1).astype(np.int64)
+        shape = (int(sum(counts)),) + shapes[0][1:]
+        sources = [(f, dataset, s, c) for f, s, c in zip(self.names, first, counts)]
+        return shape, np.dtype(dtypes.pop()), sources, rows
+
+    def _first_row(self) -> Optional[int]:
+        """The first global row of this rank's frames, as the model says
+        (``local_slice``), or None."""
+        sl = getattr(self.model, "local_slice", None)
+        if isinstance(sl, tuple):
+            sl = sl[0] if sl else None
+        return (sl.start or 0) if isinstance(sl, slice) else None
+
+    def _lay_out(self, state: Any) -> None:
+        """At the first frame: the frames' virtual dataset in the main file."""
+        from . import _dist
+        kind = (tuple(np.shape(state)), np.dtype(state.dtype).str, self._first_row())
+        everyone = self.comm.allgather(kind)
+
+        def virtual() -> None:
+            assert self.file is not None
+            shape, dtype, sources, rows = self._rows("psi", everyone, "psi",
+                                                     [k[2] for k in everyone])
+            self.file.add_virtual("psi", dtype, shape, sources, dim=self.dim)
+            self.file.add_parts(self.names, rows)
+
+        _dist.agree(self.comm, virtual, only=0)
+        self.laid_out = True
+
+    def _commit(self, main: RunFile, whole: int) -> None:
+        """Rank 0: hand the main file the pending frames' times and series,
+        up to `whole` frames in all."""
+        while self.pending and self.committed < whole:
+            at, scalars = self.pending.pop(0)
+            main.append(self.dim, at, scalars)
+            self.committed += 1
+
+    def _frame_parts(self, at: Any, state: Any, scalars: Dict[str, Any]) -> None:
+        from . import _dist
+        comm = self.comm
+        if isinstance(state, Future):
+            state = state.result()
+        state = np.asarray(state)
+        if not self.laid_out:
+            self._lay_out(state)
+        part = self.part
+        assert part is not None
+        data = {"psi": state} if state.shape[0] else {}
+        _dist.agree(comm, lambda: part.append(self.dim, at, data))
+        if comm.Get_rank() == 0:
+            self.pending.append((at, scalars))
+        whole = min(comm.allgather(part.written(self.dim)))
+        _dist.agree(comm, lambda: self._commit(self.file, whole) if self.file else None, only=0)
+
+    def _close_parts(self, main: Optional[RunFile], part: Optional[RunFile],
+                     complete: bool) -> None:
+        from . import _dist
+        comm = self.comm
+        errors: List[BaseException] = []
+        try:
+            _dist.agree(comm, lambda: part.close(complete) if part is not None else None)
+        except Exception as exc:
+            errors.append(exc)
+            complete = False
+        whole = min(comm.allgather(part.written(self.dim) if part is not None else 0))
+
+        def finish() -> None:
+            if main is None:
+                return
+            try:
+                self._commit(main, whole)
+            finally:
+                main.close(complete)
+        try:
+            _dist.agree(comm, finish, only=0)
+        except Exception as exc:
+            errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    # ------------------------------------------------------------- both
     def frame(self, at: Any, state: Any) -> None:
         """Append the frame `state` (this process's, or this rank's slab) at
         `at` (the time ``t``, or the imaginary-time step count), with the
@@ -661,17 +1080,22 @@ class Recorder:
             assert self.file is not None
             self.file.append(self.dim, at, {"psi": state, **scalars})
             return
-        from . import _dist
-        whole = self.model.gather(0)
-        _dist.agree(self.comm, lambda: self.file.append(self.dim, at,
-                                                        {"psi": whole, **scalars}), only=0)
+        self._frame_parts(at, state, scalars)
 
     def close(self, complete: bool) -> None:
-        """Close the file (marked ``complete`` when `complete`)."""
+        """Close the file (marked ``complete`` when `complete`); distributed,
+        every rank its part, then rank 0 the main file with the series of
+        the frames whole in every part."""
         rf, self.file = self.file, None
         if self.comm is None:
             if rf is not None:
                 rf.close(complete)
             return
-        from . import _dist
-        _dist.agree(self.comm, lambda: rf.close(complete) if rf is not None else None, only=0)
+        part, self.part = self.part, None
+        from ._guard import deferred_sigint
+        with deferred_sigint() as flag:  # the ranks' collectives stay paired
+            try:
+                self._close_parts(rf, part, complete)
+            finally:
+                if not complete:
+                    flag.hit = False

@@ -803,20 +803,22 @@ class NLSE:
                           checkpoint=checkpoint, output=output)
 
     def _record_header(self) -> Any:
-        """What a run file holds besides the frames (every rank: gathers V)."""
+        """What a run file holds besides the frames (distributed: every rank,
+        with its rows of V as a slab, nothing gathered)."""
         from ._hdf5 import RunHeader
         axes = ("x", "y", "z")[: self.ndim]
         V = self._V
-        if self._comm is not None and V is not None:
-            V = _dist.gather_rows(self._solver.layout, V, 0)
+        slabs = {} if self._comm is None or V is None else {"V": V}
         params = {"a": self.a, "s": self.s, "spacing": self.spacing, "scheme": self.scheme,
                   "bc": self.bc, "dt": self._dt, "max_dt": self.max_dt, "force": self._force,
-                  "dtype": self.dtype.name, "shape": self._shape, "V": V}
+                  "dtype": self.dtype.name, "shape": self._shape}
+        if not slabs:
+            params["V"] = V
         coords = {ax: ((ax,), np.arange(n) * h, "length unit of the equation",
                        f"grid position {ax}_i = i h_{ax} from the first point")
                   for ax, n, h in zip(axes, self._shape, self.spacing)}
         return RunHeader(
-            model="NLSE", parameters=params, backend=self.backend,
+            model="NLSE", parameters=params, backend=self.backend, slabs=slabs,
             units=("dimensionless: those of i dPsi/dt + a Lap Psi - V Psi + s |Psi|^2 Psi = 0 "
                    "(t, x and Psi as the equation is written)"),
             coords=coords, dims={"psi": axes, "norm": (), "energy": (), "steps": ()},

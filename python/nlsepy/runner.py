@@ -29,7 +29,10 @@ Run files
     (norm, energy, ...) are appended to an HDF5 file as they are taken
     (``nlsepy._hdf5``, h5py); the path is checked before anything runs,
     the file is created with the first frame and flushed after each, and
-    :func:`nlsepy.open_run` reads it back, also after an interrupt.
+    :func:`nlsepy.open_run` reads it back, also after an interrupt.  A
+    distributed model's ranks each write their slabs to a part file and
+    rank 0 the run file, whose frames are a virtual dataset over the parts;
+    its callback is agreed over the ranks (``agreed_callback``).
 
 Ctrl-C
     Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
@@ -233,7 +236,8 @@ def run(model: Any, t_end: float, frames: int = 10,
         initial state and one after each chunk).
     callback : callable, optional
         Called as ``callback(model)`` after each chunk; raising
-        ``StopIteration`` ends the run after that chunk.
+        ``StopIteration`` ends the run after that chunk.  A distributed
+        model's ranks agree on it (``agreed_callback``).
     progress : bool, optional
         Show a tqdm progress bar (needs the optional ``tqdm`` package).
     checkpoint : path-like, optional
@@ -242,8 +246,10 @@ def run(model: Any, t_end: float, frames: int = 10,
         Stream the frames and the model's scalar series into this HDF5 file
         (``.h5`` or ``.hdf5``, replaced if it exists; needs h5py, the
         ``hdf5`` extra): see ``nlsepy._hdf5`` for the layout and
-        :func:`nlsepy.open_run` to read it.  A distributed model is gathered
-        on rank 0, which writes the file.
+        :func:`nlsepy.open_run` to read it.  A distributed model: each rank
+        writes its slabs to its part file beside it, rank 0 the file itself
+        (series, attributes, virtual datasets over the parts); nothing is
+        gathered.
 
     Returns
     -------
@@ -272,6 +278,9 @@ def run(model: Any, t_end: float, frames: int = 10,
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     path = None if output is None else _check_output(model, output, checkpoint)
+    comm = getattr(model, "comm", None)
+    if comm is not None:
+        callback = agreed_callback(comm, callback)
     nsteps, dt = model._plan(t_end)
     frames = int(frames)
     if frames > nsteps:
@@ -327,6 +336,58 @@ def run(model: Any, t_end: float, frames: int = 10,
             _close_output(rec, done)
     out._resolve()
     return out
+
+
+def agreed_callback(comm: Any, callback: Optional[Callable[[Any], Any]]
+                    ) -> Optional[Callable[[Any], Any]]:
+    """A distributed model's callback, agreed by its ranks after each call.
+
+    Every rank calls `callback`, then one ``allgather`` compares what the
+    calls did: an exception on any rank is raised on every rank (the lowest
+    failing rank's, as ``_dist.agree`` raises it), else ``KeyboardInterrupt``
+    on any rank (a Ctrl-C that reached one rank in its callback) is raised on
+    every rank, else ``StopIteration`` on any rank ends the run on every
+    rank.  So the ranks leave the run together and their collective calls
+    (the next chunk's, or the closing of a run file) stay paired.
+
+    Parameters
+    ----------
+    comm : mpi4py communicator
+    callback : callable or None
+        Returned as it is when None or already agreed.
+
+    Returns
+    -------
+    callable or None
+    """
+    if callback is None or getattr(callback, "_agreed", False):
+        return callback
+
+    def agreed(model: Any) -> Any:
+        from . import _dist
+        outcome: Tuple[str, str, str] = ("", "", "")
+        error: Optional[BaseException] = None
+        try:
+            callback(model)
+        except StopIteration:
+            outcome = ("stop", "", "")
+        except KeyboardInterrupt:
+            outcome = ("interrupt", "", "")
+        except Exception as exc:
+            error, outcome = exc, ("error", type(exc).__name__, str(exc))
+        everyone = comm.allgather(outcome)
+        for rank, (what, kind, message) in enumerate(everyone):
+            if what == "error":
+                cls = _dist._EXCEPTIONS.get(kind, RuntimeError)
+                text = message if kind in _dist._EXCEPTIONS else f"{kind}: {message}"
+                raise cls(f"rank {rank}: the callback raised {text}") from error
+        if any(what == "interrupt" for what, _, _ in everyone):
+            raise KeyboardInterrupt if outcome[0] == "interrupt" else \
+                KeyboardInterrupt("interrupted on another rank")
+        if any(what == "stop" for what, _, _ in everyone):
+            raise StopIteration
+    agreed._agreed = True  # type: ignore[attr-defined]
+    return agreed
 
 
 def frame_grid(model: Any) -> Optional[FrameGrid]:

@@ -672,18 +672,18 @@ class DecGPE:
                           checkpoint=checkpoint, output=output)
 
     def _record_header(self) -> Any:
-        """What a run file holds besides the frames (every rank: gathers V)."""
+        """What a run file holds besides the frames (distributed: every rank,
+        with its cells of V as a slab, nothing gathered)."""
         from .._hdf5 import RunHeader
         V = self._V
-        if self._comm is not None and V is not None:
-            assert self._layout is not None
-            V = _dist.gather_rows(self._layout, V.reshape(self._layers[1], -1), 0)
-            V = None if V is None else V.reshape(-1)
+        slabs = {} if self._comm is None or V is None else {"V": V}
         params = {"grid": self.grid, "blocks": self.blocks, "spacing": self.spacing,
                   "g": self.g, "trap": self.trap, "bc": self.bc, "centre": self.centre,
                   "dt": self._dt, "max_dt": self.max_dt, "force": self._force,
                   "dtype": np.dtype(self.dtype).name, "box": self.box,
-                  "cells_per_block": self.cells_per_block, "size": self._n, "V": V}
+                  "cells_per_block": self.cells_per_block, "size": self._n}
+        if not slabs:
+            params["V"] = V
         pos = self._positions_of(0, self.blocks[2])
         vol = np.tile(self._block.volumes * self.spacing ** 3, int(np.prod(self.blocks)))
         length = "l = sqrt(hbar / (m omega))"
@@ -694,7 +694,7 @@ class DecGPE:
                   "z": (("cell",), pos[:, 2], length, "circumcentre z"),
                   "volume": (("cell",), vol, "l^3", "cell volume |B_i|")}
         return RunHeader(
-            model="DecGPE", parameters=params, backend=self.backend,
+            model="DecGPE", parameters=params, backend=self.backend, slabs=slabs,
             units=(f"trap units of i dPsi/dt = [-1/2 Lap + V + g |Psi|^2] Psi: lengths in "
                    f"{length}, time in 1 / omega, energies in hbar omega"),
             coords=coords, dims={"psi": ("cell",), "norm": (), "energy": (), "steps": ()},

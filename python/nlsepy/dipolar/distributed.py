@@ -610,24 +610,12 @@ class DistributedDipolarGPE(DipolarGPE):
 
     def _wrap_callback(self, callback: Optional[Callable]) -> Optional[Callable]:
         """The callback on every rank; StopIteration on any rank stops all of
-        them, an exception on one is raised on all."""
+        them, KeyboardInterrupt or an exception on one is raised on all
+        (``runner.agreed_callback``)."""
         if callback is None or not callable(callback):
             return callback
-        comm = self._comm
-
-        def agreed(model: Any) -> Any:
-            from mpi4py import MPI
-
-            def call() -> bool:
-                try:
-                    callback(model)
-                except StopIteration:
-                    return True
-                return False
-            stop = _dist.agree(comm, call)
-            if comm.allreduce(bool(stop), op=MPI.LOR):
-                raise StopIteration
-        return agreed
+        from .. import runner
+        return runner.agreed_callback(self._comm, callback)
 
     def _chunks(self, mode: str, steps: int, frames: Optional[int], callback: Optional[Callable],
                 progress: bool, ramp: bool, output: Any = None) -> Any:

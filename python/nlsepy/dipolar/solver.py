@@ -1006,20 +1006,20 @@ class DipolarGPE:
                           checkpoint=checkpoint, output=output)
 
     def _record_header(self) -> Any:
-        """What a run file holds besides the frames (every rank: gathers V)."""
+        """What a run file holds besides the frames (distributed: every rank,
+        with its rows of V as a slab, nothing gathered)."""
         from .._hdf5 import RunHeader
         V = self._V
-        comm = getattr(self, "_comm", None)
-        if comm is not None and V is not None:
-            from .. import _dist
-            V = _dist.gather_rows(self._layout, V, 0)
+        slabs = {} if getattr(self, "_comm", None) is None or V is None else {"V": V}
         ob = self._obstacle
         params: Dict[str, Any] = {
             "shape": self._shape, "spacing": self._spacing, "dt": self._dt, "g": self._g,
             "gdd": self._gdd, "trap": self._trap, "cutoff": self._cutoff,
             "geometry": self._geometry, "axes": self._axes, "option": self._option,
             "dtype": self._dtype.name, "dipolar": self._dipolar, "fft_effort": self._fft_effort,
-            "g_eff": self.g_eff, "gdd_eff": self.gdd_eff, "V": V, "obstacle": ob is not None}
+            "g_eff": self.g_eff, "gdd_eff": self.gdd_eff, "obstacle": ob is not None}
+        if not slabs:
+            params["V"] = V
         if ob is not None:
             params.update({f"obstacle_{k}": getattr(ob, k) for k in (
                 "V0", "sigma", "velocity", "start", "t_move", "t_off", "move_axis",
@@ -1049,7 +1049,7 @@ class DipolarGPE:
                       "steps_real": "real-time steps since the solver was made"}
         long_names.update({f"{a}2": f"<{a}^2>" for a in self._axes})
         return RunHeader(
-            model=_MODEL, parameters=params, backend=self._backend,
+            model=_MODEL, parameters=params, backend=self._backend, slabs=slabs,
             units=(f"trap units of the reference frequency omega: lengths in {length}, "
                    f"energies in hbar omega, time t in 1 / (option omega) with option = "
                    f"{self._option} (nl.units.BEC converts)"),
