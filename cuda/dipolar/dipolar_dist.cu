@@ -20,7 +20,9 @@
  * the receiving rank's buffer (mapped into this process by CUDA IPC), each
  * on a stream of its own so that the copies to all ranks run at once: the
  * copy engines move the data over NVLink or PCIe, no packing pass and no
- * host memory.  One rank alone solves x and transforms in place.  Each transpose ends with a barrier (the rank-ordered max of
+ * host memory.  Ranks on several hosts (no IPC) stage the same blocks
+ * through pinned host buffers and the comm table's all-to-all (an
+ * MPI_Alltoallv).  One rank alone solves x and transforms in place.  Each transpose ends with a barrier (the rank-ordered max of
  * the nlse_comm table) that also carries errors: a rank that fails goes on
  * to the next barrier and every rank returns there, so no rank waits for
  * one that has left.  The arithmetic on the slab is the single-device
@@ -50,6 +52,9 @@ struct dipolar_dist {
     cudaStream_t *cs;          /* one copy stream per rank (copies run at once) */
     cudaEvent_t ready, *done;
     int have_events;
+    int staged;                /* transposes through host memory (several hosts) */
+    char *hsend, *hrecv;       /* pinned staging buffers                   */
+    size_t *cnt;               /* 4 x size: send counts/displs, receive counts/displs */
     double tm[5];              /* step, x transposes, FFTs, their transposes, sums */
 };
 
@@ -149,12 +154,89 @@ static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void 
     return NLSE_OK;
 }
 
+/* This rank's buffer b (the pencils, the state, the density). */
+static char *own(nlse_dipolar *s, int b)
+{
+    return (char *)(b == 0 ? s->dist->pen : b == 1 ? s->psi : s->dens);
+}
+
+/* The all-to-all of the staging buffers in items of `item` bytes (counts in
+ * D->cnt); every rank calls it, a failed one too (then with its status). */
+static int exchange(nlse_dipolar *s, size_t item, int st)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size;
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    int rc = D->comm->alltoallv(D->comm->ctx, item, D->hsend, D->cnt, D->cnt + P, D->hrecv,
+                                D->cnt + 2 * P, D->cnt + 3 * P);
+    return st ? st : rc;
+}
+
+/* to_pencils through host memory: blocks packed by destination. */
+static int to_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t line)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size;
+    const size_t ni = s->L.n[0];
+    size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
+    int st = NLSE_OK;
+    for (int r = 0; r < P; ++r) {
+        sc[r] = ni * D->yc[r];
+        sd[r] = off;
+        off += sc[r];
+        rc[r] = D->xc[r] * D->nj;
+        rd[r] = D->xs[r] * D->nj;
+        if (!st && D->yc[r])
+            st = nlse_cuda_check(cudaMemcpy2DAsync(D->hsend + sd[r] * line, D->yc[r] * line,
+                                                   (const char *)src + D->ys[r] * line,
+                                                   D->n1 * line, D->yc[r] * line, ni,
+                                                   cudaMemcpyDeviceToHost, s->stream),
+                                 "cudaMemcpy2D");
+    }
+    st = exchange(s, line, st);
+    if (!st && D->nj) /* what came from rank r is its x rows: the pencils as they lie */
+        st = nlse_cuda_check(cudaMemcpyAsync(own(s, b), D->hrecv, D->n0 * D->nj * line,
+                                             cudaMemcpyHostToDevice, s->stream), "cudaMemcpy");
+    return st;
+}
+
+/* from_pencils through host memory: the pencils' rows of rank r are one block. */
+static int from_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t line)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size;
+    const size_t ni = s->L.n[0];
+    size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
+    int st = NLSE_OK;
+    for (int r = 0; r < P; ++r) {
+        sc[r] = D->xc[r] * D->nj;
+        sd[r] = D->xs[r] * D->nj;
+        rc[r] = ni * D->yc[r];
+        rd[r] = off;
+        off += rc[r];
+    }
+    if (D->nj)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->hsend, src, D->n0 * D->nj * line,
+                                             cudaMemcpyDeviceToHost, s->stream), "cudaMemcpy");
+    st = exchange(s, line, st);
+    for (int r = 0; !st && r < P; ++r)
+        if (D->yc[r])
+            st = nlse_cuda_check(cudaMemcpy2DAsync(own(s, b) + D->ys[r] * line, D->n1 * line,
+                                                   D->hrecv + rd[r] * line, D->yc[r] * line,
+                                                   D->yc[r] * line, ni, cudaMemcpyHostToDevice,
+                                                   s->stream), "cudaMemcpy2D");
+    return st;
+}
+
 /* Slab (ni, n1, L values of es bytes) at src -> buffer b of every rank r as
  * its pencils (n0, yc[r], L), at this rank's x rows. */
 static int to_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_t es)
 {
     dipolar_dist *D = s->dist;
     const size_t line = L * es, ni = s->L.n[0];
+    if (D->staged)
+        return to_pencils_staged(s, src, b, line);
     CK(cudaEventRecord(D->ready, s->stream));
     for (int r = 0; r < D->size; ++r) {
         if (!D->yc[r])
@@ -172,6 +254,8 @@ static int from_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_
 {
     dipolar_dist *D = s->dist;
     const size_t line = L * es;
+    if (D->staged)
+        return from_pencils_staged(s, src, b, line);
     if (!D->nj)
         return NLSE_OK;
     CK(cudaEventRecord(D->ready, s->stream));
@@ -527,6 +611,43 @@ static int dipolar_dist_of_state(nlse_dipolar *s)
     return s->p.dtype == NLSE_COMPLEX64 ? of_state_t<float>(s) : of_state_t<double>(s);
 }
 
+/* The neighbours' rows of halo_rows through host memory (items: planes). */
+static int halo_staged(nlse_dipolar *s, size_t plane)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size, r = D->rank;
+    const size_t ni = s->L.n[0];
+    size_t *c = D->cnt;
+    memset(c, 0, 4 * (size_t)P * sizeof(size_t));
+    int st = nlse_cuda_check(cudaMemcpyAsync(D->hsend, s->psi, 2 * plane, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpy");
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->hsend + 2 * plane, (const char *)s->psi +
+                                             (ni - 2) * plane, 2 * plane, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpy");
+    if (r > 0) { /* my first rows down, its last rows in at ext row 0 */
+        c[r - 1] = 2;
+        c[P + r - 1] = 0;
+        c[2 * P + r - 1] = 2;
+        c[3 * P + r - 1] = 0;
+    }
+    if (r < P - 1) { /* my last rows up, its first rows in at ext row ni + 2 */
+        c[r + 1] = 2;
+        c[P + r + 1] = 2;
+        c[2 * P + r + 1] = 2;
+        c[3 * P + r + 1] = ni + 2;
+    }
+    st = exchange(s, plane, st);
+    if (!st && r > 0)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->ext, D->hrecv, 2 * plane, cudaMemcpyHostToDevice,
+                                             s->stream), "cudaMemcpy");
+    if (!st && r < P - 1)
+        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + (ni + 2) * plane,
+                                             D->hrecv + (ni + 2) * plane, 2 * plane,
+                                             cudaMemcpyHostToDevice, s->stream), "cudaMemcpy");
+    return st;
+}
+
 /* ext <- two x rows of the rank below, the slab, two rows of the rank above
  * (read from the neighbours' states while no rank writes its own). */
 static int halo_rows(nlse_dipolar *s, int st)
@@ -543,6 +664,8 @@ static int halo_rows(nlse_dipolar *s, int st)
     if ((st = dist_sync(s, st)))
         return st;
     const int r = D->rank;
+    if (D->staged)
+        return dist_sync(s, halo_staged(s, plane));
     if (r > 0)
         st = nlse_cuda_check(
             cudaMemcpyAsync(D->ext, (const char *)D->peer[D->size + r - 1] + (D->xc[r - 1] - 2) * plane,
@@ -615,6 +738,9 @@ static void dipolar_dist_free(nlse_dipolar *s)
     }
     free(D->cs);
     free(D->done);
+    cudaFreeHost(D->hsend);
+    cudaFreeHost(D->hrecv);
+    free(D->cnt);
     s->have_plans = 0; /* the solver's own plans were never made */
     cudaFree(D->pen);
     cudaFree(D->kern);
@@ -752,6 +878,29 @@ extern "C" int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers)
             if (!peers[b * D->size + r])
                 return nlse_fail(NLSE_ERR_VALUE, "buffer %d of rank %d is missing", b, r);
     memcpy(D->peer, peers, NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)D->size * sizeof(void *));
+    D->connected = 1;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_slab_stage(nlse_dipolar *s)
+{
+    if (!s || !s->dist)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_stage: not a slab");
+    ON_DEVICE(s);
+    dipolar_dist *D = s->dist;
+    const size_t ni = s->L.n[0], plane = D->n1 * D->n2 * 2 * s->rs;
+    size_t a = ni * plane, b = D->n0 * D->nj * D->n2 * 2 * s->rs;
+    size_t bytes = (a > b ? a : b) + 4 * plane; /* and the observables' halo rows */
+    D->cnt = (size_t *)calloc(4 * (size_t)D->size, sizeof(size_t));
+    if (!D->cnt)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (cudaHostAlloc((void **)&D->hsend, bytes, cudaHostAllocDefault) != cudaSuccess ||
+        cudaHostAlloc((void **)&D->hrecv, bytes, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nlse_fail(NLSE_ERR_NOMEM, "out of pinned host memory for the staging buffers "
+                         "(2 x %zu bytes)", bytes);
+    }
+    D->staged = 1;
     D->connected = 1;
     return NLSE_OK;
 }

@@ -20,13 +20,16 @@ def test_dipolar_distributed(mpirun, nranks, monkeypatch):
 
 @pytest.mark.mpi
 @pytest.mark.cuda
+@pytest.mark.parametrize("halo", ["ipc", "host"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_dipolar_distributed_gpu(mpirun, nranks, monkeypatch):
-    """GPU ranks against one GPU (1e-12), the transposes through CUDA IPC."""
+def test_dipolar_distributed_gpu(mpirun, nranks, halo, monkeypatch):
+    """GPU ranks against one GPU (1e-12), the transposes through CUDA IPC or
+    staged through host memory (the path of ranks on several hosts)."""
     import nlsepy as nl
     if "cuda" not in nl.backends("DipolarGPE"):
         pytest.skip("no CUDA device")
     monkeypatch.setenv("NLSEPY_RANKS_BACKEND", "cuda")
+    monkeypatch.setenv("NLSEPY_HALO", "host" if halo == "host" else "")
     mpirun(nranks, RANKS, timeout=300)
 
 

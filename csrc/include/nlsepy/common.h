@@ -81,6 +81,11 @@ typedef struct nlse_comm {
     void *ctx;
     int (*sum)(void *ctx, double *x, size_t n);
     int (*max)(void *ctx, double *x, size_t n);
+    /* All-to-all of blocks in host memory: rank r gets scount[r] items of
+     * `item` bytes from send + sdispl[r] items, and this rank's block from
+     * rank r lands at recv + rdispl[r] items (rcount[r] items). */
+    int (*alltoallv)(void *ctx, size_t item, const void *send, const size_t *scount,
+                     const size_t *sdispl, void *recv, const size_t *rcount, const size_t *rdispl);
 } nlse_comm;
 
 #ifdef __cplusplus

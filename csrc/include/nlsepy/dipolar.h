@@ -194,6 +194,10 @@ int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB
  * (its own for r = rank; the others mapped by CUDA IPC). */
 int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers);
 
+/* Instead of connect: the transposes go through pinned host buffers and
+ * comm->alltoallv (ranks on several hosts, or no CUDA IPC). */
+int nlse_dipolar_slab_stage(nlse_dipolar *s);
+
 /* Seconds of the last step call on this rank: [0] all, [1] the x-solve
  * transposes (copies and the barrier's wait), [2] the dipolar transforms
  * with their transposes, [3] those transposes alone, [4] the norm sums. */

@@ -487,6 +487,16 @@ static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *dipolar_slab_stage(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st = nlse_dipolar_slab_stage(self->s);
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
     double t[5];
@@ -505,6 +515,8 @@ static PyMethodDef dipolar_methods[] = {
      "slab_buffers() -> device addresses of the pencils, the state and the density of a slab."},
     {"slab_connect", (PyCFunction)dipolar_slab_connect, METH_O,
      "slab_connect(addresses): buffer b of rank r at addresses[b * ranks + r]."},
+    {"slab_stage", (PyCFunction)dipolar_slab_stage, METH_NOARGS,
+     "slab_stage(): transposes through host memory and MPI instead of CUDA IPC."},
     {"timings", (PyCFunction)dipolar_slab_timings, METH_NOARGS,
      "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, their "
      "transposes, sums."},

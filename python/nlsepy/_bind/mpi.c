@@ -90,6 +90,42 @@ static int ordered_max(void *ctx, double *x, size_t n)
     return NLSE_OK;
 }
 
+/* MPI_Alltoallv over items of `item` bytes (a contiguous datatype, so the
+ * counts stay within int for blocks of many GiB). */
+static int alltoallv(void *ctx, size_t item, const void *send, const size_t *scount,
+                     const size_t *sdispl, void *recv, const size_t *rcount, const size_t *rdispl)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    const int P = c->size;
+    if (item == 0 || item > (size_t)INT_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "an all-to-all item of %zu bytes", item);
+    int *v = (int *)malloc(4 * (size_t)P * sizeof(int));
+    if (!v)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of host memory for an all-to-all");
+    for (int r = 0; r < P; ++r) {
+        const size_t q[4] = {scount[r], sdispl[r], rcount[r], rdispl[r]};
+        for (int k = 0; k < 4; ++k) {
+            if (q[k] > (size_t)INT_MAX) {
+                free(v);
+                return nlse_fail(NLSE_ERR_VALUE, "an all-to-all of %zu items of %zu bytes "
+                                 "exceeds MPI's counts", q[k], item);
+            }
+            v[k * P + r] = (int)q[k];
+        }
+    }
+    MPI_Datatype t;
+    int rc = MPI_Type_contiguous((int)item, MPI_BYTE, &t);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Type_commit(&t);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Alltoallv(send, v, v + P, t, recv, v + 2 * P, v + 3 * P, t, c->comm);
+        MPI_Type_free(&t);
+    }
+    free(v);
+    return rc == MPI_SUCCESS ? NLSE_OK
+                             : nlse_fail(NLSE_ERR_BACKEND, "MPI_Alltoallv failed (error %d)", rc);
+}
+
 static void capsule_free(PyObject *cap)
 {
     comm_ctx *c = (comm_ctx *)PyCapsule_GetPointer(cap, CAPSULE_NAME);
@@ -133,6 +169,7 @@ static PyObject *m_comm_capsule(PyObject *Py_UNUSED(m), PyObject *obj)
     c->vt.ctx = c;
     c->vt.sum = ordered_sum;
     c->vt.max = ordered_max;
+    c->vt.alltoallv = alltoallv;
     PyObject *cap = PyCapsule_New(&c->vt, CAPSULE_NAME, capsule_free);
     if (!cap) {
         MPI_Comm_free(&c->comm);

@@ -60,6 +60,7 @@ class _GpuSlab:
     are device-to-device copies into them."""
 
     _opened: Any = ()
+    path = ""
 
     def __init__(self, comm: Any, capsule: Any, args: Tuple[Any, ...], counts: np.ndarray,
                  ycounts: np.ndarray) -> None:
@@ -73,18 +74,32 @@ class _GpuSlab:
         self._opened = []
 
     def connect(self) -> None:
-        """Swap the IPC handles of every rank's three buffers and map them (collective)."""
-        mine = self._c.slab_buffers()
+        """Swap the IPC handles of every rank's three buffers and map them; on
+        several hosts, with ``NLSEPY_HALO=host`` or where a rank cannot share
+        its buffers, stage the transposes through host memory instead
+        (collective).  :attr:`path` says which."""
+        from mpi4py import MPI
+        node = self._comm.Split_type(MPI.COMM_TYPE_SHARED)
+        one_node = node.Get_size() == self._comm.Get_size()
+        node.Free()
         why, handles = "", None
-        try:
-            handles = tuple(self._cuda.ipc_handle(a) for a in mine)
-        except Exception as exc:  # noqa: BLE001 - reported on every rank
-            why = str(exc)
+        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+            why = "NLSEPY_HALO=host"
+        elif not one_node:
+            why = "the ranks are on several hosts"
+        else:
+            try:
+                handles = tuple(self._cuda.ipc_handle(a) for a in self._c.slab_buffers())
+            except Exception as exc:  # noqa: BLE001 - any rank's failure: every rank stages
+                why = str(exc)
         everyone = self._comm.allgather((handles, why))
         bad = [(r, w) for r, (h, w) in enumerate(everyone) if h is None]
         if bad:
-            raise RuntimeError(f"rank {bad[0][0]} cannot share its device buffers by CUDA IPC: "
-                               f"{bad[0][1]}")
+            self.path = f"host-staged MPI_Alltoallv (rank {bad[0][0]}: {bad[0][1]})"
+            self._c.slab_stage()
+            return
+        self.path = "cuda-ipc"
+        mine = self._c.slab_buffers()
         rank, size = self._comm.Get_rank(), self._comm.Get_size()
         addrs = [0] * (3 * size)
         for r, (h, _) in enumerate(everyone):
@@ -501,7 +516,7 @@ class DistributedDipolarGPE(DipolarGPE):
                           "starts": self._layout.starts.tolist(),
                           "pencil_y_rows": (int(j0), int(nj))},
                "fft": "cufft-slabs" if gpu else "fftw-mpi",
-               "transpose": "cuda-ipc" if gpu else "MPI_Alltoallv",
+               "transpose": self._solver.path if gpu else "MPI_Alltoallv",
                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
                "ranks_on_this_host": self._node_ranks}
         if gpu:
