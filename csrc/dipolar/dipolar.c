@@ -469,20 +469,31 @@ static void scale_state(struct nlse_dipolar *s, double f)
 
 /* The moments of the state after a step whose last pass filled partial
  * and partial_z: sums over the rows in a fixed order (the same for any
- * thread count), then the row of nlse_dipolar_record. */
+ * thread count; four interleaved partial sums along j, so the loop
+ * vectorises), then the row of nlse_dipolar_record. */
 static void record_moments(const struct nlse_dipolar *s, double nrm, int imag, double *row)
 {
     const size_t n0 = s->n[0], n1 = s->n[1];
-    double T[3] = {0, 0, 0};
+    const double *y = s->x[1];
+    double ax[4] = {0, 0, 0, 0}, ay[4] = {0, 0, 0, 0}, az[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < n0; ++i) {
         const double xi2 = s->x[0][i] * s->x[0][i];
-        for (size_t j = 0; j < n1; ++j) {
-            const size_t r = i * n1 + j;
-            T[0] += s->partial[r] * xi2;
-            T[1] += s->partial[r] * (s->x[1][j] * s->x[1][j]);
-            T[2] += s->partial_z[r];
+        const double *p = s->partial + i * n1, *pz = s->partial_z + i * n1;
+        size_t j = 0;
+        for (; j + 4 <= n1; j += 4)
+            for (int l = 0; l < 4; ++l) {
+                ax[l] += p[j + l] * xi2;
+                ay[l] += p[j + l] * (y[j + l] * y[j + l]);
+                az[l] += pz[j + l];
+            }
+        for (; j < n1; ++j) {
+            ax[0] += p[j] * xi2;
+            ay[0] += p[j] * (y[j] * y[j]);
+            az[0] += pz[j];
         }
     }
+    const double T[3] = {(ax[0] + ax[1]) + (ax[2] + ax[3]), (ay[0] + ay[1]) + (ay[2] + ay[3]),
+                         (az[0] + az[1]) + (az[2] + az[3])};
     dipolar_record_row(row, nrm, T, s->off, imag);
 }
 

@@ -578,7 +578,6 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
             held = 0;
         }
     }
-    CKS(collect_rows(s, held, a.imag, rows));
     CK(cudaEventRecord(s->ev1, s->stream));
     int bad = -1;
     CK(cudaMemcpyAsync(&bad, s->bad, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
@@ -586,6 +585,7 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
     float ms = 0;
     cudaEventElapsedTime(&ms, s->ev0, s->ev1);
     s->last_seconds = ms * 1e-3;
+    CKS(collect_rows(s, held, a.imag, rows)); /* after a blow-up too: the rows before it */
     if (bad >= 0) {
         CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
         CK(cudaStreamSynchronize(s->stream));
