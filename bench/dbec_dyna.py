@@ -73,7 +73,7 @@ def one_run(gpe: nl.DipolarGPE, psi0: np.ndarray, steps: int, every: int,
     gpe.psi = psi0
     lines: Optional[List[str]] = None if mode == "none" else []
     t0 = time.perf_counter()
-    dbec._stage(gpe, "real", steps, 0, every, gpe.dt * gpe.option, lines,
+    dbec._stage(gpe, "real", steps, 0, every, gpe.dt, gpe.option, lines,
                 per_call=mode == "rows-percall")
     sec = time.perf_counter() - t0
     return {"seconds": sec, "rows": 0 if lines is None else len(lines),

@@ -97,8 +97,8 @@ def test_dyna_rows_equal_those_of_a_call_per_row(geometry, shape, h, trap):
     stepping call per row and the 1D densities, text for text."""
     a, b = make(geometry, shape, h, trap), make(geometry, shape, h, trap)
     fast, slow = [], []
-    done_a = dbec._stage(a, "real", 14, 3, 4, 0.02, fast)
-    done_b = dbec._stage(b, "real", 14, 3, 4, 0.02, slow, per_call=True)
+    done_a = dbec._stage(a, "real", 14, 3, 4, 0.01, 2, fast)
+    done_b = dbec._stage(b, "real", 14, 3, 4, 0.01, 2, slow, per_call=True)
     assert done_a == done_b == 17 and len(fast) == len(slow) == 4  # rows at 4, 8, 12, 16
     assert fast == slow
     assert [float(ln.split()[0]) for ln in fast] == pytest.approx([0.08, 0.16, 0.24, 0.32])

@@ -710,11 +710,11 @@ def _dyna_line(t: float, r: float, rms: Sequence[float]) -> str:
     return "   ".join(f"{v:8e}" for v in (t, r, *rms)) + "\n"
 
 
-def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, clock: float,
+def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float, option: int,
            lines: Optional[List[str]], progress: bool = False, per_call: bool = False) -> int:
     """`n` steps of `mode` (``"imag"`` or ``"real"``) from iteration `done`
     of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after every
-    iteration that is a multiple of `every` (time ``iteration * clock``).
+    iteration that is a multiple of `every` (time ``iteration * dt * option``).
 
     The rows' moments (<x_a^2> per axis) are recorded by the stepping calls
     themselves, from the pass that ends each step, so a row costs no pass
@@ -740,15 +740,15 @@ def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, clock: flo
             done += k
             if done % every == 0:
                 r, rms = _rms(gpe)
-                lines.append(_dyna_line(done * clock, r, rms))
+                lines.append(_dyna_line(done * dt * option, r, rms))
         return done
     rows = gpe._steps_recording("imaginary" if mode == "imag" else "real", n, every,
                                 done % every, progress=progress)
     first = (done // every + 1) * every  # the iteration of the first row
     for q, row in enumerate(rows.tolist()):
         x2 = row[1:]
-        lines.append(_dyna_line((first + q * every) * clock, math.sqrt(max(sum(x2), 0.0)),
-                                [math.sqrt(max(v, 0.0)) for v in x2]))
+        lines.append(_dyna_line((first + q * every) * dt * option,
+                                math.sqrt(max(sum(x2), 0.0)), [math.sqrt(max(v, 0.0)) for v in x2]))
     return done + n
 
 
@@ -927,12 +927,12 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     keep_wf("NSTPOUT")
     dyna_lines: Optional[List[str]] = [] if "DYNAOUT" in names else None
     every = cfg.get("OUTSTPT", max(1, (npas + nrun) // 100))
-    clock = info["dt"] * info["option"]
     done = 0  # iterations since the end of NSTP: the DYNAOUT clock
 
     def stage(n: int) -> None:
         nonlocal done
-        done = _stage(gpe, mode, n, done, every, clock, dyna_lines, progress)
+        done = _stage(gpe, mode, n, done, every, info["dt"], info["option"], dyna_lines,
+                      progress)
 
     stage(npas)
     res.rows["After NPAS iter."] = gpe.observables()
