@@ -717,8 +717,9 @@ def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float,
     iteration that is a multiple of `every` (time ``iteration * dt * option``).
 
     The rows' moments (<x_a^2> per axis) are recorded by the stepping calls
-    themselves, from the pass that ends each step, so a row costs no pass
-    over the grid.  With `per_call`, or a solver whose stepping calls do not
+    themselves, from the pass that ends each step (from what it leaves in
+    cache), so a row costs no stepping call and no pass through memory of
+    its own.  With `per_call`, or a solver whose stepping calls do not
     record them (the distributed one), each row takes its own stepping call
     and the integrated densities of :func:`_rms` (the same values to
     round-off).

@@ -824,8 +824,8 @@ class DipolarGPE:
                          progress: bool = False) -> np.ndarray:
         """`steps` steps of :attr:`dt` in `mode` that record the state's
         moments after the steps whose count ``phase + k`` (k = 1 .. steps) is
-        a multiple of `every`, from the pass that ends each step (no further
-        pass over the grid).
+        a multiple of `every`, from the pass that ends each step (from what it
+        leaves in cache: no further pass through memory).
 
         Parameters
         ----------
