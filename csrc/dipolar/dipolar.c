@@ -4,7 +4,8 @@
  * precomputed Crank-Nicolson coefficients (eqs. 2.29-2.34, 2.42), the
  * dipolar kernels (3D with a spherical cutoff; h2D eq. 2.13, j2D eq. 2.15,
  * j1D eq. 2.18, h1D eq. 2.20), FFTW plans, and the step and observable
- * drivers over the kernels of dipolar_kernels.inc.
+ * drivers over the kernels of dipolar_kernels.inc (a step call can record
+ * the norm and <x_a^2> of eqs. 2.53, 2.56 from each step's last pass).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -216,6 +217,8 @@ void nlse_dipolar_destroy(nlse_dipolar *s)
     }
     free(s->scratch);
     free(s->partial);
+    free(s->partial_z);
+    free(s->wz2);
     free(s);
 }
 
@@ -247,7 +250,9 @@ int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
     size_t rs = rsize(s), nmax = 0;
     s->psi = malloc(2 * s->N * rs);
     s->partial = (double *)malloc(s->n[0] * s->n[1] * sizeof(double));
-    if (!s->psi || !s->partial)
+    s->partial_z = (double *)malloc(s->n[0] * s->n[1] * sizeof(double));
+    s->wz2 = (double *)malloc(s->n[2] * sizeof(double));
+    if (!s->psi || !s->partial || !s->partial_z || !s->wz2)
         goto nomem;
     for (int q = 0; q < 3; ++q) {
         size_t n = s->n[q];
@@ -275,6 +280,8 @@ int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
         if ((st = make_cn(s, q)))
             goto fail;
     }
+    for (size_t k = 0; k < s->n[2]; ++k)
+        s->wz2[k] = s->w[2][k] * s->x[2][k] * s->x[2][k];
     {
         size_t m01 = s->n[0] > s->n[1] ? s->n[0] : s->n[1];
         s->scratch_len = s->n[2] + 2 * s->n[2] * m01 + 64;
@@ -460,11 +467,49 @@ static void scale_state(struct nlse_dipolar *s, double f)
         dipolar_scale_d(s, f);
 }
 
+/* The moments of the state after a step whose last pass filled partial
+ * and partial_z: sums over the rows in a fixed order (the same for any
+ * thread count; four interleaved partial sums along j, so the loop
+ * vectorises), then the row of nlse_dipolar_record. */
+static void record_moments(const struct nlse_dipolar *s, double nrm, int imag, double *row)
+{
+    const size_t n0 = s->n[0], n1 = s->n[1];
+    const double *y = s->x[1];
+    double ax[4] = {0, 0, 0, 0}, ay[4] = {0, 0, 0, 0}, az[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < n0; ++i) {
+        const double xi2 = s->x[0][i] * s->x[0][i];
+        const double *p = s->partial + i * n1, *pz = s->partial_z + i * n1;
+        size_t j = 0;
+        for (; j + 4 <= n1; j += 4)
+            for (int l = 0; l < 4; ++l) {
+                ax[l] += p[j + l] * xi2;
+                ay[l] += p[j + l] * (y[j + l] * y[j + l]);
+                az[l] += pz[j + l];
+            }
+        for (; j < n1; ++j) {
+            ax[0] += p[j] * xi2;
+            ay[0] += p[j] * (y[j] * y[j]);
+            az[0] += pz[j];
+        }
+    }
+    const double T[3] = {(ax[0] + ax[1]) + (ax[2] + ax[3]), (ay[0] + ay[1]) + (ay[2] + ay[3]),
+                         (az[0] + az[1]) + (az[2] + az[3])};
+    dipolar_record_row(row, nrm, T, s->off, imag);
+}
+
 int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd, long *done)
+{
+    return nlse_dipolar_step_record(s, mode, n, t0, dg, dgdd, NULL, done);
+}
+
+int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, double dg,
+                             double dgdd, const nlse_dipolar_record *rec, long *done)
 {
     if (done)
         *done = 0;
     int st0 = dipolar_check_step(mode, n, t0, dg, dgdd);
+    if (!st0)
+        st0 = dipolar_check_record(rec, n);
     if (st0)
         return st0;
     if (n == 0)
@@ -495,7 +540,9 @@ int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
     a.mode = mode;
     a.dt = s->p.dt;
     a.want_density = want;
+    a.want_moments = 0;
     a.scale = mode == NLSE_DIPOLAR_IMAG ? 1.0 / sqrt(nrm) : 1.0;
+    double *row = rec ? rec->out : NULL;
     for (long k = 0; k < n; ++k) {
         s->g += dg;
         s->gdd += dgdd;
@@ -505,6 +552,7 @@ int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
             obstacle_at(s, t);
         a.g = s->g;
         a.gdd = want ? s->gdd : 0.0;
+        a.want_moments = rec && (rec->phase + k + 1) % rec->every == 0;
         if (want && s->gdd != 0)
             apply_fft(s);
         nrm = s->p.dtype == NLSE_COMPLEX64 ? dipolar_step_f(s, &a) : dipolar_step_d(s, &a);
@@ -516,6 +564,10 @@ int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
                 *done = k;
             return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
                              k + 1, n);
+        }
+        if (a.want_moments) {
+            record_moments(s, nrm, mode == NLSE_DIPOLAR_IMAG, row);
+            row += NLSE_DIPOLAR_MOMENTS;
         }
         if (mode == NLSE_DIPOLAR_IMAG)
             a.scale = 1.0 / sqrt(nrm);
@@ -649,7 +701,7 @@ size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s)
         b += s->n[0] * s->n[1] * s->nlp * rs + s->nk * rs;
     if (s->U)
         b += N * rs;
-    b += (size_t)s->nthreads * s->scratch_len * rs + s->n[0] * s->n[1] * sizeof(double);
+    b += (size_t)s->nthreads * s->scratch_len * rs + 2 * s->n[0] * s->n[1] * sizeof(double);
     return b;
 }
 

@@ -11,7 +11,8 @@
  *           and the pending normalisation), then the CN solves along y and
  *           along z inside the plane (the plane stays in cache);
  *   pass B, per row j:   the CN solve along x; the final values give the
- *           Simpson norm and the density |Psi|^2 for the next step's FFT.
+ *           Simpson norm and the density |Psi|^2 for the next step's FFT
+ *           (and, when the step is recorded, the sums of |Psi|^2 x_a^2).
  * In 2D and 1D pass A is the whole step and ends with the norm and density.
  * The CN operators of different axes commute exactly, so the order y, z, x
  * gives the same step as DBEC-GP's x, y, z.
@@ -59,6 +60,8 @@ struct nlse_dipolar {
     size_t scratch_len; /* REALs per thread                            */
     int nthreads;
     double *partial;    /* per-row partial norms                       */
+    double *partial_z;  /* per-row partial int |Psi|^2 x_2^2 (moments) */
+    double *wz2;        /* w[2] x[2]^2 (the moment along axis 2)       */
     double g, gdd;      /* current couplings                           */
     double last_seconds; /* wall time of the last step call            */
 };
@@ -71,6 +74,7 @@ typedef struct {
     double scale;       /* pending normalisation factor s (1 in real time) */
     double amp;         /* obstacle amplitude now (0: none)            */
     int want_density;   /* write |Psi|^2 into dens                     */
+    int want_moments;   /* the step's last pass also fills partial_z   */
 } dipolar_step_args;
 
 #define DIPOLAR_DECL(sfx, REAL)                                                              \

@@ -324,6 +324,30 @@ int dipolar_check_step(int mode, long n, double t0, double dg, double dgdd)
     return NLSE_OK;
 }
 
+int dipolar_check_record(const nlse_dipolar_record *rec, long n)
+{
+    if (!rec)
+        return NLSE_OK;
+    if (rec->every < 1)
+        return nlse_fail(NLSE_ERR_VALUE, "record.every must be >= 1, got %ld", rec->every);
+    if (rec->phase < 0 || rec->phase >= rec->every)
+        return nlse_fail(NLSE_ERR_VALUE, "record.phase must be 0..%ld (below every), got %ld",
+                         rec->every - 1, rec->phase);
+    if (!rec->out && nlse_dipolar_record_rows(rec, n) > 0)
+        return nlse_fail(NLSE_ERR_VALUE, "record.out is NULL for %ld rows",
+                         nlse_dipolar_record_rows(rec, n));
+    return NLSE_OK;
+}
+
+void dipolar_record_row(double *row, double nrm, const double *T, int off, int imag)
+{
+    row[0] = imag ? nrm / nrm : nrm;
+    for (int a = 0; a < 3; ++a) {
+        const int q = a + off;
+        row[1 + a] = q < 3 ? (imag ? T[q] / nrm : T[q]) : 0.0;
+    }
+}
+
 int dipolar_check_couplings(double g, double gdd)
 {
     if (!isfinite(g))

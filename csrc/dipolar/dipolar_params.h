@@ -54,6 +54,12 @@ double dipolar_obst_centre(const nlse_dipolar_obstacle *o, double t);
 double dipolar_obst_amp(const nlse_dipolar_obstacle *o, double t);
 
 int dipolar_check_step(int mode, long n, double t0, double dg, double dgdd);
+/* A recording request of a call of n steps (NULL: none). */
+int dipolar_check_record(const nlse_dipolar_record *rec, long n);
+/* One row of recorded moments (nlse_dipolar_record) from the Simpson norm
+ * `nrm` of the state after a step and the sums T[q] = int |Psi|^2 x_q^2 of
+ * internal axis q; `imag`: the row of the normalised state. */
+void dipolar_record_row(double *row, double nrm, const double *T, int off, int imag);
 int dipolar_check_couplings(double g, double gdd);
 int dipolar_check_dt(double dt);
 /* First non-finite value of `count` REALs (dtype's precision) -> error. */

@@ -159,7 +159,8 @@ extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
         cufftDestroy(s->pf);
         cufftDestroy(s->pb);
     }
-    void *bufs[] = {s->psi, s->backup, s->dens, s->kern, s->U, s->partial, s->norm, s->bad};
+    void *bufs[] = {s->psi, s->backup, s->dens, s->kern, s->U, s->partial, s->norm, s->bad,
+                    s->rec};
     for (size_t q = 0; q < sizeof bufs / sizeof bufs[0]; ++q)
         cudaFree(bufs[q]);
     for (int q = 0; q < 3; ++q) {
@@ -255,6 +256,8 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
     CKS(dmalloc(s, &s->psi, 2 * N * rs, "the state"));
     CKS(dmalloc(s, (void **)&s->partial, (size_t)NB_MAX * OQ_N * sizeof(double), "partial sums"));
     CKS(dmalloc(s, (void **)&s->norm, sizeof(double), "the norm"));
+    CKS(dmalloc(s, (void **)&s->rec, (size_t)REC_ROWS * NLSE_DIPOLAR_MOMENTS * sizeof(double),
+                "recorded moments"));
     CKS(dmalloc(s, (void **)&s->bad, sizeof(int), "a flag"));
     for (int q = 0; q < 3; ++q) {
         const size_t n = s->L.n[q];
@@ -464,14 +467,16 @@ int dipolar_obstacle_at(nlse_dipolar *s, double t)
 /* ------------------------------------------------------------------ */
 /* stepping                                                           */
 /* ------------------------------------------------------------------ */
+/* One step; rec (a device row, or NULL) receives the norm and the moments'
+ * sums of the new state. */
 template <typename T, typename V, typename C>
-static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step)
+static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step, double *rec)
 {
     const int real_time = !a.imag;
     Grid<T> G = grid_of<T>(s);
-    Dens<T> out;
-    out.dens = want ? (T *)s->dens : NULL;
-    out.partial = s->partial;
+    Dens<T> out = dens_of<T>(want ? (T *)s->dens : NULL, s->partial);
+    if (rec)
+        out.mom = s->partial + NB_MAX;
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
     CN<C> cn[3];
     for (int q = 0; q < 3; ++q)
@@ -493,13 +498,35 @@ static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step)
     /* 3) axis 0 (3D) */
     if (n0 >= 3)
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[0], 0, n0, out, true, &parts)));
-    dipolar_norm(s, parts, step);
+    dipolar_norm(s, parts, step, rec);
     CK(cudaGetLastError());
     return NLSE_OK;
 }
 
+/* The rows of recorded moments the device holds (count, from slot 0) ->
+ * the caller's rows at out (the row of nlse_dipolar_record). */
+static int collect_rows(nlse_dipolar *s, int count, int imag, double *out)
+{
+    if (count <= 0)
+        return NLSE_OK;
+    const size_t bytes = (size_t)count * NLSE_DIPOLAR_MOMENTS * sizeof(double);
+    double *raw = (double *)malloc(bytes);
+    if (!raw)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the recorded moments");
+    cudaError_t err = cudaMemcpyAsync(raw, s->rec, bytes, cudaMemcpyDeviceToHost, s->stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(s->stream);
+    if (err == cudaSuccess)
+        for (int r = 0; r < count; ++r)
+            dipolar_record_row(out + (size_t)r * NLSE_DIPOLAR_MOMENTS,
+                               raw[r * NLSE_DIPOLAR_MOMENTS], raw + r * NLSE_DIPOLAR_MOMENTS + 1,
+                               s->L.off, imag);
+    free(raw);
+    return nlse_cuda_check(err, "collecting the recorded moments");
+}
+
 template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg,
-                                        double dgdd, long *done)
+                                        double dgdd, const nlse_dipolar_record *rec, long *done)
 {
     typedef typename Vec2<T>::T T2;
     const size_t bytes = (s->is_real ? 1 : 2) * s->L.N * s->rs;
@@ -521,6 +548,8 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
     a.imag = mode == NLSE_DIPOLAR_IMAG;
     a.dt = (T)s->p.dt;
     a.norm = s->norm;
+    int held = 0;                           /* rows on the device, not yet collected */
+    double *rows = rec ? rec->out : NULL;   /* the next collected row goes here      */
     for (long k = 0; k < n; ++k) {
         s->g += dg;
         s->gdd += dgdd;
@@ -536,14 +565,22 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
             CKS(dipolar_apply_fft<T>(s));
             a.D = (const T *)s->dens;
         }
+        const int kk = (int)(k < INT32_MAX ? k : INT32_MAX);
+        double *row = rec && (rec->phase + k + 1) % rec->every == 0
+                          ? s->rec + (size_t)held * NLSE_DIPOLAR_MOMENTS : NULL;
         int st;
         if (mode == NLSE_DIPOLAR_REAL)
-            st = step_kernels<T, T2, T2>(s, a, want, (int)(k < INT32_MAX ? k : INT32_MAX));
+            st = step_kernels<T, T2, T2>(s, a, want, kk, row);
         else if (s->is_real)
-            st = step_kernels<T, T, T>(s, a, want, (int)(k < INT32_MAX ? k : INT32_MAX));
+            st = step_kernels<T, T, T>(s, a, want, kk, row);
         else
-            st = step_kernels<T, T2, T>(s, a, want, (int)(k < INT32_MAX ? k : INT32_MAX));
+            st = step_kernels<T, T2, T>(s, a, want, kk, row);
         CKS(st);
+        if (row && ++held == REC_ROWS) {
+            CKS(collect_rows(s, held, a.imag, rows));
+            rows += (size_t)held * NLSE_DIPOLAR_MOMENTS;
+            held = 0;
+        }
     }
     CK(cudaEventRecord(s->ev1, s->stream));
     int bad = -1;
@@ -552,6 +589,7 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
     float ms = 0;
     cudaEventElapsedTime(&ms, s->ev0, s->ev1);
     s->last_seconds = ms * 1e-3;
+    CKS(collect_rows(s, held, a.imag, rows)); /* after a blow-up too: the rows before it */
     if (bad >= 0) {
         CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
         CK(cudaStreamSynchronize(s->stream));
@@ -575,12 +613,24 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
 extern "C" int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd,
                             long *done)
 {
+    return nlse_dipolar_step_record(s, mode, n, t0, dg, dgdd, NULL, done);
+}
+
+/* The rows of a recorded step come from the last solve's partial sums
+ * (Dens::mom) and k_norm, into the device rows s->rec; the host collects
+ * them every REC_ROWS recorded steps and at the end of the call. */
+extern "C" int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, double dg,
+                                        double dgdd, const nlse_dipolar_record *rec, long *done)
+{
     ON_DEVICE(s);
     if (done)
         *done = 0;
     CKS(dipolar_check_step(mode, n, t0, dg, dgdd));
+    CKS(dipolar_check_record(rec, n));
     if (n == 0)
         return NLSE_OK;
+    if (s->dist && rec)
+        return nlse_fail(NLSE_ERR_VALUE, "a slab of a distributed run does not record steps");
     if (s->dist)
         return s->dops->step(s, mode, n, t0, dg, dgdd, done);
     if (dgdd != 0 && !s->have_plans)
@@ -588,8 +638,8 @@ extern "C" int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, d
     if (mode == NLSE_DIPOLAR_REAL)
         CKS(dipolar_promote(s));
     CKS(dipolar_ensure_backup(s));
-    return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, done)
-                                        : step_t<double>(s, mode, n, t0, dg, dgdd, done);
+    return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, rec, done)
+                                        : step_t<double>(s, mode, n, t0, dg, dgdd, rec, done);
 }
 
 /* Traffic model per point and step of this backend: k_zline reads and

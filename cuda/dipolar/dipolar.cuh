@@ -45,6 +45,8 @@
 /* blocks of the kernels that produce partial sums (fixed: deterministic sums) */
 #define NB_MAX 4096
 #define BLK 128
+/* rows of recorded moments the device holds before the host collects them */
+#define REC_ROWS 1024
 enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
 
 /* ------------------------------------------------------------------ */
@@ -115,6 +117,7 @@ template <typename T> struct Grid {
     const T *ox, *oy, *oz;      /* obstacle factors per axis          */
     const T *U;                 /* user potential or NULL             */
     const double *w0, *w1, *w2; /* Simpson weights                    */
+    const double *x0, *x1, *x2; /* coordinates                        */
 };
 
 /* The non-derivative step (eq. 2.24 / 2.41) with the pending normalisation. */
@@ -137,7 +140,19 @@ template <typename C> struct CN {
 template <typename T> struct Dens {
     T *dens;            /* NULL: no density wanted                  */
     double *partial;    /* per-block Simpson norm                  */
+    double *mom;        /* NULL, or per-block int |Psi|^2 x_q^2 of internal
+                           axis q at mom[q * NB_MAX + block] (a recorded step) */
 };
+
+/* A Dens with nothing but the norm. */
+template <typename T> static inline Dens<T> dens_of(T *dens, double *partial)
+{
+    Dens<T> out;
+    out.dens = dens;
+    out.partial = partial;
+    out.mom = NULL;
+    return out;
+}
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                            */
@@ -173,6 +188,33 @@ __device__ __forceinline__ void write_partial(double nsum, double *red, const De
     double t = block_sum(nsum, red);
     if (threadIdx.x == 0)
         out.partial[blockIdx.x] = t;
+}
+
+/* The same with the moments m[q] = int |Psi|^2 x_q^2 when out.mom is set
+ * (uniform across the grid: every thread takes the same branch). */
+template <typename T>
+__device__ __forceinline__ void write_partials(double nsum, const double *m, double *red,
+                                               const Dens<T> &out)
+{
+    write_partial(nsum, red, out);
+    if (out.mom)
+        for (int q = 0; q < 3; ++q) {
+            double t = block_sum(m[q], red);
+            if (threadIdx.x == 0)
+                out.mom[q * NB_MAX + blockIdx.x] = t;
+        }
+}
+
+/* A line's part of the moments: `ls` = sum_m w_Q[m] |Psi|^2 and `lq` =
+ * sum_m w_Q[m] x_Q[m]^2 |Psi|^2 along internal axis Q, `wf` the weights of
+ * the two fixed indices (i, j, k: the line's point 0), added to m[3]. */
+template <typename T>
+__device__ __forceinline__ void add_line_moments(double *m, int Q, double ls, double lq, double wf,
+                                                 int i, int j, int k, const Grid<T> &G)
+{
+    const double xs[3] = {G.x0[i], G.x1[j], G.x2[k]};
+    for (int q = 0; q < 3; ++q)
+        m[q] += q == Q ? lq * wf : ls * wf * (xs[q] * xs[q]);
 }
 
 /* Join the lanes' affine maps x -> P x + Q of a descending recursion
@@ -217,12 +259,13 @@ __device__ __forceinline__ V join_up(C P, V Q, int lane)
 
 /* Coalesced store of a solved line from shared memory (element e at
  * e + e / c) into p; the last solve of a step also writes |Psi|^2 and
- * returns the line's Simpson sum along the contiguous axis. */
+ * returns the line's Simpson sum along the contiguous axis (and, with
+ * out.mom, that of |Psi|^2 x_2^2 in *lz). */
 template <typename T, typename V, bool LAST>
 __device__ __forceinline__ double store_line(V *p, const V *s, int c, long long line, const Grid<T> &G,
-                                             const Dens<T> &out, int lane)
+                                             const Dens<T> &out, int lane, double *lz)
 {
-    double ls = 0;
+    double ls = 0, l2 = 0;
     for (int e = lane; e < G.n2; e += 32) {
         const V v = s[e + e / c];
         p[e] = v;
@@ -231,8 +274,11 @@ __device__ __forceinline__ double store_line(V *p, const V *s, int c, long long 
             if (out.dens)
                 out.dens[line * G.nlp + e] = d;
             ls += G.w2[e] * (double)d;
+            if (out.mom)
+                l2 += G.w2[e] * (G.x2[e] * G.x2[e]) * (double)d;
         }
     }
+    *lz = l2;
     return ls;
 }
 
@@ -319,6 +365,7 @@ struct nlse_dipolar {
     int have_plans;
     size_t fft_work;
     double *partial, *norm;
+    double *rec;          /* REC_ROWS raw rows of recorded moments (device) */
     int *bad;
     cudaStream_t stream;
     cudaEvent_t ev0, ev1;
@@ -397,6 +444,9 @@ template <typename T> static inline Grid<T> grid_of(const nlse_dipolar *s)
     G.w0 = s->w[0];
     G.w1 = s->w[1];
     G.w2 = s->w[2];
+    G.x0 = s->x[0];
+    G.x1 = s->x[1];
+    G.x2 = s->x[2];
     return G;
 }
 
@@ -475,8 +525,10 @@ template <typename T, typename V, typename C>
 int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
                   const Dens<T> &out, bool last, int *parts);
 /* norm[0] = the sum of `parts` partial sums in a fixed order; bad[0] =
- * `step` when it is not finite and positive (first such step). */
-void dipolar_norm(nlse_dipolar *s, int parts, int step);
+ * `step` when it is not finite and positive (first such step).  rec (a
+ * device row of NLSE_DIPOLAR_MOMENTS, or NULL): the norm and the sums of
+ * the moments' partials (Dens::mom), in the same fixed order. */
+void dipolar_norm(nlse_dipolar *s, int parts, int step, double *rec);
 
 /* dipolar_fft.cu */
 int dipolar_enable_dipolar(nlse_dipolar *s); /* plans, buffers, kernel table */

@@ -464,9 +464,7 @@ static int solve_x(nlse_dipolar *s, int real_time, int st)
         Grid<T> G = grid_of<T>(s);
         G.n0 = (int)D->n0;
         G.n1 = (int)D->nj;
-        Dens<T> out;
-        out.dens = NULL;
-        out.partial = s->partial;
+        Dens<T> out = dens_of<T>(NULL, s->partial);
         int parts = 0;
         st = dipolar_lanes<T, V, C>(s, one ? (V *)s->psi : (V *)D->pen, G,
                                     dipolar_cn<T, C>(s, 0, real_time), 0, (int)D->n0, out, false,
@@ -490,9 +488,7 @@ static int step_once(nlse_dipolar *s, const H1Args<T> &a, int st)
 {
     const int real_time = !a.imag;
     Grid<T> G = grid_of<T>(s);
-    Dens<T> out;
-    out.dens = NULL;
-    out.partial = s->partial;
+    Dens<T> out = dens_of<T>(NULL, s->partial);
     V *psi = (V *)s->psi;
     int parts = 0;
     if (!st && (s->zreg > 0 || s->zwarps > 0)) {

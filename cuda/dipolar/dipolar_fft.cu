@@ -117,16 +117,14 @@ template <typename T> int dipolar_prepare(nlse_dipolar *s, int want, int step)
 {
     typedef typename Vec2<T>::T T2;
     Grid<T> G = grid_of<T>(s);
-    Dens<T> out;
-    out.dens = want ? (T *)s->dens : NULL;
-    out.partial = s->partial;
+    const Dens<T> out = dens_of<T>(want ? (T *)s->dens : NULL, s->partial);
     const long long rows = (long long)s->L.n[0] * s->L.n[1];
     const int blocks = grid_for(rows, 1);
     if (s->is_real)
         k_prepare<T, T><<<blocks, BLK, 0, s->stream>>>((const T *)s->psi, G, out);
     else
         k_prepare<T, T2><<<blocks, BLK, 0, s->stream>>>((const T2 *)s->psi, G, out);
-    dipolar_norm(s, blocks, step);
+    dipolar_norm(s, blocks, step, NULL);
     CK(cudaGetLastError());
     return NLSE_OK;
 }

@@ -52,7 +52,8 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
                                                                    : (long long)n0 * n1;
     const C A = cn.A, A0r = cn.A0r;
     constexpr int UNR = UNR_OF(V);
-    double nsum = 0;
+    double nsum = 0, mom[3] = {0, 0, 0};
+    const double *xq = Q == 0 ? G.x0 : Q == 1 ? G.x1 : G.x2;
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
          lane += (long long)gridDim.x * blockDim.x) {
         const LaneMap<Q> L(lane, n0, n1, n2);
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
         /* back: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (slot m + 1), x_0 = 0 */
         V x = zero<V>();
         p[0] = x;
-        double ls = 0;
+        double ls = 0, lq = 0;
         for (int m = 1; m <= n - 2;) {
             const int cnt = min(UNR, n - 1 - m);
             V buf[UNR];
@@ -103,7 +104,10 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
                         T d = abs2(x);
                         if (out.dens)
                             out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
-                        ls += (Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k]) * (double)d;
+                        const double wq = Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k];
+                        ls += wq * (double)d;
+                        if (out.mom)
+                            lq += wq * (xq[mm] * xq[mm]) * (double)d;
                     }
                 }
             m += cnt;
@@ -120,18 +124,23 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
             L.ijk(0, &i, &j, &k);
             double wf = Q == 0 ? G.w1[j] * G.w2[k] : Q == 1 ? G.w0[i] * G.w2[k] : G.w0[i] * G.w1[j];
             nsum += ls * wf;
+            if (out.mom)
+                add_line_moments(mom, Q, ls, lq, wf, i, j, k, G);
         }
     }
     if (LAST)
-        write_partial(nsum, red, out);
+        write_partials(nsum, mom, red, out);
 }
 
 /* ------------------------------------------------------------------ */
 /* norms, density, scaling                                            */
 /* ------------------------------------------------------------------ */
 
-/* norm[0] = sum of the parts; bad[0] = first step with a bad norm. */
-__global__ void k_norm(const double *partial, int count, double *norm, int *bad, int step)
+/* norm[0] = sum of the parts; bad[0] = first step with a bad norm; with
+ * rec, rec[0] = the norm and rec[1 + q] the sums of the moments' parts
+ * (partial[(1 + q) NB_MAX + b], Dens::mom), each in the same fixed order. */
+__global__ void k_norm(const double *partial, int count, double *norm, int *bad, int step,
+                       double *rec)
 {
     __shared__ double red[8];
     double v = 0;
@@ -140,10 +149,22 @@ __global__ void k_norm(const double *partial, int count, double *norm, int *bad,
     double t = block_sum(v, red);
     if (threadIdx.x == 0) {
         norm[0] = t;
+        if (rec)
+            rec[0] = t;
         if (!(t > 0) || !isfinite(t))
             if (bad[0] < 0)
                 bad[0] = step;
     }
+    if (rec)
+        for (int a = 0; a < 3; ++a) {
+            const double *part = partial + (size_t)(1 + a) * NB_MAX;
+            double u = 0;
+            for (int q = threadIdx.x; q < count; q += blockDim.x)
+                u += part[q];
+            double ta = block_sum(u, red);
+            if (threadIdx.x == 0)
+                rec[1 + a] = ta;
+        }
 }
 
 /* ------------------------------------------------------------------ */
@@ -180,9 +201,9 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
     return NLSE_OK;
 }
 
-void dipolar_norm(nlse_dipolar *s, int parts, int step)
+void dipolar_norm(nlse_dipolar *s, int parts, int step, double *rec)
 {
-    k_norm<<<1, 256, 0, s->stream>>>(s->partial, parts, s->norm, s->bad, step);
+    k_norm<<<1, 256, 0, s->stream>>>(s->partial, parts, s->norm, s->bad, step, rec);
 }
 
 template int dipolar_lanes<float, float2, float2>(nlse_dipolar *, float2 *, const Grid<float> &, const CN<float2> &, int, int, const Dens<float> &, bool, int *);

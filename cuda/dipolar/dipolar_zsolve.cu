@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
         S = h1_scale(a);
     const C A = cn.A, A0r = cn.A0r;
     const int lo = max(lane * c, 1), hi = min(lane * c + c - 1, n - 2);
-    double nsum = 0;
+    double nsum = 0, mom[3] = {0, 0, 0};
     for (long long line = (long long)blockIdx.x * wpb + warp; line < lines;
          line += (long long)gridDim.x * wpb) {
         const int i = (int)(line / G.n1), j = (int)(line % G.n1);
@@ -88,13 +88,17 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
             s[zpos(n - 1, c)] = zero<V>();
         }
         __syncwarp();
-        const double ls = store_line<T, V, LAST>(p, s, c, line, G, out, lane);
-        if (LAST)
+        double lz;
+        const double ls = store_line<T, V, LAST>(p, s, c, line, G, out, lane, &lz);
+        if (LAST) {
             nsum += ls * G.w0[i] * G.w1[j];
+            if (out.mom)
+                add_line_moments(mom, 2, ls, lz, G.w0[i] * G.w1[j], i, j, 0, G);
+        }
         __syncwarp();
     }
     if (LAST)
-        write_partial(nsum, red, out);
+        write_partials(nsum, mom, red, out);
 }
 
 /* k_zreg: k_zline with each lane's chunk of CH points (CH a power of two,
@@ -130,7 +134,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
 #define IN(t) (base + (t) >= 1 && base + (t) <= n - 2)
 #define GA(t) gam[(t) * 32 + lane]
 #define AL(t) alp[(t) * 32 + lane]
-    double nsum = 0;
+    double nsum = 0, mom[3] = {0, 0, 0};
     for (long long line = (long long)blockIdx.x * wpb + warp; line < lines;
          line += (long long)gridDim.x * wpb) {
         const int i = (int)(line / G.n1), j = (int)(line % G.n1);
@@ -194,13 +198,17 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
             }
         }
         __syncwarp();
-        const double ls = store_line<T, V, LAST>(p, s, CH, line, G, out, lane);
-        if (LAST)
+        double lz;
+        const double ls = store_line<T, V, LAST>(p, s, CH, line, G, out, lane, &lz);
+        if (LAST) {
             nsum += ls * G.w0[i] * G.w1[j];
+            if (out.mom)
+                add_line_moments(mom, 2, ls, lz, G.w0[i] * G.w1[j], i, j, 0, G);
+        }
         __syncwarp();
     }
     if (LAST)
-        write_partial(nsum, red, out);
+        write_partials(nsum, mom, red, out);
 #undef IN
 #undef GA
 #undef AL

@@ -154,3 +154,41 @@ def test_long_contiguous_lines_agree(n, mode):
             gpe.psi = moving(gpe)
             gpe.real_time(200)
     compare(a, b, 1e-10)
+
+
+@pytest.mark.parametrize("mode", ["imaginary", "real"])
+@pytest.mark.parametrize("geometry", list(CASES) + ["1d-long"])
+def test_recorded_moments_agree_with_observables_and_the_cpu(geometry, mode):
+    """The moments a CUDA stepping call records (the last solve's partial
+    sums, k_norm) are the CUDA observables' norm and <x_a^2> to round-off,
+    and the CPU's rows to 1e-9; recording leaves the state as plain
+    stepping leaves it.  "1d-long": 4096 points, the one-thread-per-line
+    solve ends the step."""
+    kw = {}
+    if geometry == "1d-long":
+        geometry, kw = "1d-x", dict(shape=(4096,), h=25.6 / 4096)
+    c = dict(CASES[geometry], **kw)
+    runs = [nl.DipolarGPE(c["shape"], c["h"], 0.005, g=20.0, gdd=3.0, trap=c["trap"],
+                          geometry=geometry, cutoff=5.0 if geometry == "3d" else None,
+                          backend=b) for b in ("cpu", "cuda", "cuda")]
+    for gpe in runs:
+        gpe.imaginary_time(50)
+        if mode == "real":
+            gpe.psi = moving(gpe)
+    cpu, cuda, plain = runs
+    # 1100 rows: more than the device holds (1024) before the host collects them
+    rows_cpu = cpu._steps_recording(mode, 1100, 1)
+    rows = cuda._steps_recording(mode, 1100, 1)
+    assert rows.shape == rows_cpu.shape == (1100, 1 + cuda.ndim)
+    assert np.abs(rows / rows_cpu - 1).max() < 1e-9
+    (plain.real_time if mode == "real" else plain.imaginary_time)(1100)
+    assert np.array_equal(plain.psi, cuda.psi)
+    o = cuda.observables()
+    last = np.array([o["norm"], *o["x2"]])
+    assert np.abs(rows[-1] / last - 1).max() < 1e-12
+    if mode == "imaginary":
+        assert np.all(rows[:, 0] == 1.0)
+    # a phase and a stride: the rows of the steps whose count is a multiple of 7
+    a = cuda._steps_recording(mode, 30, 7, phase=5)
+    b = cpu._steps_recording(mode, 30, 7, phase=5)
+    assert a.shape == b.shape == (5, 1 + cuda.ndim) and np.abs(a / b - 1).max() < 1e-9

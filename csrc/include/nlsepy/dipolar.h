@@ -129,6 +129,39 @@ int nlse_dipolar_set_obstacle(nlse_dipolar *s, const nlse_dipolar_obstacle *o);
  * NLSE_ERR_BLOWUP is returned. */
 int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, double dgdd, long *done);
 
+/* Moments of the state recorded by nlse_dipolar_step_record, one row of
+ * NLSE_DIPOLAR_MOMENTS doubles per recorded step: the Simpson norm, then
+ * <x_a^2> of each solver axis (0 beyond the geometry's axes), the
+ * quantities `norm` and `x2` of nlse_dipolar_observe (the same Simpson
+ * sums of |Psi|^2 and |Psi|^2 x_a^2, eqs. 2.53, 2.56, summed in another
+ * order: equal to round-off).  They come from the pass that ends each step
+ * (the density of the next step's dipolar term and the norm), from the
+ * values it leaves in cache, so a step that records them makes no further
+ * pass through memory (CPU: about 1 % of a 3D step).  In imaginary
+ * time the row is that of the normalised state (norm 1, <x_a^2> divided by
+ * the norm), the state the call leaves when it ends after that step. */
+#define NLSE_DIPOLAR_MOMENTS 4
+
+typedef struct nlse_dipolar_record {
+    long every;  /* record after the steps whose count is a multiple of every (>= 1)   */
+    long phase;  /* steps counted before the call's first one (0 <= phase < every):
+                    step k of the call (k = 0 .. n-1) is recorded when
+                    (phase + k + 1) % every == 0                                      */
+    double *out; /* nlse_dipolar_record_rows(rec, n) rows of NLSE_DIPOLAR_MOMENTS     */
+} nlse_dipolar_record;
+
+/* Rows a call of n steps records: (phase + n) / every. */
+static inline long nlse_dipolar_record_rows(const nlse_dipolar_record *rec, long n)
+{
+    return (rec->phase + n) / rec->every;
+}
+
+/* nlse_dipolar_step, recording the moments of the state after the steps
+ * `rec` names (rec NULL: nlse_dipolar_step).  On a blow-up the rows of the
+ * steps before the failing one have been written. */
+int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, double dg,
+                             double dgdd, const nlse_dipolar_record *rec, long *done);
+
 /* Observables at real time t (for the obstacle's position). */
 int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out);
 

@@ -290,6 +290,46 @@ static PyObject *dipolar_step(DipolarObject *self, PyObject *args)
     return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
 }
 
+/* step_record(mode, n, t0, dg, dgdd, every, phase) -> (done, blew_up, rows): rows a
+ * float64 array (count, NLSE_DIPOLAR_MOMENTS) of the recorded steps' norm and
+ * <x_a^2>; after a blow-up only the rows of the steps before it are kept. */
+static PyObject *dipolar_step_record(DipolarObject *self, PyObject *args)
+{
+    int mode;
+    long n, done = 0;
+    double t0, dg, dgdd;
+    nlse_dipolar_record rec;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ildddll", &mode, &n, &t0, &dg, &dgdd,
+                                                 &rec.every, &rec.phase))
+        return NULL;
+    if (rec.every < 1)
+        return PyErr_Format(PyExc_ValueError, "every must be >= 1, got %ld", rec.every);
+    if (rec.phase < 0 || rec.phase >= rec.every)
+        return PyErr_Format(PyExc_ValueError, "phase must be 0..%ld, got %ld", rec.every - 1,
+                            rec.phase);
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "steps must be >= 0, got %ld", n);
+    npy_intp dims[2] = {(npy_intp)nlse_dipolar_record_rows(&rec, n), NLSE_DIPOLAR_MOMENTS};
+    PyObject *out = dipolar_new_array(2, dims, NPY_FLOAT64);
+    if (!out)
+        return NULL;
+    rec.out = (double *)PyArray_DATA((PyArrayObject *)out);
+    int st;
+    NLSEPY_RUN(self, st, nlse_dipolar_step_record(self->s, mode, n, t0, dg, dgdd, &rec, &done));
+    if (st && st != NLSE_ERR_BLOWUP) {
+        Py_DECREF(out);
+        return nlsepy_raise(st);
+    }
+    if (st == NLSE_ERR_BLOWUP) { /* the rows of the steps before the failing one */
+        PyObject *part = PySequence_GetSlice(out, 0, nlse_dipolar_record_rows(&rec, done));
+        Py_DECREF(out);
+        if (!part)
+            return NULL;
+        out = part;
+    }
+    return Py_BuildValue("lON", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False, out);
+}
+
 static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
 {
     if (!NLSEPY_READY(self))
@@ -531,6 +571,10 @@ static PyMethodDef dipolar_methods[] = {
      "set_obstacle((V0, sigma, velocity, start, t_move, t_off, beam_axis, move_axis) or None)."},
     {"step", (PyCFunction)dipolar_step, METH_VARARGS,
      "step(mode, n, t0, dg, dgdd) -> (done, blew_up)."},
+    {"step_record", (PyCFunction)dipolar_step_record, METH_VARARGS,
+     "step_record(mode, n, t0, dg, dgdd, every, phase) -> (done, blew_up, rows): step(), "
+     "and the norm and <x_a^2> of the states after the steps whose count (phase + k + 1) is "
+     "a multiple of every."},
     {"observe", (PyCFunction)dipolar_observe, METH_O, "observe(t) -> dict of raw observables."},
     {"dipolar_potential", (PyCFunction)dipolar_dd_potential, METH_NOARGS,
      "dipolar_potential() -> V_dd * |psi|^2 (float64)."},

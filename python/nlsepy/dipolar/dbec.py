@@ -705,6 +705,54 @@ def _rms(gpe: DipolarGPE) -> Tuple[float, List[float]]:
     return math.sqrt(max(sum(x2), 0.0)), [math.sqrt(max(v, 0.0)) for v in x2]
 
 
+def _dyna_line(t: float, r: float, rms: Sequence[float]) -> str:
+    """One DYNAOUT row: time, <r>, then <a> of each axis (``%8e``, 3 spaces)."""
+    return "   ".join(f"{v:8e}" for v in (t, r, *rms)) + "\n"
+
+
+def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float, option: int,
+           lines: Optional[List[str]], progress: bool = False, per_call: bool = False) -> int:
+    """`n` steps of `mode` (``"imag"`` or ``"real"``) from iteration `done`
+    of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after every
+    iteration that is a multiple of `every` (time ``iteration * dt * option``).
+
+    The rows' moments (<x_a^2> per axis) are recorded by the stepping calls
+    themselves, from the pass that ends each step (from what it leaves in
+    cache), so a row costs no stepping call and no pass through memory of
+    its own.  With `per_call`, or a solver whose stepping calls do not
+    record them (the distributed one), each row takes its own stepping call
+    and the integrated densities of :func:`_rms` (the same values to
+    round-off).
+
+    Returns
+    -------
+    int
+        ``done + n``.
+    """
+    advance = gpe.imaginary_time if mode == "imag" else gpe.real_time
+    if lines is None:
+        advance(n, progress=progress)
+        return done + n
+    if per_call or not gpe._can_record():
+        end = done + n
+        while done < end:
+            k = min(every - done % every, end - done)
+            advance(k)
+            done += k
+            if done % every == 0:
+                r, rms = _rms(gpe)
+                lines.append(_dyna_line(done * dt * option, r, rms))
+        return done
+    rows = gpe._steps_recording("imaginary" if mode == "imag" else "real", n, every,
+                                done % every, progress=progress)
+    first = (done // every + 1) * every  # the iteration of the first row
+    for q, row in enumerate(rows.tolist()):
+        x2 = row[1:]
+        lines.append(_dyna_line((first + q * every) * dt * option,
+                                math.sqrt(max(sum(x2), 0.0)), [math.sqrt(max(v, 0.0)) for v in x2]))
+    return done + n
+
+
 def _pairs(axes: str) -> List[Tuple[str, str]]:
     return [(axes[i], axes[j]) for i in range(len(axes)) for j in range(i + 1, len(axes))]
 
@@ -878,26 +926,14 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     else:
         res.rows["Initial"] = gpe.observables()
     keep_wf("NSTPOUT")
-    dyna_lines: List[str] = []
+    dyna_lines: Optional[List[str]] = [] if "DYNAOUT" in names else None
     every = cfg.get("OUTSTPT", max(1, (npas + nrun) // 100))
-    par = info["option"]
     done = 0  # iterations since the end of NSTP: the DYNAOUT clock
 
     def stage(n: int) -> None:
         nonlocal done
-        if "DYNAOUT" not in names:
-            advance(n, progress=progress)
-            done += n
-            return
-        end = done + n
-        while done < end:
-            k = min(every - done % every, end - done)
-            advance(k)
-            done += k
-            if done % every == 0:
-                r, rms = _rms(gpe)
-                dyna_lines.append("   ".join(f"{v:8e}" for v in
-                                             (done * info["dt"] * par, r, *rms)) + "\n")
+        done = _stage(gpe, mode, n, done, every, info["dt"], info["option"], dyna_lines,
+                      progress)
 
     stage(npas)
     res.rows["After NPAS iter."] = gpe.observables()
@@ -913,7 +949,7 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
 
     res.summary = _summary(cfg, mode, geometry, info, res.rows, res.seconds, cpu, gpe)
     texts = {"OUTPUT": res.summary, "RMSOUT": _rms_table(mode, info, res.rows),
-             "DYNAOUT": "".join(dyna_lines), **wf}
+             "DYNAOUT": "".join(dyna_lines or ()), **wf}
     if "FINALOUT" in cfg:
         texts.update({f"FINALOUT:{k}": v for k, v in _densities(gpe, cfg).items()})
     if comm is None:

@@ -26,7 +26,7 @@ import math
 import os
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -127,11 +127,11 @@ def memory_parts(shape: Sequence[int], dtype: Any = np.complex128, dipolar: bool
     solver["per-axis tables"] = sum(n * (16 + 8 * rs) for n in (n0, n1, n2))
     cn_work = {"Crank-Nicolson work": 6 * 8 * max(n0, n1, n2)}  # made on the host, then freed
     if backend == "cpu":
-        solver["per-row norms"] = 8 * n0 * n1
+        solver["per-row norms"] = 2 * 8 * n0 * n1  # the norm's and the moments' partial sums
         solver["sweep buffers"] = max(1, int(threads)) * (n2 + 2 * n2 * max(n0, n1) + 64) * rs
         solver.update(cn_work)
     else:
-        solver["block sums"] = 4096 * 12 * 8
+        solver["block sums"] = 4096 * 12 * 8 + 1024 * 4 * 8  # and the recorded moments' rows
         host.update(cn_work)
         if dipolar:  # the kernel table is computed on the host and uploaded
             host["kernel staging"] = n0 * n1 * nh * (8 + (4 if rs == 4 else 0))
@@ -763,9 +763,13 @@ class DipolarGPE:
             self._solver_dt = dt
 
     def _run(self, mode: str, n: int, dt: float, ramp: bool = False,
-             on_block: Optional[Callable[[int], Any]] = None) -> None:
+             on_block: Optional[Callable[[int], Any]] = None,
+             record: Optional[Tuple[int, int, List[np.ndarray]]] = None) -> None:
         """`n` steps of `dt` in `mode`, in blocks of :attr:`block_steps`, each
-        booked before the next; SIGINT raises KeyboardInterrupt between blocks."""
+        booked before the next; SIGINT raises KeyboardInterrupt between blocks.
+        `record` ``(every, phase, rows)``: each block's C call also records
+        the moments of the steps whose count ``phase + k`` (k = 1 .. n) is a
+        multiple of `every`, appended to `rows` (see :meth:`_steps_recording`)."""
         self._use_dt(dt)
         if n == 0:
             return
@@ -777,12 +781,22 @@ class DipolarGPE:
         block = self.block_steps
         left = [n]
 
+        def step(m: int) -> Tuple[int, bool]:
+            if record is None:
+                return self._solver.step(code, m, self.t, dg, dgdd)
+            every, phase, rows = record
+            done, blew_up, part = self._solver.step_record(
+                code, m, self.t, dg, dgdd, every, (phase + n - left[0]) % every)
+            if not blew_up:
+                rows.append(part)
+            return done, blew_up
+
         def work(k: int, flag: Any) -> None:
             for _ in range(k):
                 if self._stop_now(flag) or left[0] <= 0:
                     return
                 m = min(block, left[0])
-                done, blew_up = self._solver.step(code, m, self.t, dg, dgdd)
+                done, blew_up = step(m)
                 if blew_up:  # the C core went back to the start of this block
                     raise self._blowup(mode, n, n - left[0], int(done), m, dt)
                 self._steps[mode] += m
@@ -801,6 +815,60 @@ class DipolarGPE:
             finally:
                 if ramp:
                     self._solver.set_couplings(g, gdd)
+
+    def _can_record(self) -> bool:
+        """Whether the stepping calls can record moments (:meth:`_steps_recording`)."""
+        return hasattr(self._solver, "step_record")
+
+    def _steps_recording(self, mode: str, steps: int, every: int, phase: int = 0,
+                         progress: bool = False) -> np.ndarray:
+        """`steps` steps of :attr:`dt` in `mode` that record the state's
+        moments after the steps whose count ``phase + k`` (k = 1 .. steps) is
+        a multiple of `every`, from the pass that ends each step (from what it
+        leaves in cache: no further pass through memory).
+
+        Parameters
+        ----------
+        mode : {"imaginary", "real"}
+            The kind of steps.
+        steps : int
+            Number of steps (>= 0).
+        every : int
+            Record every that many steps (>= 1).
+        phase : int, optional
+            Steps counted before the first one (``0 <= phase < every``).
+        progress : bool, optional
+            tqdm progress bar.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 rows ``(norm, <x_a^2> of each solver axis)``, one per
+            recorded step, in order: the ``norm`` and ``x2`` of
+            :meth:`observables` had the call stopped after that step (equal
+            to round-off; the same Simpson sums in another order).  In
+            imaginary time those of the normalised state (norm 1).
+        """
+        if mode not in _MODES:
+            raise ValueError(f"mode must be 'imaginary' or 'real', got {mode!r}")
+        steps = _count("steps", steps)
+        every = _count("every", every, 1)
+        phase = _count("phase", phase)
+        if phase >= every:
+            raise ValueError(f"phase must be below every = {every}, got {phase}")
+        if not self._can_record():
+            raise NotImplementedError(f"{type(self).__name__} does not record moments in its "
+                                      f"stepping calls; step and call observables() instead")
+        rows: List[np.ndarray] = []
+        bar = runner._progress_bar(progress, steps)
+        try:
+            self._run(mode, steps, self._dt, on_block=None if bar is None else bar.update,
+                      record=(every, phase, rows))
+        finally:
+            if bar is not None:
+                bar.close()
+        out = np.concatenate(rows) if rows else np.zeros((0, 4))
+        return out[:, : 1 + self.ndim]
 
     def _stop_now(self, flag: Any) -> bool:
         """Whether Ctrl-C came (between two blocks of steps)."""
