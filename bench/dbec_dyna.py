@@ -7,7 +7,8 @@ stepping of a run's stage, ``nlsepy.dipolar.dbec._stage`` (what
 ``nl.dbec.run`` calls for NPAS and NRUN), on the solver of
 ``examples/dbec/real3d-input`` (the DBEC-GP test problem in OPTION 2: trap
 (0.5, 1, 1.5), a = 100 a0, add = 132.7 a0, N = 5000, l = 1 um, cutoff 10,
-dt = 0.005, spacing 0.2), CPU backend, complex128,
+dt = 0.005, spacing 0.2), complex128, on the CPU (default) or the GPU
+(``--backend cuda``),
 
 * ``none``: no DYNAOUT (the run's steps only);
 * ``rows``: a row every ``--every`` iterations, the moments (Simpson norm and
@@ -32,7 +33,7 @@ Usage
 
     OMP_NUM_THREADS=1 python bench/dbec_dyna.py [--steps 60] [--every 1]
         [--repeats 7] [--modes none,rows,rows-percall] [--shape 128,96,80]
-        [--json PATH]
+        [--backend cpu|cuda] [--json PATH]
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ LABEL = {"none": "no DYNAOUT", "rows": "DYNAOUT (moments from the stepping call)
          "rows-percall": "DYNAOUT (a call per row, then 1D densities)"}
 
 
-def make_solver(shape: tuple) -> nl.DipolarGPE:
+def make_solver(shape: tuple, backend: str = "cpu") -> nl.DipolarGPE:
     """The solver of examples/dbec/real3d-input (OPTION 2) on `shape`."""
     n_atoms, aho = 5000, 1e-6
     g = 2 * 4 * math.pi * 100.0 * n_atoms * dbec.BOHR_RADIUS / aho
     gdd = 2 * 3 * 132.7 * n_atoms * dbec.BOHR_RADIUS / aho
     gpe = nl.DipolarGPE(shape, 0.2, 0.005, g=g, gdd=gdd, trap=(0.5, 1.0, 1.5), cutoff=10.0,
-                        backend="cpu")
+                        backend=backend)
     x = gpe.coords[0][:, None, None]
     gpe.psi = gpe.psi * np.exp(0.3j * x)  # a complex state, as in real time
     return gpe
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--shape", default="128,96,80")
     ap.add_argument("--modes", default=",".join(MODES),
                     help="comma-separated: " + ", ".join(MODES))
+    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -97,9 +99,9 @@ def main() -> None:
     if "none" not in modes:
         modes.insert(0, "none")
     shape = tuple(int(v) for v in args.shape.split(","))
-    info = _common.machine_info("cpu", threads=nl.get_num_threads())
+    info = _common.machine_info(args.backend, threads=nl.get_num_threads())
     print(json.dumps(info, indent=1, default=str))
-    gpe = make_solver(shape)
+    gpe = make_solver(shape, args.backend)
     psi0 = gpe.psi
     for m in modes:  # warm-up: caches, the backup buffer, the state made complex
         one_run(gpe, psi0, 2, 1, m)
@@ -125,7 +127,7 @@ def main() -> None:
             "paired": 100.0 * (statistics.median(
                 r["seconds"] / b["seconds"] for r, b in zip(results[m], results["none"])) - 1.0)})
     print(f"\nDBEC-GP real3d, {'x'.join(map(str, shape))} complex128, {args.steps} real-time "
-          f"steps, OUTSTPT = {args.every}, cpu, {nl.get_num_threads()} thread(s), median of "
+          f"steps, OUTSTPT = {args.every}, {args.backend}, {nl.get_num_threads()} thread(s), median of "
           f"{args.repeats}; baseline {base:.3f} s = {1e3 * base / args.steps:.2f} ms/step\n")
     print(_common.format_table(rows, [
         ("mode", "mode", "{}"), ("median", "s/stage (median)", "{:.3f}"),
