@@ -592,6 +592,32 @@ int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
     return NLSE_OK;
 }
 
+/* The CPU's backend memory is host memory: plain copies of the layers
+ * (no check of the values: halo layers from a neighbour's finite step). */
+int nlse_dec_layers_to(const nlse_dec *s, long first, long count, void *dst)
+{
+    if (!s || !dst)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_to: NULL argument");
+    int st = dec_check_layers(&s->p, first, count, "nlse_dec_layers_to");
+    if (st)
+        return st;
+    const size_t r = real_size(s), L = layer_reals(s);
+    memcpy(dst, (const char *)s->buf[s->par] + (size_t)first * L * r, (size_t)count * L * r);
+    return NLSE_OK;
+}
+
+int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
+{
+    if (!s || !src)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_from: NULL argument");
+    int st = dec_check_layers(&s->p, first, count, "nlse_dec_layers_from");
+    if (st)
+        return st;
+    const size_t r = real_size(s), L = layer_reals(s);
+    memcpy((char *)s->buf[s->par] + (size_t)first * L * r, src, (size_t)count * L * r);
+    return NLSE_OK;
+}
+
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
 {
     if (!s)

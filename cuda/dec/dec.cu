@@ -33,7 +33,10 @@
  * work units cover the own layers only and the trap is evaluated at the
  * global layer; with a reduction table (nlse_dec_set_comm) the steps are
  * taken one at a time, each one's blow-up flag and the imaginary-time norm
- * agreed over the processes on the host.
+ * agreed over the processes on the host; the halo layers move host-staged
+ * (nlse_dec_get/set_layers) or device to device (nlse_dec_layers_to /
+ * from: peer copies to and from buffers shared by CUDA IPC between the GPUs
+ * of one node).
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -1050,6 +1053,37 @@ int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
     CK(cudaMemcpy((char *)s->buf[s->par] + (size_t)first * L, in, (size_t)count * L,
                   cudaMemcpyHostToDevice));
     return NLSE_OK;
+}
+
+/* Device-to-device (or peer, through a CUDA IPC mapping) copies of layers
+ * on the solver's stream, after its kernels; complete on return.  `to`:
+ * from the state to `mem`, else from `mem` into the state. */
+static int layers_copy(nlse_dec *s, long first, long count, void *mem, int to, const char *what)
+{
+    CKS(dec_check_layers(&s->p, first, count, what));
+    char *layers = (char *)s->buf[s->par] + (size_t)first * layer_bytes(s);
+    const size_t bytes = (size_t)count * layer_bytes(s);
+    CK(cudaMemcpyAsync(to ? mem : layers, to ? layers : mem, bytes, cudaMemcpyDefault,
+                       s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    return NLSE_OK;
+}
+
+int nlse_dec_layers_to(const nlse_dec *cs, long first, long count, void *dst)
+{
+    nlse_dec *s = (nlse_dec *)cs;
+    ON_DEVICE(s);
+    if (!s || !dst)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_to: NULL argument");
+    return layers_copy(s, first, count, dst, 1, "nlse_dec_layers_to");
+}
+
+int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
+{
+    ON_DEVICE(s);
+    if (!s || !src)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_from: NULL argument");
+    return layers_copy(s, first, count, (void *)src, 0, "nlse_dec_layers_from");
 }
 
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)

@@ -324,6 +324,9 @@ class IpcHalo:
         self.mail: List[int] = []
         self.peers: Dict[str, int] = {}
         self.why = ""
+        # a neighbour may still be reading this rank's mailboxes: the last
+        # swap left out its closing barrier and no collective has passed since
+        self.unsettled = False
 
     def open(self) -> bool:
         """Set up the mailboxes (collective).  False, with :attr:`why`, when
@@ -364,16 +367,37 @@ class IpcHalo:
             return False
         return True
 
-    def swap(self, put: Callable[[int, int], None], get: Callable[[str, int], None]) -> None:
+    def swap(self, put: Callable[[int, int], None], get: Callable[[str, int], None],
+             settle: bool = True) -> None:
         """``put(side, address)`` copies this rank's first (side 0) and last
         (side 1) owned rows to its mailboxes; ``get(which, address)`` copies
-        a neighbour's mailbox ("lower" or "upper") into the halo."""
+        a neighbour's mailbox ("lower" or "upper") into the halo.  Both
+        return when their copies are complete.
+
+        The closing barrier (every neighbour has read this rank's mailboxes
+        before they are written again or freed) is left out with
+        ``settle=False``: the caller then calls :meth:`settled` after a
+        collective that every rank completes (each rank enters it after its
+        reads, so completing it on this rank proves them done), e.g. the
+        agreed blow-up check of the next step.  A swap that finds no such
+        collective since the last one takes the barrier first, so the
+        mailboxes are never written while a neighbour reads them.
+        """
+        if self.unsettled:
+            self.comm.Barrier()
         put(0, self.mail[0])
         put(1, self.mail[1])
         self.comm.Barrier()
         for which, addr in self.peers.items():
             get(which, addr)
-        self.comm.Barrier()  # read before anyone writes its mailbox again
+        if settle:
+            self.comm.Barrier()  # read before anyone writes its mailbox again
+        self.unsettled = not settle
+
+    def settled(self) -> None:
+        """Every rank has completed a collective since the last swap (so it
+        has finished reading the mailboxes)."""
+        self.unsettled = False
 
     def close(self) -> None:
         for addr in self.peers.values():

@@ -19,13 +19,23 @@ calls the collectives in the same order).
 - One rank's bad input (a NaN in its layers, a wrong shape): the same
   ValueError on every rank.  A blow-up: BlowUpError on every rank at the
   same step, the last finite state kept.
+- The device-to-device halo path (``_dist.IpcHalo``) on CPU ranks: its
+  mailboxes in host memory the ranks share (an MPI shared-memory window in
+  place of CUDA IPC), the copies the CPU backend's layers_to / layers_from.
+  The real-time, imaginary-time and blow-up checks above hold on it, its
+  states are the host path's bit for bit, and ``NLSEPY_HALO=host`` turns it
+  off (``comm_info["halo"]`` says which path runs).
 - With a GPU: GPU ranks, each on its own GPU (the rank's index on its node
   modulo the GPUs) while its single-process reference stays on device 0,
   against that reference (1e-12 after 100 real-time and 50 imaginary-time
-  steps).
+  steps), halos through CUDA IPC and through the host; real time bit for
+  bit the same on both paths and as the single GPU.
 """
 
+import gc
+import importlib
 import os
+import struct
 import tempfile
 
 import numpy as np
@@ -71,12 +81,71 @@ def same_everywhere(value):
     return all(v == values[0] for v in values)
 
 
+class SharedDevice:
+    """What ``_dist.IpcHalo`` asks of nlsepy's CUDA extension, over host
+    memory shared by the ranks of one node (an MPI shared-memory window):
+    CPU ranks then run the device-to-device exchange, its copies being the
+    CPU backend's layers_to / layers_from.  A handle is (rank, offset)."""
+
+    BYTES = 1 << 20  # per rank
+
+    def __init__(self, comm):
+        self.comm, self.rank = comm, comm.Get_rank()
+        self.win = MPI.Win.Allocate_shared(self.BYTES, 1, comm=comm)
+        self.base = self.address(self.rank)
+        self.used = 0
+
+    def address(self, rank):
+        buf, _ = self.win.Shared_query(rank)
+        return np.frombuffer(buf, np.uint8).ctypes.data
+
+    def device_alloc(self, nbytes):
+        assert self.used + nbytes <= self.BYTES
+        self.used += nbytes
+        return self.base + self.used - nbytes
+
+    def device_free(self, address):
+        pass
+
+    def ipc_handle(self, address):
+        return struct.pack("qq", self.rank, address - self.base)
+
+    def ipc_open(self, handle):
+        rank, offset = struct.unpack("qq", handle)
+        return self.address(rank) + offset
+
+    def ipc_close(self, address):
+        pass
+
+    def free(self):
+        gc.collect()  # the solvers that mapped the window
+        self.comm.Barrier()
+        self.win.Free()
+
+
+@pytest.fixture(params=["host", "shared"])
+def halo(request, monkeypatch):
+    """The halo path of the CPU ranks: "host" (MPI_Sendrecv) or "shared"
+    (the device-to-device protocol over shared host memory); the value
+    comm_info["halo"] reports."""
+    if request.param == "host":
+        yield "host"
+        return
+    dev = SharedDevice(COMM)
+    monkeypatch.setattr(importlib.import_module("nlsepy.dec.solver"), "_halo_device",
+                        lambda backend: dev)
+    yield "cuda-ipc"
+    monkeypatch.undo()
+    dev.free()
+
+
 CASES = [("bcc", "zero"), ("bcc", "periodic"), ("fcc", "zero"), ("fcc", "periodic")]
 
 
 @pytest.mark.parametrize("grid,bc", CASES)
-def test_real_time_matches_single_process(grid, bc):
+def test_real_time_matches_single_process(grid, bc, halo):
     ref, sim = pair(grid, bc)
+    assert sim.comm_info["halo"] == halo
     assert sim.max_dt == ref.max_dt and sim.dt == ref.dt
     ref.step(100)
     sim.step(100)
@@ -90,8 +159,9 @@ def test_real_time_matches_single_process(grid, bc):
 
 
 @pytest.mark.parametrize("grid,bc", CASES)
-def test_imaginary_time_matches_single_process(grid, bc):
+def test_imaginary_time_matches_single_process(grid, bc, halo):
     ref, sim = pair(grid, bc)
+    assert sim.comm_info["halo"] == halo
     ref.imaginary_time(100, norm=2.0)
     sim.imaginary_time(100, norm=2.0)
     assert sim.imaginary_steps == ref.imaginary_steps == 100
@@ -308,11 +378,12 @@ def test_blow_up_stops_every_rank():
     np.testing.assert_array_equal(e.value.last_good[1], ref.psi[sim.local_slice])
 
 
-def test_blow_up_in_one_rank_only():
+def test_blow_up_in_one_rank_only(halo):
     """A value that only one rank's layers make non-finite: every rank
     stops at the same step and keeps the last finite state, in the leapfrog,
     in its RK4 start and in imaginary time."""
     _, sim = pair("bcc", "zero")
+    assert sim.comm_info["halo"] == halo
     sim.step(3)
     big, prev = sim.psi, sim.psi_prev
     if RANK == SIZE - 1:
@@ -333,6 +404,72 @@ def test_blow_up_in_one_rank_only():
     np.testing.assert_array_equal(sim.gather(root=None), before)
 
 
+class CountingComm:
+    """A communicator that counts its barriers."""
+
+    def __init__(self, comm):
+        self.comm, self.barriers = comm, 0
+
+    def Barrier(self):
+        self.barriers += 1
+        self.comm.Barrier()
+
+    def __getattr__(self, name):
+        return getattr(self.comm, name)
+
+
+def test_shared_path_is_the_host_path_bit_for_bit(monkeypatch):
+    """The device-to-device protocol moves the host path's bytes: the same
+    states after real-time steps (a given psi(-dt), then a new state and
+    the RK4 start), run frames and imaginary time, on both boundaries;
+    NLSEPY_HALO=host turns it off."""
+    dev = SharedDevice(COMM)
+    try:
+        for bc in ("zero", "periodic"):
+            host = pair("fcc", bc)[1]
+            monkeypatch.setattr(importlib.import_module("nlsepy.dec.solver"), "_halo_device",
+                                lambda backend: dev)
+            ref, sim = pair("fcc", bc)
+            monkeypatch.undo()
+            info = sim.comm_info
+            assert info["halo"] == "cuda-ipc" and "CUDA IPC" in info["exchange"]
+            assert host.comm_info["halo"] == "host"
+            prev = state(ref.positions, seed=5)
+            for s in (host, sim):
+                s.set_state(ref.psi, prev)
+                s.step(7)
+                assert s.last_timings["steps"] == 7
+                s.step(1)
+            assert set(sim.last_timings) == {"step", "exchange", "steps"}
+            np.testing.assert_array_equal(sim.psi, host.psi)
+            # one barrier per exchange: the next step's agreed check closes
+            # each exchange but the call's last
+            ipc = sim._solver.ipc
+            ipc.comm = counting = CountingComm(ipc.comm)
+            for s in (host, sim):
+                assert s._solver.step(10) == (10, False)  # one call of the slab
+            assert counting.barriers == 11 and not ipc.unsettled
+            ipc.comm = counting.comm
+            np.testing.assert_array_equal(sim.psi, host.psi)
+            np.testing.assert_array_equal(sim.psi_prev, host.psi_prev)
+            for s in (host, sim):
+                s.psi = ref.psi
+                s.run(13 * ref.dt, frames=3)
+                s.imaginary_time(9)
+            np.testing.assert_array_equal(sim.gather(root=None), host.gather(root=None))
+            del ref, sim, host
+        monkeypatch.setenv("NLSEPY_HALO", "host")
+        monkeypatch.setattr(importlib.import_module("nlsepy.dec.solver"), "_halo_device",
+                            lambda backend: dev)
+        _, sim = pair("bcc", "periodic")
+        info = sim.comm_info
+        assert info["halo"] == "host" and "NLSEPY_HALO=host" in info["exchange"]
+        del sim
+        monkeypatch.undo()
+    finally:
+        dev.free()
+
+
 def node_rank():
     node = COMM.Split_type(MPI.COMM_TYPE_SHARED)
     rank = node.Get_rank()
@@ -340,16 +477,26 @@ def node_rank():
     return rank
 
 
-@pytest.mark.skipif("cuda" not in nl.backends("DecGPE"), reason="needs the CUDA backend and a GPU")
+needs_cuda = pytest.mark.skipif("cuda" not in nl.backends("DecGPE"),
+                                reason="needs the CUDA backend and a GPU")
+
+
+@needs_cuda
+@pytest.mark.parametrize("path", ["cuda-ipc", "host"])
 @pytest.mark.parametrize("bc", ["zero", "periodic"])
-def test_cuda_matches_single_gpu(bc):
-    """GPU ranks (one GPU each, round-robin; layers staged through the host)
+def test_cuda_matches_single_gpu(bc, path, monkeypatch):
+    """GPU ranks (one GPU each, round-robin; the halo layers device to device
+    through CUDA IPC, or staged through the host with NLSEPY_HALO=host)
     against one GPU.  Every rank's reference is made before its solver
     selects the rank's GPU, so on a machine with several GPUs the two live
     on different devices and are called in turn."""
     from nlsepy import _cuda
+    if path == "host":
+        monkeypatch.setenv("NLSEPY_HALO", "host")
     ref, sim = pair("bcc", bc, backend="cuda")
-    device = sim.comm_info["device"]
+    info = sim.comm_info
+    assert info["halo"] == path, info["exchange"]
+    device = info["device"]
     if not os.environ.get("NLSEPY_CUDA_DEVICE", "").strip():
         assert device == node_rank() % _cuda.device_count()
     ref.step(100)
@@ -366,3 +513,36 @@ def test_cuda_matches_single_gpu(bc):
     assert np.abs(sim.gather(root=None) - want).max() <= 1e-12 * np.abs(want).max()
     assert same_everywhere((sim.norm(), sim.energy()))
     assert _cuda.current_device() == device
+
+
+@needs_cuda
+@pytest.mark.parametrize("bc", ["zero", "periodic"])
+def test_cuda_ipc_is_the_host_path_and_one_gpu_bit_for_bit(bc, monkeypatch):
+    """The halo layers through CUDA IPC and through the host: the same bits
+    after real-time steps (the RK4 start, the leapfrog, a given psi(-dt)),
+    run frames and imaginary time, and in real time the single GPU's bits;
+    the exchanges keep their barriers at the end of each call."""
+    ref, ipc = pair("bcc", bc, backend="cuda")
+    monkeypatch.setenv("NLSEPY_HALO", "host")
+    host = nl.DecGPE("bcc", **kwargs("bcc", bc, backend="cuda"), psi0=ref.psi, comm=COMM)
+    monkeypatch.delenv("NLSEPY_HALO")
+    assert ipc.comm_info["halo"] == "cuda-ipc", ipc.comm_info["exchange"]
+    assert host.comm_info["halo"] == "host"
+    for s in (ref, ipc, host):
+        s.step(100)
+    np.testing.assert_array_equal(ipc.psi, host.psi)
+    np.testing.assert_array_equal(ipc.psi_prev, host.psi_prev)
+    np.testing.assert_array_equal(ipc.gather(root=None), ref.psi)
+    np.testing.assert_array_equal(ipc.psi_prev, ref.psi_prev[ipc.local_slice])
+    assert not ipc._solver.ipc.unsettled
+    assert ipc.last_timings["steps"] == 99  # and the RK4 start
+    psi, prev, t_end = ref.psi, state(ref.positions, seed=5), ref.t + 20 * ref.dt
+    for s in (ref, ipc, host):
+        s.set_state(psi, prev)
+        s.run(t_end, frames=4)
+    np.testing.assert_array_equal(ipc.psi, host.psi)
+    np.testing.assert_array_equal(ipc.gather(root=None), ref.psi)
+    for s in (ipc, host):
+        s.imaginary_time(50, norm=2.0)
+    np.testing.assert_array_equal(ipc.psi, host.psi)
+    assert (ipc.norm(), ipc.energy()) == (host.norm(), host.energy())

@@ -1,5 +1,6 @@
 """The z-slab entry points of the DEC C API (nlse_dec_set_slab, get/set_layers,
-combine, has_prev, set_comm; source 001 section 4.2) without MPI, on every
+layers_to/from, combine, has_prev, set_comm; source 001 section 4.2) and the
+device-to-device exchange's barriers (nlsepy._dist.IpcHalo) without MPI, on every
 backend: a handle over a slab with its halo layers reproduces the whole
 grid's step on its own layers bit for bit, the RK4 start by `combine` is
 the solver's own, the observables of the slabs add up to the whole grid's,
@@ -128,6 +129,92 @@ def test_layers_and_arguments(backend):
     h.set_comm(None)
     with pytest.raises(ValueError, match="not finite"):
         h.combine(sim.psi, sim.psi, np.nan, 0.0)
+
+
+def _backend_buffer(backend, nbytes):
+    """A buffer of the backend's memory: (address, free)."""
+    if backend == "cuda":
+        from nlsepy import _cuda
+        addr = _cuda.device_alloc(nbytes)
+        return addr, lambda: _cuda.device_free(addr)
+    buf = np.zeros(nbytes, np.uint8)
+    return buf.ctypes.data, lambda: buf  # the array lives as long as the closure
+
+
+def test_layers_to_and_from_an_address(backend):
+    """layers_to / layers_from: the layers to and from the backend's memory
+    (the device-to-device halo exchange), the same bytes as get_layers."""
+    sim = make("zero", backend)
+    h = sim._solver
+    plane = sim.size // BLOCKS[2]
+    psi = sim.psi
+    addr, free = _backend_buffer(backend, 2 * plane * psi.itemsize)
+    try:
+        h.layers_to(2, 2, addr)
+        h.layers_from(4, 2, addr)
+        want = psi.copy()
+        want[4 * plane:6 * plane] = psi[2 * plane:4 * plane]
+        np.testing.assert_array_equal(sim.psi, want)
+        h.layers_from(0, 1, addr)  # one layer of the two
+        np.testing.assert_array_equal(h.get_layers(0, 1), psi[2 * plane:3 * plane])
+        for first, count in ((-1, 1), (6, 2), (0, 0), (7, 1)):
+            with pytest.raises(ValueError, match="layers"):
+                h.layers_to(first, count, addr)
+            with pytest.raises(ValueError, match="layers"):
+                h.layers_from(first, count, addr)
+        with pytest.raises(ValueError, match="NULL"):
+            h.layers_to(0, 1, 0)
+        with pytest.raises(ValueError, match="NULL"):
+            h.layers_from(0, 1, 0)
+        with pytest.raises(TypeError):
+            h.layers_to(0, 1, "address")
+    finally:
+        free()
+    if backend == "cpu":  # the values are not checked (a neighbour's finite step)
+        nan = np.full(plane, np.nan, psi.dtype)
+        h.layers_from(1, 1, nan.ctypes.data)
+        assert np.isnan(h.get_layers(1, 1)).all()
+
+
+class _Comm:
+    """Records the barriers of an IpcHalo swap among its copies."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def Barrier(self):
+        self.log.append("barrier")
+
+
+def test_ipc_swap_barriers():
+    """The exchange protocol of nlsepy._dist.IpcHalo: copies out, a barrier,
+    copies in, then the closing barrier; without it (settle=False) the next
+    swap opens with the barrier unless a collective settled it."""
+    from nlsepy import _dist
+    log = []
+    halo = _dist.IpcHalo(_Comm(log), None, 8, True, True)
+    halo.mail, halo.peers = [10, 11], {"lower": 20, "upper": 21}
+
+    def put(side, addr):
+        log.append(("put", side, addr))
+
+    def get(which, addr):
+        log.append(("get", which, addr))
+
+    copies = [("put", 0, 10), ("put", 1, 11), "barrier", ("get", "lower", 20),
+              ("get", "upper", 21)]
+    halo.swap(put, get)
+    assert log == copies + ["barrier"] and not halo.unsettled
+    del log[:]
+    halo.swap(put, get, settle=False)
+    assert log == copies and halo.unsettled
+    del log[:]
+    halo.swap(put, get, settle=False)  # nothing settled it: the barrier first
+    assert log == ["barrier"] + copies
+    del log[:]
+    halo.settled()  # e.g. the next step's agreed check
+    halo.swap(put, get)
+    assert log == copies + ["barrier"] and not halo.unsettled
 
 
 def test_comm_needs_a_communicator():

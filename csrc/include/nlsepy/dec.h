@@ -135,6 +135,15 @@ int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count);
 int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out);
 int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in);
 
+/* The same layers to or from memory of the solver's backend (host memory
+ * for the CPU, device memory for CUDA on the solver's device: a buffer of
+ * this process, or another process's mapped by CUDA IPC): the
+ * device-to-device halo exchange between the GPUs of one node.  Both
+ * return when the copy is complete.  layers_from does not check the
+ * values (halo layers come from a neighbour's finite step). */
+int nlse_dec_layers_to(const nlse_dec *s, long first, long count, void *dst);
+int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src);
+
 /* The reduction table of a distributed run (nlsepy/common.h), or NULL for
  * the whole system.  With a table, the imaginary-time norm is the sum over
  * every process's own layers, and each step's blow-up check is agreed

@@ -3,7 +3,8 @@
  * nlsepy/dec.h, source 001): the `Dec` type.  The block table arrives
  * from nlsepy.dec (built there from the crystal's Delaunay complex).
  * A handle may be one z slab of a distributed grid (section 4.2):
- * `set_slab`, the layers in and out for the halo exchange, `combine` for
+ * `set_slab`, the layers in and out for the halo exchange (as arrays, or
+ * to and from an address of the backend's memory), `combine` for
  * the RK4 start, and `set_comm`, which takes the reduction table from the
  * capsule the MPI extension makes (this module links no MPI).
  */
@@ -336,6 +337,39 @@ static PyObject *dec_set_layers(DecObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* layers_to / layers_from(first, count, address): the layers to or from
+ * memory of the backend at an address (a device buffer for CUDA, e.g. a
+ * peer's mapped by CUDA IPC; host memory for the CPU) */
+static PyObject *layers_addr(DecObject *self, PyObject *args, int to)
+{
+    long first, count;
+    PyObject *addr;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "llO", &first, &count, &addr))
+        return NULL;
+    void *ptr = PyLong_AsVoidPtr(addr);
+    if (!ptr) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "the address is NULL");
+        return NULL;
+    }
+    int st;
+    NLSEPY_RUN(self, st, to ? nlse_dec_layers_to(self->s, first, count, ptr)
+                            : nlse_dec_layers_from(self->s, first, count, ptr));
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dec_layers_to(DecObject *self, PyObject *args)
+{
+    return layers_addr(self, args, 1);
+}
+
+static PyObject *dec_layers_from(DecObject *self, PyObject *args)
+{
+    return layers_addr(self, args, 0);
+}
+
 /* set_comm(capsule or None): the solver becomes one part of a distributed
  * run over the capsule's table (None: the whole system again) */
 static PyObject *dec_set_comm(DecObject *self, PyObject *arg)
@@ -431,6 +465,12 @@ static PyMethodDef dec_methods[] = {
      "get_layers(first, count) -> new 1-d array of those layers of the state."},
     {"set_layers", (PyCFunction)dec_set_layers, METH_VARARGS,
      "set_layers(first, count, values): copy layers into the state."},
+    {"layers_to", (PyCFunction)dec_layers_to, METH_VARARGS,
+     "layers_to(first, count, address): copy those layers of the state to the backend's "
+     "memory at address (device memory for CUDA)."},
+    {"layers_from", (PyCFunction)dec_layers_from, METH_VARARGS,
+     "layers_from(first, count, address): copy layers from the backend's memory at address "
+     "into the state (values not checked)."},
     {"set_comm", (PyCFunction)dec_set_comm, METH_O,
      "set_comm(capsule or None): one part of a distributed run (the imaginary-time norm and "
      "the blow-up checks agreed over the processes)."},

@@ -7,7 +7,11 @@ halo layer on each side that has a neighbour (both sides for periodic
 boundaries): the source's two-slice overlap between consecutive devices.
 The eq. 8 operator reaches one layer of blocks, so one halo layer covers a
 leapfrog step (eq. 12) or an imaginary-time step; the halos are refreshed
-from the neighbours after every step (``MPI_Sendrecv``).
+from the neighbours after every step: on GPU ranks of one node device to
+device (``_dist.IpcHalo``: each rank's edge layers copied into its device
+mailboxes, the neighbours' mailboxes, mapped by CUDA IPC, copied into the
+halo layers), otherwise through host memory (``MPI_Sendrecv``).  Both move
+the same bytes, so the results are the same bits.
 
 The rank's extended slab is one single-process C handle (on a GPU rank,
 made on the rank's own GPU, which ``DecGPE`` selects first) with
@@ -22,7 +26,8 @@ RK4 step that starts the leapfrog is taken stage by stage
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -50,10 +55,15 @@ class SlabDec:
         Periodic boundaries (the first and last ranks are neighbours).
     dt : float
         The handle's time step (for the RK4 start).
+    device : module, optional
+        On GPU ranks, nlsepy's CUDA extension (``device_alloc``, ``ipc_*``):
+        the halos then go device to device when every rank is on one node
+        (:class:`nlsepy._dist.IpcHalo`; ``NLSEPY_HALO=host`` keeps them on
+        the host path).  None: through host memory.
     """
 
     def __init__(self, make: Callable[[int], Any], layout: _dist.Layout, periodic: bool,
-                 dt: float) -> None:
+                 dt: float, device: Any = None) -> None:
         self.layout, self.periodic, self.dt = layout, periodic, float(dt)
         self.comm = layout.comm
         many = layout.size > 1
@@ -66,6 +76,27 @@ class SlabDec:
         self.h.set_slab(layout.start - self.lo, self.lo, self.count)
         self.capsule: Any = None
         self.seconds = 0.0  # the kernels' time of the last step() or imaginary()
+        # seconds since the last reset: the handle's steps (kernels and the
+        # agreed blow-up check, so waiting for the slowest rank too) and the
+        # halo exchanges after them
+        self.timings: Dict[str, float] = {"step": 0.0, "exchange": 0.0, "steps": 0}
+        self.device = device
+        self.ipc: Any = None  # the device-to-device exchange, set up at the first one
+        self.ipc_why = ""     # why not, when not
+        self._put: Any = None
+        self._get: Any = None
+
+    def __del__(self) -> None:
+        if getattr(self, "ipc", None):
+            try:
+                self.ipc.close()
+            except Exception:  # the context may be gone at exit
+                pass
+
+    @property
+    def halo(self) -> str:
+        """How the halo layers move: "cuda-ipc" (device to device) or "host"."""
+        return "cuda-ipc" if self.ipc else "host"
 
     def connect(self) -> None:
         """Hand the handle the reduction table over the communicator
@@ -79,10 +110,42 @@ class SlabDec:
         _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
         return recv_lo, recv_hi
 
-    def exchange(self) -> None:
+    def _open_ipc(self) -> None:
+        """Set up the device-to-device exchange (collective) and the two
+        copies it calls, made once: no Python objects are made per step."""
+        nbytes = self.h.get_layers(0, HALO_LAYERS).nbytes  # the halo's bytes, once
+        halo = _dist.IpcHalo(self.comm, self.device, nbytes, bool(self.lo), bool(self.hi))
+        self.ipc = halo if halo.open() else False
+        self.ipc_why = halo.why
+        if not self.ipc:
+            return
+        h, k = self.h, HALO_LAYERS
+        edge = (self.lo, self.lo + self.count - k)            # my first and last own layers
+        into = {"lower": 0, "upper": self.lo + self.count}    # the halo layers
+        layers_to, layers_from = h.layers_to, h.layers_from
+
+        def put(side: int, address: int) -> None:
+            layers_to(edge[side], k, address)
+
+        def get(which: str, address: int) -> None:
+            layers_from(into[which], k, address)
+
+        self._put, self._get = put, get
+
+    def exchange(self, settle: bool = True) -> None:
         """Refresh the halo layers of the handle's state from the neighbours
-        (through host memory, also for GPU ranks)."""
+        (collective).  `settle`: see :meth:`nlsepy._dist.IpcHalo.swap`
+        (False only where every rank passes a collective before the next
+        exchange or the end of the call: the next step's agreed check)."""
         if self.layout.size == 1:
+            return
+        if self.ipc is None:  # GPU ranks on one node: device to device?
+            if self.device is None:
+                self.ipc = False
+            else:
+                self._open_ipc()
+        if self.ipc:
+            self.ipc.swap(self._put, self._get, settle)
             return
         lo, n = self.lo, self.count
         recv_lo, recv_hi = self._swap(self.h.get_layers(lo, 1), self.h.get_layers(lo + n - 1, 1))
@@ -157,32 +220,52 @@ class SlabDec:
         self.exchange()
         return False
 
+    def _settled(self) -> None:
+        """Every rank has completed a collective (the step's agreed check)."""
+        if self.ipc:
+            self.ipc.settled()
+
     def step(self, n: int) -> Tuple[int, bool]:
         """`n` leapfrog steps, one per C call with the halo exchange after
-        each; stops on every rank at the first step that blew up on any."""
+        each; stops on every rank at the first step that blew up on any.
+
+        On the device-to-device path an exchange followed by another step
+        leaves out its closing barrier: that step's agreed blow-up check
+        (an ``MPI_Allgather`` every rank enters after its halo copies)
+        proves the neighbours done with this rank's mailboxes.  The last
+        exchange of the call keeps it."""
         self.seconds = 0.0
+        clock, tm = time.perf_counter, self.timings
         for q in range(n):
             if not self.h.has_prev():
                 if self._rk4_start():
                     return q, True
                 continue
+            t0 = clock()
             _, blew = self.h.step(1)  # the blow-up check is agreed in C
+            self._settled()
+            t1 = clock()
+            tm["step"] += t1 - t0
             self.seconds += self.h.last_seconds()
             if blew:
                 return q, True
-            self.exchange()
+            self.exchange(settle=q == n - 1)
+            tm["exchange"] += clock() - t1
+            tm["steps"] += 1
         return n, False
 
     def imaginary(self, n: int, norm: float) -> Tuple[int, bool]:
         """`n` normalised imaginary-time steps (the norm summed over every
-        rank in C), the halos refreshed after each."""
+        rank in C: the collective that settles the exchange before it, as
+        in :meth:`step`), the halos refreshed after each."""
         self.seconds = 0.0
         for q in range(n):
             _, blew = self.h.imaginary(1, norm)
+            self._settled()
             self.seconds += self.h.last_seconds()
             if blew:
                 return q, True
-            self.exchange()
+            self.exchange(settle=q == n - 1)
         return n, False
 
     # ---------------------------------------------------------- observables

@@ -80,6 +80,13 @@ def _agreed_backend(comm: Any, backend: str) -> str:
     return name
 
 
+def _halo_device(backend: str) -> Any:
+    """The module whose device buffers carry a distributed solver's halo
+    layers between the GPU ranks of one node (``device_alloc``, ``ipc_*``:
+    nlsepy's CUDA extension), or None: the halos go through host memory."""
+    return _backend.module("cuda") if backend == "cuda" else None
+
+
 class DecGPE:
     """The 3D GPE by discrete exterior calculus on a crystal grid.
 
@@ -143,8 +150,11 @@ class DecGPE:
         normalisation up to the rounding of the global sum.  With
         ``backend="cuda"`` each rank takes its own GPU (the rank's index on
         its node modulo the node's GPUs; ``NLSEPY_CUDA_DEVICE`` picks one
-        instead) and stages its halo layers through host memory.  Needs
-        mpi4py and nlsepy's MPI layer (see the README).
+        instead); when every rank is on one node the halo layers go device
+        to device through CUDA IPC, otherwise (or with ``NLSEPY_HALO=host``)
+        they are staged through host memory, with the same results
+        (:attr:`comm_info` ``["halo"]`` says which).  Needs mpi4py and
+        nlsepy's MPI layer (see the README).
 
     Examples
     --------
@@ -260,7 +270,8 @@ class DecGPE:
                 self._solver.set_potential(self._V)
             return None
         assert self._layout is not None
-        self._solver = SlabDec(self._handle, self._layout, self.bc == "periodic", self._dt)
+        self._solver = SlabDec(self._handle, self._layout, self.bc == "periodic", self._dt,
+                               device=_halo_device(self._backend))
         if psi0 is None:
             return np.zeros(self._own.stop - self._own.start, self.dtype), None
         return self._local_states(psi0, psi_prev)
@@ -595,8 +606,19 @@ class DecGPE:
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an integer >= 0, got {n!r}")
+        if self._comm is not None:
+            self._solver.timings.update(step=0.0, exchange=0.0, steps=0)
         self._advance(int(n), self._dt)
         return self
+
+    @property
+    def last_timings(self) -> Dict[str, float]:
+        """A distributed solver's seconds on this rank over the leapfrog
+        steps of the last :meth:`step` call (the steps of :meth:`run` add
+        up): ``step`` (the slab's kernels and the agreed blow-up check, so
+        the wait for the slowest rank too), ``exchange`` (the halo layers)
+        and ``steps``.  Empty for one process."""
+        return {} if self._comm is None else dict(self._solver.timings)
 
     def imaginary_time(self, steps: int, norm: Optional[float] = None) -> "DecGPE":
         """Relax towards the ground state by normalised imaginary-time steps.
@@ -1100,15 +1122,19 @@ class DecGPE:
         one process)."""
         if self._comm is None:
             return {}
-        lay = self._layout
+        lay, sol = self._layout, self._solver
         assert lay is not None
         info = _dist.info(self._comm)
         return {"ranks": lay.size, "rank": lay.rank, "axis": "z (layers of blocks)",
                 "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
                 "cells": (self._own.start, self._n_own), "halo_layers": HALO_LAYERS,
-                "exchange": "MPI_Sendrecv of one layer of blocks per side, once per step"
-                + (" (device layers staged through the host)" if self.backend == "cuda"
-                   else ""),
+                "halo": sol.halo,
+                "exchange": ("device to device through CUDA IPC (one node), one layer of "
+                             "blocks per side, once per step" if sol.ipc else
+                             "MPI_Sendrecv of one layer of blocks per side, once per step" +
+                             (" (device layers staged through the host)"
+                              if self.backend == "cuda" else "")) +
+                            (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"],
                 "device": self._device if self.backend == "cuda" else None}
