@@ -230,7 +230,8 @@ __device__ __forceinline__ double block_sum(double v, double *red)
 }
 
 /* out = x0 + (cre + i cim) H(x1) x1; x0 may be NULL or out.  With `part`,
- * the block's sum |B| |out|^2 goes to part[block].  A non-finite output
+ * the block's sum |B| |out|^2 goes to part[block] (the block's units fixed
+ * by its index: the same sums on every run).  A non-finite output
  * records `step` in *bad; the launch does nothing when *bad is set. */
 template <typename R, bool HASV, int MAXN, int MINB>
 __global__ void __launch_bounds__(256, MINB)
@@ -253,12 +254,21 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     if (skip)
         return;
     double nn = 0;
+    unsigned next = blockIdx.x;
     for (;;) {
         /* units are handed out in order, so the resident thread blocks work
          * on neighbouring units at any moment (a fixed stride would let
-         * them drift apart and the planes of psi(n) fall out of L2) */
-        if (threadIdx.x == 0)
-            su = atomicAdd(ctr + slot, 1u);
+         * them drift apart and the planes of psi(n) fall out of L2); with
+         * `part` (imaginary time) each block takes a fixed share instead, so
+         * its part of the norm, and the norm, do not depend on the scheduling */
+        if (threadIdx.x == 0) {
+            if (part) {
+                su = next;
+                next += gridDim.x;
+            } else {
+                su = atomicAdd(ctr + slot, 1u);
+            }
+        }
         __syncthreads();
         const unsigned u = su;
         __syncthreads();
