@@ -525,6 +525,18 @@ static int collect_rows(nlse_dipolar *s, int count, int imag, double *out)
     return nlse_cuda_check(err, "collecting the recorded moments");
 }
 
+int dipolar_blowup(nlse_dipolar *s, size_t bytes, double g_start, double gdd_start, long k, long n,
+                   long *done)
+{
+    CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    s->g = g_start;
+    s->gdd = gdd_start;
+    if (done)
+        *done = k;
+    return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1, n);
+}
+
 template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg,
                                         double dgdd, const nlse_dipolar_record *rec, long *done)
 {
@@ -590,16 +602,8 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
     cudaEventElapsedTime(&ms, s->ev0, s->ev1);
     s->last_seconds = ms * 1e-3;
     CKS(collect_rows(s, held, a.imag, rows)); /* after a blow-up too: the rows before it */
-    if (bad >= 0) {
-        CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
-        CK(cudaStreamSynchronize(s->stream));
-        s->g = g_start;
-        s->gdd = gdd_start;
-        if (done)
-            *done = bad;
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
-                         (long)bad + 1, n);
-    }
+    if (bad >= 0)
+        return dipolar_blowup(s, bytes, g_start, gdd_start, bad, n, done);
     if (mode == NLSE_DIPOLAR_IMAG) {
         dipolar_scale_by_norm<T>(s);
         CK(cudaGetLastError());

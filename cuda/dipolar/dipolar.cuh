@@ -531,6 +531,7 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
 void dipolar_norm(nlse_dipolar *s, int parts, int step, double *rec);
 
 /* dipolar_fft.cu */
+int dipolar_fft_check(cufftResult r, const char *what); /* a cuFFT status as an nlsepy one */
 int dipolar_enable_dipolar(nlse_dipolar *s); /* plans, buffers, kernel table */
 template <typename T> int dipolar_prepare(nlse_dipolar *s, int want, int step);
 template <typename T> int dipolar_apply_fft(nlse_dipolar *s);
@@ -542,6 +543,10 @@ int dipolar_of_state(nlse_dipolar *s); /* dens <- V_dd * |psi|^2 */
  * all of it); the trap's normalised Gaussian start. */
 int dipolar_create_rows(const nlse_dipolar_params *p, size_t row0, size_t rows, nlse_dipolar **out);
 int dipolar_promote(nlse_dipolar *s);
+/* A blow-up at step k (from 0) of n: the state of the call's start back
+ * from the backup (`bytes`), the couplings too; *done = k; NLSE_ERR_BLOWUP. */
+int dipolar_blowup(nlse_dipolar *s, size_t bytes, double g_start, double gdd_start, long k, long n,
+                   long *done);
 int dipolar_ensure_backup(nlse_dipolar *s);
 template <typename T> void dipolar_scale_by_norm(nlse_dipolar *s);
 

@@ -22,7 +22,8 @@
  * copy engines move the data over NVLink or PCIe, no packing pass and no
  * host memory.  Ranks on several hosts (no IPC) stage the same blocks
  * through pinned host buffers and the comm table's all-to-all (an
- * MPI_Alltoallv).  One rank alone solves x and transforms in place.  Each transpose ends with a barrier (the rank-ordered max of
+ * MPI_Alltoallv).  One rank alone solves x and transforms in place.
+ * Each transpose ends with a barrier (the rank-ordered max of
  * the nlse_comm table) that also carries errors: a rank that fails goes on
  * to the next barrier and every rank returns there, so no rank waits for
  * one that has left.  The arithmetic on the slab is the single-device
@@ -271,14 +272,6 @@ static int from_pencils(nlse_dipolar *s, const void *src, int b, size_t L, size_
 /* the dipolar term                                                   */
 /* ------------------------------------------------------------------ */
 
-static int fft_ok(cufftResult r, const char *what)
-{
-    if (r == CUFFT_SUCCESS)
-        return NLSE_OK;
-    return nlse_fail(NLSE_ERR_BACKEND, "cuFFT error %d in %s%s", (int)r, what,
-                     r == CUFFT_ALLOC_FAILED ? " (out of device memory)" : "");
-}
-
 static int make_plans(nlse_dipolar *s)
 {
     dipolar_dist *D = s->dist;
@@ -287,32 +280,34 @@ static int make_plans(nlse_dipolar *s)
         cin[2] = {(int)D->n1, (int)D->nh};
     const int ni = (int)s->L.n[0];
     size_t w = 0;
-    CKS(fft_ok(cufftCreate(&D->f2), "cufftCreate"));
+    CKS(dipolar_fft_check(cufftCreate(&D->f2), "cufftCreate"));
     if (cufftCreate(&D->b2) != CUFFT_SUCCESS) {
         cufftDestroy(D->f2);
         return nlse_fail(NLSE_ERR_BACKEND, "cuFFT error in cufftCreate");
     }
     D->plans = 1;
-    CKS(fft_ok(cufftMakePlanMany(D->f2, 2, n, rin, 1, (int)(D->n1 * s->nlp), cin, 1,
-                                 (int)(D->n1 * D->nh), dbl ? CUFFT_D2Z : CUFFT_R2C, ni, &w),
-               "cufftMakePlanMany (y, z)"));
+    CKS(dipolar_fft_check(cufftMakePlanMany(D->f2, 2, n, rin, 1, (int)(D->n1 * s->nlp), cin, 1,
+                                            (int)(D->n1 * D->nh), dbl ? CUFFT_D2Z : CUFFT_R2C,
+                                            ni, &w),
+                          "cufftMakePlanMany (y, z)"));
     s->fft_work += w;
-    CKS(fft_ok(cufftMakePlanMany(D->b2, 2, n, cin, 1, (int)(D->n1 * D->nh), rin, 1,
-                                 (int)(D->n1 * s->nlp), dbl ? CUFFT_Z2D : CUFFT_C2R, ni, &w),
-               "cufftMakePlanMany (y, z)"));
+    CKS(dipolar_fft_check(cufftMakePlanMany(D->b2, 2, n, cin, 1, (int)(D->n1 * D->nh), rin, 1,
+                                            (int)(D->n1 * s->nlp), dbl ? CUFFT_Z2D : CUFFT_C2R,
+                                            ni, &w),
+                          "cufftMakePlanMany (y, z)"));
     s->fft_work += w;
-    CKS(fft_ok(cufftSetStream(D->f2, s->stream), "cufftSetStream"));
-    CKS(fft_ok(cufftSetStream(D->b2, s->stream), "cufftSetStream"));
+    CKS(dipolar_fft_check(cufftSetStream(D->f2, s->stream), "cufftSetStream"));
+    CKS(dipolar_fft_check(cufftSetStream(D->b2, s->stream), "cufftSetStream"));
     if (D->nj) {
         int nx[1] = {(int)D->n0}, emb[1] = {(int)D->n0};
         const int lines = (int)(D->nj * D->nh);
-        CKS(fft_ok(cufftCreate(&D->fx), "cufftCreate"));
+        CKS(dipolar_fft_check(cufftCreate(&D->fx), "cufftCreate"));
         D->plans = 2;
-        CKS(fft_ok(cufftMakePlanMany(D->fx, 1, nx, emb, lines, 1, emb, lines, 1,
-                                     dbl ? CUFFT_Z2Z : CUFFT_C2C, lines, &w),
-                   "cufftMakePlanMany (x)"));
+        CKS(dipolar_fft_check(cufftMakePlanMany(D->fx, 1, nx, emb, lines, 1, emb, lines, 1,
+                                                dbl ? CUFFT_Z2Z : CUFFT_C2C, lines, &w),
+                              "cufftMakePlanMany (x)"));
         s->fft_work += w;
-        CKS(fft_ok(cufftSetStream(D->fx, s->stream), "cufftSetStream"));
+        CKS(dipolar_fft_check(cufftSetStream(D->fx, s->stream), "cufftSetStream"));
     }
     s->dev_bytes += s->fft_work;
     return NLSE_OK;
@@ -362,6 +357,31 @@ static int drain(nlse_dipolar *s, int st)
     return st ? st : nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
 }
 
+/* A transpose to the pencils (to) or back, once the local work queued has
+ * drained, and the barrier after it; its seconds are added to *acc. */
+static int transpose(nlse_dipolar *s, int to, const void *src, int b, size_t L, size_t es, int st,
+                     double *acc)
+{
+    st = drain(s, st);
+    const double t0 = now();
+    if (!st)
+        st = to ? to_pencils(s, src, b, L, es) : from_pencils(s, src, b, L, es);
+    st = dist_sync(s, st);
+    *acc += now() - t0;
+    return st;
+}
+
+/* The C2C transform along x of the spectrum's pencils at pen, in place. */
+static int exec_x(nlse_dipolar *s, void *pen, int dir)
+{
+    cufftHandle p = s->dist->fx;
+    if (s->p.dtype == NLSE_COMPLEX128)
+        return dipolar_fft_check(cufftExecZ2Z(p, (cufftDoubleComplex *)pen,
+                                              (cufftDoubleComplex *)pen, dir), "cufftExecZ2Z");
+    return dipolar_fft_check(cufftExecC2C(p, (cufftComplex *)pen, (cufftComplex *)pen, dir),
+                             "cufftExecC2C");
+}
+
 /* dens <- V_dd * dens (the density in dens; collective).  The spectrum's x
  * pencils are the other ranks' (pen), or dens itself on one rank. */
 template <typename T> static int dist_fft(nlse_dipolar *s)
@@ -371,49 +391,27 @@ template <typename T> static int dist_fft(nlse_dipolar *s)
     const int dbl = sizeof(T) == sizeof(double), one = D->size == 1;
     const size_t ces = 2 * s->rs;
     void *pen = one ? s->dens : D->pen;
-    int st = dbl ? fft_ok(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
-                                       (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
-                 : fft_ok(cufftExecR2C(D->f2, (cufftReal *)s->dens, (cufftComplex *)s->dens),
-                          "cufftExecR2C");
-    if (!one) {
-        st = drain(s, st);
-        const double tt = now();
-        if (!st)
-            st = to_pencils(s, s->dens, 0, D->nh, ces);
-        st = dist_sync(s, st);
-        D->tm[3] += now() - tt;
-        if (st)
-            return st;
-    }
-    if (D->nj) {
+    int st = dbl ? dipolar_fft_check(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
+                                                  (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
+                 : dipolar_fft_check(cufftExecR2C(D->f2, (cufftReal *)s->dens,
+                                                  (cufftComplex *)s->dens), "cufftExecR2C");
+    if (!one && (st = transpose(s, 1, s->dens, 0, D->nh, ces, st, &D->tm[3])))
+        return st;
+    if (D->nj && !st) {
         const long long nk = (long long)(D->n0 * D->nj * D->nh);
-        st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)pen, (cufftDoubleComplex *)pen,
-                                       CUFFT_FORWARD), "cufftExecZ2Z")
-                 : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)pen, (cufftComplex *)pen,
-                                       CUFFT_FORWARD), "cufftExecC2C");
+        st = exec_x(s, pen, CUFFT_FORWARD);
         if (!st)
             st = dipolar_kmul<T>(s, pen, D->kern, nk);
         if (!st)
-            st = dbl ? fft_ok(cufftExecZ2Z(D->fx, (cufftDoubleComplex *)pen,
-                                           (cufftDoubleComplex *)pen, CUFFT_INVERSE),
-                              "cufftExecZ2Z")
-                     : fft_ok(cufftExecC2C(D->fx, (cufftComplex *)pen, (cufftComplex *)pen,
-                                           CUFFT_INVERSE), "cufftExecC2C");
+            st = exec_x(s, pen, CUFFT_INVERSE);
     }
-    if (!one) {
-        st = drain(s, st);
-        const double tt = now();
-        if (!st)
-            st = from_pencils(s, D->pen, 2, D->nh, ces);
-        st = dist_sync(s, st);
-        D->tm[3] += now() - tt;
-        if (st)
-            return st;
-    }
-    st = dbl ? fft_ok(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
-                                   (cufftDoubleReal *)s->dens), "cufftExecZ2D")
-             : fft_ok(cufftExecC2R(D->b2, (cufftComplex *)s->dens, (cufftReal *)s->dens),
-                      "cufftExecC2R");
+    if (!one && (st = transpose(s, 0, D->pen, 2, D->nh, ces, st, &D->tm[3])))
+        return st;
+    if (!st)
+        st = dbl ? dipolar_fft_check(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
+                                                  (cufftDoubleReal *)s->dens), "cufftExecZ2D")
+                 : dipolar_fft_check(cufftExecC2R(D->b2, (cufftComplex *)s->dens,
+                                                  (cufftReal *)s->dens), "cufftExecC2R");
     st = drain(s, st);
     D->tm[2] += now() - t0;
     return st;
@@ -450,16 +448,8 @@ static int solve_x(nlse_dipolar *s, int real_time, int st)
     dipolar_dist *D = s->dist;
     const size_t es = sizeof(V);
     const int one = D->size == 1;
-    if (!one) {
-        st = drain(s, st);
-        const double t0 = now();
-        if (!st)
-            st = to_pencils(s, s->psi, 0, D->n2, es);
-        st = dist_sync(s, st);
-        D->tm[1] += now() - t0;
-        if (st)
-            return st;
-    }
+    if (!one && (st = transpose(s, 1, s->psi, 0, D->n2, es, st, &D->tm[1])))
+        return st;
     if (D->nj && !st) {
         Grid<T> G = grid_of<T>(s);
         G.n0 = (int)D->n0;
@@ -470,15 +460,7 @@ static int solve_x(nlse_dipolar *s, int real_time, int st)
                                     dipolar_cn<T, C>(s, 0, real_time), 0, (int)D->n0, out, false,
                                     &parts);
     }
-    if (one)
-        return st;
-    st = drain(s, st);
-    const double t1 = now();
-    if (!st)
-        st = from_pencils(s, D->pen, 1, D->n2, es);
-    st = dist_sync(s, st);
-    D->tm[1] += now() - t1;
-    return st;
+    return one ? st : transpose(s, 0, D->pen, 1, D->n2, es, st, &D->tm[1]);
 }
 
 /* One step on the slab: H1 and the z solve, the y solve (local), the x
@@ -551,16 +533,8 @@ static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, doubl
             st = step_once<T, T2, T>(s, a, st);
         if (st || (st = global_norm<T>(s, want, &nrm, NLSE_OK)))
             return st;
-        if (!isfinite(nrm) || !(nrm > 0)) { /* the same sum on every rank: all stop here */
-            CK(cudaMemcpyAsync(s->psi, s->backup, bytes, cudaMemcpyDeviceToDevice, s->stream));
-            CK(cudaStreamSynchronize(s->stream));
-            s->g = g_start;
-            s->gdd = gdd_start;
-            if (done)
-                *done = k;
-            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
-                             k + 1, n);
-        }
+        if (!isfinite(nrm) || !(nrm > 0)) /* the same sum on every rank: all stop here */
+            return dipolar_blowup(s, bytes, g_start, gdd_start, k, n, done);
     }
     if (mode == NLSE_DIPOLAR_IMAG) {
         dipolar_scale_by_norm<T>(s);

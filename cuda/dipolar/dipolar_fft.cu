@@ -9,7 +9,7 @@
  */
 #include "dipolar/dipolar.cuh"
 
-static int fft_check(cufftResult r, const char *what)
+int dipolar_fft_check(cufftResult r, const char *what)
 {
     if (r == CUFFT_SUCCESS)
         return NLSE_OK;
@@ -64,21 +64,21 @@ static int make_plans(nlse_dipolar *s)
     const int n0 = (int)s->L.n[0], n1 = (int)s->L.n[1], n2 = (int)s->L.n[2];
     cufftType tf = dbl ? CUFFT_D2Z : CUFFT_R2C, tb = dbl ? CUFFT_Z2D : CUFFT_C2R;
     size_t wf = 0, wb = 0;
-    CKS(fft_check(cufftCreate(&s->pf), "cufftCreate"));
-    CKS(fft_check(cufftCreate(&s->pb), "cufftCreate"));
+    CKS(dipolar_fft_check(cufftCreate(&s->pf), "cufftCreate"));
+    CKS(dipolar_fft_check(cufftCreate(&s->pb), "cufftCreate"));
     s->have_plans = 1;
     if (s->L.ndim == 3) {
-        CKS(fft_check(cufftMakePlan3d(s->pf, n0, n1, n2, tf, &wf), "cufftMakePlan3d"));
-        CKS(fft_check(cufftMakePlan3d(s->pb, n0, n1, n2, tb, &wb), "cufftMakePlan3d"));
+        CKS(dipolar_fft_check(cufftMakePlan3d(s->pf, n0, n1, n2, tf, &wf), "cufftMakePlan3d"));
+        CKS(dipolar_fft_check(cufftMakePlan3d(s->pb, n0, n1, n2, tb, &wb), "cufftMakePlan3d"));
     } else if (s->L.ndim == 2) {
-        CKS(fft_check(cufftMakePlan2d(s->pf, n1, n2, tf, &wf), "cufftMakePlan2d"));
-        CKS(fft_check(cufftMakePlan2d(s->pb, n1, n2, tb, &wb), "cufftMakePlan2d"));
+        CKS(dipolar_fft_check(cufftMakePlan2d(s->pf, n1, n2, tf, &wf), "cufftMakePlan2d"));
+        CKS(dipolar_fft_check(cufftMakePlan2d(s->pb, n1, n2, tb, &wb), "cufftMakePlan2d"));
     } else {
-        CKS(fft_check(cufftMakePlan1d(s->pf, n2, tf, 1, &wf), "cufftMakePlan1d"));
-        CKS(fft_check(cufftMakePlan1d(s->pb, n2, tb, 1, &wb), "cufftMakePlan1d"));
+        CKS(dipolar_fft_check(cufftMakePlan1d(s->pf, n2, tf, 1, &wf), "cufftMakePlan1d"));
+        CKS(dipolar_fft_check(cufftMakePlan1d(s->pb, n2, tb, 1, &wb), "cufftMakePlan1d"));
     }
-    CKS(fft_check(cufftSetStream(s->pf, s->stream), "cufftSetStream"));
-    CKS(fft_check(cufftSetStream(s->pb, s->stream), "cufftSetStream"));
+    CKS(dipolar_fft_check(cufftSetStream(s->pf, s->stream), "cufftSetStream"));
+    CKS(dipolar_fft_check(cufftSetStream(s->pb, s->stream), "cufftSetStream"));
     s->fft_work = wf + wb;
     s->dev_bytes += s->fft_work;
     return NLSE_OK;
@@ -143,18 +143,18 @@ template int dipolar_kmul<double>(nlse_dipolar *, void *, const void *, long lon
 template <typename T> int dipolar_apply_fft(nlse_dipolar *s)
 {
     if (sizeof(T) == sizeof(double)) {
-        CKS(fft_check(cufftExecD2Z(s->pf, (cufftDoubleReal *)s->dens, (cufftDoubleComplex *)s->dens),
+        CKS(dipolar_fft_check(cufftExecD2Z(s->pf, (cufftDoubleReal *)s->dens, (cufftDoubleComplex *)s->dens),
                       "cufftExecD2Z"));
     } else {
-        CKS(fft_check(cufftExecR2C(s->pf, (cufftReal *)s->dens, (cufftComplex *)s->dens),
+        CKS(dipolar_fft_check(cufftExecR2C(s->pf, (cufftReal *)s->dens, (cufftComplex *)s->dens),
                       "cufftExecR2C"));
     }
     CKS(dipolar_kmul<T>(s, s->dens, s->kern, (long long)s->nk));
     if (sizeof(T) == sizeof(double)) {
-        CKS(fft_check(cufftExecZ2D(s->pb, (cufftDoubleComplex *)s->dens, (cufftDoubleReal *)s->dens),
+        CKS(dipolar_fft_check(cufftExecZ2D(s->pb, (cufftDoubleComplex *)s->dens, (cufftDoubleReal *)s->dens),
                       "cufftExecZ2D"));
     } else {
-        CKS(fft_check(cufftExecC2R(s->pb, (cufftComplex *)s->dens, (cufftReal *)s->dens),
+        CKS(dipolar_fft_check(cufftExecC2R(s->pb, (cufftComplex *)s->dens, (cufftReal *)s->dens),
                       "cufftExecC2R"));
     }
     return NLSE_OK;
