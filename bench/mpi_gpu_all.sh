@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every distributed model's CUDA rank tests on 2 and 3 ranks (each on its own
-# GPU where there are enough), the tests of handles on several GPUs, then the
+# GPU where there are enough; the dipolar GPE's also with 2 ranks sharing GPU
+# 0), the tests of handles on several GPUs, then the
 # scaling tables named (bench/scaling_gpu.sh: fd, dipolar, dec, all or none).
 # Logs and tables to $OUT.
 #   OUT=/some/dir bash bench/mpi_gpu_all.sh [TABLES] [EDGES]
@@ -29,6 +30,10 @@ for n in 2 3; do
     "$PY" -m pytest -q --color=no -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py 2>&1 |
     tail -4 | tee -a "$OUT/tests.log"
 done
+echo "== 2 ranks sharing GPU 0: tests/dipolar/ranks_dipolar.py" | tee -a "$OUT/tests.log"
+NLSEPY_CUDA_DEVICE=0 NLSEPY_RANKS_BACKEND=cuda timeout 300 mpirun --allow-run-as-root \
+  --oversubscribe -n 2 "$PY" -m pytest -q --color=no -p no:cacheprovider -x \
+  tests/dipolar/ranks_dipolar.py 2>&1 | tail -4 | tee -a "$OUT/tests.log"
 tables=${1:-none}
 [ "$tables" = none ] && exit 0
 OUT=$OUT bash bench/scaling_gpu.sh "$tables" "${2:-512,1024}" 2>&1 | grep -v "^\s*$" | grep -v "^|---"
