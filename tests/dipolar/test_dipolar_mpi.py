@@ -11,6 +11,21 @@ import pytest
 RANKS = pathlib.Path(__file__).with_name("ranks_dipolar.py")
 
 
+def run_one_and_three(args, one, many):
+    """``python ARGS --out ONE`` in one process, then under ``mpirun -n 3``
+    with ``--out MANY``; returns the mpirun process (checked to succeed)."""
+    import subprocess
+    import sys
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    subprocess.run([sys.executable, *args, "--out", str(one)], check=True, env=env,
+                   capture_output=True, timeout=300)
+    proc = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "3",
+                           sys.executable, *args, "--out", str(many)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_dipolar_distributed(mpirun, nranks, monkeypatch):
@@ -40,9 +55,6 @@ def test_dbec_cli_under_mpirun_writes_the_files_of_one_process(mpirun, tmp_path)
     process: the same names, the text files identical, the binary files
     (the full-grid NAME.bin written by MPI I/O, the sections) within 1e-14;
     no temporary file is left."""
-    import subprocess
-    import sys
-
     import numpy as np
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     src = os.path.join(root, "examples", "dbec", "imag3d-input")
@@ -51,14 +63,8 @@ def test_dbec_cli_under_mpirun_writes_the_files_of_one_process(mpirun, tmp_path)
     args = ["-m", "nlsepy", "dbec", src, "--backend", "cpu"]
     for kv in sets:
         args += ["--set", kv]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
     one, many = tmp_path / "one", tmp_path / "many"
-    subprocess.run([sys.executable, *args, "--out", str(one)], check=True, env=env,
-                   capture_output=True, timeout=300)
-    proc = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "3",
-                           sys.executable, *args, "--out", str(many)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_one_and_three(args, one, many)
     assert proc.stdout.count("wrote ") == 1  # rank 0 reports
     names = sorted(p.name for p in one.iterdir())
     assert sorted(p.name for p in many.iterdir() if not p.name.startswith(".")) == names
@@ -85,9 +91,6 @@ def test_dbec_real_time_dynaout_under_mpirun_is_that_of_one_process(mpirun, tmp_
     """A real-time run with DYNAOUT on 3 ranks (the distributed solver takes
     a stepping call per row and the integrated densities) writes the
     DYNAOUT file of one process (whose stepping calls record the moments)."""
-    import subprocess
-    import sys
-
     import numpy as np
 
     import nlsepy as nl
@@ -105,13 +108,7 @@ def test_dbec_real_time_dynaout_under_mpirun_is_that_of_one_process(mpirun, tmp_
         d.mkdir()
         den.astype("<f8").tofile(d / "imag3d-den.bin")
     args = ["-m", "nlsepy", "dbec", str(src), "--backend", "cpu"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    subprocess.run([sys.executable, *args, "--out", str(one)], check=True, env=env,
-                   capture_output=True, timeout=300)
-    proc = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "3",
-                           sys.executable, *args, "--out", str(many)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_one_and_three(args, one, many)
     dyna = (one / "real3d-dyna.txt").read_text()
     assert len(dyna.splitlines()) == 9  # iterations 2, 4, ..., 18
     assert (many / "real3d-dyna.txt").read_text() == dyna
