@@ -298,6 +298,19 @@ def select_gpu(comm: Any) -> int:
     return device
 
 
+def no_ipc_reason(comm: Any) -> str:
+    """Why the ranks of `comm` do not share device buffers by CUDA IPC:
+    ``NLSEPY_HALO=host`` is set, or the ranks are on several nodes; "" when
+    they may (collective unless ``NLSEPY_HALO=host``, which every rank sees)."""
+    from mpi4py import MPI
+    if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
+        return "NLSEPY_HALO=host"
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    one_node = node.Get_size() == comm.Get_size()
+    node.Free()
+    return "" if one_node else "the ranks are on several nodes"
+
+
 class IpcHalo:
     """Halo rows exchanged device to device between the GPU ranks of one node.
 
@@ -332,15 +345,8 @@ class IpcHalo:
         """Set up the mailboxes (collective).  False, with :attr:`why`, when
         the ranks span several nodes, ``NLSEPY_HALO=host`` is set or a rank
         cannot share device memory: then the caller stages through the host."""
-        from mpi4py import MPI
-        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
-            self.why = "NLSEPY_HALO=host"
-            return False
-        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        one_node = node.Get_size() == self.comm.Get_size()
-        node.Free()
-        if not one_node:
-            self.why = "the ranks are on several nodes"
+        self.why = no_ipc_reason(self.comm)
+        if self.why:
             return False
         rank, size = self.comm.Get_rank(), self.comm.Get_size()
         why, handles = "", None

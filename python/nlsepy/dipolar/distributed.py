@@ -78,16 +78,8 @@ class _GpuSlab:
         several hosts, with ``NLSEPY_HALO=host`` or where a rank cannot share
         its buffers, stage the transposes through host memory instead
         (collective).  :attr:`path` says which."""
-        from mpi4py import MPI
-        node = self._comm.Split_type(MPI.COMM_TYPE_SHARED)
-        one_node = node.Get_size() == self._comm.Get_size()
-        node.Free()
-        why, handles = "", None
-        if os.environ.get("NLSEPY_HALO", "").strip().lower() == "host":
-            why = "NLSEPY_HALO=host"
-        elif not one_node:
-            why = "the ranks are on several hosts"
-        else:
+        why, handles = _dist.no_ipc_reason(self._comm), None
+        if not why:
             try:
                 handles = tuple(self._cuda.ipc_handle(a) for a in self._c.slab_buffers())
             except Exception as exc:  # noqa: BLE001 - any rank's failure: every rank stages
