@@ -143,3 +143,13 @@ int nlsepy_bind_init(void)
     Py_DECREF(errors);
     return exc_blowup && exc_backend ? 0 : -1;
 }
+
+int nlsepy_parse_address(PyObject *obj, void **out)
+{
+    *out = PyLong_AsVoidPtr(obj);
+    if (*out)
+        return 0;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "the address is NULL");
+    return -1;
+}

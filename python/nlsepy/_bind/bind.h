@@ -90,6 +90,10 @@ int nlsepy_npy_type(int dtype, int real);
  * naming `name` otherwise. */
 int nlsepy_parse_triple(PyObject *seq, int n, const char *name, double *outd, size_t *outz);
 
+/* A non-NULL memory address from a Python int into *out: 0, or -1 with
+ * ValueError (NULL) or the conversion's exception. */
+int nlsepy_parse_address(PyObject *obj, void **out);
+
 /* `a` has `ndim` dimensions of `shape` and is aligned and C-contiguous:
  * returns `a`, or NULL with ValueError naming `name`. */
 PyArrayObject *nlsepy_check_grid(PyArrayObject *a, const char *name, int ndim,

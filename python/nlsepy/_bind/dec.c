@@ -346,12 +346,9 @@ static PyObject *layers_addr(DecObject *self, PyObject *args, int to)
     PyObject *addr;
     if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "llO", &first, &count, &addr))
         return NULL;
-    void *ptr = PyLong_AsVoidPtr(addr);
-    if (!ptr) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "the address is NULL");
+    void *ptr;
+    if (nlsepy_parse_address(addr, &ptr))
         return NULL;
-    }
     int st;
     NLSEPY_RUN(self, st, to ? nlse_dec_layers_to(self->s, first, count, ptr)
                             : nlse_dec_layers_from(self->s, first, count, ptr));

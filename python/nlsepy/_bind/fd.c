@@ -309,12 +309,9 @@ static PyObject *rows_addr(FDObject *self, PyObject *args, int to)
     Py_DECREF(pair);
     if (bad < 0)
         return NULL;
-    void *ptr = PyLong_AsVoidPtr(addr);
-    if (!ptr) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "the address is NULL");
+    void *ptr;
+    if (nlsepy_parse_address(addr, &ptr))
         return NULL;
-    }
     int st;
     NLSEPY_RUN(self, st, to ? nlse_fd_rows_to(self->s, (size_t)first, (size_t)count, ptr)
                             : nlse_fd_rows_from(self->s, (size_t)first, (size_t)count, ptr));
