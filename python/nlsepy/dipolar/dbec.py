@@ -745,12 +745,26 @@ def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float,
         return done
     rows = gpe._steps_recording("imaginary" if mode == "imag" else "real", n, every,
                                 done % every, progress=progress)
-    first = (done // every + 1) * every  # the iteration of the first row
-    for q, row in enumerate(rows.tolist()):
-        x2 = row[1:]
-        lines.append(_dyna_line((first + q * every) * dt * option,
-                                math.sqrt(max(sum(x2), 0.0)), [math.sqrt(max(v, 0.0)) for v in x2]))
+    lines.extend(_dyna_lines(rows, (done // every + 1) * every, every, dt, option))
     return done + n
+
+
+def _dyna_lines(rows: np.ndarray, first: int, every: int, dt: float, option: int) -> List[str]:
+    """The DYNAOUT rows of recorded moments (``norm, <x_a^2>...`` per row),
+    the first at iteration `first`, then every `every`: the values of
+    :func:`_dyna_line` (the same operations in the same order), formatted
+    with one ``%`` per row (a GPU run writes a row every 0.2 ms)."""
+    if len(rows) == 0:
+        return []
+    it = first + every * np.arange(len(rows), dtype=np.int64)
+    x2 = rows[:, 1:]
+    total = x2[:, 0].copy()
+    for a in range(1, x2.shape[1]):  # left to right, as sum() adds them
+        total += x2[:, a]
+    table = np.column_stack([it.astype(np.float64) * dt * option,
+                             np.sqrt(np.maximum(total, 0.0)), np.sqrt(np.maximum(x2, 0.0))])
+    fmt = "   ".join(["%8e"] * table.shape[1]) + "\n"
+    return [fmt % tuple(r) for r in table.tolist()]
 
 
 def _pairs(axes: str) -> List[Tuple[str, str]]:
