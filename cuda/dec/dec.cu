@@ -176,8 +176,10 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
 
 /* The cell of thread threadIdx.x in work unit u: false past the row's end. */
 __device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &by, unsigned &bz,
-                                          unsigned &bx, int &c, unsigned &q)
+                                          unsigned &bx, int &c, unsigned &q,
+                                          unsigned t_in = 0xffffffffu)
 {
+    const unsigned tid = t_in == 0xffffffffu ? threadIdx.x : t_in;
     unsigned t, rem, slab;
     FastDiv dslab;
     if (u < G.full_units) {
@@ -195,7 +197,7 @@ __device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &b
     bz = G.z0 + zz;
     const unsigned r2 = rem - zz * slab, yy = fdiv(r2, G.d_chunks);
     by = t * G.ty + yy;
-    q = (r2 - yy * G.chunks) * blockDim.x + threadIdx.x;
+    q = (r2 - yy * G.chunks) * blockDim.x + tid;
     if (q >= G.row_len)
         return false;
     bx = fdiv(q, G.d_cells);
@@ -303,6 +305,113 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             atomicMin(bad, step);
         if (part)
             nn += T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+    }
+    if (part) {
+        const double s = block_sum(nn, red);
+        if (threadIdx.x == 0)
+            part[blockIdx.x] = s;
+    }
+}
+
+/* One cell of k_apply_w: out[i] = x0[i] + (cre + i cim) H(x1) x1 at cell
+ * (bx, by, bz, c); returns |B| |out|^2 (for the norm) and flags a
+ * non-finite value.  x0[i] is loaded first, so its trip to DRAM overlaps
+ * the neighbours' loads. */
+template <typename R, bool HASV, bool EARLY>
+__device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
+                                             typename Vec2<R>::T *out,
+                                             const typename Vec2<R>::T *x0,
+                                             const typename Vec2<R>::T *__restrict__ x1, R cre,
+                                             R cim, const R *__restrict__ V, size_t i, int c,
+                                             unsigned bx, unsigned by, unsigned bz,
+                                             unsigned long long step, unsigned long long *bad)
+{
+    typedef typename Vec2<R>::T C2;
+    C2 a, x;
+    a.x = 0;
+    a.y = 0;
+    if (EARLY) {
+        if (x0)
+            a = x0[i];
+        x = __ldg(x1 + i);
+    }
+    const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
+                          bx + 1 < G.nx;
+    R sr, si;
+    nsum<R, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+    if (!EARLY)
+        x = __ldg(x1 + i);
+    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+    if (HASV)
+        v = v + V[i];
+    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    C2 o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (x0) {
+        if (!EARLY)
+            a = x0[i];
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
+    }
+    out[i] = o;
+    if (!(isfinite(o.x) && isfinite(o.y)))
+        atomicMin(bad, step);
+    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+}
+
+/* k_apply with the work units taken by warps, not thread blocks
+ * (NLSEPY_DEC_KERNEL=3 and 4): a warp sweeps a unit's cells 32 at a time
+ * and asks for its next unit while it works on this one, so no warp waits
+ * at a barrier for the block's slowest warp or for the counter.  With
+ * `part` each warp takes a fixed share of the units (same sums on every
+ * run). */
+template <typename R, bool HASV, bool EARLY, int MINB>
+__global__ void __launch_bounds__(256, MINB)
+k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
+          const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
+          R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
+          double *part, unsigned *ctr, unsigned slot)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    __shared__ double red[32];
+    if (threadIdx.x == 0) {
+        skip = bad && *bad != NONE;
+        if (blockIdx.x == 0)
+            ctr[(slot + 1) % 3] = 0; /* the next launch's counter */
+    }
+    const STab<R> T = stage_table<R>(G, tab, smem);
+    if (skip)
+        return;
+    const unsigned lane = threadIdx.x & 31u, nw = blockDim.x >> 5;
+    const unsigned wg = blockIdx.x * nw + (threadIdx.x >> 5), W = gridDim.x * nw;
+    double nn = 0;
+    unsigned nxt = 0, u = wg;
+    if (!part && lane == 0)
+        nxt = atomicAdd(ctr + slot, 1u);
+    for (;;) {
+        if (!part) {
+            u = __shfl_sync(0xffffffffu, nxt, 0);
+            if (lane == 0)
+                nxt = atomicAdd(ctr + slot, 1u); /* the next unit, asked for now */
+        }
+        if (u >= G.units)
+            break;
+        for (unsigned t = lane; t < blockDim.x; t += 32) {
+            unsigned by, bz, bx, q;
+            int c;
+            if (!unit_cell(G, u, by, bz, bx, c, q, t))
+                break;
+            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+            const double o2 = apply_cell<R, HASV, EARLY>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
+                                                  by, bz, step, bad);
+            if (part)
+                nn += o2;
+        }
+        if (part)
+            u += W;
     }
     if (part) {
         const double s = block_sum(nn, red);
@@ -698,11 +807,33 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply), the variant for
  * the potential array and the table's largest neighbour count. */
+template <typename R, bool HASV, bool EARLY, int MINB>
+static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    k_apply_w<R, HASV, EARLY, MINB><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+        s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+        (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
+}
+
 template <typename R, bool HASV>
 static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     switch (s->variant) {
+    case 3: /* units taken by warps, at most 32 registers */
+        launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 4: /* units taken by warps, the cell's own loads first, at most 40 registers */
+        launch_w<R, HASV, true, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 5: /* units taken by warps, the cell's own loads first, at most 48 registers */
+        launch_w<R, HASV, true, 5>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 6: /* units taken by warps, at most 40 registers */
+        launch_w<R, HASV, false, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
     case 1: /* plain loop, at most 40 registers (three quarters of the warps) */
         launch_k<R, HASV, 0, 6>(s, out, x0, x1, cre, cim, step, part);
         return;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The CUDA DEC leapfrog step under each kernel variant (NLSEPY_DEC_KERNEL,
+# cuda/dec/dec.cu): bench/dec.py's GPU rows for each, then the CUDA DEC
+# tests under each variant other than the default.  Logs to $OUT.
+#   OUT=/some/dir bash bench/dec_kernels.sh [VARIANTS] [BCC BLOCKS] [DTYPES]
+# e.g. bash bench/dec_kernels.sh 0,3,4 128 complex128,complex64
+set -uo pipefail
+OUT=${OUT:-out/dec-kernels}
+mkdir -p "$OUT"
+PY=${PY:-python3}
+if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
+  OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
+variants=${1:-0,3,4}
+blocks=${2:-189}
+dtypes=${3:-complex128,complex64}
+for v in ${variants//,/ }; do
+  echo "== NLSEPY_DEC_KERNEL=$v" | tee -a "$OUT/dec-kernels.log"
+  NLSEPY_DEC_KERNEL=$v "$PY" bench/dec.py --backend cuda --cpu-threads "" --blocks "$blocks" \
+    --dtypes "$dtypes" --repeats 5 --json "$OUT/dec-k$v.json" 2>&1 | grep -v "^\s*$" |
+    tee -a "$OUT/dec-kernels.log"
+done
+for v in ${variants//,/ }; do
+  [ "$v" = 0 ] && continue
+  echo "== tests, NLSEPY_DEC_KERNEL=$v" | tee -a "$OUT/dec-kernels.log"
+  NLSEPY_DEC_KERNEL=$v timeout 300 "$PY" -m pytest -q --color=no -p no:cacheprovider -x \
+    -m "not slow" tests/dec/test_dec_cuda.py 2>&1 | tail -3 | tee -a "$OUT/dec-kernels.log"
+done
