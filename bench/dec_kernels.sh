@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CUDA DEC leapfrog step under each kernel variant (NLSEPY_DEC_KERNEL,
-# cuda/dec/dec.cu): bench/dec.py's GPU rows for each, then the CUDA DEC
+# cuda/dec/dec.cu) and y-tile size (NLSEPY_DEC_TILE_MIB, MiB of psi(n) per
+# plane of a tile): bench/dec.py's GPU rows for each pair, then the CUDA DEC
 # tests under each variant other than the default.  Logs to $OUT.
-#   OUT=/some/dir bash bench/dec_kernels.sh [VARIANTS] [BCC BLOCKS] [DTYPES]
-# e.g. bash bench/dec_kernels.sh 0,3,4 128 complex128,complex64
+#   OUT=/some/dir bash bench/dec_kernels.sh [VARIANTS] [BCC BLOCKS] [DTYPES] [TILE MIBS]
+# e.g. bash bench/dec_kernels.sh 0,3,6 189 complex128,complex64 8,2
 set -uo pipefail
 OUT=${OUT:-out/dec-kernels}
 mkdir -p "$OUT"
@@ -12,15 +13,19 @@ if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
   OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || { tail -30 "$OUT/build.log"; exit 1; }
 fi
 export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
-variants=${1:-0,3,4}
+variants=${1:-0,3,6}
 blocks=${2:-189}
 dtypes=${3:-complex128,complex64}
+tiles=${4:-8}
 for v in ${variants//,/ }; do
-  echo "== NLSEPY_DEC_KERNEL=$v" | tee -a "$OUT/dec-kernels.log"
-  NLSEPY_DEC_KERNEL=$v "$PY" bench/dec.py --backend cuda --cpu-threads "" --blocks "$blocks" \
-    --dtypes "$dtypes" --repeats 5 --json "$OUT/dec-k$v.json" 2>&1 | grep -v "^\s*$" |
-    tee -a "$OUT/dec-kernels.log"
+  for m in ${tiles//,/ }; do
+    echo "== NLSEPY_DEC_KERNEL=$v NLSEPY_DEC_TILE_MIB=$m" | tee -a "$OUT/dec-kernels.log"
+    NLSEPY_DEC_KERNEL=$v NLSEPY_DEC_TILE_MIB=$m "$PY" bench/dec.py --backend cuda --cpu-threads "" \
+      --blocks "$blocks" --dtypes "$dtypes" --repeats 5 --json "$OUT/dec-k$v-t$m.json" 2>&1 |
+      grep -v "^\s*$" | grep -v "^cpu copy" | tee -a "$OUT/dec-kernels.log"
+  done
 done
+[ -n "${NO_TESTS:-}" ] && exit 0
 for v in ${variants//,/ }; do
   [ "$v" = 0 ] && continue
   echo "== tests, NLSEPY_DEC_KERNEL=$v" | tee -a "$OUT/dec-kernels.log"

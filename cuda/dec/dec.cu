@@ -668,7 +668,11 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     s->variant = kv ? atoi(kv) : 0;
     /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
     const size_t row_bytes = (size_t)G->row_len * 2 * rsize(s);
-    size_t ty = ((size_t)8 << 20) / (row_bytes ? row_bytes : 1);
+    double tile_mib = 8;
+    const char *mib = getenv("NLSEPY_DEC_TILE_MIB");
+    if (mib && atof(mib) > 0)
+        tile_mib = atof(mib);
+    size_t ty = (size_t)(tile_mib * 1048576.0 / (double)(row_bytes ? row_bytes : 1));
     const char *env = getenv("NLSEPY_DEC_TILE_ROWS");
     if (env && atoi(env) > 0)
         ty = (size_t)atoi(env);
