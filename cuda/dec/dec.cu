@@ -120,8 +120,9 @@ __device__ __forceinline__ STab<R> stage_table(const DGeo &G, const unsigned cha
     return T;
 }
 
-/* sum_k w_k x_j over the neighbours of cell c (index i) of block (bx, by, bz) */
-template <typename R, int MAXN>
+/* sum_k w_k x_j over the neighbours of cell c (index i) of block (bx, by, bz);
+ * inside the grid the loads go in groups of UNR (the sum keeps the order of k) */
+template <typename R, int MAXN, int UNR = 1>
 __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const typename Vec2<R>::T *x,
                                      size_t i, int c, int bx, int by, int bz, bool interior,
                                      R &sr, R &si)
@@ -144,7 +145,20 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
                 ai += T.w[k0 + q] * v[q].y;
             }
     } else if (interior) {
-        for (int k = k0; k < k1; ++k) {
+        int k = k0;
+        if (UNR > 1)
+            for (; k + UNR <= k1; k += UNR) {
+                C2 v[UNR > 1 ? UNR : 1];
+#pragma unroll
+                for (int q = 0; q < UNR; ++q)
+                    v[q] = __ldg(x + (ptrdiff_t)i + T.delta[k + q]);
+#pragma unroll
+                for (int q = 0; q < UNR; ++q) {
+                    ar += T.w[k + q] * v[q].x;
+                    ai += T.w[k + q] * v[q].y;
+                }
+            }
+        for (; k < k1; ++k) {
             const C2 v = __ldg(x + (ptrdiff_t)i + T.delta[k]);
             ar += T.w[k] * v.x;
             ai += T.w[k] * v.y;
@@ -235,7 +249,7 @@ __device__ __forceinline__ double block_sum(double v, double *red)
  * the block's sum |B| |out|^2 goes to part[block] (the block's units fixed
  * by its index: the same sums on every run).  A non-finite output
  * records `step` in *bad; the launch does nothing when *bad is set. */
-template <typename R, bool HASV, int MAXN, int MINB>
+template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1>
 __global__ void __launch_bounds__(256, MINB)
 k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre, R cim,
@@ -285,7 +299,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                               bx + 1 < G.nx;
         R sr, si;
-        nsum<R, MAXN>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+        nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
         const C2 x = x1[i];
         R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
         if (HASV)
@@ -317,7 +331,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
  * (bx, by, bz, c); returns |B| |out|^2 (for the norm) and flags a
  * non-finite value.  x0[i] is loaded first, so its trip to DRAM overlaps
  * the neighbours' loads. */
-template <typename R, bool HASV, bool EARLY>
+template <typename R, bool HASV, bool EARLY, int UNR>
 __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
                                              typename Vec2<R>::T *out,
                                              const typename Vec2<R>::T *x0,
@@ -338,7 +352,7 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                           bx + 1 < G.nx;
     R sr, si;
-    nsum<R, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+    nsum<R, 0, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
     if (!EARLY)
         x = __ldg(x1 + i);
     R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
@@ -367,7 +381,7 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
  * run). */
-template <typename R, bool HASV, bool EARLY, int MINB>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR>
 __global__ void __launch_bounds__(256, MINB)
 k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
           const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -405,7 +419,7 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             if (!unit_cell(G, u, by, bz, bx, c, q, t))
                 break;
             const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            const double o2 = apply_cell<R, HASV, EARLY>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
+            const double o2 = apply_cell<R, HASV, EARLY, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
                                                   by, bz, step, bad);
             if (part)
                 nn += o2;
@@ -799,24 +813,24 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
-template <typename R, bool HASV, int MAXN, int MINB>
+template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1>
 static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
-    k_apply<R, HASV, MAXN, MINB><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+    k_apply<R, HASV, MAXN, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply), the variant for
  * the potential array and the table's largest neighbour count. */
-template <typename R, bool HASV, bool EARLY, int MINB>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
-    k_apply_w<R, HASV, EARLY, MINB><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+    k_apply_w<R, HASV, EARLY, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
@@ -837,6 +851,15 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         return;
     case 6: /* units taken by warps, at most 40 registers */
         launch_w<R, HASV, false, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 7: /* units taken by warps, neighbours loaded 4 at a time, at most 40 registers */
+        launch_w<R, HASV, false, 6, 4>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 8: /* units taken by warps, neighbours loaded 2 at a time, at most 40 registers */
+        launch_w<R, HASV, false, 6, 2>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 9: /* plain loop, neighbours loaded 4 at a time, at most 40 registers */
+        launch_k<R, HASV, 0, 6, 4>(s, out, x0, x1, cre, cim, step, part);
         return;
     case 1: /* plain loop, at most 40 registers (three quarters of the warps) */
         launch_k<R, HASV, 0, 6>(s, out, x0, x1, cre, cim, step, part);
