@@ -20,10 +20,16 @@
  * served by L1/L2, and the DRAM traffic is the minimum.  The trap potential
  * is computed from the circumcentre, so a leapfrog step moves 48 B per
  * unknown in complex128 (24 in complex64): read psi(n), read and write
- * psi(n-1).  The kernel is bound by memory latency; the neighbour loop runs
- * under 32 registers so that all 64 warps of an SM stay resident
- * (NLSEPY_DEC_KERNEL=1 or 2 picks the 40-register loop or the unrolled
- * loads, slower on an H100: bench/RESULTS.md).
+ * psi(n-1).  The kernel is bound by memory latency.  Two forms
+ * (bench/RESULTS.md, H100): on grids of many cells a block (C15, Z: 64 and
+ * more) a thread block takes a unit at a time, its warps sweeping the
+ * unit's cells together, so the unit's neighbour loads meet in L1 (the loop
+ * under 32 registers, all 64 warps of an SM resident); on the others
+ * (cubic, FCC, BCC, A15) each warp takes units of its own and sweeps them
+ * 32 cells at a time, asking for the next unit while it works on this one
+ * (no barrier waits for the block's slowest warp), under 40 registers, the
+ * neighbours loaded two at a time in complex128.  NLSEPY_DEC_KERNEL = 0..9
+ * picks one form for every grid (the table of variants in launch_n).
  *
  * Blow-up: a kernel that produces a non-finite value records the step in a
  * device word; later launches of the chunk return at once, so the last
@@ -521,7 +527,7 @@ struct nlse_dec {
     unsigned *ctr;           /* work-unit counters of k_apply, 3 slots   */
     unsigned launch;         /* k_apply launches so far (counter slot)   */
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
-    int variant;             /* kernel variant (NLSEPY_DEC_KERNEL)       */
+    int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -679,7 +685,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
     s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
     const char *kv = getenv("NLSEPY_DEC_KERNEL");
-    s->variant = kv ? atoi(kv) : 0;
+    s->variant = kv && *kv ? atoi(kv) : -1; /* -1: by the grid (launch_n) */
     /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
     const size_t row_bytes = (size_t)G->row_len * 2 * rsize(s);
     double tile_mib = 8;
@@ -839,7 +845,10 @@ template <typename R, bool HASV>
 static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
-    switch (s->variant) {
+    int variant = s->variant;
+    if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
+        variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
+    switch (variant) {
     case 3: /* units taken by warps, at most 32 registers */
         launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
