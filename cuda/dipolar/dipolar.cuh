@@ -190,19 +190,47 @@ __device__ __forceinline__ void write_partial(double nsum, double *red, const De
         out.partial[blockIdx.x] = t;
 }
 
+/* block_sum of the four values v[0..3] at once (one shared-memory round;
+ * each the same sum, in the same order, as block_sum gives it); sh holds
+ * 4 (blockDim.x / 32) doubles; the sums in t[] of thread 0. */
+static __device__ void block_sum4(const double *v, double *sh, double *t)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    double u[4];
+    for (int a = 0; a < 4; ++a)
+        u[a] = warp_sum(v[a]);
+    __syncthreads();
+    if (lane == 0)
+        for (int a = 0; a < 4; ++a)
+            sh[a * nw + w] = u[a];
+    __syncthreads();
+    for (int a = 0; a < 4; ++a) {
+        t[a] = 0;
+        if (threadIdx.x == 0)
+            for (int q = 0; q < nw; ++q)
+                t[a] += sh[a * nw + q];
+    }
+}
+
 /* The same with the moments m[q] = int |Psi|^2 x_q^2 when out.mom is set
- * (uniform across the grid: every thread takes the same branch). */
+ * (uniform across the grid: every thread takes the same branch); red holds
+ * 4 (blockDim.x / 32) doubles. */
 template <typename T>
 __device__ __forceinline__ void write_partials(double nsum, const double *m, double *red,
                                                const Dens<T> &out)
 {
-    write_partial(nsum, red, out);
-    if (out.mom)
-        for (int q = 0; q < 3; ++q) {
-            double t = block_sum(m[q], red);
-            if (threadIdx.x == 0)
-                out.mom[q * NB_MAX + blockIdx.x] = t;
-        }
+    if (!out.mom) {
+        write_partial(nsum, red, out);
+        return;
+    }
+    const double v[4] = {nsum, m[0], m[1], m[2]};
+    double t[4];
+    block_sum4(v, red, t);
+    if (threadIdx.x == 0) {
+        out.partial[blockIdx.x] = t[0];
+        for (int q = 0; q < 3; ++q)
+            out.mom[q * NB_MAX + blockIdx.x] = t[1 + q];
+    }
 }
 
 /* A line's part of the moments: `ls` = sum_m w_Q[m] |Psi|^2 and `lq` =

@@ -46,7 +46,7 @@ template <int Q> struct LaneMap {
 template <typename T, typename V, typename C, int Q, bool LAST>
 __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
 {
-    __shared__ double red[BLK / 32];
+    __shared__ double red[4 * (BLK / 32)];
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
     const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
                                                                    : (long long)n0 * n1;
@@ -142,29 +142,24 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
 __global__ void k_norm(const double *partial, int count, double *norm, int *bad, int step,
                        double *rec)
 {
-    __shared__ double red[8];
-    double v = 0;
-    for (int q = threadIdx.x; q < count; q += blockDim.x)
-        v += partial[q];
-    double t = block_sum(v, red);
-    if (threadIdx.x == 0) {
-        norm[0] = t;
+    __shared__ double red[4 * 8];
+    double v[4] = {0, 0, 0, 0}, t[4];
+    for (int q = threadIdx.x; q < count; q += blockDim.x) {
+        v[0] += partial[q];
         if (rec)
-            rec[0] = t;
-        if (!(t > 0) || !isfinite(t))
+            for (int a = 0; a < 3; ++a)
+                v[1 + a] += partial[(size_t)(1 + a) * NB_MAX + q];
+    }
+    block_sum4(v, red, t);
+    if (threadIdx.x == 0) {
+        norm[0] = t[0];
+        if (rec)
+            for (int a = 0; a < 4; ++a)
+                rec[a] = t[a];
+        if (!(t[0] > 0) || !isfinite(t[0]))
             if (bad[0] < 0)
                 bad[0] = step;
     }
-    if (rec)
-        for (int a = 0; a < 3; ++a) {
-            const double *part = partial + (size_t)(1 + a) * NB_MAX;
-            double u = 0;
-            for (int q = threadIdx.x; q < count; q += blockDim.x)
-                u += part[q];
-            double ta = block_sum(u, red);
-            if (threadIdx.x == 0)
-                rec[1 + a] = ta;
-        }
 }
 
 /* ------------------------------------------------------------------ */

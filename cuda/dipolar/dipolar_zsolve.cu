@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
                                                Dens<T> out)
 {
     extern __shared__ unsigned char smem_raw[];
-    __shared__ double red[BLK / 32];
+    __shared__ double red[4 * (BLK / 32)];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
     const int n = G.n2, c = chunk, span = 32 * (c + 1);
     V *s = (V *)smem_raw + (size_t)warp * 2 * span;
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
                                               Dens<T> out)
 {
     extern __shared__ unsigned char smem_raw[];
-    __shared__ double red[BLK / 32];
+    __shared__ double red[4 * (BLK / 32)];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
     const int n = G.n2, base = lane * CH;
     /* the block's tables gam[t][lane], alp[t][lane] (0 outside the interior),
