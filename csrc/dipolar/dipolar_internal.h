@@ -95,7 +95,11 @@ typedef struct {
     double dipolar_density_at_##sfx(const struct nlse_dipolar *s, size_t m);                      \
     void dipolar_pass_a_##sfx(struct nlse_dipolar *s, const dipolar_step_args *a);                \
     void dipolar_solve_x_pencils_##sfx(struct nlse_dipolar *s, int mode, void *base, size_t n0,   \
-                                       size_t nj);
+                                       size_t nj, size_t shift);                                   \
+    void dipolar_spike_ends_##sfx(const REAL *y0, const REAL *ye, const REAL *h, size_t lanes,    \
+                                  int vals, const double *w0, const double *we, double *d);       \
+    void dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals,   \
+                                   const double *v, const double *w, const double *coef);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL

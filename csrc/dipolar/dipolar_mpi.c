@@ -4,12 +4,16 @@
  * DBEC-GP; the scheme of chapter 2): x slabs of FFTW's MPI layout (section
  * 6.1), the dipolar convolution with FFTW's MPI r2c/c2r transforms in
  * transposed order (section 6.2), the x solve on x pencils reached by a
- * transpose with MPI_Alltoallv and back (section 6.2), observables reduced
- * over the ranks in rank order (section 2.4 with the sums of section 6.2).
+ * transpose with MPI_Alltoallv and back (section 6.2) or, in place of the
+ * transposes, by substructuring (the local tridiagonal systems coupled
+ * through their end values, spike_*), observables reduced over the ranks in
+ * rank order (section 2.4 with the sums of section 6.2).
  * The arithmetic on each slab is that of the single-process kernels
  * (dipolar_kernels.inc), called on a `struct nlse_dipolar` that describes
  * the slab.  Compiled only into the `_mpi` extension.
  */
+#include <complex.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,9 @@
 #include "dipolar_internal.h"
 #include "dipolar_params.h"
 #include "dipolar_mpi.h"
+
+/* The x solve unless NLSEPY_DIPOLAR_XSOLVE says otherwise. */
+#define NLSE_DIPOLAR_XSOLVE_DEFAULT NLSE_DIPOLAR_XSOLVE_TRANSPOSE
 
 /* Axis-0 tables (coordinates, Simpson weights, trap and obstacle factors)
  * cover the whole x axis; the slab's point into them at row i0. */
@@ -43,6 +50,15 @@ struct nlse_dipolar_mpi {
     size_t alloc_local;      /* complex values of FFTW's local buffer            */
     size_t kn1, k1;          /* ky rows of the transposed spectrum               */
     double tm[4];            /* step, transposes, FFTs, reductions (seconds)     */
+    /* the x solve by substructuring (spike_*): */
+    int xsolve;              /* NLSE_DIPOLAR_XSOLVE_*                            */
+    void *ext;               /* (ni + 2, ny, nz) complex: halo, own rows, halo   */
+    void *hrow;              /* the top halo row as received, complex            */
+    double *sv, *sw;         /* bottom and top responses on the own rows, complex */
+    double *kv, *kw;         /* rows of K^-1 giving E(p-1) and F(p+1), 2P complex */
+    double *dsend, *drecv, *coef; /* the lines' ends, every rank's, (L, R - h)   */
+    int spike_mode;          /* mode the responses were made for, -1: none       */
+    double spike_dt;
 };
 
 static int single(const struct nlse_dipolar_mpi *M)
@@ -495,6 +511,15 @@ void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *M)
     free(M->ys);
     free(M->cnt);
     free(M->rows);
+    free(M->ext);
+    free(M->hrow);
+    free(M->sv);
+    free(M->sw);
+    free(M->kv);
+    free(M->kw);
+    free(M->dsend);
+    free(M->drecv);
+    free(M->coef);
     free(M);
 }
 
@@ -532,6 +557,24 @@ static int create_local(struct nlse_dipolar_mpi *M)
         return st;
     return make_types(M);
 }
+
+/* NLSEPY_DIPOLAR_XSOLVE on every rank; the highest choice wins (collective). */
+static int choose_x_solve(struct nlse_dipolar_mpi *M)
+{
+    const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
+    int mine = NLSE_DIPOLAR_XSOLVE_DEFAULT, all = 0;
+    if (e && *e)
+        mine = strcmp(e, "substructure") == 0 ? NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
+               : strcmp(e, "transpose") == 0 ? NLSE_DIPOLAR_XSOLVE_TRANSPOSE
+                                              : NLSE_DIPOLAR_XSOLVE_DEFAULT;
+    int rc = MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, M->comm);
+    if (rc != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allreduce failed (error %d)", rc);
+    M->xsolve = all;
+    return NLSE_OK;
+}
+
+int nlse_dipolar_mpi_x_solve(const nlse_dipolar_mpi *M) { return M->xsolve; }
 
 int nlse_dipolar_mpi_create(const nlse_dipolar_params *p, MPI_Comm comm, const nlse_comm *red,
                             nlse_dipolar_mpi **out)
@@ -571,7 +614,10 @@ int nlse_dipolar_mpi_create(const nlse_dipolar_params *p, MPI_Comm comm, const n
     M->kn1 = (size_t)ln1;
     M->k1 = (size_t)l1;
     M->L.is_real = 1;
-    st = agree(M, alloc_layout(M), NULL);
+    M->spike_mode = -1;
+    st = choose_x_solve(M);
+    if (!st)
+        st = agree(M, alloc_layout(M), NULL);
     if (!st)
         st = gather_layout(M);
     if (!st)
@@ -802,18 +848,308 @@ static int from_pencils(struct nlse_dipolar_mpi *M)
     return NLSE_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* the x solve by substructuring                                      */
+/* ------------------------------------------------------------------ */
+
+/* Each rank solves its own rows' tridiagonal system (the rows next to its
+ * slab, received from the neighbours, give the explicit half), with 0 at
+ * the bottom and the received row's value at the top, by the recursions of
+ * the single-process solve (the table of the x axis taken from the row its
+ * distance to the top gives).  The true solution on the own rows is
+ *     u = y + L v + (R - h) w,
+ * v and w the responses of the local system to a unit bottom and top
+ * boundary value (the same for every line: the coefficients are constant),
+ * L the last value of the rank below, R the first of the rank above and h
+ * the value the local solve took at the top.  The first and last values of
+ * every rank, F_q and E_q, solve the 2P x 2P system K X = d whose rows are
+ * the two ends of that formula; K depends only on the spikes, so every
+ * rank inverts it once and keeps the two rows giving its L = E_(p-1) and
+ * R = F_(p+1).  A step moves one halo row each way and gathers the two
+ * ends of every line from every rank (2 values a line) instead of two
+ * transposes of the state. */
+
+typedef double complex dcx;
+
+/* Responses of the system of n points (interior 1 .. n-2) with constant
+ * coefficients A (off-diagonal) and A0 (diagonal), zero right-hand side:
+ * v to x_0 = 1, w to x_(n-1) = 1, by the recursions of
+ * dipolar_cn_coefficients. */
+static void spike_responses(dcx A, dcx A0, size_t n, dcx *v, dcx *w, dcx *al, dcx *be)
+{
+    dcx g = -1.0 / A0;
+    al[n - 2] = 0;
+    be[n - 2] = 1.0;
+    for (size_t i = n - 2; i > 0; --i) {
+        al[i - 1] = A * g;
+        be[i - 1] = g * (A * be[i]);
+        g = -1.0 / (A0 + A * al[i - 1]);
+    }
+    v[0] = 1.0;
+    w[0] = 0;
+    for (size_t i = 0; i + 1 < n; ++i) {
+        v[i + 1] = al[i] * v[i];
+        w[i + 1] = al[i] * w[i] + be[i];
+    }
+}
+
+static size_t spike_len(const struct nlse_dipolar_mpi *M, int q)
+{
+    return M->xc[q] + 2 - (q == 0) - (q == M->size - 1);
+}
+
+/* In place inverse of the n x n matrix a (Gauss-Jordan, partial pivots). */
+static int spike_invert(dcx *a, size_t n, dcx *inv)
+{
+    for (size_t i = 0; i < n * n; ++i)
+        inv[i] = (i / n == i % n);
+    for (size_t c = 0; c < n; ++c) {
+        size_t p = c;
+        for (size_t r = c + 1; r < n; ++r)
+            if (cabs(a[r * n + c]) > cabs(a[p * n + c]))
+                p = r;
+        if (!(cabs(a[p * n + c]) > 0))
+            return nlse_fail(NLSE_ERR_INTERNAL, "the coupling system of the x solve is singular");
+        for (size_t k = 0; k < n; ++k) {
+            dcx t = a[c * n + k];
+            a[c * n + k] = a[p * n + k];
+            a[p * n + k] = t;
+            t = inv[c * n + k];
+            inv[c * n + k] = inv[p * n + k];
+            inv[p * n + k] = t;
+        }
+        const dcx d = 1.0 / a[c * n + c];
+        for (size_t k = 0; k < n; ++k) {
+            a[c * n + k] *= d;
+            inv[c * n + k] *= d;
+        }
+        for (size_t r = 0; r < n; ++r)
+            if (r != c && a[r * n + c] != 0) {
+                const dcx f = a[r * n + c];
+                for (size_t k = 0; k < n; ++k) {
+                    a[r * n + k] -= f * a[c * n + k];
+                    inv[r * n + k] -= f * inv[c * n + k];
+                }
+            }
+    }
+    return NLSE_OK;
+}
+
+static int spike_buffers(struct nlse_dipolar_mpi *M)
+{
+    if (M->ext)
+        return NLSE_OK;
+    const size_t lanes = M->n1 * M->n2, P = (size_t)M->size;
+    M->ext = malloc(2 * (M->ni + 2) * lanes * rsize(M));
+    M->hrow = malloc(2 * lanes * rsize(M));
+    M->sv = (double *)calloc(2 * M->ni, sizeof(double));
+    M->sw = (double *)calloc(2 * M->ni, sizeof(double));
+    M->kv = (double *)calloc(4 * P, sizeof(double));
+    M->kw = (double *)calloc(4 * P, sizeof(double));
+    M->dsend = (double *)malloc(4 * lanes * sizeof(double));
+    M->drecv = (double *)malloc(4 * lanes * P * sizeof(double));
+    M->coef = (double *)malloc(4 * lanes * sizeof(double));
+    if (!M->ext || !M->hrow || !M->sv || !M->sw || !M->kv || !M->kw || !M->dsend || !M->drecv ||
+        !M->coef)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the x solve's buffers");
+    return NLSE_OK;
+}
+
+/* The responses and the rows of K^-1 for `mode` at the current dt (local:
+ * every rank computes every rank's ends itself). */
+static int spike_prepare(struct nlse_dipolar_mpi *M, int mode)
+{
+    if (M->spike_mode == mode && M->spike_dt == M->gp.dt)
+        return NLSE_OK;
+    const int P = M->size, p = M->rank;
+    const double r = M->gp.dt * M->gp.kin / (M->L.h[0] * M->L.h[0]);
+    const dcx A = mode == NLSE_DIPOLAR_REAL ? -0.5 * r * I : -0.5 * r;
+    const dcx A0 = mode == NLSE_DIPOLAR_REAL ? 1.0 + r * I : 1.0 + r;
+    size_t most = 0;
+    for (int q = 0; q < P; ++q)
+        most = spike_len(M, q) > most ? spike_len(M, q) : most;
+    const size_t K = 2 * (size_t)P;
+    dcx *v = (dcx *)malloc(4 * most * sizeof(dcx));
+    dcx *k = (dcx *)calloc(2 * K * K, sizeof(dcx));
+    if (!v || !k) {
+        free(v);
+        free(k);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the x solve's coupling system");
+    }
+    dcx *w = v + most, *al = w + most, *be = al + most, *inv = k + K * K;
+    for (int q = 0; q < P; ++q) {
+        const size_t n = spike_len(M, q), o = q == 0 ? 0 : 1, e = o + M->xc[q] - 1;
+        spike_responses(A, A0, n, v, w, al, be);
+        k[(2 * q) * K + 2 * q] = 1;
+        k[(2 * q + 1) * K + 2 * q + 1] = 1;
+        if (q + 1 < P) { /* the top: F_(q+1) */
+            k[(2 * q) * K + 2 * (q + 1)] -= w[o];
+            k[(2 * q + 1) * K + 2 * (q + 1)] -= w[e];
+        }
+        if (q > 0) { /* the bottom: E_(q-1) */
+            k[(2 * q) * K + 2 * (q - 1) + 1] -= v[o];
+            k[(2 * q + 1) * K + 2 * (q - 1) + 1] -= v[e];
+        }
+        if (q == p)
+            for (size_t i = 0; i < M->ni; ++i) {
+                M->sv[2 * i] = creal(v[o + i]);
+                M->sv[2 * i + 1] = cimag(v[o + i]);
+                M->sw[2 * i] = creal(w[o + i]);
+                M->sw[2 * i + 1] = cimag(w[o + i]);
+            }
+    }
+    int st = spike_invert(k, K, inv);
+    for (size_t c = 0; !st && c < K; ++c) {
+        const dcx a = p > 0 ? inv[(2 * (size_t)(p - 1) + 1) * K + c] : 0;
+        const dcx b = p + 1 < P ? inv[(2 * (size_t)(p + 1)) * K + c] : 0;
+        M->kv[2 * c] = creal(a);
+        M->kv[2 * c + 1] = cimag(a);
+        M->kw[2 * c] = creal(b);
+        M->kw[2 * c + 1] = cimag(b);
+    }
+    free(v);
+    free(k);
+    if (!st) {
+        M->spike_mode = mode;
+        M->spike_dt = M->gp.dt;
+    }
+    return st;
+}
+
+/* The neighbours' rows next to the slab: the bottom one into ext row 0,
+ * the top one into hrow (collective between neighbours). */
+static int spike_halo(struct nlse_dipolar_mpi *M, size_t rb)
+{
+    const int P = M->size, p = M->rank;
+    const int up = p + 1 < P ? p + 1 : MPI_PROC_NULL, dn = p > 0 ? p - 1 : MPI_PROC_NULL;
+    const char *psi = (const char *)M->L.psi;
+    if (rb > (size_t)INT_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "a row of %zu bytes is too long for one message", rb);
+    int rc = MPI_Sendrecv(psi, (int)rb, MPI_BYTE, dn, 71, M->hrow, (int)rb, MPI_BYTE, up, 71,
+                          M->comm, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Sendrecv(psi + (M->ni - 1) * rb, (int)rb, MPI_BYTE, up, 72, M->ext, (int)rb,
+                          MPI_BYTE, dn, 72, M->comm, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Sendrecv failed (error %d)", rc);
+    return NLSE_OK;
+}
+
+/* (L, R - h) of every line from every rank's ends (rank order, fixed). */
+static void spike_coefs(struct nlse_dipolar_mpi *M, size_t lanes)
+{
+    const int P = M->size;
+    const double *kv = M->kv, *kw = M->kw, *d = M->drecv;
+#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
+    for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
+        double lr = 0, li = 0, rr = 0, ri = 0;
+        for (int q = 0; q < P; ++q)
+            for (int e = 0; e < 2; ++e) {
+                const double *x = d + ((size_t)q * lanes + (size_t)l) * 4 + 2 * e;
+                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
+                lr += a[0] * x[0] - a[1] * x[1];
+                li += a[0] * x[1] + a[1] * x[0];
+                rr += b[0] * x[0] - b[1] * x[1];
+                ri += b[0] * x[1] + b[1] * x[0];
+            }
+        double *c = M->coef + 4 * l;
+        c[0] = lr;
+        c[1] = li;
+        c[2] = rr;
+        c[3] = ri;
+    }
+}
+
+/* Subtract h, the top value the local solve took, from R (in coef). */
+static void spike_minus_h(struct nlse_dipolar_mpi *M, size_t lanes, int vals)
+{
+    if (single(M)) {
+        const float *h = (const float *)M->hrow;
+#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
+        for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
+            M->coef[4 * l + 2] -= h[vals * l];
+            if (vals == 2)
+                M->coef[4 * l + 3] -= h[vals * l + 1];
+        }
+    } else {
+        const double *h = (const double *)M->hrow;
+#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
+        for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
+            M->coef[4 * l + 2] -= h[vals * l];
+            if (vals == 2)
+                M->coef[4 * l + 3] -= h[vals * l + 1];
+        }
+    }
+}
+
+/* The Crank-Nicolson solve along x by substructuring (collective). */
+static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
+{
+    int st = spike_buffers(M);
+    if (!st)
+        st = spike_prepare(M, mode);
+    if (st)
+        return st;
+    struct nlse_dipolar *L = &M->L;
+    const int P = M->size, lo = M->rank == 0, hi = M->rank == P - 1;
+    const int vals = L->is_real ? 1 : 2;
+    const size_t lanes = M->n1 * M->n2, rb = lanes * (size_t)vals * rsize(M), ni = M->ni;
+    char *ext = (char *)M->ext;
+    double t = MPI_Wtime();
+    if ((st = spike_halo(M, rb)))
+        return st;
+    M->tm[1] += MPI_Wtime() - t;
+    nlse_parallel_memcpy(ext + rb, L->psi, ni * rb);
+    if (!hi)
+        memcpy(ext + (ni + 1) * rb, M->hrow, rb);
+    const size_t n = ni + 2 - lo - hi, shift = M->n0 - n;
+    void *base = ext + (lo ? rb : 0);
+    if (single(M))
+        dipolar_solve_x_pencils_f(L, mode, base, n, M->n1, shift);
+    else
+        dipolar_solve_x_pencils_d(L, mode, base, n, M->n1, shift);
+    static const double zero2[2] = {0, 0};
+    const double *w0 = hi ? zero2 : M->sw, *we = hi ? zero2 : M->sw + 2 * (ni - 1);
+    if (single(M))
+        dipolar_spike_ends_f((const float *)(ext + rb), (const float *)(ext + ni * rb),
+                             hi ? NULL : (const float *)M->hrow, lanes, vals, w0, we, M->dsend);
+    else
+        dipolar_spike_ends_d((const double *)(ext + rb), (const double *)(ext + ni * rb),
+                             hi ? NULL : (const double *)M->hrow, lanes, vals, w0, we, M->dsend);
+    t = MPI_Wtime();
+    if (4 * lanes > (size_t)INT_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "%zu lines are too many for one message", lanes);
+    int rc = MPI_Allgather(M->dsend, (int)(4 * lanes), MPI_DOUBLE, M->drecv, (int)(4 * lanes),
+                           MPI_DOUBLE, M->comm);
+    M->tm[1] += MPI_Wtime() - t;
+    if (rc != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allgather failed (error %d)", rc);
+    spike_coefs(M, lanes);
+    if (!hi)
+        spike_minus_h(M, lanes, vals);
+    if (single(M))
+        dipolar_spike_apply_f((float *)L->psi, (const float *)(ext + rb), ni, lanes, vals,
+                              lo ? NULL : M->sv, hi ? NULL : M->sw, M->coef);
+    else
+        dipolar_spike_apply_d((double *)L->psi, (const double *)(ext + rb), ni, lanes, vals,
+                              lo ? NULL : M->sv, hi ? NULL : M->sw, M->coef);
+    return NLSE_OK;
+}
+
 /* The Crank-Nicolson solve along x of the whole grid (collective). */
 static int solve_x(struct nlse_dipolar_mpi *M, int mode)
 {
+    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
+        return spike_solve_x(M, mode);
     double t = MPI_Wtime();
     int st = to_pencils(M);
     M->tm[1] += MPI_Wtime() - t;
     if (st)
         return st;
     if (single(M))
-        dipolar_solve_x_pencils_f(&M->L, mode, M->pen, M->n0, M->nj);
+        dipolar_solve_x_pencils_f(&M->L, mode, M->pen, M->n0, M->nj, 0);
     else
-        dipolar_solve_x_pencils_d(&M->L, mode, M->pen, M->n0, M->nj);
+        dipolar_solve_x_pencils_d(&M->L, mode, M->pen, M->n0, M->nj, 0);
     t = MPI_Wtime();
     st = from_pencils(M);
     M->tm[1] += MPI_Wtime() - t;

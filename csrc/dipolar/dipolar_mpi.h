@@ -15,7 +15,8 @@
  *       and z solves);
  *   a transpose (MPI_Alltoallv) to x pencils (nx, nj, nz) -- y split evenly
  *       -- the x solve of the single-process kernels, the transpose back
- *       (section 6.2: "transpose, compute as before, transpose back");
+ *       (section 6.2: "transpose, compute as before, transpose back"), or
+ *       the x solve by substructuring (NLSE_DIPOLAR_XSOLVE_*);
  *   density and Simpson norm on the slab, the norm summed over the ranks
  *       in rank order (nlse_comm), so every rank takes the same decisions
  *       (imaginary-time normalisation, blow-up) and two runs with the same
@@ -36,6 +37,13 @@
 #include "nlsepy/common.h"
 #include "nlsepy/dipolar.h"
 
+/* How the x solve crosses the slabs: transposes to x pencils and back, or
+ * substructuring (each slab's own system, coupled through the end values of
+ * its lines: one halo row each way and an Allgather of two values a line).
+ * Chosen at create by NLSEPY_DIPOLAR_XSOLVE ("transpose", "substructure";
+ * the highest choice of any rank wins, so every rank runs the same). */
+enum { NLSE_DIPOLAR_XSOLVE_TRANSPOSE = 0, NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE = 1 };
+
 /* Message prefix of a call stopped because another rank failed. */
 #define NLSE_DIPOLAR_MPI_PEER NLSE_DIPOLAR_PEER
 
@@ -51,6 +59,9 @@ int nlse_dipolar_mpi_slab(MPI_Comm comm, const size_t shape[3], size_t *ni, size
 int nlse_dipolar_mpi_create(const nlse_dipolar_params *p, MPI_Comm comm, const nlse_comm *red,
                             nlse_dipolar_mpi **out);
 void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *s);
+
+/* NLSE_DIPOLAR_XSOLVE_* of this solver. */
+int nlse_dipolar_mpi_x_solve(const nlse_dipolar_mpi *s);
 
 /* This rank's rows (ni, i0) and the y split of the x pencils (nj, j0). */
 void nlse_dipolar_mpi_local(const nlse_dipolar_mpi *s, size_t *ni, size_t *i0, size_t *nj,

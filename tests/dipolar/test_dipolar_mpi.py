@@ -27,9 +27,13 @@ def run_one_and_three(args, one, many):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("xsolve", ["transpose", "substructure"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_dipolar_distributed(mpirun, nranks, monkeypatch):
+def test_dipolar_distributed(mpirun, nranks, xsolve, monkeypatch):
+    """CPU ranks against one process (1e-12), the x solve by transposes to x
+    pencils or by substructuring (NLSEPY_DIPOLAR_XSOLVE)."""
     monkeypatch.setenv("NLSEPY_RANKS_BACKEND", "cpu")
+    monkeypatch.setenv("NLSEPY_DIPOLAR_XSOLVE", xsolve)
     mpirun(nranks, RANKS, timeout=300)
 
 

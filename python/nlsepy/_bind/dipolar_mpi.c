@@ -372,6 +372,17 @@ static PyObject *dmpi_timings(DipolarMPIObject *self, PyObject *Py_UNUSED(ignore
                          "reduce", tm[3]);
 }
 
+/* x_solve() -> "MPI_Alltoallv" or "substructured" */
+static PyObject *dmpi_x_solve(DipolarMPIObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return PyUnicode_FromString(nlse_dipolar_mpi_x_solve(self->s) ==
+                                        NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
+                                    ? "substructured"
+                                    : "MPI_Alltoallv");
+}
+
 /* local() -> (ni, i0, nj, j0): the x slab and the y rows of the x pencils */
 static PyObject *dmpi_local(DipolarMPIObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -411,6 +422,9 @@ static PyMethodDef dmpi_methods[] = {
      "timings() -> seconds of the last step() call: step, transpose, fft, reduce."},
     {"bytes_per_point_step", (PyCFunction)dmpi_bytes, METH_O,
      "bytes_per_point_step(mode) -> memory traffic model."},
+    {"x_solve", (PyCFunction)dmpi_x_solve, METH_NOARGS,
+     "x_solve() -> how the x solve crosses the slabs: \"MPI_Alltoallv\" (transposes) or "
+     "\"substructured\" (NLSEPY_DIPOLAR_XSOLVE)."},
     {"local", (PyCFunction)dmpi_local, METH_NOARGS,
      "local() -> (ni, i0, nj, j0): x slab and y rows of the x pencils."},
     {NULL, NULL, 0, NULL}};

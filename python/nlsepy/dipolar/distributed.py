@@ -498,8 +498,10 @@ class DistributedDipolarGPE(DipolarGPE):
     @property
     def comm_info(self) -> Dict[str, Any]:
         """How this run is distributed: ranks, this rank, the layout (x rows per
-        rank), the FFT (``"fftw-mpi"``), the transpose of the x solve
-        (``"MPI_Alltoallv"``) and the MPI library."""
+        rank), the FFT (``"fftw-mpi"``), how the x solve crosses the slabs
+        (``"transpose"``: ``"MPI_Alltoallv"``, or ``"substructured"`` with
+        ``NLSEPY_DIPOLAR_XSOLVE=substructure`` on CPU ranks: each slab's own
+        system coupled through its lines' end values) and the MPI library."""
         ni, i0, nj, j0 = self._solver.local()
         info = _dist.info(self._comm)
         gpu = self._backend == "cuda"
@@ -508,7 +510,7 @@ class DistributedDipolarGPE(DipolarGPE):
                           "starts": self._layout.starts.tolist(),
                           "pencil_y_rows": (int(j0), int(nj))},
                "fft": "cufft-slabs" if gpu else "fftw-mpi",
-               "transpose": self._solver.path if gpu else "MPI_Alltoallv",
+               "transpose": self._solver.path if gpu else self._solver.x_solve(),
                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
                "ranks_on_this_host": self._node_ranks}
         if gpu:
