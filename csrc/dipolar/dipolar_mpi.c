@@ -12,7 +12,6 @@
  * (dipolar_kernels.inc), called on a `struct nlse_dipolar` that describes
  * the slab.  Compiled only into the `_mpi` extension.
  */
-#include <complex.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -869,72 +868,6 @@ static int from_pencils(struct nlse_dipolar_mpi *M)
  * ends of every line from every rank (2 values a line) instead of two
  * transposes of the state. */
 
-typedef double complex dcx;
-
-/* Responses of the system of n points (interior 1 .. n-2) with constant
- * coefficients A (off-diagonal) and A0 (diagonal), zero right-hand side:
- * v to x_0 = 1, w to x_(n-1) = 1, by the recursions of
- * dipolar_cn_coefficients. */
-static void spike_responses(dcx A, dcx A0, size_t n, dcx *v, dcx *w, dcx *al, dcx *be)
-{
-    dcx g = -1.0 / A0;
-    al[n - 2] = 0;
-    be[n - 2] = 1.0;
-    for (size_t i = n - 2; i > 0; --i) {
-        al[i - 1] = A * g;
-        be[i - 1] = g * (A * be[i]);
-        g = -1.0 / (A0 + A * al[i - 1]);
-    }
-    v[0] = 1.0;
-    w[0] = 0;
-    for (size_t i = 0; i + 1 < n; ++i) {
-        v[i + 1] = al[i] * v[i];
-        w[i + 1] = al[i] * w[i] + be[i];
-    }
-}
-
-static size_t spike_len(const struct nlse_dipolar_mpi *M, int q)
-{
-    return M->xc[q] + 2 - (q == 0) - (q == M->size - 1);
-}
-
-/* In place inverse of the n x n matrix a (Gauss-Jordan, partial pivots). */
-static int spike_invert(dcx *a, size_t n, dcx *inv)
-{
-    for (size_t i = 0; i < n * n; ++i)
-        inv[i] = (i / n == i % n);
-    for (size_t c = 0; c < n; ++c) {
-        size_t p = c;
-        for (size_t r = c + 1; r < n; ++r)
-            if (cabs(a[r * n + c]) > cabs(a[p * n + c]))
-                p = r;
-        if (!(cabs(a[p * n + c]) > 0))
-            return nlse_fail(NLSE_ERR_INTERNAL, "the coupling system of the x solve is singular");
-        for (size_t k = 0; k < n; ++k) {
-            dcx t = a[c * n + k];
-            a[c * n + k] = a[p * n + k];
-            a[p * n + k] = t;
-            t = inv[c * n + k];
-            inv[c * n + k] = inv[p * n + k];
-            inv[p * n + k] = t;
-        }
-        const dcx d = 1.0 / a[c * n + c];
-        for (size_t k = 0; k < n; ++k) {
-            a[c * n + k] *= d;
-            inv[c * n + k] *= d;
-        }
-        for (size_t r = 0; r < n; ++r)
-            if (r != c && a[r * n + c] != 0) {
-                const dcx f = a[r * n + c];
-                for (size_t k = 0; k < n; ++k) {
-                    a[r * n + k] -= f * a[c * n + k];
-                    inv[r * n + k] -= f * inv[c * n + k];
-                }
-            }
-    }
-    return NLSE_OK;
-}
-
 static int spike_buffers(struct nlse_dipolar_mpi *M)
 {
     if (M->ext)
@@ -955,60 +888,15 @@ static int spike_buffers(struct nlse_dipolar_mpi *M)
     return NLSE_OK;
 }
 
-/* The responses and the rows of K^-1 for `mode` at the current dt (local:
- * every rank computes every rank's ends itself). */
+/* The responses and the rows of K^-1 for `mode` at the current dt
+ * (dipolar_spike_setup: every rank computes every rank's ends itself). */
 static int spike_prepare(struct nlse_dipolar_mpi *M, int mode)
 {
     if (M->spike_mode == mode && M->spike_dt == M->gp.dt)
         return NLSE_OK;
-    const int P = M->size, p = M->rank;
     const double r = M->gp.dt * M->gp.kin / (M->L.h[0] * M->L.h[0]);
-    const dcx A = mode == NLSE_DIPOLAR_REAL ? -0.5 * r * I : -0.5 * r;
-    const dcx A0 = mode == NLSE_DIPOLAR_REAL ? 1.0 + r * I : 1.0 + r;
-    size_t most = 0;
-    for (int q = 0; q < P; ++q)
-        most = spike_len(M, q) > most ? spike_len(M, q) : most;
-    const size_t K = 2 * (size_t)P;
-    dcx *v = (dcx *)malloc(4 * most * sizeof(dcx));
-    dcx *k = (dcx *)calloc(2 * K * K, sizeof(dcx));
-    if (!v || !k) {
-        free(v);
-        free(k);
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the x solve's coupling system");
-    }
-    dcx *w = v + most, *al = w + most, *be = al + most, *inv = k + K * K;
-    for (int q = 0; q < P; ++q) {
-        const size_t n = spike_len(M, q), o = q == 0 ? 0 : 1, e = o + M->xc[q] - 1;
-        spike_responses(A, A0, n, v, w, al, be);
-        k[(2 * q) * K + 2 * q] = 1;
-        k[(2 * q + 1) * K + 2 * q + 1] = 1;
-        if (q + 1 < P) { /* the top: F_(q+1) */
-            k[(2 * q) * K + 2 * (q + 1)] -= w[o];
-            k[(2 * q + 1) * K + 2 * (q + 1)] -= w[e];
-        }
-        if (q > 0) { /* the bottom: E_(q-1) */
-            k[(2 * q) * K + 2 * (q - 1) + 1] -= v[o];
-            k[(2 * q + 1) * K + 2 * (q - 1) + 1] -= v[e];
-        }
-        if (q == p)
-            for (size_t i = 0; i < M->ni; ++i) {
-                M->sv[2 * i] = creal(v[o + i]);
-                M->sv[2 * i + 1] = cimag(v[o + i]);
-                M->sw[2 * i] = creal(w[o + i]);
-                M->sw[2 * i + 1] = cimag(w[o + i]);
-            }
-    }
-    int st = spike_invert(k, K, inv);
-    for (size_t c = 0; !st && c < K; ++c) {
-        const dcx a = p > 0 ? inv[(2 * (size_t)(p - 1) + 1) * K + c] : 0;
-        const dcx b = p + 1 < P ? inv[(2 * (size_t)(p + 1)) * K + c] : 0;
-        M->kv[2 * c] = creal(a);
-        M->kv[2 * c + 1] = cimag(a);
-        M->kw[2 * c] = creal(b);
-        M->kw[2 * c + 1] = cimag(b);
-    }
-    free(v);
-    free(k);
+    int st = dipolar_spike_setup(r, mode == NLSE_DIPOLAR_REAL, M->size, M->xc, M->rank, M->sv,
+                                 M->sw, M->kv, M->kw);
     if (!st) {
         M->spike_mode = mode;
         M->spike_dt = M->gp.dt;

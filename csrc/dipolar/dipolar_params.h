@@ -65,6 +65,15 @@ int dipolar_check_dt(double dt);
 /* First non-finite value of `count` REALs (dtype's precision) -> error. */
 int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, const char *name);
 
+/* The substructured x solve of rank `rank` of P, whose slabs hold xc[q]
+ * rows (dipolar_spike.c): r = dt kin / h0^2; sv, sw (2 xc[rank] doubles):
+ * the local system's responses to a unit bottom and top value on the own
+ * rows, complex; kv, kw (4 P doubles): the rows of the coupling system's
+ * inverse that give E_(rank-1) and F_(rank+1), complex, the unknowns in the
+ * order F_0, E_0, F_1, E_1, ... */
+int dipolar_spike_setup(double r, int real_time, int P, const size_t *xc, int rank, double *sv,
+                        double *sw, double *kv, double *kw);
+
 #ifdef __cplusplus
 }
 #endif
