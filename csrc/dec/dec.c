@@ -61,7 +61,10 @@ typedef struct {
  * rows (y) by size[2] planes (z), count[q] tiles along each, plane by
  * plane, so that the three planes of a tile that a plane's neighbours span
  * stay in a thread's share of about DEC_TILE_BYTES of cache (threads may
- * share a core's caches); count[1] = 1: rows in order, no tiles. */
+ * share a core's caches); count[1] = 1: rows in order, no tiles.  Single
+ * precision is never tiled: its step is bound by the work per cell, not
+ * by memory, and the rows in order ran faster on every grid of
+ * bench/dec.py (bench/RESULTS.md, 2026-11-27). */
 typedef struct {
     long size[3], count[3];
 } dec_tiles;
@@ -76,7 +79,7 @@ static dec_tiles dec_tiling(const dec_geom *G, size_t real_bytes)
     const long row = 2 * (long)real_bytes * G->cells * n[0];
     const long threads = nlse_get_num_threads(), rows = DEC_TILE_BYTES / threads / (3 * row) - 2;
     dec_tiles P = {{n[0], n[1], n[2]}, {1, 1, 1}};
-    if (threads < 2 || rows < 4 || rows >= n[1])
+    if (threads < 2 || real_bytes < sizeof(double) || rows < 4 || rows >= n[1])
         return P;
     P.size[1] = rows;
     P.count[1] = (n[1] + rows - 1) / rows;
