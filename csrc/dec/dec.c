@@ -57,37 +57,6 @@ typedef struct {
 #define DEC_PREFETCH(p) ((void)(p))
 #endif
 
-/* With several threads the rows of blocks are swept in tiles of size[1]
- * rows (y) by size[2] planes (z), count[q] tiles along each, plane by
- * plane, so that the three planes of a tile that a plane's neighbours span
- * stay in a thread's share of about DEC_TILE_BYTES of cache (threads may
- * share a core's caches); count[1] = 1: rows in order, no tiles. */
-typedef struct {
-    long size[3], count[3];
-} dec_tiles;
-
-#ifndef DEC_TILE_BYTES
-#define DEC_TILE_BYTES (1024L * 1024)
-#endif
-
-static dec_tiles dec_tiling(const dec_geom *G, size_t real_bytes)
-{
-    const long n[3] = {G->n[0], G->n[1], G->z1 - G->z0};  /* the own layers */
-    const long row = 2 * (long)real_bytes * G->cells * n[0];
-    const long threads = nlse_get_num_threads(), rows = DEC_TILE_BYTES / threads / (3 * row) - 2;
-    dec_tiles P = {{n[0], n[1], n[2]}, {1, 1, 1}};
-    if (threads < 2 || rows < 4 || rows >= n[1])
-        return P;
-    P.size[1] = rows;
-    P.count[1] = (n[1] + rows - 1) / rows;
-    /* enough tiles for the threads: split z, at least 8 planes each */
-    long split = (4 * threads + P.count[1] - 1) / P.count[1];
-    split = split < n[2] / 8 ? split : n[2] / 8;
-    P.size[2] = split > 1 ? (n[2] + split - 1) / split : n[2];
-    P.count[2] = (n[2] + P.size[2] - 1) / P.size[2];
-    return P;
-}
-
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
