@@ -24,8 +24,10 @@
 #include "dipolar_params.h"
 #include "dipolar_mpi.h"
 
-/* The x solve unless NLSEPY_DIPOLAR_XSOLVE says otherwise. */
-#define NLSE_DIPOLAR_XSOLVE_DEFAULT NLSE_DIPOLAR_XSOLVE_TRANSPOSE
+/* The x solve unless NLSEPY_DIPOLAR_XSOLVE says otherwise: substructuring
+ * (256^3 on 2 ranks of the 2-core machine: 392-399 ms a step against 428-431
+ * with the transposes; bench/RESULTS.md). */
+#define NLSE_DIPOLAR_XSOLVE_DEFAULT NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
 
 /* Axis-0 tables (coordinates, Simpson weights, trap and obstacle factors)
  * cover the whole x axis; the slab's point into them at row i0. */
@@ -502,8 +504,10 @@ void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *M)
     free(M->O0);
     free(L->scratch);
     free(L->partial);
-    free(M->pen);
-    free(M->tbuf);
+    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) {
+        free(M->pen);
+        free(M->tbuf);
+    }
     free(M->xc);
     free(M->xs);
     free(M->yc);
@@ -544,9 +548,16 @@ static int create_local(struct nlse_dipolar_mpi *M)
     L->psi = malloc(2 * L->N * rs);
     L->backup = malloc(2 * L->N * rs);
     L->partial = (double *)malloc(M->ni * M->n1 * sizeof(double));
-    M->tbuf = malloc(2 * L->N * rs);
-    M->pen = malloc((M->nj ? 2 * M->n0 * M->nj * M->n2 : 1) * rs);
-    if (!L->psi || !L->backup || !L->partial || !M->tbuf || !M->pen)
+    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) { /* packing buffer and x pencils */
+        M->tbuf = malloc(2 * L->N * rs);
+        M->pen = malloc((M->nj ? 2 * M->n0 * M->nj * M->n2 : 1) * rs);
+    } else { /* the local systems (halo, own rows, halo) and the top halo row */
+        M->ext = malloc(2 * (M->ni + 2) * M->n1 * M->n2 * rs);
+        M->hrow = malloc(2 * M->n1 * M->n2 * rs);
+        M->tbuf = M->pen = M->ext; /* unused: not NULL */
+    }
+    if (!L->psi || !L->backup || !L->partial || !M->tbuf || !M->pen ||
+        (M->xsolve != NLSE_DIPOLAR_XSOLVE_TRANSPOSE && !M->hrow))
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a slab of %zu points", L->N);
     if ((st = make_tables(M)))
         return st;
@@ -566,6 +577,7 @@ static int choose_x_solve(struct nlse_dipolar_mpi *M)
         mine = strcmp(e, "substructure") == 0 ? NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
                : strcmp(e, "transpose") == 0 ? NLSE_DIPOLAR_XSOLVE_TRANSPOSE
                                               : NLSE_DIPOLAR_XSOLVE_DEFAULT;
+    /* the transposes only where every rank asks for them */
     int rc = MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, M->comm);
     if (rc != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allreduce failed (error %d)", rc);
@@ -870,11 +882,9 @@ static int from_pencils(struct nlse_dipolar_mpi *M)
 
 static int spike_buffers(struct nlse_dipolar_mpi *M)
 {
-    if (M->ext)
+    if (M->sv)
         return NLSE_OK;
     const size_t lanes = M->n1 * M->n2, P = (size_t)M->size;
-    M->ext = malloc(2 * (M->ni + 2) * lanes * rsize(M));
-    M->hrow = malloc(2 * lanes * rsize(M));
     M->sv = (double *)calloc(2 * M->ni, sizeof(double));
     M->sw = (double *)calloc(2 * M->ni, sizeof(double));
     M->kv = (double *)calloc(4 * P, sizeof(double));
@@ -882,8 +892,7 @@ static int spike_buffers(struct nlse_dipolar_mpi *M)
     M->dsend = (double *)malloc(4 * lanes * sizeof(double));
     M->drecv = (double *)malloc(4 * lanes * P * sizeof(double));
     M->coef = (double *)malloc(4 * lanes * sizeof(double));
-    if (!M->ext || !M->hrow || !M->sv || !M->sw || !M->kv || !M->kw || !M->dsend || !M->drecv ||
-        !M->coef)
+    if (!M->sv || !M->sw || !M->kv || !M->kw || !M->dsend || !M->drecv || !M->coef)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the x solve's buffers");
     return NLSE_OK;
 }
@@ -1292,7 +1301,12 @@ size_t nlse_dipolar_mpi_memory_bytes(const nlse_dipolar_mpi *M)
 {
     const struct nlse_dipolar *L = &M->L;
     const size_t rs = rsize(M), N = L->N;
-    size_t b = 6 * N * rs + 2 * M->n0 * M->nj * M->n2 * rs; /* state, backup, packing; pencils */
+    size_t b = 4 * N * rs; /* state, backup */
+    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) /* packing; pencils */
+        b += 2 * N * rs + 2 * M->n0 * M->nj * M->n2 * rs;
+    else /* the local systems, the top halo row; the lines' ends of every rank */
+        b += 2 * (M->ni + 3) * M->n1 * M->n2 * rs +
+             (8 + 4 * (size_t)M->size) * M->n1 * M->n2 * sizeof(double);
     if (L->dens)
         b += 2 * M->alloc_local * rs + L->nk * rs;
     if (L->U)

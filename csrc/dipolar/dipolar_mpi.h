@@ -40,8 +40,9 @@
 /* How the x solve crosses the slabs: transposes to x pencils and back, or
  * substructuring (each slab's own system, coupled through the end values of
  * its lines: one halo row each way and an Allgather of two values a line).
- * Chosen at create by NLSEPY_DIPOLAR_XSOLVE ("transpose", "substructure";
- * the highest choice of any rank wins, so every rank runs the same). */
+ * Chosen at create by NLSEPY_DIPOLAR_XSOLVE ("transpose", "substructure",
+ * the default; the highest choice of any rank wins, so every rank runs the
+ * same). */
 enum { NLSE_DIPOLAR_XSOLVE_TRANSPOSE = 0, NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE = 1 };
 
 /* Message prefix of a call stopped because another rank failed. */

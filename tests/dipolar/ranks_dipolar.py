@@ -83,7 +83,7 @@ def test_layout_and_info():
         assert info["transpose"].startswith("host-staged" if staged else "cuda-ipc")
         assert max(counts) - min(counts) <= 1 and sum(counts) == SHAPE[0]
     else:
-        sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure"
+        sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose"  # the default
         assert info["fft"] == "fftw-mpi"
         assert info["transpose"] == ("substructured" if sub else "MPI_Alltoallv")
         block = -(-SHAPE[0] // SIZE)

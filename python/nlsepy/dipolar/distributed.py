@@ -4,11 +4,14 @@ The OpenMP/MPI edition of DBEC-GP (Loncar, thesis, chapter 6) on nlsepy's C
 core: the 3D grid is cut into slabs of x rows, one per rank, as FFTW's MPI
 interface lays out its real-to-complex transform (blocks of ``ceil(nx /
 ranks)`` rows); the dipolar term uses FFTW's MPI transforms in transposed
-order, the Crank-Nicolson solve along x a transpose with ``MPI_Alltoallv``
-to x pencils and back, and every sum over the grid (the norm of each step,
-the observables) adds the ranks' parts in rank order.  The same rank count
-gives the same bits on every run; results agree with one process to the
-rounding of the FFTs and of the sums.
+order, the Crank-Nicolson solve along x by substructuring on CPU ranks
+(each slab solves its own rows, the slabs coupled through their lines' end
+values: one halo row each way and an ``MPI_Allgather`` of two values a line;
+``NLSEPY_DIPOLAR_XSOLVE=transpose`` takes the thesis's transpose with
+``MPI_Alltoallv`` to x pencils and back, the GPU ranks' way), and every sum
+over the grid (the norm of each step, the observables) adds the ranks' parts
+in rank order.  The same rank count gives the same bits on every run;
+results agree with one process to rounding.
 
 Every rank runs the same script.  Collective (call on every rank, in the
 same order): the constructor, :meth:`load`, stepping, :meth:`run`,
@@ -307,7 +310,11 @@ class DistributedDipolarGPE(DipolarGPE):
             self._require_memory(parts, ranks=self._size)
             return
         parts = memory_parts((ni, n1, n2), self._dtype, use_dd, "cpu", self._threads(), V, psi0)
-        parts["solver"]["transpose buffers"] = 2 * rs * (ni * n1 * n2 + self._shape[0] * nj * n2)
+        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "transpose":
+            parts["solver"]["transpose buffers"] = 2 * rs * (ni * n1 * n2 + self._shape[0] * nj * n2)
+        else:  # the substructured x solve: local systems, halo row, every rank's line ends
+            parts["solver"]["x solve buffers"] = (2 * rs * (ni + 3) * n1 * n2
+                                                  + 8 * (8 + 4 * self._size) * n1 * n2)
         total = sum(parts["solver"].values()) + sum(parts["host"].values())
         k = self._node_ranks
         _guard.require_memory(
@@ -499,9 +506,10 @@ class DistributedDipolarGPE(DipolarGPE):
     def comm_info(self) -> Dict[str, Any]:
         """How this run is distributed: ranks, this rank, the layout (x rows per
         rank), the FFT (``"fftw-mpi"``), how the x solve crosses the slabs
-        (``"transpose"``: ``"MPI_Alltoallv"``, or ``"substructured"`` with
-        ``NLSEPY_DIPOLAR_XSOLVE=substructure`` on CPU ranks: each slab's own
-        system coupled through its lines' end values) and the MPI library."""
+        (``"transpose"``: on CPU ranks ``"substructured"``, each slab's own
+        systems coupled through their lines' end values, or ``"MPI_Alltoallv"``
+        with ``NLSEPY_DIPOLAR_XSOLVE=transpose``; on GPU ranks the path of the
+        transposes) and the MPI library."""
         ni, i0, nj, j0 = self._solver.local()
         info = _dist.info(self._comm)
         gpu = self._backend == "cuda"
@@ -527,8 +535,9 @@ class DistributedDipolarGPE(DipolarGPE):
     def last_timings(self) -> Dict[str, float]:
         """Seconds on this rank of the steps of the last stepping call (its last
         chunk when it had frames), summed over its blocks: ``step`` (all),
-        ``transpose`` (the x solve's transposes: MPI_Alltoallv with packing on
-        CPU ranks; on GPU ranks the copies into the other GPUs and the wait at
+        ``transpose`` (the x solve's communication: on CPU ranks the halo rows
+        and the gathered line ends, or with the transposes MPI_Alltoallv and
+        packing; on GPU ranks the copies into the other GPUs and the wait at
         the barrier after them), ``fft`` (the dipolar transforms with their
         own transposes; GPU ranks also give those transposes alone,
         ``fft_transpose``) and ``reduce`` (the norm sums); ``steps`` counts
