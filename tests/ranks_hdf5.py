@@ -236,7 +236,8 @@ def test_dipolar_run_files_equal_single_process(tmp_path):
         gpe.real_time(12, frames=4, output=real)
         kept = gpe.frames
     everywhere(not calls, f"gathers while recording: {calls}")
-    compare(real, rreal, gpe, kept, counters=("steps_real", "steps_imaginary"))
+    # the x solve by substructuring rounds otherwise than one process: 1e-12
+    compare(real, rreal, gpe, kept, exact=False, counters=("steps_real", "steps_imaginary"))
     with counted_gathers(gpe) as calls:
         gpe.imaginary_time(12, frames=3, output=imag)
         kept = gpe.frames
@@ -257,9 +258,10 @@ def test_dec_run_file_equals_single_process(tmp_path):
 
 
 # ------------------------------------------------------------ interrupts
-def check_interrupted(path, ref, n, kept):
+def check_interrupted(path, ref, n, kept, exact=True):
     """The run file of an interrupted run: `n` frames, the first `n` of the
-    reference's, incomplete, readable by plain h5py and nl.open_run."""
+    reference's (bit for bit, or to TOL of its largest value), incomplete,
+    readable by plain h5py and nl.open_run."""
     def check():
         bad = []
         with h5py.File(path, "r") as f, h5py.File(ref, "r") as r:
@@ -267,8 +269,11 @@ def check_interrupted(path, ref, n, kept):
                 bad.append("marked complete")
             if f["t"].shape != (n,) or f["psi"].shape[0] != n:
                 bad.append(f"t {f['t'].shape}, psi {f['psi'].shape}: expected {n} frames")
-            elif not np.array_equal(f["psi"][:], r["psi"][:n]):
+            elif exact and not np.array_equal(f["psi"][:], r["psi"][:n]):
                 bad.append("frames differ from the reference's")
+            elif not exact and np.max(np.abs(f["psi"][:] - r["psi"][:n])) > \
+                    TOL * np.max(np.abs(r["psi"][:n])):
+                bad.append("frames differ from the reference's by more than the tolerance")
             if not np.array_equal(f["t"][:], r["t"][:n]):
                 bad.append("times differ")
         saved = sys.modules.get("xarray")
@@ -347,7 +352,7 @@ def test_sigint_on_one_rank_dipolar(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         gpe.real_time(8, frames=4, callback=hit, output=path)
     everywhere(gpe.steps["real"] == 2, f"steps at the interrupt ({gpe.steps})")
-    check_interrupted(path, ref, 2, gpe.frames)
+    check_interrupted(path, ref, 2, gpe.frames, exact=False)  # the substructured x solve
 
 
 # ---------------------------------------------------------- files on disk
