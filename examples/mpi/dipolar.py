@@ -3,7 +3,7 @@
 raised by 20 % (lowering it would take eps_dd = a_dd / a_s above 1.6 and the
 cloud collapses), the 3D grid split over MPI ranks
 (nl.DipolarGPE with comm=: slabs of x rows, FFTW's MPI transforms for the
-dipolar term, a transpose for the x solve).
+dipolar term, the x solve slab by slab, coupled through the lines' ends).
 
 Run with, e.g.,
 
