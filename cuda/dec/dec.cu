@@ -251,6 +251,72 @@ __device__ __forceinline__ double block_sum(double v, double *red)
     return s;
 }
 
+/* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
+ * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
+ * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
+ * so their trips to DRAM overlap the neighbours' loads. */
+template <typename R, bool HASV, bool EARLY, int MAXN, int UNR>
+__device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
+                                             typename Vec2<R>::T *out,
+                                             const typename Vec2<R>::T *x0,
+                                             const typename Vec2<R>::T *__restrict__ x1, R cre,
+                                             R cim, const R *__restrict__ V, size_t i, int c,
+                                             unsigned bx, unsigned by, unsigned bz,
+                                             unsigned long long step, unsigned long long *bad)
+{
+    typedef typename Vec2<R>::T C2;
+    C2 a, x;
+    a.x = 0;
+    a.y = 0;
+    if (EARLY) {
+        if (x0)
+            a = x0[i];
+        x = __ldg(x1 + i);
+    }
+    const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
+                          bx + 1 < G.nx;
+    R sr, si;
+    nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
+    if (!EARLY)
+        x = __ldg(x1 + i);
+    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+    if (HASV)
+        v = v + V[i];
+    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    C2 o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (x0) {
+        if (!EARLY)
+            a = x0[i];
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
+    }
+    out[i] = o;
+    if (!(isfinite(o.x) && isfinite(o.y)))
+        atomicMin(bad, step);
+    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+}
+
+/* The start of a launch of k_apply or k_apply_w: block 0 clears the next
+ * launch's counter, the table goes to shared memory; true when an earlier
+ * launch of the chunk went non-finite (*bad set: this one does nothing). */
+template <typename R>
+__device__ __forceinline__ bool launch_start(const DGeo &G, const unsigned char *tab,
+                                             unsigned char *smem,
+                                             const unsigned long long *bad, unsigned *ctr,
+                                             unsigned slot, int *skip, STab<R> *T)
+{
+    if (threadIdx.x == 0) {
+        *skip = bad && *bad != NONE;
+        if (blockIdx.x == 0)
+            ctr[(slot + 1) % 3] = 0; /* the next launch's counter */
+    }
+    *T = stage_table<R>(G, tab, smem); /* its __syncthreads publishes skip */
+    return *skip != 0;
+}
+
 /* out = x0 + (cre + i cim) H(x1) x1; x0 may be NULL or out.  With `part`,
  * the block's sum |B| |out|^2 goes to part[block] (the block's units fixed
  * by its index: the same sums on every run).  A non-finite output
@@ -262,18 +328,12 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const R *__restrict__ V, unsigned long long step, unsigned long long *bad, double *part,
         unsigned *ctr, unsigned slot)
 {
-    typedef typename Vec2<R>::T C2;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int skip;
     __shared__ unsigned su;
     __shared__ double red[32];
-    if (threadIdx.x == 0) {
-        skip = bad && *bad != NONE;
-        if (blockIdx.x == 0)
-            ctr[(slot + 1) % 3] = 0; /* the next launch's counter */
-    }
-    const STab<R> T = stage_table<R>(G, tab, smem); /* its __syncthreads publishes skip */
-    if (skip)
+    STab<R> T;
+    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
         return;
     double nn = 0;
     unsigned next = blockIdx.x;
@@ -300,31 +360,11 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         int c;
         if (!unit_cell(G, u, by, bz, bx, c, q))
             continue;
-        const unsigned row = bz * G.ny + by;
-        const size_t i = (size_t)row * G.row_len + q;
-        const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
-                              bx + 1 < G.nx;
-        R sr, si;
-        nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
-        const C2 x = x1[i];
-        R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
-        if (HASV)
-            v = v + V[i];
-        const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
-        const R hr = d * x.x - sr, hi = d * x.y - si;
-        C2 o;
-        o.x = cre * hr - cim * hi;
-        o.y = cre * hi + cim * hr;
-        if (x0) {
-            const C2 a = x0[i];
-            o.x = a.x + o.x;
-            o.y = a.y + o.y;
-        }
-        out[i] = o;
-        if (!(isfinite(o.x) && isfinite(o.y)))
-            atomicMin(bad, step);
+        const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+        const double o2 = apply_cell<R, HASV, false, MAXN, UNR>(G, T, g, out, x0, x1, cre, cim,
+                                                                V, i, c, bx, by, bz, step, bad);
         if (part)
-            nn += T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+            nn += o2;
     }
     if (part) {
         const double s = block_sum(nn, red);
@@ -333,56 +373,9 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
-/* One cell of k_apply_w: out[i] = x0[i] + (cre + i cim) H(x1) x1 at cell
- * (bx, by, bz, c); returns |B| |out|^2 (for the norm) and flags a
- * non-finite value.  x0[i] is loaded first, so its trip to DRAM overlaps
- * the neighbours' loads. */
-template <typename R, bool HASV, bool EARLY, int UNR>
-__device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
-                                             typename Vec2<R>::T *out,
-                                             const typename Vec2<R>::T *x0,
-                                             const typename Vec2<R>::T *__restrict__ x1, R cre,
-                                             R cim, const R *__restrict__ V, size_t i, int c,
-                                             unsigned bx, unsigned by, unsigned bz,
-                                             unsigned long long step, unsigned long long *bad)
-{
-    typedef typename Vec2<R>::T C2;
-    C2 a, x;
-    a.x = 0;
-    a.y = 0;
-    if (EARLY) {
-        if (x0)
-            a = x0[i];
-        x = __ldg(x1 + i);
-    }
-    const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
-                          bx + 1 < G.nx;
-    R sr, si;
-    nsum<R, 0, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
-    if (!EARLY)
-        x = __ldg(x1 + i);
-    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
-    if (HASV)
-        v = v + V[i];
-    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
-    const R hr = d * x.x - sr, hi = d * x.y - si;
-    C2 o;
-    o.x = cre * hr - cim * hi;
-    o.y = cre * hi + cim * hr;
-    if (x0) {
-        if (!EARLY)
-            a = x0[i];
-        o.x = a.x + o.x;
-        o.y = a.y + o.y;
-    }
-    out[i] = o;
-    if (!(isfinite(o.x) && isfinite(o.y)))
-        atomicMin(bad, step);
-    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
-}
-
-/* k_apply with the work units taken by warps, not thread blocks
- * (NLSEPY_DEC_KERNEL=3 and 4): a warp sweeps a unit's cells 32 at a time
+/* k_apply with the work units taken by warps, not thread blocks (the
+ * default on grids of fewer than 64 cells a block; NLSEPY_DEC_KERNEL=3 to 8
+ * in launch_n): a warp sweeps a unit's cells 32 at a time
  * and asks for its next unit while it works on this one, so no warp waits
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
@@ -397,13 +390,8 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int skip;
     __shared__ double red[32];
-    if (threadIdx.x == 0) {
-        skip = bad && *bad != NONE;
-        if (blockIdx.x == 0)
-            ctr[(slot + 1) % 3] = 0; /* the next launch's counter */
-    }
-    const STab<R> T = stage_table<R>(G, tab, smem);
-    if (skip)
+    STab<R> T;
+    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
         return;
     const unsigned lane = threadIdx.x & 31u, nw = blockDim.x >> 5;
     const unsigned wg = blockIdx.x * nw + (threadIdx.x >> 5), W = gridDim.x * nw;
@@ -425,7 +413,7 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             if (!unit_cell(G, u, by, bz, bx, c, q, t))
                 break;
             const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            const double o2 = apply_cell<R, HASV, EARLY, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
+            const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
                                                   by, bz, step, bad);
             if (part)
                 nn += o2;
