@@ -174,20 +174,32 @@ static int exchange(nlse_dipolar *s, size_t item, int st)
     return st ? st : rc;
 }
 
+/* The all-to-all's counts and displacements in D->cnt (items of one line)
+ * between the slab's blocks packed by rank (ni yc[r] lines each, in rank
+ * order) and the pencils (xc[r] nj lines at xs[r] nj): slab to pencils
+ * when `to`, else back. */
+static void staged_counts(dipolar_dist *D, size_t ni, int to)
+{
+    const int P = D->size;
+    size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
+    size_t *bc = to ? sc : rc, *bd = to ? sd : rd, *pc = to ? rc : sc, *pd = to ? rd : sd;
+    for (int r = 0; r < P; ++r) {
+        bc[r] = ni * D->yc[r];
+        bd[r] = off;
+        off += bc[r];
+        pc[r] = D->xc[r] * D->nj;
+        pd[r] = D->xs[r] * D->nj;
+    }
+}
+
 /* to_pencils through host memory: blocks packed by destination. */
 static int to_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t line)
 {
     dipolar_dist *D = s->dist;
-    const int P = D->size;
-    const size_t ni = s->L.n[0];
-    size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
+    const size_t ni = s->L.n[0], *sd = D->cnt + D->size;
     int st = NLSE_OK;
-    for (int r = 0; r < P; ++r) {
-        sc[r] = ni * D->yc[r];
-        sd[r] = off;
-        off += sc[r];
-        rc[r] = D->xc[r] * D->nj;
-        rd[r] = D->xs[r] * D->nj;
+    staged_counts(D, ni, 1);
+    for (int r = 0; r < D->size; ++r) {
         if (!st && D->yc[r])
             st = nlse_cuda_check(cudaMemcpy2DAsync(D->hsend + sd[r] * line, D->yc[r] * line,
                                                    (const char *)src + D->ys[r] * line,
@@ -207,16 +219,9 @@ static int from_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t l
 {
     dipolar_dist *D = s->dist;
     const int P = D->size;
-    const size_t ni = s->L.n[0];
-    size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
+    const size_t ni = s->L.n[0], *rd = D->cnt + 3 * P;
     int st = NLSE_OK;
-    for (int r = 0; r < P; ++r) {
-        sc[r] = D->xc[r] * D->nj;
-        sd[r] = D->xs[r] * D->nj;
-        rc[r] = ni * D->yc[r];
-        rd[r] = off;
-        off += rc[r];
-    }
+    staged_counts(D, ni, 0);
     if (D->nj)
         st = nlse_cuda_check(cudaMemcpyAsync(D->hsend, src, D->n0 * D->nj * line,
                                              cudaMemcpyDeviceToHost, s->stream), "cudaMemcpy");
