@@ -535,56 +535,49 @@ static size_t layer_reals(const nlse_dec *s)
     return 2 * (size_t)s->p.cells * (size_t)s->p.blocks[0] * (size_t)s->p.blocks[1];
 }
 
-int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
+/* Layers first .. first + count - 1 of the state out (copy_out) or in;
+ * `what` names the C function in the errors; `check` refuses non-finite
+ * values coming in. */
+static int copy_layers(const nlse_dec *s, long first, long count, const void *in, void *out,
+                       int check, const char *what)
 {
-    if (!s || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_layers: NULL argument");
-    int st = dec_check_layers(&s->p, first, count, "nlse_dec_get_layers");
+    if (!s || !(in || out))
+        return nlse_fail(NLSE_ERR_VALUE, "%s: NULL argument", what);
+    int st = dec_check_layers(&s->p, first, count, what);
     if (st)
         return st;
     const size_t r = real_size(s), L = layer_reals(s);
-    memcpy(out, (const char *)s->buf[s->par] + (size_t)first * L * r, (size_t)count * L * r);
+    char *state = (char *)s->buf[s->par] + (size_t)first * L * r;
+    if (out) {
+        memcpy(out, state, (size_t)count * L * r);
+        return NLSE_OK;
+    }
+    if (check && (st = dec_check_real(in, (size_t)count * L, s->p.dtype, "layers")))
+        return st;
+    memcpy(state, in, (size_t)count * L * r);
     return NLSE_OK;
+}
+
+int nlse_dec_get_layers(const nlse_dec *s, long first, long count, void *out)
+{
+    return copy_layers(s, first, count, NULL, out, 0, "nlse_dec_get_layers");
 }
 
 int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in)
 {
-    if (!s || !in)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_layers: NULL argument");
-    int st = dec_check_layers(&s->p, first, count, "nlse_dec_set_layers");
-    if (st)
-        return st;
-    const size_t r = real_size(s), L = layer_reals(s);
-    if ((st = dec_check_real(in, (size_t)count * L, s->p.dtype, "layers")))
-        return st;
-    memcpy((char *)s->buf[s->par] + (size_t)first * L * r, in, (size_t)count * L * r);
-    return NLSE_OK;
+    return copy_layers(s, first, count, in, NULL, 1, "nlse_dec_set_layers");
 }
 
 /* The CPU's backend memory is host memory: plain copies of the layers
  * (no check of the values: halo layers from a neighbour's finite step). */
 int nlse_dec_layers_to(const nlse_dec *s, long first, long count, void *dst)
 {
-    if (!s || !dst)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_to: NULL argument");
-    int st = dec_check_layers(&s->p, first, count, "nlse_dec_layers_to");
-    if (st)
-        return st;
-    const size_t r = real_size(s), L = layer_reals(s);
-    memcpy(dst, (const char *)s->buf[s->par] + (size_t)first * L * r, (size_t)count * L * r);
-    return NLSE_OK;
+    return copy_layers(s, first, count, NULL, dst, 0, "nlse_dec_layers_to");
 }
 
 int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
 {
-    if (!s || !src)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_layers_from: NULL argument");
-    int st = dec_check_layers(&s->p, first, count, "nlse_dec_layers_from");
-    if (st)
-        return st;
-    const size_t r = real_size(s), L = layer_reals(s);
-    memcpy((char *)s->buf[s->par] + (size_t)first * L * r, src, (size_t)count * L * r);
-    return NLSE_OK;
+    return copy_layers(s, first, count, src, NULL, 0, "nlse_dec_layers_from");
 }
 
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
