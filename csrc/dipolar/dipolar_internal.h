@@ -98,6 +98,8 @@ typedef struct {
                                        size_t nj, size_t shift);                                   \
     void dipolar_spike_ends_##sfx(const REAL *y0, const REAL *ye, const REAL *h, size_t lanes,    \
                                   int vals, const double *w0, const double *we, double *d);       \
+    void dipolar_spike_coefs_##sfx(const double *d, int P, size_t lanes, const double *kv,        \
+                                   const double *kw, const REAL *h, int vals, double *coef);     \
     void dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals,   \
                                    const double *v, const double *w, const double *coef);
 DIPOLAR_DECL(f, float)

@@ -504,10 +504,8 @@ void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *M)
     free(M->O0);
     free(L->scratch);
     free(L->partial);
-    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) {
-        free(M->pen);
-        free(M->tbuf);
-    }
+    free(M->pen);
+    free(M->tbuf);
     free(M->xc);
     free(M->xs);
     free(M->yc);
@@ -525,6 +523,8 @@ void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *M)
     free(M->coef);
     free(M);
 }
+
+static int spike_buffers(struct nlse_dipolar_mpi *M); /* the substructured x solve, below */
 
 /* The local allocations of create (no communication). */
 static int create_local(struct nlse_dipolar_mpi *M)
@@ -548,17 +548,20 @@ static int create_local(struct nlse_dipolar_mpi *M)
     L->psi = malloc(2 * L->N * rs);
     L->backup = malloc(2 * L->N * rs);
     L->partial = (double *)malloc(M->ni * M->n1 * sizeof(double));
+    int have_x; /* the x solve's buffers */
     if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) { /* packing buffer and x pencils */
         M->tbuf = malloc(2 * L->N * rs);
         M->pen = malloc((M->nj ? 2 * M->n0 * M->nj * M->n2 : 1) * rs);
+        have_x = M->tbuf && M->pen;
     } else { /* the local systems (halo, own rows, halo) and the top halo row */
         M->ext = malloc(2 * (M->ni + 2) * M->n1 * M->n2 * rs);
         M->hrow = malloc(2 * M->n1 * M->n2 * rs);
-        M->tbuf = M->pen = M->ext; /* unused: not NULL */
+        have_x = M->ext && M->hrow;
     }
-    if (!L->psi || !L->backup || !L->partial || !M->tbuf || !M->pen ||
-        (M->xsolve != NLSE_DIPOLAR_XSOLVE_TRANSPOSE && !M->hrow))
+    if (!L->psi || !L->backup || !L->partial || !have_x)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a slab of %zu points", L->N);
+    if (M->xsolve != NLSE_DIPOLAR_XSOLVE_TRANSPOSE && (st = spike_buffers(M)))
+        return st;
     if ((st = make_tables(M)))
         return st;
     size_t m01 = M->n0 > M->n1 ? M->n0 : M->n1;
@@ -880,11 +883,12 @@ static int from_pencils(struct nlse_dipolar_mpi *M)
  * ends of every line from every rank (2 values a line) instead of two
  * transposes of the state. */
 
+/* The substructured solve's small buffers (create: agreed by every rank). */
 static int spike_buffers(struct nlse_dipolar_mpi *M)
 {
-    if (M->sv)
-        return NLSE_OK;
     const size_t lanes = M->n1 * M->n2, P = (size_t)M->size;
+    if (4 * lanes > (size_t)INT_MAX) /* the same on every rank */
+        return nlse_fail(NLSE_ERR_VALUE, "%zu lines are too many for one message", lanes);
     M->sv = (double *)calloc(2 * M->ni, sizeof(double));
     M->sw = (double *)calloc(2 * M->ni, sizeof(double));
     M->kv = (double *)calloc(4 * P, sizeof(double));
@@ -901,8 +905,6 @@ static int spike_buffers(struct nlse_dipolar_mpi *M)
  * (dipolar_spike_setup: every rank computes every rank's ends itself). */
 static int spike_prepare(struct nlse_dipolar_mpi *M, int mode)
 {
-    if (M->spike_mode == mode && M->spike_dt == M->gp.dt)
-        return NLSE_OK;
     const double r = M->gp.dt * M->gp.kin / (M->L.h[0] * M->L.h[0]);
     int st = dipolar_spike_setup(r, mode == NLSE_DIPOLAR_REAL, M->size, M->xc, M->rank, M->sv,
                                  M->sw, M->kv, M->kw);
@@ -932,60 +934,14 @@ static int spike_halo(struct nlse_dipolar_mpi *M, size_t rb)
     return NLSE_OK;
 }
 
-/* (L, R - h) of every line from every rank's ends (rank order, fixed). */
-static void spike_coefs(struct nlse_dipolar_mpi *M, size_t lanes)
-{
-    const int P = M->size;
-    const double *kv = M->kv, *kw = M->kw, *d = M->drecv;
-#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
-    for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
-        double lr = 0, li = 0, rr = 0, ri = 0;
-        for (int q = 0; q < P; ++q)
-            for (int e = 0; e < 2; ++e) {
-                const double *x = d + ((size_t)q * lanes + (size_t)l) * 4 + 2 * e;
-                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
-                lr += a[0] * x[0] - a[1] * x[1];
-                li += a[0] * x[1] + a[1] * x[0];
-                rr += b[0] * x[0] - b[1] * x[1];
-                ri += b[0] * x[1] + b[1] * x[0];
-            }
-        double *c = M->coef + 4 * l;
-        c[0] = lr;
-        c[1] = li;
-        c[2] = rr;
-        c[3] = ri;
-    }
-}
-
-/* Subtract h, the top value the local solve took, from R (in coef). */
-static void spike_minus_h(struct nlse_dipolar_mpi *M, size_t lanes, int vals)
-{
-    if (single(M)) {
-        const float *h = (const float *)M->hrow;
-#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
-        for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
-            M->coef[4 * l + 2] -= h[vals * l];
-            if (vals == 2)
-                M->coef[4 * l + 3] -= h[vals * l + 1];
-        }
-    } else {
-        const double *h = (const double *)M->hrow;
-#pragma omp parallel for NLSE_THREADS schedule(static) if (lanes > 4096)
-        for (ptrdiff_t l = 0; l < (ptrdiff_t)lanes; ++l) {
-            M->coef[4 * l + 2] -= h[vals * l];
-            if (vals == 2)
-                M->coef[4 * l + 3] -= h[vals * l + 1];
-        }
-    }
-}
-
 /* The Crank-Nicolson solve along x by substructuring (collective). */
 static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
 {
-    int st = spike_buffers(M);
-    if (!st)
-        st = spike_prepare(M, mode);
-    if (st)
+    int st;
+    /* a new mode or dt: every rank remakes its responses (the same
+     * condition everywhere), and they agree before the halo exchange */
+    if ((M->spike_mode != mode || M->spike_dt != M->gp.dt) &&
+        (st = agree(M, spike_prepare(M, mode), NULL)))
         return st;
     struct nlse_dipolar *L = &M->L;
     const int P = M->size, lo = M->rank == 0, hi = M->rank == P - 1;
@@ -1007,29 +963,29 @@ static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
         dipolar_solve_x_pencils_d(L, mode, base, n, M->n1, shift);
     static const double zero2[2] = {0, 0};
     const double *w0 = hi ? zero2 : M->sw, *we = hi ? zero2 : M->sw + 2 * (ni - 1);
+    const void *h = hi ? NULL : M->hrow; /* the top value the local solve took */
     if (single(M))
         dipolar_spike_ends_f((const float *)(ext + rb), (const float *)(ext + ni * rb),
-                             hi ? NULL : (const float *)M->hrow, lanes, vals, w0, we, M->dsend);
+                             (const float *)h, lanes, vals, w0, we, M->dsend);
     else
         dipolar_spike_ends_d((const double *)(ext + rb), (const double *)(ext + ni * rb),
-                             hi ? NULL : (const double *)M->hrow, lanes, vals, w0, we, M->dsend);
+                             (const double *)h, lanes, vals, w0, we, M->dsend);
     t = MPI_Wtime();
-    if (4 * lanes > (size_t)INT_MAX)
-        return nlse_fail(NLSE_ERR_VALUE, "%zu lines are too many for one message", lanes);
     int rc = MPI_Allgather(M->dsend, (int)(4 * lanes), MPI_DOUBLE, M->drecv, (int)(4 * lanes),
                            MPI_DOUBLE, M->comm);
     M->tm[1] += MPI_Wtime() - t;
     if (rc != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allgather failed (error %d)", rc);
-    spike_coefs(M, lanes);
-    if (!hi)
-        spike_minus_h(M, lanes, vals);
-    if (single(M))
-        dipolar_spike_apply_f((float *)L->psi, (const float *)(ext + rb), ni, lanes, vals,
-                              lo ? NULL : M->sv, hi ? NULL : M->sw, M->coef);
-    else
-        dipolar_spike_apply_d((double *)L->psi, (const double *)(ext + rb), ni, lanes, vals,
-                              lo ? NULL : M->sv, hi ? NULL : M->sw, M->coef);
+    const double *v = lo ? NULL : M->sv, *w = hi ? NULL : M->sw;
+    if (single(M)) {
+        dipolar_spike_coefs_f(M->drecv, P, lanes, M->kv, M->kw, (const float *)h, vals, M->coef);
+        dipolar_spike_apply_f((float *)L->psi, (const float *)(ext + rb), ni, lanes, vals, v, w,
+                              M->coef);
+    } else {
+        dipolar_spike_coefs_d(M->drecv, P, lanes, M->kv, M->kw, (const double *)h, vals, M->coef);
+        dipolar_spike_apply_d((double *)L->psi, (const double *)(ext + rb), ni, lanes, vals, v, w,
+                              M->coef);
+    }
     return NLSE_OK;
 }
 
