@@ -165,19 +165,33 @@ __device__ __forceinline__ double warp_sum(double v)
     return v;
 }
 
+/* The block's sums of K values per thread (v[0..K-1]) in one shared-memory
+ * round, each in a fixed order (warp, then warps in order); sh holds
+ * K (blockDim.x / 32) doubles; the sums in t[] of thread 0. */
+template <int K> static __device__ void block_sums(const double *v, double *sh, double *t)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    double u[K];
+    for (int a = 0; a < K; ++a)
+        u[a] = warp_sum(v[a]);
+    __syncthreads();
+    if (lane == 0)
+        for (int a = 0; a < K; ++a)
+            sh[a * nw + w] = u[a];
+    __syncthreads();
+    for (int a = 0; a < K; ++a) {
+        t[a] = 0;
+        if (threadIdx.x == 0)
+            for (int q = 0; q < nw; ++q)
+                t[a] += sh[a * nw + q];
+    }
+}
+
 /* Sum of v over the block (fixed order); the result in thread 0. */
 static __device__ double block_sum(double v, double *sh)
 {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    __syncthreads();
-    if (lane == 0)
-        sh[w] = v;
-    __syncthreads();
-    double t = 0;
-    if (threadIdx.x == 0)
-        for (int q = 0; q < nw; ++q)
-            t += sh[q];
+    double t;
+    block_sums<1>(&v, sh, &t);
     return t;
 }
 
@@ -188,28 +202,6 @@ __device__ __forceinline__ void write_partial(double nsum, double *red, const De
     double t = block_sum(nsum, red);
     if (threadIdx.x == 0)
         out.partial[blockIdx.x] = t;
-}
-
-/* block_sum of the four values v[0..3] at once (one shared-memory round;
- * each the same sum, in the same order, as block_sum gives it); sh holds
- * 4 (blockDim.x / 32) doubles; the sums in t[] of thread 0. */
-static __device__ void block_sum4(const double *v, double *sh, double *t)
-{
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    double u[4];
-    for (int a = 0; a < 4; ++a)
-        u[a] = warp_sum(v[a]);
-    __syncthreads();
-    if (lane == 0)
-        for (int a = 0; a < 4; ++a)
-            sh[a * nw + w] = u[a];
-    __syncthreads();
-    for (int a = 0; a < 4; ++a) {
-        t[a] = 0;
-        if (threadIdx.x == 0)
-            for (int q = 0; q < nw; ++q)
-                t[a] += sh[a * nw + q];
-    }
 }
 
 /* The same with the moments m[q] = int |Psi|^2 x_q^2 when out.mom is set
@@ -225,7 +217,7 @@ __device__ __forceinline__ void write_partials(double nsum, const double *m, dou
     }
     const double v[4] = {nsum, m[0], m[1], m[2]};
     double t[4];
-    block_sum4(v, red, t);
+    block_sums<4>(v, red, t);
     if (threadIdx.x == 0) {
         out.partial[blockIdx.x] = t[0];
         for (int q = 0; q < 3; ++q)

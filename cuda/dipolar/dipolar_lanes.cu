@@ -150,7 +150,7 @@ __global__ void k_norm(const double *partial, int count, double *norm, int *bad,
             for (int a = 0; a < 3; ++a)
                 v[1 + a] += partial[(size_t)(1 + a) * NB_MAX + q];
     }
-    block_sum4(v, red, t);
+    block_sums<4>(v, red, t);
     if (threadIdx.x == 0) {
         norm[0] = t[0];
         if (rec)
