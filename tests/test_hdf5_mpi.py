@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -39,7 +40,11 @@ _KILLED = textwrap.dedent("""
         tell.seen += 1
         if tell.seen == 3:
             time.sleep(1.0)  # the run file has its entries by now
-            print("killme", os.getpid(), flush=True)
+            # a file per rank (two ranks' lines on mpirun's stdout can interleave)
+            name = f"{sys.argv[1]}.pid{comm.Get_rank()}"
+            with open(name + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(name + ".tmp", name)
             time.sleep(120)
     tell.seen = 0
     sim.run(100 * sim.dt, frames=10, output=sys.argv[1], callback=tell)
@@ -57,14 +62,19 @@ def test_killed_distributed_run_leaves_a_readable_file(mpirun, tmp_path):
     script.write_text(_KILLED)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_rmaps_base_oversubscribe="1")
     proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
-                             sys.executable, str(script), path], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+                             sys.executable, str(script), path], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
     pids = []
     try:
-        for _ in range(2):
-            line = proc.stdout.readline().split()
-            assert line and line[0] == "killme", line
-            pids.append(int(line[1]))
+        names = [f"{path}.pid{r}" for r in range(2)]
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(n) for n in names):
+            assert proc.poll() is None, f"the run ended ({proc.returncode}) before both ranks stopped"
+            assert time.monotonic() < deadline, "the ranks did not reach the fourth frame in 120 s"
+            time.sleep(0.05)
+        for n in names:
+            with open(n) as f:
+                pids.append(int(f.read()))
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
