@@ -37,13 +37,9 @@
 #include "nlsepy/common.h"
 #include "nlsepy/dipolar.h"
 
-/* How the x solve crosses the slabs: transposes to x pencils and back, or
- * substructuring (each slab's own system, coupled through the end values of
- * its lines: one halo row each way and an Allgather of two values a line).
- * Chosen at create by NLSEPY_DIPOLAR_XSOLVE ("transpose", "substructure",
- * the default; the highest choice of any rank wins, so every rank runs the
- * same). */
-enum { NLSE_DIPOLAR_XSOLVE_TRANSPOSE = 0, NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE = 1 };
+/* The x solve's path (NLSE_DIPOLAR_XSOLVE_*, nlsepy/dipolar.h): on CPU ranks
+ * substructuring unless every rank's NLSEPY_DIPOLAR_XSOLVE says
+ * "transpose". */
 
 /* Message prefix of a call stopped because another rank failed. */
 #define NLSE_DIPOLAR_MPI_PEER NLSE_DIPOLAR_PEER

@@ -9,7 +9,10 @@
  *               x pencils (n0, yc[r], nz)
  *   x solve     the slab's lines go to the pencils of their y rows on every
  *               rank, the Crank-Nicolson solve along x runs on whole x lines,
- *               and the lines come back (the transpose of section 6.2)
+ *               and the lines come back (the transpose of section 6.2); or,
+ *               with NLSEPY_DIPOLAR_XSOLVE=substructure, each slab solves its
+ *               own rows and the slabs are coupled through their lines' end
+ *               values (spike_x, the scheme of dipolar_mpi.c)
  *   dipolar     R2C along (y, z) on the slab's rows, the same transpose of the
  *               half spectrum, C2C along x on the pencils, the kernel (with
  *               1/N), the way back, C2R (eq. 2.37 by transposed transforms)
@@ -57,6 +60,17 @@ struct dipolar_dist {
     char *hsend, *hrecv;       /* pinned staging buffers                   */
     size_t *cnt;               /* 4 x size: send counts/displs, receive counts/displs */
     double tm[5];              /* step, x transposes, FFTs, their transposes, sums */
+    /* the x solve by substructuring (spike_x; dipolar_spike.c) */
+    int xsolve;                /* -1 undecided, else NLSE_DIPOLAR_XSOLVE_*   */
+    void *ends;                /* this rank's lines' end values, 4 doubles a line */
+    size_t ends_bytes;
+    void *drecv;               /* every rank's ends, rank order            */
+    void *hrow;                /* the top halo row as the local solve took it */
+    double *spk;               /* device: sv, sw (2 ni each), kv, kw (4 P each) */
+    double *hspk;              /* the same on the host                     */
+    int spike_mode;
+    double spike_dt;
+    char *hends_s, *hends_r;   /* pinned staging of the ends (several hosts) */
 };
 
 static double now(void)
@@ -445,12 +459,236 @@ template <typename T> static int global_norm(nlse_dipolar *s, int want, double *
     return dist_sync(s, st);
 }
 
+/* ------------------------------------------------------------------ */
+/* the x solve by substructuring                                      */
+/* ------------------------------------------------------------------ */
+
+static int halo_rows(nlse_dipolar *s, int st); /* the observables' halo rows, below */
+
+__device__ __forceinline__ double2 to_d2(float v) { return make_double2(v, 0); }
+__device__ __forceinline__ double2 to_d2(double v) { return make_double2(v, 0); }
+__device__ __forceinline__ double2 to_d2(float2 v) { return make_double2(v.x, v.y); }
+__device__ __forceinline__ double2 to_d2(double2 v) { return v; }
+template <typename V> __device__ __forceinline__ V from_d2(double2 v);
+template <> __device__ __forceinline__ float from_d2<float>(double2 v) { return (float)v.x; }
+template <> __device__ __forceinline__ double from_d2<double>(double2 v) { return v.x; }
+template <> __device__ __forceinline__ float2 from_d2<float2>(double2 v)
+{
+    return make_float2((float)v.x, (float)v.y);
+}
+template <> __device__ __forceinline__ double2 from_d2<double2>(double2 v) { return v; }
+
+/* d[l] = (y0 - h w0, ye - h we) of line l as complex doubles (h: the top
+ * value the local solve took, NULL at the grid's top). */
+template <typename V>
+__global__ void k_spike_ends(const V *y0, const V *ye, const V *h, long long lanes,
+                             const double *w0, const double *we, double *d)
+{
+    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
+         l += (long long)gridDim.x * blockDim.x) {
+        const double2 a = to_d2(y0[l]), b = to_d2(ye[l]);
+        double2 hv = make_double2(0, 0);
+        if (h)
+            hv = to_d2(h[l]);
+        double *o = d + 4 * l;
+        o[0] = a.x - (hv.x * w0[0] - hv.y * w0[1]);
+        o[1] = a.y - (hv.x * w0[1] + hv.y * w0[0]);
+        o[2] = b.x - (hv.x * we[0] - hv.y * we[1]);
+        o[3] = b.y - (hv.x * we[1] + hv.y * we[0]);
+    }
+}
+
+/* psi(r) = y(r) + L v(r) + (R - h) w(r) on the own rows, L and R of each
+ * line from every rank's ends (rank order) and the rows kv, kw of K^-1. */
+template <typename V>
+__global__ void k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int P,
+                              const double *kv, const double *kw, const double *sv,
+                              const double *sw, const V *h, int lo, int hi)
+{
+    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
+         l += (long long)gridDim.x * blockDim.x) {
+        double lr = 0, li = 0, rr = 0, ri = 0;
+        for (int q = 0; q < P; ++q)
+            for (int e = 0; e < 2; ++e) {
+                const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
+                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
+                lr += a[0] * x[0] - a[1] * x[1];
+                li += a[0] * x[1] + a[1] * x[0];
+                rr += b[0] * x[0] - b[1] * x[1];
+                ri += b[0] * x[1] + b[1] * x[0];
+            }
+        if (!hi) {
+            const double2 hv = to_d2(h[l]);
+            rr -= hv.x;
+            ri -= hv.y;
+        }
+        for (int r = 0; r < ni; ++r) {
+            const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
+            const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
+            const double2 yv = to_d2(y[(size_t)r * lanes + l]);
+            const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
+            const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
+            psi[(size_t)r * lanes + l] = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+        }
+    }
+}
+
+/* The path of the x solve, agreed by every rank at its first x solve:
+ * NLSEPY_DIPOLAR_XSOLVE (the highest choice of any rank). */
+static int spike_decide(nlse_dipolar *s, int st)
+{
+    dipolar_dist *D = s->dist;
+    const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
+    double v[2] = {st ? 1.0 : 0.0,
+                   e && strcmp(e, "substructure") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
+                                                        : (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE};
+    int rc = D->comm->max(D->comm->ctx, v, 2);
+    if (st)
+        return st;
+    if (rc)
+        return rc;
+    if (v[0] != 0)
+        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
+    D->xsolve = D->size > 1 ? (int)v[1] : NLSE_DIPOLAR_XSOLVE_TRANSPOSE;
+    return NLSE_OK;
+}
+
+/* The responses and coupling rows for this mode and dt, on the device. */
+static int spike_prepare(nlse_dipolar *s, int real_time)
+{
+    dipolar_dist *D = s->dist;
+    const int mode = real_time ? NLSE_DIPOLAR_REAL : NLSE_DIPOLAR_IMAG;
+    if (D->spike_mode == mode && D->spike_dt == s->p.dt)
+        return NLSE_OK;
+    const size_t ni = s->L.n[0], P = (size_t)D->size, cnt = 4 * ni + 8 * P;
+    if (!D->spk) {
+        CKS(dmalloc(s, (void **)&D->spk, cnt * sizeof(double), "the x solve's coupling rows"));
+        D->hspk = (double *)calloc(cnt, sizeof(double));
+        if (!D->hspk)
+            return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    double *h = D->hspk;
+    const double r = s->p.dt * s->p.kin / (s->L.h[0] * s->L.h[0]);
+    CKS(dipolar_spike_setup(r, real_time, D->size, D->xc, D->rank, h, h + 2 * ni, h + 4 * ni,
+                            h + 4 * ni + 4 * P));
+    CK(cudaMemcpyAsync(D->spk, h, cnt * sizeof(double), cudaMemcpyHostToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    D->spike_mode = mode;
+    D->spike_dt = s->p.dt;
+    return NLSE_OK;
+}
+
+/* Every rank's ends into drecv: read from the other GPUs (IPC) or through
+ * host memory and the comm table's all-to-all (collective; the ends of
+ * every rank written before, by the barrier). */
+static int spike_gather(nlse_dipolar *s, int st)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size;
+    const size_t E = D->ends_bytes;
+    if ((st = dist_sync(s, st)))
+        return st;
+    if (!D->staged) {
+        for (int r = 0; !st && r < P; ++r)
+            st = nlse_cuda_check(cudaMemcpyAsync((char *)D->drecv + (size_t)r * E,
+                                                 D->peer[3 * P + r], E, cudaMemcpyDefault,
+                                                 s->stream), "cudaMemcpy");
+        return dist_sync(s, st); /* read before any rank writes its ends again */
+    }
+    if (!D->hends_s) {
+        if (cudaHostAlloc((void **)&D->hends_s, E, cudaHostAllocDefault) != cudaSuccess ||
+            cudaHostAlloc((void **)&D->hends_r, E * (size_t)P, cudaHostAllocDefault) != cudaSuccess) {
+            (void)cudaGetLastError();
+            st = nlse_fail(NLSE_ERR_NOMEM, "out of pinned host memory for the lines' ends");
+        }
+    }
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->hends_s, D->ends, E, cudaMemcpyDeviceToHost,
+                                             s->stream), "cudaMemcpy");
+    if (!st)
+        st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    size_t *c = D->cnt;
+    for (int r = 0; r < P; ++r) {
+        c[r] = 1;              /* the same block to every rank */
+        c[P + r] = 0;
+        c[2 * P + r] = 1;
+        c[3 * P + r] = (size_t)r;
+    }
+    int rc = D->comm->alltoallv(D->comm->ctx, E, D->hends_s, c, c + P, D->hends_r, c + 2 * P,
+                                c + 3 * P);
+    st = st ? st : rc;
+    if (!st)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->drecv, D->hends_r, E * (size_t)P,
+                                             cudaMemcpyHostToDevice, s->stream), "cudaMemcpy");
+    return dist_sync(s, st);
+}
+
+/* The Crank-Nicolson solve along x by substructuring (collective): the
+ * slab with one row of each neighbour (halo_rows), the local systems by
+ * the single-device lane solve on the table rows from `shift`, the ends of
+ * every line gathered, the correction. */
+template <typename T, typename V, typename C>
+static int spike_x(nlse_dipolar *s, int real_time, int st)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size, lo = D->rank == 0, hi = D->rank == P - 1;
+    const size_t ni = s->L.n[0], lanes = D->n1 * D->n2, plane = lanes * sizeof(V);
+    const double t0 = now();
+    if (!st)
+        st = spike_prepare(s, real_time);
+    if (!st && !D->drecv)
+        st = dmalloc(s, &D->drecv, D->ends_bytes * (size_t)P, "every rank's line ends");
+    if (!st && !D->hrow)
+        st = dmalloc(s, &D->hrow, lanes * 2 * s->rs, "the top halo row");
+    st = halo_rows(s, st); /* ext: 2 rows below, the slab from row 2, 2 rows above */
+    D->tm[1] += now() - t0;
+    char *ext = (char *)D->ext;
+    if (!st && !hi)
+        st = nlse_cuda_check(cudaMemcpyAsync(D->hrow, ext + (ni + 2) * plane, plane,
+                                             cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
+    const size_t n = ni + 2 - lo - hi, shift = D->n0 - n;
+    if (!st) {
+        CN<C> cn = dipolar_cn<T, C>(s, 0, real_time);
+        cn.al += shift;
+        cn.ga += shift;
+        Grid<T> G = grid_of<T>(s);
+        G.n0 = (int)n;
+        Dens<T> out = dens_of<T>(NULL, s->partial);
+        int parts = 0;
+        st = dipolar_lanes<T, V, C>(s, (V *)(ext + (lo ? 2 : 1) * plane), G, cn, 0, (int)n, out,
+                                    false, &parts);
+    }
+    const double *sv = D->spk, *sw = sv + 2 * ni, *kv = sw + 2 * ni, *kw = kv + 4 * (size_t)P;
+    const int blocks = grid_for((long long)lanes, BLK);
+    if (!st) {
+        k_spike_ends<V><<<blocks, BLK, 0, s->stream>>>(
+            (const V *)(ext + 2 * plane), (const V *)(ext + (ni + 1) * plane),
+            hi ? NULL : (const V *)D->hrow, (long long)lanes, hi ? kw : sw,
+            hi ? kw : sw + 2 * (ni - 1), (double *)D->ends);
+        st = nlse_cuda_check(cudaGetLastError(), "k_spike_ends");
+    }
+    const double t1 = now();
+    st = spike_gather(s, st);
+    D->tm[1] += now() - t1;
+    if (!st) {
+        k_spike_apply<V><<<blocks, BLK, 0, s->stream>>>(
+            (V *)s->psi, (const V *)(ext + 2 * plane), (int)ni, (long long)lanes,
+            (const double *)D->drecv, P, kv, kw, sv, sw, (const V *)D->hrow, lo, hi);
+        st = nlse_cuda_check(cudaGetLastError(), "k_spike_apply");
+    }
+    return st;
+}
+
 /* The x solve of the whole grid on the pencils (collective; a local error
  * st is carried to the first barrier); one rank alone solves its slab. */
 template <typename T, typename V, typename C>
 static int solve_x(nlse_dipolar *s, int real_time, int st)
 {
     dipolar_dist *D = s->dist;
+    if (D->xsolve < 0 && (st = spike_decide(s, st)))
+        return st;
+    if (D->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
+        return spike_x<T, V, C>(s, real_time, st);
     const size_t es = sizeof(V);
     const int one = D->size == 1;
     if (!one && (st = transpose(s, 1, s->psi, 0, D->n2, es, st, &D->tm[1])))
@@ -720,6 +958,13 @@ static void dipolar_dist_free(nlse_dipolar *s)
     cudaFree(D->pen);
     cudaFree(D->kern);
     cudaFree(D->ext);
+    cudaFree(D->ends);
+    cudaFree(D->drecv);
+    cudaFree(D->hrow);
+    cudaFree(D->spk);
+    free(D->hspk);
+    cudaFreeHost(D->hends_s);
+    cudaFreeHost(D->hends_r);
     free(D->xc);
     free(D->peer);
     free(D);
@@ -793,6 +1038,10 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     }
     D->pen_bytes = (size > 1 && D->nj ? 2 * D->n0 * D->nj * D->n2 : 1) * s->rs; /* one rank: in place */
     CKS(dmalloc(s, &D->pen, D->pen_bytes, "the x pencils"));
+    D->xsolve = -1;
+    D->spike_mode = -1;
+    D->ends_bytes = 4 * D->n1 * D->n2 * sizeof(double);
+    CKS(dmalloc(s, &D->ends, D->ends_bytes, "the lines' end values"));
     D->dens_bytes = s->L.n[0] * D->n1 * s->nlp * s->rs;
     CKS(dmalloc(s, &s->dens, D->dens_bytes, "the density / FFT buffer"));
     CK(cudaMemsetAsync(s->dens, 0, D->dens_bytes, s->stream));
@@ -840,6 +1089,7 @@ extern "C" int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_D
     out[0] = s->dist->pen;
     out[1] = s->psi;
     out[2] = s->dens;
+    out[3] = s->dist->ends;
     return NLSE_OK;
 }
 

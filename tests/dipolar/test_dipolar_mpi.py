@@ -39,15 +39,18 @@ def test_dipolar_distributed(mpirun, nranks, xsolve, monkeypatch):
 
 @pytest.mark.mpi
 @pytest.mark.cuda
+@pytest.mark.parametrize("xsolve", ["transpose", "substructure"])
 @pytest.mark.parametrize("halo", ["ipc", "host"])
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_dipolar_distributed_gpu(mpirun, nranks, halo, monkeypatch):
-    """GPU ranks against one GPU (1e-12), the transposes through CUDA IPC or
-    staged through host memory (the path of ranks on several hosts)."""
+def test_dipolar_distributed_gpu(mpirun, nranks, halo, xsolve, monkeypatch):
+    """GPU ranks against one GPU (1e-12), the transposes (or the
+    substructured x solve's rows and ends) through CUDA IPC or staged
+    through host memory (the path of ranks on several hosts)."""
     import nlsepy as nl
     if "cuda" not in nl.backends("DipolarGPE"):
         pytest.skip("no CUDA device")
     monkeypatch.setenv("NLSEPY_RANKS_BACKEND", "cuda")
+    monkeypatch.setenv("NLSEPY_DIPOLAR_XSOLVE", xsolve)
     monkeypatch.setenv("NLSEPY_HALO", "host" if halo == "host" else "")
     mpirun(nranks, RANKS, timeout=300)
 

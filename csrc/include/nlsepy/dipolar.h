@@ -218,9 +218,18 @@ int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
                              const size_t *xcount, const size_t *ycount, const nlse_comm *comm,
                              nlse_dipolar **out);
 
-/* The device buffers the other ranks copy into: [0] the x pencils, [1] the
- * state, [2] the density / spectrum slab. */
-#define NLSE_DIPOLAR_SLAB_BUFFERS 3
+/* The device buffers the other ranks copy into or read: [0] the x pencils,
+ * [1] the state, [2] the density / spectrum slab, [3] the end values of the
+ * lines of the substructured x solve. */
+#define NLSE_DIPOLAR_SLAB_BUFFERS 4
+
+/* How the x solve of a distributed run crosses the slabs: transposes to x
+ * pencils and back, or substructuring (each slab's own systems, coupled
+ * through the end values of its lines: one halo row each way and two
+ * values a line from every rank).  Chosen by NLSEPY_DIPOLAR_XSOLVE
+ * ("transpose", "substructure"; the highest choice of any rank wins); the
+ * default is substructuring on CPU ranks, the transposes on GPU slabs. */
+enum { NLSE_DIPOLAR_XSOLVE_TRANSPOSE = 0, NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE = 1 };
 int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB_BUFFERS]);
 
 /* peers[b * size + r]: buffer b of rank r as this process addresses it

@@ -493,8 +493,16 @@ static PyObject *dipolar_slab_buffers(DipolarObject *self, PyObject *Py_UNUSED(i
     int st = nlse_dipolar_slab_buffers(self->s, b);
     if (st)
         return nlsepy_raise(st);
-    return Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)b[0],
-                         (unsigned long long)(uintptr_t)b[1], (unsigned long long)(uintptr_t)b[2]);
+    PyObject *out = PyTuple_New(NLSE_DIPOLAR_SLAB_BUFFERS);
+    for (int q = 0; out && q < NLSE_DIPOLAR_SLAB_BUFFERS; ++q) {
+        PyObject *v = PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)b[q]);
+        if (!v) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, q, v);
+    }
+    return out;
 }
 
 static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
@@ -552,7 +560,8 @@ static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(i
 static PyMethodDef dipolar_methods[] = {
 #ifdef NLSEPY_WITH_CUDA
     {"slab_buffers", (PyCFunction)dipolar_slab_buffers, METH_NOARGS,
-     "slab_buffers() -> device addresses of the pencils, the state and the density of a slab."},
+     "slab_buffers() -> device addresses of the pencils, the state, the density and the lines' "
+     "ends of a slab."},
     {"slab_connect", (PyCFunction)dipolar_slab_connect, METH_O,
      "slab_connect(addresses): buffer b of rank r at addresses[b * ranks + r]."},
     {"slab_stage", (PyCFunction)dipolar_slab_stage, METH_NOARGS,

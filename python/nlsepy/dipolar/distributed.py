@@ -77,7 +77,7 @@ class _GpuSlab:
         self._opened = []
 
     def connect(self) -> None:
-        """Swap the IPC handles of every rank's three buffers and map them; on
+        """Swap the IPC handles of every rank's buffers and map them; on
         several hosts, with ``NLSEPY_HALO=host`` or where a rank cannot share
         its buffers, stage the transposes through host memory instead
         (collective).  :attr:`path` says which."""
@@ -96,9 +96,9 @@ class _GpuSlab:
         self.path = "cuda-ipc"
         mine = self._c.slab_buffers()
         rank, size = self._comm.Get_rank(), self._comm.Get_size()
-        addrs = [0] * (3 * size)
+        addrs = [0] * (len(mine) * size)
         for r, (h, _) in enumerate(everyone):
-            for b in range(3):
+            for b in range(len(mine)):
                 if r == rank:
                     addrs[b * size + r] = mine[b]
                 else:
@@ -120,6 +120,15 @@ class _GpuSlab:
 
     def local(self) -> Tuple[int, int, int, int]:
         return self._local
+
+    def x_path(self) -> str:
+        """How the x solve crosses the slabs: :attr:`path` (the transposes'),
+        or ``"substructured over " + path`` with ``NLSEPY_DIPOLAR_XSOLVE=
+        substructure``."""
+        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure" and \
+                self._comm.Get_size() > 1:
+            return f"substructured over {self.path}"
+        return self.path
 
     def timings(self) -> Dict[str, float]:
         t = self._c.timings()
@@ -518,7 +527,7 @@ class DistributedDipolarGPE(DipolarGPE):
                           "starts": self._layout.starts.tolist(),
                           "pencil_y_rows": (int(j0), int(nj))},
                "fft": "cufft-slabs" if gpu else "fftw-mpi",
-               "transpose": self._solver.path if gpu else self._solver.x_solve(),
+               "transpose": self._solver.x_path() if gpu else self._solver.x_solve(),
                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
                "ranks_on_this_host": self._node_ranks}
         if gpu:
