@@ -316,6 +316,9 @@ class DistributedDipolarGPE(DipolarGPE):
             parts = memory_parts((ni, n1, n2), self._dtype, True, "cuda", 1, V, psi0)
             parts["solver"]["x pencils"] = 2 * rs * self._shape[0] * nj * n2
             parts["solver"]["halo rows of the observables"] = 2 * rs * (ni + 4) * n1 * n2
+            parts["solver"]["lines' ends"] = 32 * n1 * n2
+            if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure":
+                parts["solver"]["x solve buffers"] = 32 * self._size * n1 * n2 + 2 * rs * n1 * n2
             self._require_memory(parts, ranks=self._size)
             return
         parts = memory_parts((ni, n1, n2), self._dtype, use_dd, "cpu", self._threads(), V, psi0)
