@@ -7,12 +7,12 @@
  *   layout      rank r holds x rows [xs[r], xs[r] + xc[r]) of the state (a
  *               slab, section 6.1) and y rows [ys[r], ys[r] + yc[r]) of the
  *               x pencils (n0, yc[r], nz)
- *   x solve     the slab's lines go to the pencils of their y rows on every
- *               rank, the Crank-Nicolson solve along x runs on whole x lines,
- *               and the lines come back (the transpose of section 6.2); or,
- *               with NLSEPY_DIPOLAR_XSOLVE=substructure, each slab solves its
- *               own rows and the slabs are coupled through their lines' end
- *               values (spike_x, the scheme of dipolar_mpi.c)
+ *   x solve     each slab solves its own rows and the slabs are coupled
+ *               through their lines' end values (spike_x, the scheme of
+ *               dipolar_mpi.c); or, with NLSEPY_DIPOLAR_XSOLVE=transpose,
+ *               the lines go to the pencils of their y rows on every rank,
+ *               the Crank-Nicolson solve along x runs on whole x lines, and
+ *               the lines come back (the transpose of section 6.2)
  *   dipolar     R2C along (y, z) on the slab's rows, the same transpose of the
  *               half spectrum, C2C along x on the pencils, the kernel (with
  *               1/N), the way back, C2R (eq. 2.37 by transposed transforms)
@@ -534,14 +534,15 @@ __global__ void k_spike_apply(V *psi, const V *y, int ni, long long lanes, const
 }
 
 /* The path of the x solve, agreed by every rank at its first x solve:
- * NLSEPY_DIPOLAR_XSOLVE (the highest choice of any rank). */
+ * substructuring unless NLSEPY_DIPOLAR_XSOLVE=transpose (the highest
+ * choice of any rank). */
 static int spike_decide(nlse_dipolar *s, int st)
 {
     dipolar_dist *D = s->dist;
     const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
     double v[2] = {st ? 1.0 : 0.0,
-                   e && strcmp(e, "substructure") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
-                                                        : (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE};
+                   e && strcmp(e, "transpose") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE
+                                                     : (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE};
     int rc = D->comm->max(D->comm->ctx, v, 2);
     if (st)
         return st;

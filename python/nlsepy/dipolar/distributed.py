@@ -4,11 +4,12 @@ The OpenMP/MPI edition of DBEC-GP (Loncar, thesis, chapter 6) on nlsepy's C
 core: the 3D grid is cut into slabs of x rows, one per rank, as FFTW's MPI
 interface lays out its real-to-complex transform (blocks of ``ceil(nx /
 ranks)`` rows); the dipolar term uses FFTW's MPI transforms in transposed
-order, the Crank-Nicolson solve along x by substructuring on CPU ranks
+order, the Crank-Nicolson solve along x by substructuring
 (each slab solves its own rows, the slabs coupled through their lines' end
 values: one halo row each way and an ``MPI_Allgather`` of two values a line;
 ``NLSEPY_DIPOLAR_XSOLVE=transpose`` takes the thesis's transpose with
-``MPI_Alltoallv`` to x pencils and back, the GPU ranks' way), and every sum
+``MPI_Alltoallv`` (CPU ranks) or device copies (GPU ranks) to x pencils and
+back), and every sum
 over the grid (the norm of each step, the observables) adds the ranks' parts
 in rank order.  The same rank count gives the same bits on every run;
 results agree with one process to rounding.
@@ -123,9 +124,9 @@ class _GpuSlab:
 
     def x_path(self) -> str:
         """How the x solve crosses the slabs: :attr:`path` (the transposes'),
-        or ``"substructured over " + path`` with ``NLSEPY_DIPOLAR_XSOLVE=
-        substructure``."""
-        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure" and \
+        with ``NLSEPY_DIPOLAR_XSOLVE=transpose``, or ``"substructured over "
+        + path`` (the default on two or more ranks)."""
+        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose" and \
                 self._comm.Get_size() > 1:
             return f"substructured over {self.path}"
         return self.path
@@ -317,7 +318,7 @@ class DistributedDipolarGPE(DipolarGPE):
             parts["solver"]["x pencils"] = 2 * rs * self._shape[0] * nj * n2
             parts["solver"]["halo rows of the observables"] = 2 * rs * (ni + 4) * n1 * n2
             parts["solver"]["lines' ends"] = 32 * n1 * n2
-            if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure":
+            if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose":
                 parts["solver"]["x solve buffers"] = 32 * self._size * n1 * n2 + 2 * rs * n1 * n2
             self._require_memory(parts, ranks=self._size)
             return
@@ -520,8 +521,9 @@ class DistributedDipolarGPE(DipolarGPE):
         rank), the FFT (``"fftw-mpi"``), how the x solve crosses the slabs
         (``"transpose"``: on CPU ranks ``"substructured"``, each slab's own
         systems coupled through their lines' end values, or ``"MPI_Alltoallv"``
-        with ``NLSEPY_DIPOLAR_XSOLVE=transpose``; on GPU ranks the path of the
-        transposes) and the MPI library."""
+        with ``NLSEPY_DIPOLAR_XSOLVE=transpose``; on GPU ranks
+        ``"substructured over "`` the path of the lines' ends, or that path
+        alone with ``NLSEPY_DIPOLAR_XSOLVE=transpose``) and the MPI library."""
         ni, i0, nj, j0 = self._solver.local()
         info = _dist.info(self._comm)
         gpu = self._backend == "cuda"
