@@ -77,7 +77,7 @@ def test_layout_and_info():
     assert info["ranks"] == SIZE and info["rank"] == RANK and info["backend"] == BACKEND
     assert info["mpi"]
     counts = info["layout"]["counts"]
-    sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "substructure"
+    sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose"  # the default on 2+ ranks
     if GPU:  # an even split; transposes into the other ranks' buffers
         staged = os.environ.get("NLSEPY_HALO", "").lower() == "host"
         assert info["fft"] == "cufft-slabs"
@@ -88,7 +88,6 @@ def test_layout_and_info():
         assert path.startswith("host-staged" if staged else "cuda-ipc")
         assert max(counts) - min(counts) <= 1 and sum(counts) == SHAPE[0]
     else:
-        sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose"  # the CPU default
         assert info["fft"] == "fftw-mpi"
         assert info["transpose"] == ("substructured" if sub else "MPI_Alltoallv")
         block = -(-SHAPE[0] // SIZE)
