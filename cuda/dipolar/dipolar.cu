@@ -263,7 +263,7 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
         const size_t n = s->L.n[q];
         const int a = q - s->L.off;
         const size_t ncn = q == 0 ? s->n0_all : n, i0 = q == 0 ? row0 : 0;
-        CKS(dmalloc(s, (void **)&s->x[q], n * sizeof(double), "coordinates"));
+        CKS(dmalloc(s, (void **)&s->x[q], 2 * n * sizeof(double), "coordinates"));
         CKS(dmalloc(s, (void **)&s->w[q], n * sizeof(double), "Simpson weights"));
         CKS(dmalloc(s, &s->vtrap[q], n * rs, "the trap"));
         CKS(dmalloc(s, &s->ob[q], n * rs, "obstacle factors"));
@@ -271,7 +271,7 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
         CKS(dmalloc(s, &s->ga_r[q], ncn * rs, "CN tables"));
         CKS(dmalloc(s, &s->al_c[q], 2 * ncn * rs, "CN tables"));
         CKS(dmalloc(s, &s->ga_c[q], 2 * ncn * rs, "CN tables"));
-        double *t = (double *)malloc(4 * n * sizeof(double));
+        double *t = (double *)malloc(5 * n * sizeof(double));
         if (!t)
             return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < n; ++i) {
@@ -279,8 +279,11 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
             t[n + i] = a >= 0 ? dipolar_simpson(i0 + i, ncn, s->L.h[q]) : 1.0;
             t[2 * n + i] = a >= 0 ? p->trap[a] * t[i] * t[i] : 0.0;
             t[3 * n + i] = 1.0;
+            t[4 * n + i] = t[n + i] * (t[i] * t[i]); /* as k_lanes sums the moments */
         }
         int st = h2d(s, s->x[q], t, n * sizeof(double));
+        if (!st)
+            st = h2d(s, s->x[q] + n, t + 4 * n, n * sizeof(double));
         if (!st)
             st = h2d(s, s->w[q], t + n, n * sizeof(double));
         if (!st)

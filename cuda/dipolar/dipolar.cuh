@@ -118,6 +118,8 @@ template <typename T> struct Grid {
     const T *U;                 /* user potential or NULL             */
     const double *w0, *w1, *w2; /* Simpson weights                    */
     const double *x0, *x1, *x2; /* coordinates                        */
+    const double *q0, *q1, *q2; /* w_q x_q^2 (Simpson weight times the
+                                   squared coordinate: the moments)   */
 };
 
 /* The non-derivative step (eq. 2.24 / 2.41) with the pending normalisation. */
@@ -377,7 +379,7 @@ struct nlse_dipolar {
     size_t nlp, nk, rs;   /* padded last dim, spectrum size, bytes per REAL */
     int is_real;
     void *psi, *backup, *dens, *kern, *U;
-    double *x[3], *w[3];
+    double *x[3], *w[3];  /* x[q]: n coordinates, then n values w x^2 */
     void *vtrap[3], *ob[3];
     void *al_r[3], *ga_r[3], *al_c[3], *ga_c[3];
     dipolar_cn_scalars sc[3];
@@ -467,6 +469,9 @@ template <typename T> static inline Grid<T> grid_of(const nlse_dipolar *s)
     G.x0 = s->x[0];
     G.x1 = s->x[1];
     G.x2 = s->x[2];
+    G.q0 = s->x[0] + s->L.n[0];
+    G.q1 = s->x[1] + s->L.n[1];
+    G.q2 = s->x[2] + s->L.n[2];
     return G;
 }
 

@@ -43,7 +43,7 @@ template <int Q> struct LaneMap {
 #define UNR_OF(V) (64 / (int)sizeof(V))
 #define UNR_MAX 16
 
-template <typename T, typename V, typename C, int Q, bool LAST>
+template <typename T, typename V, typename C, int Q, bool LAST, bool MOM>
 __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
 {
     __shared__ double red[4 * (BLK / 32)];
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     const C A = cn.A, A0r = cn.A0r;
     constexpr int UNR = UNR_OF(V);
     double nsum = 0, mom[3] = {0, 0, 0};
-    const double *xq = Q == 0 ? G.x0 : Q == 1 ? G.x1 : G.x2;
+    const double *wxq = Q == 0 ? G.q0 : Q == 1 ? G.q1 : G.q2; /* w x^2 along the lane */
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
          lane += (long long)gridDim.x * blockDim.x) {
         const LaneMap<Q> L(lane, n0, n1, n2);
@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
                             out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
                         const double wq = Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k];
                         ls += wq * (double)d;
-                        if (out.mom)
-                            lq += wq * (xq[mm] * xq[mm]) * (double)d;
+                        if (MOM)
+                            lq += wxq[mm] * (double)d;
                     }
                 }
             m += cnt;
@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
             L.ijk(0, &i, &j, &k);
             double wf = Q == 0 ? G.w1[j] * G.w2[k] : Q == 1 ? G.w0[i] * G.w2[k] : G.w0[i] * G.w1[j];
             nsum += ls * wf;
-            if (out.mom)
+            if (MOM)
                 add_line_moments(mom, Q, ls, lq, wf, i, j, k, G);
         }
     }
@@ -166,6 +166,20 @@ __global__ void k_norm(const double *partial, int count, double *norm, int *bad,
 /* launches                                                           */
 /* ------------------------------------------------------------------ */
 
+/* One k_lanes launch: the plain sweep, the last one of a step (density and
+ * norm), or the last one of a recorded step (and the moments). */
+template <typename T, typename V, typename C, int Q>
+static void launch_lanes(nlse_dipolar *s, int blocks, V *psi, const Grid<T> &G, const CN<C> &cn,
+                         int n, const Dens<T> &out, bool last)
+{
+    if (!last)
+        k_lanes<T, V, C, Q, false, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+    else if (out.mom)
+        k_lanes<T, V, C, Q, true, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+    else
+        k_lanes<T, V, C, Q, true, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+}
+
 template <typename T, typename V, typename C>
 int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
                   const Dens<T> &out, bool last, int *parts)
@@ -174,22 +188,13 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
     int blocks;
     if (axis == 2) {
         blocks = grid_for((long long)n0 * n1, BLK);
-        if (last)
-            k_lanes<T, V, C, 2, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-        else
-            k_lanes<T, V, C, 2, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        launch_lanes<T, V, C, 2>(s, blocks, psi, G, cn, n, out, last);
     } else if (axis == 1) {
         blocks = grid_for((long long)n0 * n2, BLK);
-        if (last)
-            k_lanes<T, V, C, 1, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-        else
-            k_lanes<T, V, C, 1, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        launch_lanes<T, V, C, 1>(s, blocks, psi, G, cn, n, out, last);
     } else { /* axis 0 ends a 3D step (not on the pencils of a slab) */
         blocks = grid_for((long long)n1 * n2, BLK);
-        if (last)
-            k_lanes<T, V, C, 0, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
-        else
-            k_lanes<T, V, C, 0, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        launch_lanes<T, V, C, 0>(s, blocks, psi, G, cn, n, out, last);
     }
     if (last)
         *parts = blocks;
