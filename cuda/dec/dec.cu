@@ -564,6 +564,17 @@ k_apply_z(DGeo G, ZWork W, const unsigned char *tab, R g, typename Vec2<R>::T *o
                     zload_row<R, NP>(G, W, x1, y0 - 1 + r, z + 2, q0, rg[r]);
             if (live) {
                 const int k0 = T.start[c], k1 = T.start[c + 1];
+                /* psi(n-1) of the thread's TY cells asked for at once (each
+                 * thread reads and writes only its own cells, so out may
+                 * alias x0), their trips to DRAM overlapping the sums */
+                C2 a[TY];
+#pragma unroll
+                for (int t = 0; t < TY; ++t) {
+                    a[t].x = 0;
+                    a[t].y = 0;
+                    if (x0 && y0 + t < (int)G.ny)
+                        a[t] = x0[((size_t)z * G.ny + (unsigned)(y0 + t)) * G.row_len + q];
+                }
 #pragma unroll
                 for (int t = 0; t < TY; ++t) {
                     const int y = y0 + t;
@@ -582,10 +593,7 @@ k_apply_z(DGeo G, ZWork W, const unsigned char *tab, R g, typename Vec2<R>::T *o
                     }
                     const C2 xv = ring[s0 * layer + (unsigned)(t + 1) * W.pitch + tid + W.h];
                     const size_t i = ((size_t)z * G.ny + (unsigned)y) * G.row_len + q;
-                    C2 a;
-                    a.x = 0;
-                    a.y = 0;
-                    const double o2 = finish_cell<R, HASV, false>(G, T, g, out, x0, a, xv, ar,
+                    const double o2 = finish_cell<R, HASV, true>(G, T, g, out, x0, a[t], xv, ar,
                                                                   ai, cre, cim, V, i, c, bx,
                                                                   (unsigned)y, (unsigned)z,
                                                                   step, bad);
@@ -1045,7 +1053,8 @@ static bool launch_z(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         W.zlen = 4 < G.zc ? 4 : G.zc;
     W.zsegs = (G.zc + W.zlen - 1) / W.zlen;
     W.items = cols * W.zsegs;
-    const unsigned grid = W.items < s->nparts ? W.items : (unsigned)s->nparts;
+    /* with `part` every one of the nparts blocks writes its sum (0 without items) */
+    const unsigned grid = part || W.items > s->nparts ? (unsigned)s->nparts : W.items;
     if (np == 1) {
         cudaFuncSetAttribute(k_apply_z<R, HASV, TY, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem);
