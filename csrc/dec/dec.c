@@ -21,6 +21,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "dec_internal.h"
 
 /* What the kernels need besides the table: the grid and the trap, the
@@ -113,6 +116,9 @@ struct nlse_dec {
     long lead;           /* distance to the neighbours' leading row, or -1  */
     void *buf[2];        /* current state buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;             /* per-cell potential or NULL                     */
+    void *tmp;           /* a state of scratch for apply and combine (made on
+                          * first use, kept; the RK4 start's first stage state
+                          * when present) or NULL */
     const nlse_comm *comm; /* reductions of a distributed run, or NULL     */
     int par, have_prev;
     double last_seconds;
@@ -178,6 +184,37 @@ static void reorder(const nlse_dec *s, void *dst, const void *src, size_t rows, 
         reorder_16(dst, src, rows, nx, C, in);
 }
 
+/* reorder in place, row by row through a row of scratch per thread;
+ * NLSE_ERR_NOMEM (nothing moved) when that is not at hand. */
+static int reorder_in_place(const nlse_dec *s, void *p, size_t rows, size_t es, int in)
+{
+    const size_t L = (size_t)(s->p.blocks[0] * s->p.cells) * es;
+    const int nt = nlse_get_num_threads();
+    char *rb = malloc(L * (size_t)(nt > 0 ? nt : 1));
+    if (!rb)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec: out of memory for a row of scratch");
+#pragma omp parallel for NLSE_THREADS schedule(static)
+    for (size_t r = 0; r < rows; ++r) {
+#ifdef _OPENMP
+        char *row = rb + L * (size_t)omp_get_thread_num();
+#else
+        char *row = rb;
+#endif
+        memcpy(row, (char *)p + r * L, L);
+        reorder(s, (char *)p + r * L, row, 1, es, in);
+    }
+    free(rb);
+    return NLSE_OK;
+}
+
+/* The scratch state s->tmp (made on first use), or NULL when out of memory. */
+static void *scratch(nlse_dec *s)
+{
+    if (!s->tmp)
+        s->tmp = malloc(2 * s->n * real_size(s));
+    return s->tmp;
+}
+
 /* A state's rows (all layers). */
 static size_t all_rows(const nlse_dec *s) { return (size_t)(s->p.blocks[1] * s->p.blocks[2]); }
 
@@ -197,6 +234,7 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s->buf[0]);
     free(s->buf[1]);
     free(s->V);
+    free(s->tmp);
     free(s);
 }
 
@@ -448,9 +486,12 @@ static int rk4_start(nlse_dec *s, int *bad)
 {
     const double dt = s->p.dt;
     void *psi = s->buf[s->par], *acc = s->buf[s->par ^ 1];
-    void *ya = malloc(2 * s->n * real_size(s)), *yb = malloc(2 * s->n * real_size(s));
+    /* the scratch state when apply or combine made it (then no more than
+     * two states of scratch at a time), else one of its own */
+    void *own = s->tmp ? NULL : malloc(2 * s->n * real_size(s));
+    void *ya = s->tmp ? s->tmp : own, *yb = malloc(2 * s->n * real_size(s));
     if (!ya || !yb) {
-        free(ya);
+        free(own);
         free(yb);
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_step: out of memory for the RK4 start");
     }
@@ -462,7 +503,7 @@ static int rk4_start(nlse_dec *s, int *bad)
     b |= apply(s, acc, acc, yb, 0, -dt / 3, NULL);
     b |= apply(s, ya, psi, yb, 0, -dt, NULL);
     b |= apply(s, acc, acc, ya, 0, -dt / 6, NULL);
-    free(ya);
+    free(own);
     free(yb);
     *bad = b;
     if (!b) {
@@ -573,19 +614,16 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 {
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
-    const size_t bytes = 2 * s->n * real_size(s);
-    void *x = malloc(bytes), *y = calloc(1, bytes);
-    if (!x || !y) {
-        free(x);
-        free(y);
+    const size_t es = 2 * real_size(s);
+    void *y = scratch(s);
+    if (!y)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_apply: out of memory");
-    }
-    /* y = 0 + H(psi) psi in the kernels' order: the kernels always add to a state */
-    reorder(s, x, psi, all_rows(s), 2 * real_size(s), 1);
-    apply(s, y, y, x, 1, 0, NULL);
-    reorder(s, out, y, all_rows(s), 2 * real_size(s), 0);
-    free(x);
-    free(y);
+    /* psi into out in the kernels' order, y = 0 + H(psi) psi (the kernels
+     * always add to a state), y back into out */
+    reorder(s, out, psi, all_rows(s), es, 1);
+    memset(y, 0, s->n * es);
+    apply(s, y, y, out, 1, 0, NULL);
+    reorder(s, out, y, all_rows(s), es, 0);
     return NLSE_OK;
 }
 
@@ -678,20 +716,20 @@ int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, do
     if (!(isfinite(cre) && isfinite(cim)))
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
                                          "finite", cre, cim);
-    const size_t bytes = 2 * s->n * real_size(s), es = 2 * real_size(s);
-    void *a = malloc(bytes), *b = malloc(bytes);
-    if (!a || !b) {
-        free(a);
-        free(b);
+    const size_t es = 2 * real_size(s);
+    void *y = scratch(s);
+    int st;
+    if (!y)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_combine: out of memory");
-    }
-    reorder(s, a, x0, all_rows(s), es, 1);
-    reorder(s, b, x1, all_rows(s), es, 1);
-    *bad = apply(s, a, a, b, cre, cim, NULL);
-    reorder(s, out, a, all_rows(s), es, 0);
-    free(a);
-    free(b);
-    return NLSE_OK;
+    /* x1 into the scratch and x0 into out in the kernels' order, then out
+     * back (x1 is read before out is written: it may be out too) */
+    reorder(s, y, x1, all_rows(s), es, 1);
+    if (out != x0)
+        reorder(s, out, x0, all_rows(s), es, 1);
+    else if ((st = reorder_in_place(s, out, all_rows(s), es, 1)))
+        return st;
+    *bad = apply(s, out, out, y, cre, cim, NULL);
+    return reorder_in_place(s, out, all_rows(s), es, 0);
 }
 
 double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
