@@ -18,8 +18,12 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "dec_internal.h"
 
 /* What the kernels need besides the table: the grid and the trap, the
@@ -37,6 +41,17 @@ typedef struct {
     const double *centre, *vol;
     double *vx, *vy, *vz;
 } dec_geom;
+
+/* The kernels' order of the unknowns: the rows of blocks (by, bz) as in
+ * nlsepy/dec.h, but inside a row cell by cell, block by block ("cell
+ * major"): cell c of block bx is at c nx + bx, so that the same cell of
+ * consecutive blocks is contiguous.  The state, psi(n-1) and the
+ * potential array are held so; every entry point converts at the boundary
+ * (reorder), and a row's norm and the observables still sum in the public
+ * order. */
+#define DEC_AT(G, bx, by, bz, c)                                                          \
+    ((size_t)((((bz) * (G)->n[1] + (by)) * (G)->n[0]) * (G)->cells + (long)(c) * (G)->n[0] + \
+              (bx)))
 
 /* The row kernel is also compiled for x86-64-v3 (AVX2) and x86-64-v4
  * (AVX-512) and chosen at load time; its helpers are inlined into each
@@ -78,7 +93,7 @@ typedef struct {
 
 /* The kernels' table of solver s (tab_f or tab_d). */
 #define DEC_TAB(s)                                                                       \
-    {(s)->r.start, (s)->r.cell, (s)->r.off, (s)->r.delta, (s)->w, (s)->diag, (s)->slot, \
+    {(s)->r.start, (s)->r.cell, (s)->r.off, (s)->delta, (s)->w, (s)->diag, (s)->slot, \
      (s)->cdd, (s)->cw, (s)->p.rows, (s)->deg, (s)->spans, (s)->lead}
 
 struct nlse_dec {
@@ -94,12 +109,16 @@ struct nlse_dec {
      * neighbour, which then points at the cell itself). */
     int slot[64];
     long *cdd;
+    long *delta;         /* rows: j - i for an interior block, kernels' order */
     void *cw;
     int deg;             /* rows per cell when the same for all cells, else 0 */
     int spans;           /* every cell has 4, 6 or 8 rows                   */
     long lead;           /* distance to the neighbours' leading row, or -1  */
     void *buf[2];        /* current state buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;             /* per-cell potential or NULL                     */
+    void *tmp;           /* a state of scratch for apply and combine (made on
+                          * first use, kept; the RK4 start's first stage state
+                          * when present) or NULL */
     const nlse_comm *comm; /* reductions of a distributed run, or NULL     */
     int par, have_prev;
     double last_seconds;
@@ -121,6 +140,84 @@ static void *copy_real(const double *x, size_t n, int dtype)
     return out;
 }
 
+/* One value of 4, 8 or 16 bytes (a real or a complex of either dtype). */
+typedef struct {
+    uint64_t a, b;
+} dec_u128;
+
+/* `rows` rows of nx blocks of C values of type T from src to dst: the
+ * public order [bx][c] into the kernels' [c][bx] (in = 1) or back. */
+#define DEC_REORDER(name, T)                                                               \
+    static void name(T *dst, const T *src, size_t rows, long nx, long C, int in)           \
+    {                                                                                      \
+        const size_t L = (size_t)(nx * C);                                                 \
+        _Pragma("omp parallel for NLSE_THREADS schedule(static) if (rows * L > 65536)")    \
+        for (size_t r = 0; r < rows; ++r) {                                                \
+            T *d = dst + r * L;                                                            \
+            const T *q = src + r * L;                                                      \
+            for (long bx = 0; bx < nx; ++bx)                                               \
+                for (long c = 0; c < C; ++c) {                                             \
+                    if (in)                                                                \
+                        d[c * nx + bx] = q[bx * C + c];                                    \
+                    else                                                                   \
+                        d[bx * C + c] = q[c * nx + bx];                                    \
+                }                                                                          \
+        }                                                                                  \
+    }
+DEC_REORDER(reorder_4, uint32_t)
+DEC_REORDER(reorder_8, uint64_t)
+DEC_REORDER(reorder_16, dec_u128)
+
+/* `rows` rows of blocks of values of es bytes (4: a real of complex64's
+ * precision, 8, 16: complex128) from src to dst (distinct): the public
+ * order of nlsepy/dec.h into the kernels' (in = 1) or back (DEC_AT). */
+static void reorder(const nlse_dec *s, void *dst, const void *src, size_t rows, size_t es, int in)
+{
+    const long nx = s->p.blocks[0], C = s->p.cells;
+    if (nx == 1 || C == 1)
+        nlse_parallel_memcpy(dst, src, rows * (size_t)(nx * C) * es);
+    else if (es == 4)
+        reorder_4(dst, src, rows, nx, C, in);
+    else if (es == 8)
+        reorder_8(dst, src, rows, nx, C, in);
+    else
+        reorder_16(dst, src, rows, nx, C, in);
+}
+
+/* reorder in place, row by row through a row of scratch per thread;
+ * NLSE_ERR_NOMEM (nothing moved) when that is not at hand. */
+static int reorder_in_place(const nlse_dec *s, void *p, size_t rows, size_t es, int in)
+{
+    const size_t L = (size_t)(s->p.blocks[0] * s->p.cells) * es;
+    const int nt = nlse_get_num_threads();
+    char *rb = malloc(L * (size_t)(nt > 0 ? nt : 1));
+    if (!rb)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec: out of memory for a row of scratch");
+#pragma omp parallel for NLSE_THREADS schedule(static)
+    for (size_t r = 0; r < rows; ++r) {
+#ifdef _OPENMP
+        char *row = rb + L * (size_t)omp_get_thread_num();
+#else
+        char *row = rb;
+#endif
+        memcpy(row, (char *)p + r * L, L);
+        reorder(s, (char *)p + r * L, row, 1, es, in);
+    }
+    free(rb);
+    return NLSE_OK;
+}
+
+/* The scratch state s->tmp (made on first use), or NULL when out of memory. */
+static void *scratch(nlse_dec *s)
+{
+    if (!s->tmp)
+        s->tmp = malloc(2 * s->n * real_size(s));
+    return s->tmp;
+}
+
+/* A state's rows (all layers). */
+static size_t all_rows(const nlse_dec *s) { return (size_t)(s->p.blocks[1] * s->p.blocks[2]); }
+
 void nlse_dec_destroy(nlse_dec *s)
 {
     if (!s)
@@ -133,9 +230,11 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s->diag);
     free(s->cdd);
     free(s->cw);
+    free(s->delta);
     free(s->buf[0]);
     free(s->buf[1]);
     free(s->V);
+    free(s->tmp);
     free(s);
 }
 
@@ -184,7 +283,7 @@ static long class_row(const nlse_dec *s, int cls, int c, int k, int *drop)
     }
     if (*drop)
         return 0;
-    return 2 * (((m[2] * n[1] + m[1]) * n[0] + m[0]) * s->p.cells + s->r.cell[k] - c);
+    return 2 * ((m[2] * n[1] + m[1]) * n[0] * s->p.cells + (s->r.cell[k] - c) * n[0] + m[0]);
 }
 
 /* The class tables of nlse_dec (1 when out of memory). */
@@ -204,8 +303,15 @@ static int class_tables(nlse_dec *s)
     const size_t r = real_size(s);
     s->cdd = malloc(sizeof(long) * (size_t)used * (size_t)K);
     s->cw = malloc(r * (size_t)used * (size_t)K);
-    if (!s->cdd || !s->cw)
+    s->delta = malloc(sizeof(long) * (size_t)K);
+    if (!s->cdd || !s->cw || !s->delta)
         return 1;
+    const long *n = s->G.n;
+    for (int c = 0; c < s->p.cells; ++c)
+        for (int k = s->r.start[c]; k < s->r.start[c + 1]; ++k) {
+            const int *o = s->r.off + 3 * k;
+            s->delta[k] = (o[2] * n[1] + o[1]) * n[0] * s->p.cells + (s->r.cell[k] - c) * n[0] + o[0];
+        }
     for (int id = 0; id < 64; ++id) {
         if (s->slot[id] < 0)
             continue;
@@ -304,10 +410,10 @@ int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
         st = dec_check_complex(psi_prev, s->n, s->p.dtype, "psi_prev");
     if (st)
         return st;
-    const size_t bytes = 2 * s->n * real_size(s);
-    nlse_parallel_memcpy(s->buf[s->par], psi, bytes);
+    const size_t es = 2 * real_size(s);
+    reorder(s, s->buf[s->par], psi, all_rows(s), es, 1);
     if (psi_prev)
-        nlse_parallel_memcpy(s->buf[s->par ^ 1], psi_prev, bytes);
+        reorder(s, s->buf[s->par ^ 1], psi_prev, all_rows(s), es, 1);
     s->have_prev = psi_prev != NULL;
     return NLSE_OK;
 }
@@ -316,7 +422,7 @@ int nlse_dec_get_state(const nlse_dec *s, void *psi)
 {
     if (!s || !psi)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_state: NULL argument");
-    nlse_parallel_memcpy(psi, s->buf[s->par], 2 * s->n * real_size(s));
+    reorder(s, psi, s->buf[s->par], all_rows(s), 2 * real_size(s), 0);
     return NLSE_OK;
 }
 
@@ -326,7 +432,7 @@ int nlse_dec_get_prev(const nlse_dec *s, void *psi_prev, int *have)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_get_prev: NULL argument");
     *have = s->have_prev;
     if (s->have_prev)
-        nlse_parallel_memcpy(psi_prev, s->buf[s->par ^ 1], 2 * s->n * real_size(s));
+        reorder(s, psi_prev, s->buf[s->par ^ 1], all_rows(s), 2 * real_size(s), 0);
     return NLSE_OK;
 }
 
@@ -344,7 +450,7 @@ int nlse_dec_set_potential(nlse_dec *s, const void *V)
         return st;
     if (!s->V && !(s->V = malloc(s->n * real_size(s))))
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_set_potential: out of memory");
-    nlse_parallel_memcpy(s->V, V, s->n * real_size(s));
+    reorder(s, s->V, V, all_rows(s), real_size(s), 1);
     return NLSE_OK;
 }
 
@@ -380,9 +486,12 @@ static int rk4_start(nlse_dec *s, int *bad)
 {
     const double dt = s->p.dt;
     void *psi = s->buf[s->par], *acc = s->buf[s->par ^ 1];
-    void *ya = malloc(2 * s->n * real_size(s)), *yb = malloc(2 * s->n * real_size(s));
+    /* the scratch state when apply or combine made it (then no more than
+     * two states of scratch at a time), else one of its own */
+    void *own = s->tmp ? NULL : malloc(2 * s->n * real_size(s));
+    void *ya = s->tmp ? s->tmp : own, *yb = malloc(2 * s->n * real_size(s));
     if (!ya || !yb) {
-        free(ya);
+        free(own);
         free(yb);
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_step: out of memory for the RK4 start");
     }
@@ -394,7 +503,7 @@ static int rk4_start(nlse_dec *s, int *bad)
     b |= apply(s, acc, acc, yb, 0, -dt / 3, NULL);
     b |= apply(s, ya, psi, yb, 0, -dt, NULL);
     b |= apply(s, acc, acc, ya, 0, -dt / 6, NULL);
-    free(ya);
+    free(own);
     free(yb);
     *bad = b;
     if (!b) {
@@ -505,9 +614,16 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 {
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
-    /* out = 0 + H(psi) psi: the kernels always add to a state */
-    memset(out, 0, 2 * s->n * real_size(s));
-    apply(s, out, out, psi, 1, 0, NULL);
+    const size_t es = 2 * real_size(s);
+    void *y = scratch(s);
+    if (!y)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_apply: out of memory");
+    /* psi into out in the kernels' order, y = 0 + H(psi) psi (the kernels
+     * always add to a state), y back into out */
+    reorder(s, out, psi, all_rows(s), es, 1);
+    memset(y, 0, s->n * es);
+    apply(s, y, y, out, 1, 0, NULL);
+    reorder(s, out, y, all_rows(s), es, 0);
     return NLSE_OK;
 }
 
@@ -546,15 +662,15 @@ static int copy_layers(const nlse_dec *s, long first, long count, const void *in
     int st = dec_check_layers(&s->p, first, count, what);
     if (st)
         return st;
-    const size_t r = real_size(s), L = layer_reals(s);
+    const size_t r = real_size(s), L = layer_reals(s), rows = (size_t)(count * s->p.blocks[1]);
     char *state = (char *)s->buf[s->par] + (size_t)first * L * r;
     if (out) {
-        memcpy(out, state, (size_t)count * L * r);
+        reorder(s, out, state, rows, 2 * r, 0);
         return NLSE_OK;
     }
     if (check && (st = dec_check_real(in, (size_t)count * L, s->p.dtype, "layers")))
         return st;
-    memcpy(state, in, (size_t)count * L * r);
+    reorder(s, state, in, rows, 2 * r, 1);
     return NLSE_OK;
 }
 
@@ -600,10 +716,20 @@ int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, do
     if (!(isfinite(cre) && isfinite(cim)))
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
                                          "finite", cre, cim);
+    const size_t es = 2 * real_size(s);
+    void *y = scratch(s);
+    int st;
+    if (!y)
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_combine: out of memory");
+    /* x1 into the scratch and x0 into out in the kernels' order, then out
+     * back (x1 is read before out is written: it may be out too) */
+    reorder(s, y, x1, all_rows(s), es, 1);
     if (out != x0)
-        nlse_parallel_memcpy(out, x0, 2 * s->n * real_size(s));
-    *bad = apply(s, out, out, x1, cre, cim, NULL);
-    return NLSE_OK;
+        reorder(s, out, x0, all_rows(s), es, 1);
+    else if ((st = reorder_in_place(s, out, all_rows(s), es, 1)))
+        return st;
+    *bad = apply(s, out, out, y, cre, cim, NULL);
+    return reorder_in_place(s, out, all_rows(s), es, 0);
 }
 
 double nlse_dec_bytes_per_cell_step(const nlse_dec *s)

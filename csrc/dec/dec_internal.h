@@ -7,7 +7,10 @@
  * A neighbour row k of cell c carries, besides the caller's (cell, offset,
  * weight), `delta`: the index distance j - i from cell i to its neighbour j
  * when both blocks lie inside the grid (no wrap), the same for every
- * interior block, so that the interior kernels read psi[i + delta[k]].
+ * interior block, so that the interior kernels read psi[i + delta[k]]
+ * (in the public order of nlsepy/dec.h, which the CUDA backend keeps; the
+ * CPU backend holds its state in an order of its own, dec.c, and builds
+ * its distances from cell, off).
  */
 #ifndef NLSEPY_DEC_INTERNAL_H
 #define NLSEPY_DEC_INTERNAL_H
