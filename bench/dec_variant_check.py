@@ -1,0 +1,60 @@
+"""Agreement of the CUDA DEC kernel forms at benchmark sizes.
+
+Steps the problem of ``bench/dec.py`` (each grid at the unknowns of BCC
+``--blocks``^3 x 12) with the default kernel form and with each form named
+in ``--variants`` (``NLSEPY_DEC_KERNEL``, read when a solver is made), from
+the same state, and prints the largest difference of the states after
+``--steps`` leapfrog steps relative to the largest modulus, and the norms.
+
+Usage
+-----
+::
+
+    python bench/dec_variant_check.py [--variants 10,11] [--blocks 96]
+        [--grids cubic,fcc,bcc] [--dtypes complex128,complex64] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Optional, Sequence
+
+import numpy as np
+
+import _common  # noqa: F401  (puts the package on the path like the other benchmarks)
+from dec import blocks_for, make
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--variants", default="10,11")
+    p.add_argument("--blocks", type=int, default=96)
+    p.add_argument("--grids", default="cubic,fcc,bcc,a15")
+    p.add_argument("--dtypes", default="complex128,complex64")
+    p.add_argument("--steps", type=int, default=20)
+    a = p.parse_args(argv)
+    dof = 12 * a.blocks ** 3
+    for dt_name in a.dtypes.split(","):
+        dtype = np.dtype(dt_name).type
+        for grid in a.grids.split(","):
+            blocks = (a.blocks,) * 3 if grid == "bcc" else blocks_for(grid, dof)
+            os.environ.pop("NLSEPY_DEC_KERNEL", None)
+            ref = make(grid, blocks, dtype, "cuda", None)
+            psi0 = ref.psi
+            ref.step(a.steps)
+            r = ref.psi
+            scale = float(np.abs(r).max())
+            for v in a.variants.split(","):
+                os.environ["NLSEPY_DEC_KERNEL"] = v
+                sim = make(grid, blocks, dtype, "cuda", psi0)
+                sim.step(a.steps)
+                d = float(np.abs(sim.psi - r).max()) / scale
+                print(f"{grid:6} {dt_name:10} variant {v:>2}: max |diff| / max |psi| = {d:.2e}, "
+                      f"norm {sim.norm():.15g} (default {ref.norm():.15g})", flush=True)
+            os.environ.pop("NLSEPY_DEC_KERNEL", None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
