@@ -28,7 +28,7 @@ from dec import blocks_for, make
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--variants", default="10,11")
+    p.add_argument("--variants", default="0,6,8")
     p.add_argument("--blocks", type=int, default=96)
     p.add_argument("--grids", default="cubic,fcc,bcc,a15")
     p.add_argument("--dtypes", default="complex128,complex64")

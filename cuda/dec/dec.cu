@@ -251,40 +251,6 @@ __device__ __forceinline__ double block_sum(double v, double *red)
     return s;
 }
 
-/* The rest of a cell once its neighbour sum (sr, si) and value x are in:
- * out[i] = x0[i] + (cre + i cim) ((diag + V + g |x|^2) x - s); returns
- * |B| |out|^2 and flags a non-finite value (a = x0[i] when EARLY). */
-template <typename R, bool HASV, bool EARLY>
-__device__ __forceinline__ double finish_cell(const DGeo &G, const STab<R> &T, R g,
-                                              typename Vec2<R>::T *out,
-                                              const typename Vec2<R>::T *x0,
-                                              typename Vec2<R>::T a, typename Vec2<R>::T x,
-                                              R sr, R si, R cre, R cim,
-                                              const R *__restrict__ V, size_t i, int c,
-                                              unsigned bx, unsigned by, unsigned bz,
-                                              unsigned long long step, unsigned long long *bad)
-{
-    typedef typename Vec2<R>::T C2;
-    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
-    if (HASV)
-        v = v + V[i];
-    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
-    const R hr = d * x.x - sr, hi = d * x.y - si;
-    C2 o;
-    o.x = cre * hr - cim * hi;
-    o.y = cre * hi + cim * hr;
-    if (x0) {
-        if (!EARLY)
-            a = x0[i];
-        o.x = a.x + o.x;
-        o.y = a.y + o.y;
-    }
-    out[i] = o;
-    if (!(isfinite(o.x) && isfinite(o.y)))
-        atomicMin(bad, step);
-    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
-}
-
 /* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
@@ -313,8 +279,24 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
     if (!EARLY)
         x = __ldg(x1 + i);
-    return finish_cell<R, HASV, EARLY>(G, T, g, out, x0, a, x, sr, si, cre, cim, V, i, c, bx, by,
-                                       bz, step, bad);
+    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+    if (HASV)
+        v = v + V[i];
+    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    C2 o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (x0) {
+        if (!EARLY)
+            a = x0[i];
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
+    }
+    out[i] = o;
+    if (!(isfinite(o.x) && isfinite(o.y)))
+        atomicMin(bad, step);
+    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
 }
 
 /* The start of a launch of k_apply or k_apply_w: block 0 clears the next
@@ -446,171 +428,6 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
-/* Work items of k_apply_z: a stretch of blockDim cells of TY rows of
- * blocks (y) through `zlen` layers (z), y tiles fastest (neighbouring
- * tiles sweep the same layers at once, so the rows they share meet in
- * L2), then stretches, then the z segments of the own layers. */
-struct ZWork {
-    unsigned ytiles, items, zlen, zsegs, h, pitch;
-};
-
-/* Row yy, layer zz of x at the row positions q0 - h .. q0 - h + pitch - 1
- * into rg[] (positions tid, tid + blockDim, ...); outside the grid the
- * periodic image or 0. */
-template <typename R, int NP>
-__device__ __forceinline__ void zload_row(const DGeo &G, const ZWork &W,
-                                          const typename Vec2<R>::T *__restrict__ x, int yy,
-                                          int zz, int q0, typename Vec2<R>::T *rg)
-{
-    typedef typename Vec2<R>::T C2;
-    const int ny = (int)G.ny, nz = (int)G.nz, L = (int)G.row_len;
-    bool in = true;
-    if (yy < 0 || yy >= ny) {
-        in = G.periodic;
-        yy = yy < 0 ? yy + ny : yy - ny;
-    }
-    if (zz < 0 || zz >= nz) {
-        in = in && G.periodic;
-        zz = zz < 0 ? zz + nz : zz - nz;
-    }
-    const C2 *row = x + ((size_t)zz * G.ny + (unsigned)yy) * G.row_len;
-#pragma unroll
-    for (int m = 0; m < NP; ++m) {
-        const int p = (int)threadIdx.x + m * (int)blockDim.x;
-        C2 v;
-        v.x = 0;
-        v.y = 0;
-        int q = q0 - (int)W.h + p;
-        if (in && p < (int)W.pitch) {
-            bool ok = true;
-            if (q < 0 || q >= L) {
-                ok = G.periodic;
-                q = ((q % L) + L) % L;
-            }
-            if (ok)
-                v = __ldg(row + q);
-        }
-        rg[m] = v;
-    }
-}
-
-/* out = x0 + (cre + i cim) H(x1) x1 as k_apply, by 2.5D blocking: a thread
- * block sweeps the layers of its work item (ZWork) upwards, holding the
- * rows y0 - 1 .. y0 + TY of layers z - 1, z, z + 1 of x1 in shared memory
- * (a ring of three layers, each row with h cells of the neighbouring
- * stretches on both sides); the next layer's rows are loaded into
- * registers while the current one is computed.  psi(n) then comes from
- * DRAM or L2 about (TY + 2) / TY times per step instead of once per
- * neighbour.  Each thread computes its cell in each of the TY rows.  The
- * neighbour sums keep the order of the table (the bits of k_apply, but
- * for the sign of a zero); with `part` the block's items are fixed by its
- * index (same sums on every run). */
-template <typename R, bool HASV, int TY, int NP>
-__global__ void __launch_bounds__(256)
-k_apply_z(DGeo G, ZWork W, const unsigned char *tab, R g, typename Vec2<R>::T *out,
-          const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
-          R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
-          double *part, unsigned *ctr, unsigned slot)
-{
-    typedef typename Vec2<R>::T C2;
-    extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int skip;
-    __shared__ double red[32];
-    STab<R> T;
-    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
-        return;
-    C2 *ring = (C2 *)(smem + ((G.bytes + 15u) & ~15u));
-    const unsigned layer = (TY + 2) * W.pitch, tid = threadIdx.x, U = blockDim.x;
-    double nn = 0;
-    for (unsigned it = blockIdx.x; it < W.items; it += gridDim.x) {
-        const unsigned yt = it % W.ytiles, rest = it / W.ytiles;
-        const unsigned ch = rest % G.chunks, zs = rest / G.chunks;
-        const int y0 = (int)(yt * TY), q0 = (int)(ch * U);
-        const int za = (int)(G.z0 + zs * W.zlen);
-        const int zb = min(za + (int)W.zlen, (int)(G.z0 + G.zc));
-        const unsigned q = q0 + tid;
-        const bool live = q < G.row_len;
-        const unsigned bx = live ? fdiv(q, G.d_cells) : 0;
-        const int c = live ? (int)(q - bx * G.cells) : 0;
-        C2 rg[TY + 2][NP];
-        /* layers za - 1 and za into ring slots 0 and 1 */
-        for (int l = 0; l < 2; ++l) {
-#pragma unroll
-            for (int r = 0; r < TY + 2; ++r)
-                zload_row<R, NP>(G, W, x1, y0 - 1 + r, za - 1 + l, q0, rg[r]);
-#pragma unroll
-            for (int r = 0; r < TY + 2; ++r)
-#pragma unroll
-                for (int m = 0; m < NP; ++m)
-                    if (tid + m * U < W.pitch)
-                        ring[l * layer + r * W.pitch + tid + m * U] = rg[r][m];
-        }
-#pragma unroll
-        for (int r = 0; r < TY + 2; ++r)
-            zload_row<R, NP>(G, W, x1, y0 - 1 + r, za + 1, q0, rg[r]);
-        for (int z = za; z < zb; ++z) {
-            const unsigned sm = (unsigned)(z - za) % 3u, s0 = (sm + 1) % 3u, sp = (sm + 2) % 3u;
-            /* layer z + 1 (in registers) into its slot, then prefetch z + 2 */
-#pragma unroll
-            for (int r = 0; r < TY + 2; ++r)
-#pragma unroll
-                for (int m = 0; m < NP; ++m)
-                    if (tid + m * U < W.pitch)
-                        ring[sp * layer + r * W.pitch + tid + m * U] = rg[r][m];
-            __syncthreads();
-            if (z + 1 < zb)
-#pragma unroll
-                for (int r = 0; r < TY + 2; ++r)
-                    zload_row<R, NP>(G, W, x1, y0 - 1 + r, z + 2, q0, rg[r]);
-            if (live) {
-                const int k0 = T.start[c], k1 = T.start[c + 1];
-                /* psi(n-1) of the thread's TY cells asked for at once (each
-                 * thread reads and writes only its own cells, so out may
-                 * alias x0), their trips to DRAM overlapping the sums */
-                C2 a[TY];
-#pragma unroll
-                for (int t = 0; t < TY; ++t) {
-                    a[t].x = 0;
-                    a[t].y = 0;
-                    if (x0 && y0 + t < (int)G.ny)
-                        a[t] = x0[((size_t)z * G.ny + (unsigned)(y0 + t)) * G.row_len + q];
-                }
-#pragma unroll
-                for (int t = 0; t < TY; ++t) {
-                    const int y = y0 + t;
-                    if (y >= (int)G.ny)
-                        break;
-                    R ar = 0, ai = 0;
-                    for (int k = k0; k < k1; ++k) {
-                        const int code = T.cell[k];
-                        const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1,
-                                  dz = (code & 3) - 1;
-                        const unsigned sl = dz < 0 ? sm : dz == 0 ? s0 : sp;
-                        const C2 v = ring[sl * layer + (unsigned)(t + 1 + dy) * W.pitch + tid +
-                                          W.h + dx * (int)G.cells + ((code >> 6) - c)];
-                        ar += T.w[k] * v.x;
-                        ai += T.w[k] * v.y;
-                    }
-                    const C2 xv = ring[s0 * layer + (unsigned)(t + 1) * W.pitch + tid + W.h];
-                    const size_t i = ((size_t)z * G.ny + (unsigned)y) * G.row_len + q;
-                    const double o2 = finish_cell<R, HASV, true>(G, T, g, out, x0, a[t], xv, ar,
-                                                                  ai, cre, cim, V, i, c, bx,
-                                                                  (unsigned)y, (unsigned)z,
-                                                                  step, bad);
-                    if (part)
-                        nn += o2;
-                }
-            }
-            __syncthreads(); /* the slot of layer z - 1 is refilled next */
-        }
-    }
-    if (part) {
-        const double s = block_sum(nn, red);
-        if (threadIdx.x == 0)
-            part[blockIdx.x] = s;
-    }
-}
-
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
 template <typename R, bool HASV>
 __global__ void __launch_bounds__(256)
@@ -699,9 +516,6 @@ struct nlse_dec {
     unsigned launch;         /* k_apply launches so far (counter slot)   */
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
     int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
-    unsigned zh;             /* k_apply_z: the farthest neighbour along a row, in cells */
-    int smem_optin;          /* the most shared memory a thread block may have */
-    int sms;                 /* multiprocessors */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -884,15 +698,6 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     if (ev && atoi(ev) > 0)
         per_sm = (unsigned)atoi(ev);
     s->resident = (unsigned)sms * per_sm;
-    s->sms = sms;
-    s->smem_optin = SMEM_MAX;
-    cudaDeviceGetAttribute(&s->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
-    cudaGetLastError();
-    for (int c = 0; c < p->cells; ++c)
-        for (int k = s->r.start[c]; k < s->r.start[c + 1]; ++k) {
-            const int d = s->r.off[3 * k] * p->cells + s->r.cell[k] - c;
-            s->zh = (unsigned)(d < 0 ? -d : d) > s->zh ? (unsigned)(d < 0 ? -d : d) : s->zh;
-        }
     s->block = dim3(threads);
     work_units(s);
     const size_t bytes = 2 * s->n * rsize(s);
@@ -1024,53 +829,6 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
-/* Launch k_apply_z with TY rows a tile; false (nothing launched) when its
- * shared memory does not fit or a row's halo exceeds a stretch. */
-template <typename R, bool HASV, int TY>
-static bool launch_z(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
-                     double cim, unsigned long long step, double *part)
-{
-    typedef typename Vec2<R>::T C2;
-    const DGeo &G = s->G;
-    const unsigned U = s->block.x;
-    ZWork W;
-    W.h = s->zh;
-    W.pitch = U + 2 * W.h;
-    const int np = (int)((W.pitch + U - 1) / U);
-    const size_t smem = ((G.bytes + 15u) & ~15u) + 3 * (TY + 2) * (size_t)W.pitch * sizeof(C2);
-    if (np > 2 || smem > (size_t)s->smem_optin || G.zc == 0)
-        return false;
-    W.ytiles = (G.ny + TY - 1) / TY;
-    /* z segments: enough items for about four rounds of the resident blocks */
-    const unsigned cols = W.ytiles * G.chunks;
-    unsigned per_sm = (unsigned)(228 * 1024 / (smem + 1024));
-    per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
-    const unsigned want = 4 * (unsigned)s->sms * per_sm;
-    unsigned segs = (want + cols - 1) / cols;
-    const char *e = getenv("NLSEPY_DEC_ZLEN");
-    W.zlen = e && atoi(e) > 0 ? (unsigned)atoi(e) : (G.zc + segs - 1) / segs;
-    if (W.zlen < 4)
-        W.zlen = 4 < G.zc ? 4 : G.zc;
-    W.zsegs = (G.zc + W.zlen - 1) / W.zlen;
-    W.items = cols * W.zsegs;
-    /* with `part` every one of the nparts blocks writes its sum (0 without items) */
-    const unsigned grid = part || W.items > s->nparts ? (unsigned)s->nparts : W.items;
-    if (np == 1) {
-        cudaFuncSetAttribute(k_apply_z<R, HASV, TY, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)smem);
-        k_apply_z<R, HASV, TY, 1><<<grid, s->block, smem, s->stream>>>(
-            G, W, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
-            (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
-    } else {
-        cudaFuncSetAttribute(k_apply_z<R, HASV, TY, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)smem);
-        k_apply_z<R, HASV, TY, 2><<<grid, s->block, smem, s->stream>>>(
-            G, W, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
-            (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
-    }
-    return true;
-}
-
 template <typename R, bool HASV>
 static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
@@ -1079,18 +837,6 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
         variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
-    case 10: /* 2.5D blocking, tiles of 4 rows (k_apply_z) */
-        if (launch_z<R, HASV, 4>(s, out, x0, x1, cre, cim, step, part))
-            return;
-        break;
-    case 11: /* 2.5D blocking, tiles of 8 rows */
-        if (launch_z<R, HASV, 8>(s, out, x0, x1, cre, cim, step, part))
-            return;
-        break;
-    case 12: /* 2.5D blocking, tiles of 2 rows */
-        if (launch_z<R, HASV, 2>(s, out, x0, x1, cre, cim, step, part))
-            return;
-        break;
     case 3: /* units taken by warps, at most 32 registers */
         launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
