@@ -251,45 +251,6 @@ __device__ __forceinline__ double block_sum(double v, double *red)
     return s;
 }
 
-/* The rest of a cell once its neighbour sum (sr, si) and value x are in:
- * out[i] = x0[i] + (cre + i cim) ((diag + V + g |x|^2) x - s); returns
- * |B| |out|^2 and flags a non-finite value (a = x0[i] when EARLY). */
-template <typename R, bool HASV, bool EARLY>
-__device__ __forceinline__ double finish_cell(const DGeo &G, const STab<R> &T, R g,
-                                              typename Vec2<R>::T *out,
-                                              const typename Vec2<R>::T *x0,
-                                              typename Vec2<R>::T a, typename Vec2<R>::T x,
-                                              R sr, R si, R cre, R cim,
-                                              const R *__restrict__ V, size_t i, int c,
-                                              unsigned bx, unsigned by, unsigned bz,
-                                              unsigned long long step, unsigned long long *bad)
-{
-    typedef typename Vec2<R>::T C2;
-    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
-    if (HASV)
-        v = v + V[i];
-    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
-    const R hr = d * x.x - sr, hi = d * x.y - si;
-    C2 o;
-    o.x = cre * hr - cim * hi;
-    o.y = cre * hi + cim * hr;
-    if (x0) {
-        if (!EARLY)
-            a = x0[i];
-        o.x = a.x + o.x;
-        o.y = a.y + o.y;
-    }
-    out[i] = o;
-    if (!(isfinite(o.x) && isfinite(o.y)))
-        atomicMin(bad, step);
-    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
-}
-
-__device__ __forceinline__ bool inside(const DGeo &G, unsigned bx, unsigned by, unsigned bz)
-{
-    return by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 && bx + 1 < G.nx;
-}
-
 /* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
@@ -312,76 +273,30 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
             a = x0[i];
         x = __ldg(x1 + i);
     }
+    const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
+                          bx + 1 < G.nx;
     R sr, si;
-    nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, inside(G, bx, by, bz), sr,
-                       si);
+    nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
     if (!EARLY)
         x = __ldg(x1 + i);
-    return finish_cell<R, HASV, EARLY>(G, T, g, out, x0, a, x, sr, si, cre, cim, V, i, c, bx, by,
-                                       bz, step, bad);
-}
-
-/* Two cells of a warp's sweep at once (A, then B = A + 32 cells): both
- * cells' loads go out together, so a thread has twice the bytes in flight
- * (complex64 moves half the bytes of complex128 per load).  Each cell's
- * sum keeps the order of the table (the bits of apply_cell); a pair with
- * a cell at the grid's edge goes cell by cell.  Adds A's, then B's
- * |B| |out|^2 to nn. */
-template <typename R, bool HASV, int UNR>
-__device__ __forceinline__ void apply_pair(const DGeo &G, const STab<R> &T, R g,
-                                           typename Vec2<R>::T *out,
-                                           const typename Vec2<R>::T *x0,
-                                           const typename Vec2<R>::T *__restrict__ x1, R cre,
-                                           R cim, const R *__restrict__ V, const size_t (&i)[2],
-                                           const int (&c)[2], const unsigned (&bx)[2],
-                                           const unsigned (&by)[2], const unsigned (&bz)[2],
-                                           unsigned long long step,
-                                           unsigned long long *bad, double &nn)
-{
-    typedef typename Vec2<R>::T C2;
-    if (!inside(G, bx[0], by[0], bz[0]) || !inside(G, bx[1], by[1], bz[1])) {
-    #pragma unroll
-    for (int p = 0; p < 2; ++p)
-            nn += apply_cell<R, HASV, true, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i[p],
-                                                    c[p], bx[p], by[p], bz[p], step, bad);
-        return;
+    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
+    if (HASV)
+        v = v + V[i];
+    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    C2 o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (x0) {
+        if (!EARLY)
+            a = x0[i];
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
     }
-    C2 a[2], x[2];
-    R ar[2] = {0, 0}, ai[2] = {0, 0};
-    int k0[2], n[2];
-    for (int p = 0; p < 2; ++p) {
-        a[p].x = 0;
-        a[p].y = 0;
-        if (x0)
-            a[p] = x0[i[p]];
-        x[p] = __ldg(x1 + i[p]);
-        k0[p] = T.start[c[p]];
-        n[p] = T.start[c[p] + 1] - k0[p];
-    }
-    const int most = n[0] > n[1] ? n[0] : n[1];
-    for (int q = 0; q < most; q += UNR) {
-        C2 v[2][UNR];
-#pragma unroll
-    #pragma unroll
-    for (int p = 0; p < 2; ++p)
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (q + u < n[p])
-                    v[p][u] = __ldg(x1 + (ptrdiff_t)i[p] + T.delta[k0[p] + q + u]);
-#pragma unroll
-    #pragma unroll
-    for (int p = 0; p < 2; ++p)
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (q + u < n[p]) {
-                    ar[p] += T.w[k0[p] + q + u] * v[p][u].x;
-                    ai[p] += T.w[k0[p] + q + u] * v[p][u].y;
-                }
-    }
-#pragma unroll
-    for (int p = 0; p < 2; ++p)
-        nn += finish_cell<R, HASV, true>(G, T, g, out, x0, a[p], x[p], ar[p], ai[p], cre, cim, V,
-                                         i[p], c[p], bx[p], by[p], bz[p], step, bad);
+    out[i] = o;
+    if (!(isfinite(o.x) && isfinite(o.y)))
+        atomicMin(bad, step);
+    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
 }
 
 /* The start of a launch of k_apply or k_apply_w: block 0 clears the next
@@ -465,7 +380,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
  * run). */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR, bool PAIR = false>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR>
 __global__ void __launch_bounds__(256, MINB)
 k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
           const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -492,23 +407,7 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         }
         if (u >= G.units)
             break;
-        for (unsigned t = lane; PAIR && t < blockDim.x; t += 64) { /* two cells at once */
-            unsigned by[2], bz[2], bx[2], q;
-            int c[2];
-            size_t i[2];
-            if (!unit_cell(G, u, by[0], bz[0], bx[0], c[0], q, t))
-                break;
-            i[0] = (size_t)(bz[0] * G.ny + by[0]) * G.row_len + q;
-            if (t + 32 >= blockDim.x || !unit_cell(G, u, by[1], bz[1], bx[1], c[1], q, t + 32)) {
-                nn += apply_cell<R, HASV, true, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i[0],
-                                                        c[0], bx[0], by[0], bz[0], step, bad);
-                break;
-            }
-            i[1] = (size_t)(bz[1] * G.ny + by[1]) * G.row_len + q;
-            apply_pair<R, HASV, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step,
-                                     bad, nn);
-        }
-        for (unsigned t = lane; !PAIR && t < blockDim.x; t += 32) {
+        for (unsigned t = lane; t < blockDim.x; t += 32) {
             unsigned by, bz, bx, q;
             int c;
             if (!unit_cell(G, u, by, bz, bx, c, q, t))
@@ -920,12 +819,12 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply), the variant for
  * the potential array and the table's largest neighbour count. */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1, bool PAIR = false>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
-    k_apply_w<R, HASV, EARLY, MINB, UNR, PAIR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+    k_apply_w<R, HASV, EARLY, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
@@ -938,15 +837,6 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
         variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
-    case 10: /* units taken by warps, two cells a lane at once, at most 48 registers */
-        launch_w<R, HASV, true, 5, 1, true>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 11: /* the same, neighbours 2 at a time, at most 48 registers */
-        launch_w<R, HASV, true, 5, 2, true>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 12: /* two cells a lane, neighbours 2 at a time, at most 64 registers */
-        launch_w<R, HASV, true, 4, 2, true>(s, out, x0, x1, cre, cim, step, part);
-        return;
     case 3: /* units taken by warps, at most 32 registers */
         launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
