@@ -83,6 +83,22 @@ static double now(void)
 /* agreement and sums                                                 */
 /* ------------------------------------------------------------------ */
 
+/* The ranks' max of v[0 .. n-1] (collective), v[0] set here to whether
+ * this rank failed (st): st, the comm table's failure, the peer status
+ * when another rank failed, or NLSE_OK. */
+static int agree_max(dipolar_dist *D, int st, double *v, int n)
+{
+    v[0] = st ? 1.0 : 0.0;
+    const int rc = D->comm->max(D->comm->ctx, v, n);
+    if (st)
+        return st;
+    if (rc)
+        return rc;
+    if (v[0] != 0)
+        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
+    return NLSE_OK;
+}
+
 /* The barrier of a collective call: this rank's work on the stream done,
  * then every rank learns whether any failed.  The failing rank returns its
  * own status, the others a peer status. */
@@ -91,15 +107,8 @@ static int dist_sync(nlse_dipolar *s, int st)
     dipolar_dist *D = s->dist;
     if (!st)
         st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
-    double v = st ? 1.0 : 0.0;
-    int rc = D->comm->max(D->comm->ctx, &v, 1);
-    if (st)
-        return st;
-    if (rc)
-        return rc;
-    if (v != 0)
-        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
-    return NLSE_OK;
+    double v = 0;
+    return agree_max(D, st, &v, 1);
 }
 
 /* x summed over the ranks in rank order (n values in place). */
@@ -139,14 +148,9 @@ static int begin(nlse_dipolar *s, int st, int complex_needed)
         st = nlse_fail(NLSE_ERR_VALUE, "the slab is not connected to the other ranks' buffers");
     if (!st)
         st = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
-    double v[2] = {st ? 1.0 : 0.0, s->is_real ? 0.0 : 1.0};
-    int rc = D->comm->max(D->comm->ctx, v, 2);
-    if (st)
+    double v[2] = {0, s->is_real ? 0.0 : 1.0};
+    if ((st = agree_max(D, st, v, 2)))
         return st;
-    if (rc)
-        return rc;
-    if (v[0] != 0)
-        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
     if (v[1] != 0 || complex_needed)
         st = dipolar_promote(s);
     return dist_sync(s, st);
@@ -540,16 +544,10 @@ static int spike_decide(nlse_dipolar *s, int st)
 {
     dipolar_dist *D = s->dist;
     const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
-    double v[2] = {st ? 1.0 : 0.0,
-                   e && strcmp(e, "transpose") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE
-                                                     : (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE};
-    int rc = D->comm->max(D->comm->ctx, v, 2);
-    if (st)
+    double v[2] = {0, e && strcmp(e, "transpose") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE
+                                                       : (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE};
+    if ((st = agree_max(D, st, v, 2)))
         return st;
-    if (rc)
-        return rc;
-    if (v[0] != 0)
-        return nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed");
     D->xsolve = D->size > 1 ? (int)v[1] : NLSE_DIPOLAR_XSOLVE_TRANSPOSE;
     return NLSE_OK;
 }
