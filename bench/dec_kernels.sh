@@ -9,10 +9,8 @@ set -uo pipefail
 OUT=${OUT:-out/dec-kernels}
 mkdir -p "$OUT"
 PY=${PY:-python3}
-if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
-  OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
+. bench/gpu_prepare.sh
+need_build || exit 1
 variants=${1:-0,3,6}
 blocks=${2:-189}
 dtypes=${3:-complex128,complex64}

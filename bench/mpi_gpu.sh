@@ -12,8 +12,8 @@ bench=1
 [ "${1:-}" = --no-bench ] && bench=0
 { command -v mpirun mpicc; ls /usr/lib/x86_64-linux-gnu/ | grep -i "fftw3.*mpi" || echo "no FFTW-MPI";
   nproc; } 2>&1 | tee "$OUT/mpi-env.txt"
-"$PY" -c "import mpi4py" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-index \
-  --no-build-isolation .whl/mpi4py-*.tar.gz 2>&1 | tail -5
+. bench/gpu_prepare.sh
+need_mpi4py
 "$PY" -c "from mpi4py import MPI; print(MPI.Get_library_version())" | tee -a "$OUT/mpi-env.txt"
 OUT=$OUT bash bench/gpu.sh --no-bench --no-tests || exit 1
 export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1 OMP_NUM_THREADS=2

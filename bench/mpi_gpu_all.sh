@@ -9,12 +9,10 @@ set -uo pipefail
 OUT=${OUT:-out/mpi-gpu-all}
 mkdir -p "$OUT"
 PY=${PY:-python3}
-"$PY" -c "import mpi4py" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-index \
-  --no-build-isolation .whl/mpi4py-*.tar.gz 2>&1 | tail -5
-if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
-  OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1 OMP_NUM_THREADS=2
+. bench/gpu_prepare.sh
+need_mpi4py
+need_build || exit 1
+export OMP_NUM_THREADS=2
 nvidia-smi -L | tee "$OUT/gpus.txt"
 
 echo "== one process, several GPUs" | tee -a "$OUT/tests.log"

@@ -6,8 +6,8 @@ set -uo pipefail
 OUT=${OUT:-out/ipc}
 mkdir -p "$OUT"
 PY=${PY:-python3}
-"$PY" -c "import mpi4py" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-index \
-  --no-build-isolation .whl/mpi4py-*.tar.gz 2>&1 | tail -5
+. bench/gpu_prepare.sh
+need_mpi4py
 rm -rf /tmp/nlsepy-pkg
 OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || { tail -30 "$OUT/build.log"; exit 1; }
 export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1 OMP_NUM_THREADS=2

@@ -10,12 +10,9 @@ mkdir -p "$OUT"
 PY=${PY:-python3}
 what=${1:-all}
 edges=${2:-512,1024}
-"$PY" -c "import mpi4py" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-index \
-  --no-build-isolation .whl/mpi4py-*.tar.gz 2>&1 | tail -5
-if [ ! -f /tmp/nlsepy-pkg/nlsepy/_build_config.py ]; then
-  OUT=$OUT bash bench/gpu.sh --no-bench --no-tests >/dev/null || exit 1
-fi
-export PYTHONPATH=/tmp/nlsepy-pkg PYTHONUNBUFFERED=1
+. bench/gpu_prepare.sh
+need_mpi4py
+need_build || exit 1
 ngpu=$(nvidia-smi -L | wc -l)
 ranks=1; n=2; while [ $n -le "$ngpu" ]; do ranks="$ranks,$n"; n=$((n * 2)); done
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
