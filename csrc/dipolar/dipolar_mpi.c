@@ -24,11 +24,6 @@
 #include "dipolar_params.h"
 #include "dipolar_mpi.h"
 
-/* The x solve unless NLSEPY_DIPOLAR_XSOLVE says otherwise: substructuring
- * (256^3 on 2 ranks of the 2-core machine: 392-399 ms a step against 428-431
- * with the transposes; bench/RESULTS.md). */
-#define NLSE_DIPOLAR_XSOLVE_DEFAULT NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
-
 /* Axis-0 tables (coordinates, Simpson weights, trap and obstacle factors)
  * cover the whole x axis; the slab's point into them at row i0. */
 struct nlse_dipolar_mpi {
@@ -571,16 +566,12 @@ static int create_local(struct nlse_dipolar_mpi *M)
     return make_types(M);
 }
 
-/* NLSEPY_DIPOLAR_XSOLVE on every rank; the highest choice wins (collective). */
+/* dipolar_xsolve_wanted on every rank; the highest choice wins (collective).
+ * Substructuring is the default: 256^3 on 2 ranks of the 2-core machine,
+ * 392-399 ms a step against 428-431 with the transposes (bench/RESULTS.md). */
 static int choose_x_solve(struct nlse_dipolar_mpi *M)
 {
-    const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
-    int mine = NLSE_DIPOLAR_XSOLVE_DEFAULT, all = 0;
-    if (e && *e)
-        mine = strcmp(e, "substructure") == 0 ? NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE
-               : strcmp(e, "transpose") == 0 ? NLSE_DIPOLAR_XSOLVE_TRANSPOSE
-                                              : NLSE_DIPOLAR_XSOLVE_DEFAULT;
-    /* the transposes only where every rank asks for them */
+    int mine = dipolar_xsolve_wanted(), all = 0;
     int rc = MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, M->comm);
     if (rc != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allreduce failed (error %d)", rc);

@@ -469,10 +469,10 @@ template <typename T> static int global_norm(nlse_dipolar *s, int want, double *
 
 static int halo_rows(nlse_dipolar *s, int st); /* the observables' halo rows, below */
 
-__device__ __forceinline__ double2 to_d2(float v) { return make_double2(v, 0); }
-__device__ __forceinline__ double2 to_d2(double v) { return make_double2(v, 0); }
-__device__ __forceinline__ double2 to_d2(float2 v) { return make_double2(v.x, v.y); }
-__device__ __forceinline__ double2 to_d2(double2 v) { return v; }
+template <typename V> __device__ __forceinline__ double2 to_d2(V v)
+{
+    return make_double2(re_of(v), im_of(v));
+}
 template <typename V> __device__ __forceinline__ V from_d2(double2 v);
 template <> __device__ __forceinline__ float from_d2<float>(double2 v) { return (float)v.x; }
 template <> __device__ __forceinline__ double from_d2<double>(double2 v) { return v.x; }
@@ -537,15 +537,12 @@ __global__ void k_spike_apply(V *psi, const V *y, int ni, long long lanes, const
     }
 }
 
-/* The path of the x solve, agreed by every rank at its first x solve:
- * substructuring unless NLSEPY_DIPOLAR_XSOLVE=transpose (the highest
- * choice of any rank). */
+/* The path of the x solve, agreed by every rank at its first x solve
+ * (dipolar_xsolve_wanted: the highest choice of any rank). */
 static int spike_decide(nlse_dipolar *s, int st)
 {
     dipolar_dist *D = s->dist;
-    const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
-    double v[2] = {0, e && strcmp(e, "transpose") == 0 ? (double)NLSE_DIPOLAR_XSOLVE_TRANSPOSE
-                                                       : (double)NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE};
+    double v[2] = {0, (double)dipolar_xsolve_wanted()};
     if ((st = agree_max(D, st, v, 2)))
         return st;
     D->xsolve = D->size > 1 ? (int)v[1] : NLSE_DIPOLAR_XSOLVE_TRANSPOSE;
