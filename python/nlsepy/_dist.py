@@ -412,6 +412,12 @@ class IpcHalo:
             self.cuda.device_free(addr)
         self.peers, self.mail = {}, []
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # the context may be gone at exit
+            pass
+
 
 def check_root(comm: Any, root: Optional[int]) -> None:
     if root is None:

@@ -190,13 +190,9 @@ class _SlabFD:
         self.pin = module if owner.backend == "cuda" else None
         self.ipc: Any = None     # the device-to-device exchange, set up at the first one
         self.ipc_why = ""        # why not, when not
+        self.V_ext: Optional[np.ndarray] = None  # the potential with its halo rows
 
     def __del__(self) -> None:
-        if getattr(self, "ipc", None):
-            try:
-                self.ipc.close()
-            except Exception:  # the context may be gone at exit
-                pass
         # unlock the staging buffers before they are freed
         if getattr(self, "pin", None) is not None and getattr(self, "buffers", None):
             for b in self.buffers:
@@ -204,7 +200,6 @@ class _SlabFD:
                     self.pin.host_unregister(b)
                 except Exception:  # the context may be gone at exit
                     pass
-        self.V_ext: Optional[np.ndarray] = None
 
     def create(self, capsule: Any) -> None:
         """Allocate the slab's handle (no collective call)."""

@@ -86,13 +86,6 @@ class SlabDec:
         self._put: Any = None
         self._get: Any = None
 
-    def __del__(self) -> None:
-        if getattr(self, "ipc", None):
-            try:
-                self.ipc.close()
-            except Exception:  # the context may be gone at exit
-                pass
-
     @property
     def halo(self) -> str:
         """How the halo layers move: "cuda-ipc" (device to device) or "host"."""
