@@ -51,8 +51,8 @@ struct dipolar_dist {
     int plans;                 /* 0: none, 1: f2 and b2, 2: and fx        */
     void *kern;                /* (n0, nj, nh) kernel values times 1/N   */
     size_t kern_bytes;
-    void *ext;                 /* the slab with two rows of each neighbour */
-    size_t ext_bytes;
+    void *ext;                 /* the state with two rows of each neighbour: */
+    size_t ext_bytes;          /* s->psi lies in it from its third row      */
     cudaStream_t *cs;          /* one copy stream per rank (copies run at once) */
     cudaEvent_t ready, *done;
     int have_events;
@@ -171,6 +171,19 @@ static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void 
     CK(cudaEventRecord(D->done[r], D->cs[r]));
     CK(cudaStreamWaitEvent(s->stream, D->done[r], 0));
     return NLSE_OK;
+}
+
+/* The bytes of one x row of the state as it is stored now (real or complex). */
+static size_t state_plane(const nlse_dipolar *s)
+{
+    return s->dist->n1 * s->dist->n2 * (s->is_real ? 1 : 2) * s->rs;
+}
+
+/* The state's row -2: two rows of the rank below, the state, two rows of
+ * the rank above follow it (rows of `plane` bytes; halo_rows fills them). */
+static char *ext_of(nlse_dipolar *s, size_t plane)
+{
+    return (char *)s->psi - 2 * plane;
 }
 
 /* This rank's buffer b (the pencils, the state, the density). */
@@ -636,9 +649,9 @@ static int spike_x(nlse_dipolar *s, int real_time, int st)
         st = dmalloc(s, &D->drecv, D->ends_bytes * (size_t)P, "every rank's line ends");
     if (!st && !D->hrow)
         st = dmalloc(s, &D->hrow, lanes * 2 * s->rs, "the top halo row");
-    st = halo_rows(s, st); /* ext: 2 rows below, the slab from row 2, 2 rows above */
+    st = halo_rows(s, st); /* ext: 2 rows below, the state from row 2, 2 rows above */
     D->tm[1] += now() - t0;
-    char *ext = (char *)D->ext;
+    char *ext = ext_of(s, plane);
     if (!st && !hi)
         st = nlse_cuda_check(cudaMemcpyAsync(D->hrow, ext + (ni + 2) * plane, plane,
                                              cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
@@ -847,29 +860,25 @@ static int halo_staged(nlse_dipolar *s, size_t plane)
         c[3 * P + r + 1] = ni + 2;
     }
     st = exchange(s, plane, st);
+    char *ext = ext_of(s, plane);
     if (!st && r > 0)
-        st = nlse_cuda_check(cudaMemcpyAsync(D->ext, D->hrecv, 2 * plane, cudaMemcpyHostToDevice,
+        st = nlse_cuda_check(cudaMemcpyAsync(ext, D->hrecv, 2 * plane, cudaMemcpyHostToDevice,
                                              s->stream), "cudaMemcpy");
     if (!st && r < P - 1)
-        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + (ni + 2) * plane,
+        st = nlse_cuda_check(cudaMemcpyAsync(ext + (ni + 2) * plane,
                                              D->hrecv + (ni + 2) * plane, 2 * plane,
                                              cudaMemcpyHostToDevice, s->stream), "cudaMemcpy");
     return st;
 }
 
-/* ext <- two x rows of the rank below, the slab, two rows of the rank above
- * (read from the neighbours' states while no rank writes its own). */
+/* The ext rows around the state <- the last two x rows of the rank below
+ * and the first two of the rank above (read from the neighbours' states
+ * while no rank writes its own). */
 static int halo_rows(nlse_dipolar *s, int st)
 {
     dipolar_dist *D = s->dist;
-    const size_t plane = D->n1 * D->n2 * (s->is_real ? 1 : 2) * s->rs, ni = s->L.n[0];
-    if (!st && !D->ext) {
-        D->ext_bytes = (ni + 4) * D->n1 * D->n2 * 2 * s->rs;
-        st = dmalloc(s, &D->ext, D->ext_bytes, "the observables' halo rows");
-    }
-    if (!st)
-        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + 2 * plane, s->psi, ni * plane,
-                                             cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
+    const size_t plane = state_plane(s), ni = s->L.n[0];
+    char *ext = ext_of(s, plane);
     if ((st = dist_sync(s, st)))
         return st;
     const int r = D->rank;
@@ -877,10 +886,10 @@ static int halo_rows(nlse_dipolar *s, int st)
         return dist_sync(s, halo_staged(s, plane));
     if (r > 0)
         st = nlse_cuda_check(
-            cudaMemcpyAsync(D->ext, (const char *)D->peer[D->size + r - 1] + (D->xc[r - 1] - 2) * plane,
+            cudaMemcpyAsync(ext, (const char *)D->peer[D->size + r - 1] + (D->xc[r - 1] - 2) * plane,
                             2 * plane, cudaMemcpyDefault, s->stream), "cudaMemcpy");
     if (!st && r < D->size - 1)
-        st = nlse_cuda_check(cudaMemcpyAsync((char *)D->ext + (ni + 2) * plane,
+        st = nlse_cuda_check(cudaMemcpyAsync(ext + (ni + 2) * plane,
                                              D->peer[D->size + r + 1], 2 * plane,
                                              cudaMemcpyDefault, s->stream), "cudaMemcpy");
     return dist_sync(s, st); /* read before any rank writes its state again */
@@ -895,7 +904,7 @@ template <typename T> static int observe_t(nlse_dipolar *s, double t, nlse_dipol
     int st = dipolar_obstacle_at(s, t);
     CKS(halo_rows(s, st));
     double Tq[OQ_N + 2];
-    st = dipolar_observe_sums<T>(s, t, D->ext, 2, Tq);
+    st = dipolar_observe_sums<T>(s, t, ext_of(s, state_plane(s)), 2, Tq);
     /* |Psi|^2 at the grid's centre: from the rank that holds its row */
     const size_t ic = D->n0 / 2;
     Tq[OQ_N] = 0;
@@ -953,6 +962,9 @@ static void dipolar_dist_free(nlse_dipolar *s)
     s->have_plans = 0; /* the solver's own plans were never made */
     cudaFree(D->pen);
     cudaFree(D->kern);
+    if (D->ext && (char *)s->psi > (char *)D->ext &&
+        (char *)s->psi < (char *)D->ext + D->ext_bytes)
+        s->psi = NULL; /* not an allocation of its own */
     cudaFree(D->ext);
     cudaFree(D->ends);
     cudaFree(D->drecv);
@@ -989,6 +1001,24 @@ static int check_counts(const nlse_dipolar_params *p, int rank, int size, const 
     if (sx != p->shape[0] || sy != p->shape[1])
         return nlse_fail(NLSE_ERR_VALUE, "the ranks' rows (%zu x, %zu y) do not tile the grid's "
                          "%zu x %zu", sx, sy, p->shape[0], p->shape[1]);
+    return NLSE_OK;
+}
+
+/* Move the state into D->ext, two complex rows from its start, so that the
+ * neighbours' rows land around it and the x solve and the observables read
+ * one array without copying the slab. */
+static int state_in_ext(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    const size_t cplane = D->n1 * D->n2 * 2 * s->rs, ni = s->L.n[0];
+    D->ext_bytes = (ni + 4) * cplane;
+    CKS(dmalloc(s, &D->ext, D->ext_bytes, "the state with its halo rows"));
+    CK(cudaMemsetAsync(D->ext, 0, D->ext_bytes, s->stream));
+    CK(cudaMemcpyAsync((char *)D->ext + 2 * cplane, s->psi, ni * cplane, cudaMemcpyDeviceToDevice,
+                       s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    cudaFree(s->psi);
+    s->psi = (char *)D->ext + 2 * cplane;
     return NLSE_OK;
 }
 
@@ -1038,6 +1068,7 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     D->spike_mode = -1;
     D->ends_bytes = 4 * D->n1 * D->n2 * sizeof(double);
     CKS(dmalloc(s, &D->ends, D->ends_bytes, "the lines' end values"));
+    CKS(state_in_ext(s));
     D->dens_bytes = s->L.n[0] * D->n1 * s->nlp * s->rs;
     CKS(dmalloc(s, &s->dens, D->dens_bytes, "the density / FFT buffer"));
     CK(cudaMemsetAsync(s->dens, 0, D->dens_bytes, s->stream));
@@ -1083,7 +1114,7 @@ extern "C" int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_D
     if (!s || !s->dist || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_buffers: not a slab");
     out[0] = s->dist->pen;
-    out[1] = s->psi;
+    out[1] = s->dist->ext; /* the allocation of the state (IPC maps whole ones) */
     out[2] = s->dens;
     out[3] = s->dist->ends;
     return NLSE_OK;
@@ -1099,6 +1130,8 @@ extern "C" int nlse_dipolar_slab_connect(nlse_dipolar *s, void *const *peers)
             if (!peers[b * D->size + r])
                 return nlse_fail(NLSE_ERR_VALUE, "buffer %d of rank %d is missing", b, r);
     memcpy(D->peer, peers, NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)D->size * sizeof(void *));
+    for (int r = 0; r < D->size; ++r) /* every state lies two complex rows into its ext */
+        D->peer[D->size + r] = (char *)D->peer[D->size + r] + 2 * D->n1 * D->n2 * 2 * s->rs;
     D->connected = 1;
     return NLSE_OK;
 }

@@ -219,8 +219,9 @@ int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
                              nlse_dipolar **out);
 
 /* The device buffers the other ranks copy into or read: [0] the x pencils,
- * [1] the state, [2] the density / spectrum slab, [3] the end values of the
- * lines of the substructured x solve. */
+ * [1] the allocation that holds the state (two complex x rows before it and
+ * two after, for the neighbours' rows), [2] the density / spectrum slab,
+ * [3] the end values of the lines of the substructured x solve. */
 #define NLSE_DIPOLAR_SLAB_BUFFERS 4
 
 /* How the x solve of a distributed run crosses the slabs: transposes to x
@@ -228,7 +229,7 @@ int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
  * through the end values of its lines: one halo row each way and two
  * values a line from every rank).  Chosen by NLSEPY_DIPOLAR_XSOLVE
  * ("transpose", "substructure"; the highest choice of any rank wins); the
- * default is substructuring on CPU ranks, the transposes on GPU slabs. */
+ * default is substructuring, on CPU ranks and GPU slabs alike. */
 enum { NLSE_DIPOLAR_XSOLVE_TRANSPOSE = 0, NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE = 1 };
 int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_DIPOLAR_SLAB_BUFFERS]);
 
