@@ -263,6 +263,7 @@ class DecGPE:
         self._k = 0
         self._steps = 0
         self._imaginary_steps = 0
+        self._last_seconds = 0.0
         self._solver_dt = self._dt
         if self._comm is None:
             self._solver = self._handle(self.blocks[2])
@@ -558,9 +559,11 @@ class DecGPE:
         the time and counters before the next (Ctrl-C acts between calls);
         `t_final` snaps the time when all `n` were taken."""
         self._use_dt(dt)
+        self._last_seconds = 0.0
 
         def work(k: int) -> None:
             done, blew_up = self._solver.step(int(k))
+            self._last_seconds += self._solver.last_seconds()
             self._k += done
             self._steps += done
             if blew_up:
@@ -648,8 +651,11 @@ class DecGPE:
         if self.norm() == 0.0:
             raise ValueError("imaginary_time needs a nonzero state: set psi first")
 
+        self._last_seconds = 0.0
+
         def work(k: int) -> None:
             done, blew_up = self._solver.imaginary(int(k), norm)
+            self._last_seconds += self._solver.last_seconds()
             self._imaginary_steps += done
             if blew_up:
                 raise self._blowup("imaginary time", self._dt)
@@ -802,8 +808,11 @@ class DecGPE:
         return self._solver.bytes_per_cell_step() * self._n
 
     def last_step_seconds(self) -> float:
-        """Seconds the last call's steps took (CUDA events on the GPU)."""
-        return self._solver.last_seconds()
+        """Seconds the steps of the last stepping call took: :meth:`step`,
+        :meth:`imaginary_time` or one frame of :meth:`run`, summed over the
+        backend calls it was split into (CUDA events on the GPU, the wall
+        clock on the CPU; the bookkeeping between those calls is left out)."""
+        return self._last_seconds
 
     # -------------------------------------------------------------- plotting
     def density_on_grid(self, shape: Sequence[int] = (64, 64, 64),

@@ -380,6 +380,7 @@ class DipolarGPE:
         self._dipolar = use_dd
         self._t_base, self._k, self._solver_dt = 0.0, 0, self._dt
         self._steps = {"imaginary": 0, "real": 0}
+        self._last_seconds = 0.0
         self._V: Optional[np.ndarray] = None
         self._obstacle: Optional[Obstacle] = None
         self._frames: Optional[runner.Frames] = None
@@ -771,6 +772,7 @@ class DipolarGPE:
         the moments of the steps whose count ``phase + k`` (k = 1 .. n) is a
         multiple of `every`, appended to `rows` (see :meth:`_steps_recording`)."""
         self._use_dt(dt)
+        self._last_seconds = 0.0
         if n == 0:
             return
         code = _MODES[mode]
@@ -783,12 +785,14 @@ class DipolarGPE:
 
         def step(m: int) -> Tuple[int, bool]:
             if record is None:
-                return self._solver.step(code, m, self.t, dg, dgdd)
-            every, phase, rows = record
-            done, blew_up, part = self._solver.step_record(
-                code, m, self.t, dg, dgdd, every, (phase + n - left[0]) % every)
-            if not blew_up:
-                rows.append(part)
+                done, blew_up = self._solver.step(code, m, self.t, dg, dgdd)
+            else:
+                every, phase, rows = record
+                done, blew_up, part = self._solver.step_record(
+                    code, m, self.t, dg, dgdd, every, (phase + n - left[0]) % every)
+                if not blew_up:
+                    rows.append(part)
+            self._last_seconds += float(self._solver.last_step_seconds())
             return done, blew_up
 
         def work(k: int, flag: Any) -> None:
@@ -1266,11 +1270,13 @@ class DipolarGPE:
     def last_step_seconds(self) -> float:
         """Duration of the steps of the last stepping call, in seconds.
 
-        Measured by the backend: CUDA events around the steps on the
-        device, the wall clock on the CPU.  Observables, frames and
-        callbacks between chunks are not included.
+        The sum over the blocks (:attr:`block_steps`, one backend call
+        each) of :meth:`real_time`, :meth:`imaginary_time` or one frame of
+        :meth:`run`, each measured by the backend: CUDA events around the
+        steps on the device, the wall clock on the CPU.  Observables,
+        frames and callbacks between blocks are not included.
         """
-        return float(self._solver.last_step_seconds())
+        return self._last_seconds
 
     # ------------------------------------------------------------ checkpoints
     _KEYS = {
