@@ -94,7 +94,6 @@ struct DGeo {
     unsigned chunks, units, ty, full_units, tile_units;
     FastDiv d_cells, d_chunks, d_tile, d_tyc, d_ryc;
     int periodic;
-    int prefetch;     /* k_apply_w: a unit's psi(n-1) and psi(n) of z + 1 to L2 first */
     double ox, oy, oz, ex, ey, ez, hx, hy, hz;
     /* byte offsets of the table's arrays in shared memory */
     unsigned o_start, o_cell, o_delta, o_w, o_diag, o_cen, o_vol, bytes;
@@ -224,41 +223,6 @@ __device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &b
     bx = fdiv(q, G.d_cells);
     c = (int)(q - bx * G.cells);
     return true;
-}
-
-/* Ask for `bytes` from p to be brought into L2 (a hint: nothing waits for
- * it; one bulk request on Hopper, one per 128-byte line before). */
-__device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned long long a = (unsigned long long)p & ~15ull;
-    const unsigned long long e = ((unsigned long long)p + bytes + 15ull) & ~15ull;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"((unsigned)(e - a))
-                 : "memory");
-#else
-    for (unsigned o = 0; o < bytes; o += 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)p + o));
-#endif
-}
-
-/* Lane 0 of a warp starting unit u: its cells' psi(n-1) (x0) and the same
- * stretch of the row of blocks at z + 1 in psi(n) (x1: the plane whose
- * first reads come from DRAM) to L2, so that the lane's later cells find
- * them there while it sweeps the unit 32 cells at a time. */
-template <typename C2>
-__device__ __forceinline__ void prefetch_unit(const DGeo &G, unsigned u, const C2 *x0,
-                                              const C2 *x1)
-{
-    unsigned by, bz, bx, q;
-    int c;
-    if (!unit_cell(G, u, by, bz, bx, c, q, 0))
-        return;
-    const unsigned n = G.row_len - q < blockDim.x ? G.row_len - q : blockDim.x;
-    const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-    if (x0)
-        prefetch_l2(x0 + i, n * (unsigned)sizeof(C2));
-    if (bz + 1 < G.nz)
-        prefetch_l2(x1 + i + (size_t)G.ny * G.row_len, n * (unsigned)sizeof(C2));
 }
 
 template <typename R>
@@ -443,8 +407,6 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         }
         if (u >= G.units)
             break;
-        if (G.prefetch && lane == 0)
-            prefetch_unit(G, u, x0, x1);
         for (unsigned t = lane; t < blockDim.x; t += 32) {
             unsigned by, bz, bx, q;
             int c;
@@ -710,8 +672,6 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     for (int c = 0; c < p->cells; ++c)
         most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
     s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
-    const char *pf = getenv("NLSEPY_DEC_PREFETCH");
-    G->prefetch = !(pf && strcmp(pf, "0") == 0);
     const char *kv = getenv("NLSEPY_DEC_KERNEL");
     s->variant = kv && *kv ? atoi(kv) : -1; /* -1: by the grid (launch_n) */
     /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
