@@ -70,6 +70,7 @@ struct dipolar_dist {
     double *hspk;              /* the same on the host                     */
     int spike_mode;
     double spike_dt;
+    int norm_parts;            /* > 0: k_spike_apply left this many norm parts */
     char *hends_s, *hends_r;   /* pinned staging of the ends (several hosts) */
 };
 
@@ -461,9 +462,13 @@ template <typename T> static int dist_fft(nlse_dipolar *s)
  * summed over the ranks, into *nrm and the device word the steps read. */
 template <typename T> static int global_norm(nlse_dipolar *s, int want, double *nrm, int st)
 {
+    dipolar_dist *D = s->dist;
     double v[2] = {0, 0};
-    if (!st)
+    if (!st && D->norm_parts > 0) /* the x solve's correction made the density and parts */
+        dipolar_norm(s, D->norm_parts, -2, NULL);
+    else if (!st)
         st = dipolar_prepare<T>(s, want, -2);
+    D->norm_parts = 0;
     if (!st)
         st = nlse_cuda_check(cudaMemcpyAsync(v, s->norm, sizeof(double), cudaMemcpyDeviceToHost,
                                              s->stream), "cudaMemcpy");
@@ -516,12 +521,18 @@ __global__ void k_spike_ends(const V *y0, const V *ye, const V *h, long long lan
 }
 
 /* psi(r) = y(r) + L v(r) + (R - h) w(r) on the own rows, L and R of each
- * line from every rank's ends (rank order) and the rows kv, kw of K^-1. */
-template <typename V>
-__global__ void k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int P,
-                              const double *kv, const double *kw, const double *sv,
-                              const double *sw, const V *h, int lo, int hi)
+ * line from every rank's ends (rank order) and the rows kv, kw of K^-1;
+ * from the new values also the density (out.dens unless NULL) and the
+ * block's part of the Simpson norm (out.partial), which k_prepare would
+ * otherwise make in one more pass over the state. */
+template <typename T, typename V>
+__global__ void __launch_bounds__(BLK)
+k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int P,
+              const double *kv, const double *kw, const double *sv, const double *sw,
+              const V *h, int lo, int hi, Grid<T> G, Dens<T> out)
 {
+    __shared__ double red[BLK / 32];
+    double nsum = 0;
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
         double lr = 0, li = 0, rr = 0, ri = 0;
@@ -539,15 +550,24 @@ __global__ void k_spike_apply(V *psi, const V *y, int ni, long long lanes, const
             rr -= hv.x;
             ri -= hv.y;
         }
+        const long long j = l / G.n2, k = l - j * G.n2;
+        double ls = 0;
         for (int r = 0; r < ni; ++r) {
             const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
             const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
             const double2 yv = to_d2(y[(size_t)r * lanes + l]);
             const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
             const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
-            psi[(size_t)r * lanes + l] = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+            const V pv = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+            psi[(size_t)r * lanes + l] = pv;
+            const T dv = abs2(pv);
+            if (out.dens)
+                out.dens[((long long)r * G.n1 + j) * G.nlp + k] = dv;
+            ls += G.w0[r] * (double)dv;
         }
+        nsum += ls * G.w1[j] * G.w2[k];
     }
+    write_partial(nsum, red, out);
 }
 
 /* The path of the x solve, agreed by every rank at its first x solve
@@ -637,7 +657,7 @@ static int spike_gather(nlse_dipolar *s, int st)
  * the single-device lane solve on the table rows from `shift`, the ends of
  * every line gathered, the correction. */
 template <typename T, typename V, typename C>
-static int spike_x(nlse_dipolar *s, int real_time, int st)
+static int spike_x(nlse_dipolar *s, int real_time, int want, int st)
 {
     dipolar_dist *D = s->dist;
     const int P = D->size, lo = D->rank == 0, hi = D->rank == P - 1;
@@ -680,10 +700,15 @@ static int spike_x(nlse_dipolar *s, int real_time, int st)
     st = spike_gather(s, st);
     D->tm[1] += now() - t1;
     if (!st) {
-        k_spike_apply<V><<<blocks, BLK, 0, s->stream>>>(
+        Grid<T> G = grid_of<T>(s);
+        G.n0 = (int)ni;
+        k_spike_apply<T, V><<<blocks, BLK, 0, s->stream>>>(
             (V *)s->psi, (const V *)(ext + 2 * plane), (int)ni, (long long)lanes,
-            (const double *)D->drecv, P, kv, kw, sv, sw, (const V *)D->hrow, lo, hi);
+            (const double *)D->drecv, P, kv, kw, sv, sw, (const V *)D->hrow, lo, hi, G,
+            dens_of<T>(want ? (T *)s->dens : NULL, s->partial));
         st = nlse_cuda_check(cudaGetLastError(), "k_spike_apply");
+        if (!st)
+            D->norm_parts = blocks; /* global_norm: the parts are made */
     }
     return st;
 }
@@ -691,13 +716,13 @@ static int spike_x(nlse_dipolar *s, int real_time, int st)
 /* The x solve of the whole grid on the pencils (collective; a local error
  * st is carried to the first barrier); one rank alone solves its slab. */
 template <typename T, typename V, typename C>
-static int solve_x(nlse_dipolar *s, int real_time, int st)
+static int solve_x(nlse_dipolar *s, int real_time, int want, int st)
 {
     dipolar_dist *D = s->dist;
     if (D->xsolve < 0 && (st = spike_decide(s, st)))
         return st;
     if (D->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
-        return spike_x<T, V, C>(s, real_time, st);
+        return spike_x<T, V, C>(s, real_time, want, st);
     const size_t es = sizeof(V);
     const int one = D->size == 1;
     if (!one && (st = transpose(s, 1, s->psi, 0, D->n2, es, st, &D->tm[1])))
@@ -718,7 +743,7 @@ static int solve_x(nlse_dipolar *s, int real_time, int st)
 /* One step on the slab: H1 and the z solve, the y solve (local), the x
  * solve (collective). */
 template <typename T, typename V, typename C>
-static int step_once(nlse_dipolar *s, const H1Args<T> &a, int st)
+static int step_once(nlse_dipolar *s, const H1Args<T> &a, int want, int st)
 {
     const int real_time = !a.imag;
     Grid<T> G = grid_of<T>(s);
@@ -739,7 +764,7 @@ static int step_once(nlse_dipolar *s, const H1Args<T> &a, int st)
                                     false, &parts);
     if (!st)
         st = nlse_cuda_check(cudaGetLastError(), "the z and y solves");
-    return solve_x<T, V, C>(s, real_time, st);
+    return solve_x<T, V, C>(s, real_time, want, st);
 }
 
 template <typename T>
@@ -778,11 +803,11 @@ static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, doubl
             a.D = (const T *)s->dens;
         }
         if (mode == NLSE_DIPOLAR_REAL)
-            st = step_once<T, T2, T2>(s, a, st);
+            st = step_once<T, T2, T2>(s, a, want, st);
         else if (s->is_real)
-            st = step_once<T, T, T>(s, a, st);
+            st = step_once<T, T, T>(s, a, want, st);
         else
-            st = step_once<T, T2, T>(s, a, st);
+            st = step_once<T, T2, T>(s, a, want, st);
         if (st || (st = global_norm<T>(s, want, &nrm, NLSE_OK)))
             return st;
         if (!isfinite(nrm) || !(nrm > 0)) /* the same sum on every rank: all stop here */
