@@ -100,8 +100,9 @@ typedef struct {
                                   int vals, const double *w0, const double *we, double *d);       \
     void dipolar_spike_coefs_##sfx(const double *d, int P, size_t lanes, const double *kv,        \
                                    const double *kw, const REAL *h, int vals, double *coef);     \
-    void dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals,   \
-                                   const double *v, const double *w, const double *coef);
+    double dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals, \
+                                     const double *v, const double *w, const double *coef,        \
+                                     struct nlse_dipolar *s, int want);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL

@@ -48,13 +48,16 @@ struct nlse_dipolar_mpi {
     double tm[4];            /* step, transposes, FFTs, reductions (seconds)     */
     /* the x solve by substructuring (spike_*): */
     int xsolve;              /* NLSE_DIPOLAR_XSOLVE_*                            */
-    void *ext;               /* (ni + 2, ny, nz) complex: halo, own rows, halo   */
+    void *ext;               /* (ni + 2, ny, nz) complex: halo, own rows, halo;  */
+                             /* the state lives in it from its second row       */
     void *hrow;              /* the top halo row as received, complex            */
     double *sv, *sw;         /* bottom and top responses on the own rows, complex */
     double *kv, *kw;         /* rows of K^-1 giving E(p-1) and F(p+1), 2P complex */
     double *dsend, *drecv, *coef; /* the lines' ends, every rank's, (L, R - h)   */
     int spike_mode;          /* mode the responses were made for, -1: none       */
     double spike_dt;
+    int norm_ready;          /* the x solve's correction left the norm's part:   */
+    double norm_part;        /* this rank's Simpson norm (and the density)       */
 };
 
 static int single(const struct nlse_dipolar_mpi *M)
@@ -478,7 +481,8 @@ void nlse_dipolar_mpi_destroy(nlse_dipolar_mpi *M)
     }
     fftw_free(L->dens);
     free(L->kern);
-    free(L->psi);
+    if (!M->ext) /* else the state lies in ext */
+        free(L->psi);
     free(L->backup);
     free(L->U);
     for (int q = 0; q < 3; ++q) {
@@ -540,16 +544,18 @@ static int create_local(struct nlse_dipolar_mpi *M)
     L->gdd = M->gp.gdd;
     L->p = M->gp;
     L->p.dipolar = 0;
-    L->psi = malloc(2 * L->N * rs);
     L->backup = malloc(2 * L->N * rs);
     L->partial = (double *)malloc(M->ni * M->n1 * sizeof(double));
     int have_x; /* the x solve's buffers */
     if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) { /* packing buffer and x pencils */
+        L->psi = malloc(2 * L->N * rs);
         M->tbuf = malloc(2 * L->N * rs);
         M->pen = malloc((M->nj ? 2 * M->n0 * M->nj * M->n2 : 1) * rs);
         have_x = M->tbuf && M->pen;
-    } else { /* the local systems (halo, own rows, halo) and the top halo row */
+    } else { /* the local systems (halo, own rows, halo) around the state, and
+                the top halo row */
         M->ext = malloc(2 * (M->ni + 2) * M->n1 * M->n2 * rs);
+        L->psi = M->ext ? (char *)M->ext + 2 * M->n1 * M->n2 * rs : NULL;
         M->hrow = malloc(2 * M->n1 * M->n2 * rs);
         have_x = M->ext && M->hrow;
     }
@@ -906,9 +912,10 @@ static int spike_prepare(struct nlse_dipolar_mpi *M, int mode)
     return st;
 }
 
-/* The neighbours' rows next to the slab: the bottom one into ext row 0,
- * the top one into hrow (collective between neighbours). */
-static int spike_halo(struct nlse_dipolar_mpi *M, size_t rb)
+/* The neighbours' rows next to the slab: the bottom one into `below` (the
+ * row before the state), the top one into hrow (collective between
+ * neighbours). */
+static int spike_halo(struct nlse_dipolar_mpi *M, size_t rb, char *below)
 {
     const int P = M->size, p = M->rank;
     const int up = p + 1 < P ? p + 1 : MPI_PROC_NULL, dn = p > 0 ? p - 1 : MPI_PROC_NULL;
@@ -918,15 +925,17 @@ static int spike_halo(struct nlse_dipolar_mpi *M, size_t rb)
     int rc = MPI_Sendrecv(psi, (int)rb, MPI_BYTE, dn, 71, M->hrow, (int)rb, MPI_BYTE, up, 71,
                           M->comm, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Sendrecv(psi + (M->ni - 1) * rb, (int)rb, MPI_BYTE, up, 72, M->ext, (int)rb,
+        rc = MPI_Sendrecv(psi + (M->ni - 1) * rb, (int)rb, MPI_BYTE, up, 72, below, (int)rb,
                           MPI_BYTE, dn, 72, M->comm, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Sendrecv failed (error %d)", rc);
     return NLSE_OK;
 }
 
-/* The Crank-Nicolson solve along x by substructuring (collective). */
-static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
+/* The Crank-Nicolson solve along x by substructuring (collective); the
+ * correction also leaves the density (when `want`) and this rank's norm
+ * (M->norm_part) from the rows it has just written. */
+static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode, int want)
 {
     int st;
     /* a new mode or dt: every rank remakes its responses (the same
@@ -938,12 +947,11 @@ static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
     const int P = M->size, lo = M->rank == 0, hi = M->rank == P - 1;
     const int vals = L->is_real ? 1 : 2;
     const size_t lanes = M->n1 * M->n2, rb = lanes * (size_t)vals * rsize(M), ni = M->ni;
-    char *ext = (char *)M->ext;
+    char *ext = (char *)L->psi - rb; /* a row of the rank below, the state, a row above */
     double t = MPI_Wtime();
-    if ((st = spike_halo(M, rb)))
+    if ((st = spike_halo(M, rb, ext)))
         return st;
     M->tm[1] += MPI_Wtime() - t;
-    nlse_parallel_memcpy(ext + rb, L->psi, ni * rb);
     if (!hi)
         memcpy(ext + (ni + 1) * rb, M->hrow, rb);
     const size_t n = ni + 2 - lo - hi, shift = M->n0 - n;
@@ -970,21 +978,22 @@ static int spike_solve_x(struct nlse_dipolar_mpi *M, int mode)
     const double *v = lo ? NULL : M->sv, *w = hi ? NULL : M->sw;
     if (single(M)) {
         dipolar_spike_coefs_f(M->drecv, P, lanes, M->kv, M->kw, (const float *)h, vals, M->coef);
-        dipolar_spike_apply_f((float *)L->psi, (const float *)(ext + rb), ni, lanes, vals, v, w,
-                              M->coef);
+        M->norm_part = dipolar_spike_apply_f((float *)L->psi, (const float *)(ext + rb), ni, lanes,
+                                             vals, v, w, M->coef, L, want);
     } else {
         dipolar_spike_coefs_d(M->drecv, P, lanes, M->kv, M->kw, (const double *)h, vals, M->coef);
-        dipolar_spike_apply_d((double *)L->psi, (const double *)(ext + rb), ni, lanes, vals, v, w,
-                              M->coef);
+        M->norm_part = dipolar_spike_apply_d((double *)L->psi, (const double *)(ext + rb), ni,
+                                             lanes, vals, v, w, M->coef, L, want);
     }
+    M->norm_ready = 1;
     return NLSE_OK;
 }
 
 /* The Crank-Nicolson solve along x of the whole grid (collective). */
-static int solve_x(struct nlse_dipolar_mpi *M, int mode)
+static int solve_x(struct nlse_dipolar_mpi *M, int mode, int want)
 {
     if (M->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
-        return spike_solve_x(M, mode);
+        return spike_solve_x(M, mode, want);
     double t = MPI_Wtime();
     int st = to_pencils(M);
     M->tm[1] += MPI_Wtime() - t;
@@ -1004,10 +1013,15 @@ static int solve_x(struct nlse_dipolar_mpi *M, int mode)
 /* stepping                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Density (when asked) and the Simpson norm of the whole grid. */
+/* Density (when asked) and the Simpson norm of the whole grid (this rank's
+ * part from the x solve's correction when it made it: the same per-row
+ * sums in the same order as dipolar_prepare). */
 static int global_norm(struct nlse_dipolar_mpi *M, int want, double *nrm)
 {
-    double v = single(M) ? dipolar_prepare_f(&M->L, want) : dipolar_prepare_d(&M->L, want);
+    double v = M->norm_ready ? M->norm_part
+               : single(M)   ? dipolar_prepare_f(&M->L, want)
+                             : dipolar_prepare_d(&M->L, want);
+    M->norm_ready = 0;
     int st = rank_sum(M, &v, 1);
     *nrm = v;
     return st;
@@ -1055,6 +1069,7 @@ int nlse_dipolar_mpi_step(nlse_dipolar_mpi *M, int mode, long n, double t0, doub
     const double g_start = L->g, gdd_start = L->gdd;
     const int want = L->plan_f != NULL && (L->gdd != 0 || dgdd != 0);
     double nrm;
+    M->norm_ready = 0;
     if ((st = global_norm(M, want, &nrm)))
         return st;
     if (!(nrm > 0) || !isfinite(nrm))
@@ -1080,7 +1095,7 @@ int nlse_dipolar_mpi_step(nlse_dipolar_mpi *M, int mode, long n, double t0, doub
             dipolar_pass_a_f(L, &a);
         else
             dipolar_pass_a_d(L, &a);
-        if ((st = solve_x(M, mode)) || (st = global_norm(M, want, &nrm)))
+        if ((st = solve_x(M, mode, want)) || (st = global_norm(M, want, &nrm)))
             return st;
         if (!isfinite(nrm) || !(nrm > 0)) {
             nlse_parallel_memcpy(L->psi, L->backup, bytes);
