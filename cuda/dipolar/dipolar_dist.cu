@@ -1043,6 +1043,7 @@ static int state_in_ext(nlse_dipolar *s)
                        s->stream));
     CK(cudaStreamSynchronize(s->stream));
     cudaFree(s->psi);
+    s->dev_bytes -= ni * cplane; /* the state's own allocation, now given back */
     s->psi = (char *)D->ext + 2 * cplane;
     return NLSE_OK;
 }
