@@ -1263,10 +1263,11 @@ size_t nlse_dipolar_mpi_memory_bytes(const nlse_dipolar_mpi *M)
 {
     const struct nlse_dipolar *L = &M->L;
     const size_t rs = rsize(M), N = L->N;
-    size_t b = 4 * N * rs; /* state, backup */
-    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) /* packing; pencils */
-        b += 2 * N * rs + 2 * M->n0 * M->nj * M->n2 * rs;
-    else /* the local systems, the top halo row; the lines' ends of every rank */
+    size_t b = 2 * N * rs; /* backup */
+    if (M->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) /* state, packing; pencils */
+        b += 4 * N * rs + 2 * M->n0 * M->nj * M->n2 * rs;
+    else /* the state inside the local systems' buffer, the top halo row; the
+            lines' ends of every rank */
         b += 2 * (M->ni + 3) * M->n1 * M->n2 * rs +
              (8 + 4 * (size_t)M->size) * M->n1 * M->n2 * sizeof(double);
     if (L->dens)

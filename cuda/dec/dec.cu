@@ -817,8 +817,7 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
-/* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply), the variant for
- * the potential array and the table's largest neighbour count. */
+/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_w (units taken by warps). */
 template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
@@ -829,6 +828,8 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
+/* Launch out = x0 + (cre + i cim) H(x1) x1 in the kernel form of the
+ * solver's variant (NLSEPY_DEC_KERNEL) or, by default, of its grid. */
 template <typename R, bool HASV>
 static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
