@@ -255,29 +255,33 @@ __device__ __forceinline__ double block_sum(double v, double *red)
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
  * so their trips to DRAM overlap the neighbours' loads. */
-template <typename R, bool HASV, bool EARLY, int MAXN, int UNR>
+template <typename R, bool HASV, int EARLY, int MAXN, int UNR>
 __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
                                              typename Vec2<R>::T *out,
                                              const typename Vec2<R>::T *x0,
                                              const typename Vec2<R>::T *__restrict__ x1, R cre,
                                              R cim, const R *__restrict__ V, size_t i, int c,
                                              unsigned bx, unsigned by, unsigned bz,
-                                             unsigned long long step, unsigned long long *bad)
+                                             unsigned long long step, unsigned long long *bad,
+                                             const typename Vec2<R>::T *pre = NULL)
 {
     typedef typename Vec2<R>::T C2;
     C2 a, x;
     a.x = 0;
     a.y = 0;
-    if (EARLY) {
+    if (EARLY == 1) {
         if (x0)
             a = x0[i];
         x = __ldg(x1 + i);
+    } else if (EARLY == 2) { /* loaded by the caller a cell ahead */
+        a = pre[0];
+        x = pre[1];
     }
     const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                           bx + 1 < G.nx;
     R sr, si;
     nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
-    if (!EARLY)
+    if (EARLY == 0)
         x = __ldg(x1 + i);
     R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
     if (HASV)
@@ -288,7 +292,7 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     o.x = cre * hr - cim * hi;
     o.y = cre * hi + cim * hr;
     if (x0) {
-        if (!EARLY)
+        if (EARLY == 0)
             a = x0[i];
         o.x = a.x + o.x;
         o.y = a.y + o.y;
@@ -373,6 +377,54 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
+/* A lane's cells of unit u (every 32nd from `lane`) for k_apply_w's form
+ * EARLY = 2: each cell's psi(n-1) and psi(n) are loaded while the cell
+ * before is computed, so their trips to DRAM overlap its neighbour loads;
+ * returns the sum of the cells' |B| |out|^2. */
+template <typename R, bool HASV, int UNR>
+__device__ __forceinline__ double sweep_ahead(const DGeo &G, const STab<R> &T, R g,
+                                            typename Vec2<R>::T *out,
+                                            const typename Vec2<R>::T *x0,
+                                            const typename Vec2<R>::T *__restrict__ x1, R cre,
+                                            R cim, const R *__restrict__ V, unsigned u,
+                                            unsigned lane, unsigned long long step,
+                                            unsigned long long *bad)
+{
+    typedef typename Vec2<R>::T C2;
+    unsigned by, bz, bx, q;
+    int c;
+    double nn = 0;
+    if (!unit_cell(G, u, by, bz, bx, c, q, lane))
+        return nn;
+    size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+    C2 cur[2], nxt[2];
+    cur[0].x = cur[0].y = 0;
+    if (x0)
+        cur[0] = x0[i];
+    cur[1] = __ldg(x1 + i);
+    for (unsigned t = lane;; t += 32) {
+        const bool more = t + 32 < blockDim.x && q + 32 < G.row_len;
+        nxt[0].x = nxt[0].y = 0;
+        nxt[1] = nxt[0];
+        if (more) {
+            if (x0)
+                nxt[0] = x0[i + 32];
+            nxt[1] = __ldg(x1 + i + 32);
+        }
+        const double o2 = apply_cell<R, HASV, 2, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c,
+                                                         bx, by, bz, step, bad, cur);
+        nn += o2;
+        if (!more)
+            return nn;
+        q += 32;
+        i += 32;
+        bx = fdiv(q, G.d_cells);
+        c = (int)(q - bx * G.cells);
+        cur[0] = nxt[0];
+        cur[1] = nxt[1];
+    }
+}
+
 /* k_apply with the work units taken by warps, not thread blocks (the
  * default on grids of fewer than 64 cells a block; NLSEPY_DEC_KERNEL=3 to 8
  * in launch_n): a warp sweeps a unit's cells 32 at a time
@@ -380,7 +432,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
  * run). */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR>
+template <typename R, bool HASV, int EARLY, int MINB, int UNR>
 __global__ void __launch_bounds__(256, MINB)
 k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
           const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -407,17 +459,23 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         }
         if (u >= G.units)
             break;
-        for (unsigned t = lane; t < blockDim.x; t += 32) {
-            unsigned by, bz, bx, q;
-            int c;
-            if (!unit_cell(G, u, by, bz, bx, c, q, t))
-                break;
-            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c, bx,
-                                                  by, bz, step, bad);
+        if (EARLY == 2) {
+            const double o2 = sweep_ahead<R, HASV, UNR>(G, T, g, out, x0, x1, cre, cim, V, u,
+                                                        lane, step, bad);
             if (part)
                 nn += o2;
-        }
+        } else
+            for (unsigned t = lane; t < blockDim.x; t += 32) {
+                unsigned by, bz, bx, q;
+                int c;
+                if (!unit_cell(G, u, by, bz, bx, c, q, t))
+                    break;
+                const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+                const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(
+                    G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step, bad);
+                if (part)
+                    nn += o2;
+            }
         if (part)
             u += W;
     }
@@ -818,7 +876,7 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_w (units taken by warps). */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
+template <typename R, bool HASV, int EARLY, int MINB, int UNR = 1>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
@@ -838,6 +896,18 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
         variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
+    case 10: /* units taken by warps, each cell's own loads one cell ahead, at most 40 registers */
+        launch_w<R, HASV, 2, 6>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 11: /* the same, at most 48 registers */
+        launch_w<R, HASV, 2, 5>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 12: /* the same with the neighbours loaded 2 at a time, at most 48 registers */
+        launch_w<R, HASV, 2, 5, 2>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 13: /* one cell ahead, at most 64 registers (no spills in complex128) */
+        launch_w<R, HASV, 2, 4>(s, out, x0, x1, cre, cim, step, part);
+        return;
     case 3: /* units taken by warps, at most 32 registers */
         launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
