@@ -486,6 +486,115 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
+/* cp.async (sm_80 and later): B bytes (8 or 16) from global src to shared
+ * dst without a trip through registers; groups committed and waited for. */
+template <int B>
+__device__ __forceinline__ void cp_async(void *dst, const void *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(B));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/* Bytes of k_apply_p's staging area per warp: S slots of psi(n-1) and
+ * psi(n) for 32 lanes. */
+template <typename R> __host__ __device__ constexpr unsigned stage_bytes(int S)
+{
+    return (unsigned)S * 32u * 2u * (unsigned)sizeof(typename Vec2<R>::T);
+}
+
+/* k_apply_w with each lane's psi(n-1) and psi(n) copied to shared memory P
+ * steps of 32 cells ahead by cp.async (no registers held for them), so
+ * their trips to DRAM overlap the work on the cells before; the copies run
+ * on into the warp's next unit (asked for as in k_apply_w).  A warp's
+ * items are (unit, k): the lane's cell lane + 32 k of the unit. */
+template <typename R, bool HASV, int P, int MINB, int UNR>
+__global__ void __launch_bounds__(256, MINB)
+k_apply_p(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
+          const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
+          R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
+          double *part, unsigned *ctr, unsigned slot)
+{
+    typedef typename Vec2<R>::T C2;
+    constexpr int S = P + 1;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    __shared__ double red[32];
+    STab<R> T;
+    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
+        return;
+    const unsigned lane = threadIdx.x & 31u, K = blockDim.x >> 5; /* K items a unit */
+    /* the warp's slots: [slot][lane][psi(n-1), psi(n)] */
+#define STAGE(sl)                                                                               \
+    ((C2 *)(smem + ((G.bytes + 15u) & ~15u) + (threadIdx.x >> 5) * stage_bytes<R>(S)) +        \
+     64 * (sl) + 2 * lane)
+    double nn = 0;
+    unsigned nxt = 0;
+    if (!part && lane == 0)
+        nxt = atomicAdd(ctr + slot, 1u);
+    /* the unit after u: the counter's answer (and the next one asked for),
+     * or the fixed share's next with `part` */
+    auto next_unit = [&](unsigned u) -> unsigned {
+        if (part)
+            return u + gridDim.x * K;
+        const unsigned v = __shfl_sync(0xffffffffu, nxt, 0);
+        if (lane == 0)
+            nxt = atomicAdd(ctr + slot, 1u);
+        return v;
+    };
+    /* copy item (u, k)'s own values into slot sl; always one group */
+    auto fetch = [&](unsigned u, unsigned k, int sl) {
+        unsigned by, bz, bx, q;
+        int c;
+        if (u < G.units && unit_cell(G, u, by, bz, bx, c, q, lane + 32u * k)) {
+            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+            if (x0)
+                cp_async<sizeof(C2)>(STAGE(sl), x0 + i);
+            cp_async<sizeof(C2)>(STAGE(sl) + 1, x1 + i);
+        }
+        cp_commit();
+    };
+    unsigned uc = part ? blockIdx.x * K + (threadIdx.x >> 5) : next_unit(0), up = uc;
+    /* the first P items (P < K: all in unit uc) */
+    for (int d = 0; d < P; ++d)
+        fetch(up, d, d);
+    /* item ck of unit uc is consumed from slot sc while item ck + P (of uc
+     * or of its successor up) is fetched into the slot before */
+    int sc = 0;
+    for (unsigned ck = 0; uc < G.units;) {
+        const unsigned pk = ck + P < K ? ck + P : ck + P - K;
+        if (pk == 0)
+            up = up < G.units ? next_unit(up) : up;
+        fetch(up, pk, sc == 0 ? P : sc - 1);
+        cp_wait<P>();
+        unsigned by, bz, bx, q;
+        int c;
+        if (unit_cell(G, uc, by, bz, bx, c, q, lane + 32u * ck)) {
+            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+            const double o2 = apply_cell<R, HASV, 2, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i,
+                                                             c, bx, by, bz, step, bad, STAGE(sc));
+            if (part)
+                nn += o2;
+        }
+        sc = sc == P ? 0 : sc + 1;
+        if (++ck == K) {
+            ck = 0;
+            uc = up; /* the fetches are P < K items ahead: up is uc's successor */
+        }
+    }
+#undef STAGE
+    cp_wait<0>();
+    if (part) {
+        const double s = block_sum(nn, red);
+        if (threadIdx.x == 0)
+            part[blockIdx.x] = s;
+    }
+}
+
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
 template <typename R, bool HASV>
 __global__ void __launch_bounds__(256)
@@ -886,6 +995,22 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
+/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_p (own values copied
+ * P steps ahead); P < the warps of a block. */
+template <typename R, bool HASV, int P, int MINB, int UNR = 1>
+static void launch_p(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    const unsigned smem = align16(s->G.bytes) + (s->block.x / 32) * stage_bytes<R>(P + 1);
+    if (smem > SMEM_MAX)
+        cudaFuncSetAttribute(k_apply_p<R, HASV, P, MINB, UNR>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    k_apply_p<R, HASV, P, MINB, UNR><<<s->grid, s->block, smem, s->stream>>>(
+        s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+        (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
+}
+
 /* Launch out = x0 + (cre + i cim) H(x1) x1 in the kernel form of the
  * solver's variant (NLSEPY_DEC_KERNEL) or, by default, of its grid. */
 template <typename R, bool HASV>
@@ -896,6 +1021,18 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
         variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
+    case 14: /* own values copied to shared memory 1 step of 32 cells ahead, 48 registers */
+        launch_p<R, HASV, 1, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 15: /* 2 steps ahead, 40 registers (spills in complex128) */
+        launch_p<R, HASV, 2, 6, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 16: /* 2 steps ahead, 48 registers */
+        launch_p<R, HASV, 2, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 17: /* 3 steps ahead, 48 registers */
+        launch_p<R, HASV, 3, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
+        return;
     case 10: /* units taken by warps, each cell's own loads one cell ahead, at most 40 registers */
         launch_w<R, HASV, 2, 6>(s, out, x0, x1, cre, cim, step, part);
         return;
