@@ -46,6 +46,7 @@
  */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,19 @@ template <typename R> struct STab {
     const int *start, *cell, *delta;
     const R *w, *diag;
     const double *cen, *vol;
+};
+
+/* k_march's tiles: TX x TY blocks of a plane with a halo of one block,
+ * marched along z over chunks of zlen layers.  A work unit is one tile and
+ * one chunk (units ordered by chunk, then tile row, then tile). */
+struct MGeo {
+    unsigned TX, TY, ntx, nty, zlen, units;
+    unsigned tile_cells; /* TX TY cells: the cells a plane of the tile computes */
+    unsigned hrow;       /* (TX + 2) cells: one row of blocks of the plane with its halo */
+    unsigned ps;         /* (TY + 2) hrow: a plane with its halo */
+    unsigned txc;        /* TX cells */
+    FastDiv d_hrow, d_cells, d_ntx, d_tiles, d_txc;
+    unsigned o_mo, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
 
 template <typename R>
@@ -251,6 +265,36 @@ __device__ __forceinline__ double block_sum(double v, double *red)
     return s;
 }
 
+/* out[i] = a + (cre + i cim) (d x - s) for the cell (bx, by, bz, c) with
+ * psi(n) = x there and s = the weighted neighbour sum (sr, si), a =
+ * psi(n-1) when `add`; flags a non-finite value and returns |B| |out|^2. */
+template <typename R, bool HASV>
+__device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
+                                           typename Vec2<R>::T *out, typename Vec2<R>::T a,
+                                           typename Vec2<R>::T x, R sr, R si, bool add, R cre,
+                                           R cim, const R *__restrict__ V, size_t i, int c, int bx,
+                                           int by, int bz, unsigned long long step,
+                                           unsigned long long *bad)
+{
+    typedef typename Vec2<R>::T C2;
+    R v = trap<R>(G, T, c, bx, by, bz);
+    if (HASV)
+        v = v + V[i];
+    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    C2 o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (add) {
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
+    }
+    out[i] = o;
+    if (!(isfinite(o.x) && isfinite(o.y)))
+        atomicMin(bad, step);
+    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+}
+
 /* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
@@ -283,24 +327,10 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
     if (EARLY == 0)
         x = __ldg(x1 + i);
-    R v = trap<R>(G, T, c, (int)bx, (int)by, (int)bz);
-    if (HASV)
-        v = v + V[i];
-    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
-    const R hr = d * x.x - sr, hi = d * x.y - si;
-    C2 o;
-    o.x = cre * hr - cim * hi;
-    o.y = cre * hi + cim * hr;
-    if (x0) {
-        if (EARLY == 0)
-            a = x0[i];
-        o.x = a.x + o.x;
-        o.y = a.y + o.y;
-    }
-    out[i] = o;
-    if (!(isfinite(o.x) && isfinite(o.y)))
-        atomicMin(bad, step);
-    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+    if (x0 && EARLY == 0)
+        a = x0[i];
+    return cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre, cim, V, i, c, (int)bx,
+                             (int)by, (int)bz, step, bad);
 }
 
 /* The start of a launch of k_apply or k_apply_w: block 0 clears the next
@@ -595,6 +625,161 @@ k_apply_p(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
+/* k_apply by z marching (the default on cubic, FCC and BCC): a thread
+ * block takes a tile of TX x TY blocks and a chunk of layers and walks up
+ * through the chunk, keeping four planes of psi(n) of the tile and its halo
+ * of one block in shared memory (z - 1, z, z + 1 and the one being copied
+ * in) and two of psi(n-1); the copies of the planes z + 2 go by cp.async
+ * while plane z is computed.  So every neighbour comes from shared memory
+ * and psi(n) crosses L2 about (TX + 2)(TY + 2) / (TX TY) times a step
+ * instead of once per neighbour (the other forms are bound by L2 traffic).
+ * Halo blocks outside the grid are zero (bc "zero") or wrapped (periodic),
+ * so no cell needs the boundary path; the neighbour sums keep the order of
+ * k, so the results are those of the other forms bit for bit. */
+template <typename R, bool HASV>
+__global__ void __launch_bounds__(256, 2)
+k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
+        const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
+        R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
+        double *part, unsigned *ctr, unsigned slot)
+{
+    typedef typename Vec2<R>::T C2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    __shared__ unsigned su;
+    __shared__ double red[32];
+    STab<R> T;
+    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
+        return;
+    /* neighbour k of a cell at plane position pos is plane dz + 1 (low 2
+     * bits of mo[k]), position pos + (mo[k] >> 2) */
+    int *mo = (int *)(smem + M.o_mo);
+    const int nk = T.start[G.cells];
+    for (int k = threadIdx.x; k < nk; k += blockDim.x) {
+        const int code = T.cell[k];
+        const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1, dz = (code & 3) - 1;
+        mo[k] = (int)(((unsigned)((dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6))) << 2) +
+                (dz + 1);
+    }
+    C2 *pl = (C2 *)(smem + M.o_pl);
+    C2 *xs = (C2 *)(smem + M.o_x0);
+    __syncthreads();
+    const int nx = (int)G.nx, ny = (int)G.ny, nz = (int)G.nz;
+    double nn = 0;
+    unsigned next = blockIdx.x;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            su = part ? next : atomicAdd(ctr + slot, 1u);
+            next += gridDim.x;
+        }
+        __syncthreads();
+        const unsigned u = su;
+        if (u >= M.units)
+            break;
+        const unsigned zi = fdiv(u, M.d_tiles), r0 = u - zi * M.ntx * M.nty;
+        const unsigned tyi = fdiv(r0, M.d_ntx), txi = r0 - tyi * M.ntx;
+        const int tx0 = (int)(txi * M.TX), ty0 = (int)(tyi * M.TY);
+        const int za = (int)(G.z0 + zi * M.zlen);
+        const int zb = min(za + (int)M.zlen, (int)(G.z0 + G.zc));
+        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
+        auto fetch_plane = [&](int zz) {
+            C2 *dst = pl + (size_t)((zz - za + 1) & 3) * M.ps;
+            bool zero = false;
+            if (zz < 0 || zz >= nz) {
+                zero = !G.periodic;
+                zz = zz < 0 ? zz + nz : zz - nz;
+            }
+            for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
+                const unsigned r = fdiv(e, M.d_hrow), col = e - r * M.hrow;
+                const unsigned bxo = fdiv(col, M.d_cells), c = col - bxo * G.cells;
+                int by = ty0 - 1 + (int)r, bx = tx0 - 1 + (int)bxo;
+                bool z2 = zero;
+                if (by < 0 || by >= ny) {
+                    z2 |= !G.periodic;
+                    by = by < 0 ? by + ny : by - ny;
+                }
+                if (bx < 0 || bx >= nx) {
+                    z2 |= !G.periodic;
+                    bx = bx < 0 ? bx + nx : bx - nx;
+                }
+                if (z2) {
+                    dst[e].x = 0;
+                    dst[e].y = 0;
+                } else {
+                    cp_async<sizeof(C2)>(
+                        dst + e, x1 + ((size_t)((size_t)zz * ny + by) * nx + bx) * G.cells + c);
+                }
+            }
+        };
+        /* psi(n-1) of the tile's own cells of layer zz into slot zz & 1 */
+        auto fetch_x0 = [&](int zz) {
+            if (!x0)
+                return;
+            C2 *dst = xs + (size_t)(zz & 1) * M.tile_cells;
+            for (unsigned j = threadIdx.x; j < M.tile_cells; j += blockDim.x) {
+                const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
+                const unsigned bxo = fdiv(rem, M.d_cells);
+                if (tx0 + (int)bxo < nx && ty0 + (int)ty < ny)
+                    cp_async<sizeof(C2)>(dst + j, x0 + ((size_t)((size_t)zz * ny + ty0 + ty) * nx +
+                                                        tx0) * G.cells + rem);
+            }
+        };
+        fetch_plane(za - 1);
+        fetch_plane(za);
+        fetch_plane(za + 1);
+        fetch_x0(za);
+        cp_commit();
+        cp_wait<0>();
+        __syncthreads();
+        for (int z = za; z < zb; ++z) {
+            if (z + 1 < zb) {
+                fetch_plane(z + 2);
+                fetch_x0(z + 1);
+            }
+            cp_commit();
+            /* slots of the planes z, z - 1, z + 1 */
+            const unsigned s1 = ((z - za + 1) & 3) * M.ps, s0 = ((z - za) & 3) * M.ps,
+                           s2 = ((z - za + 2) & 3) * M.ps;
+            for (unsigned j = threadIdx.x; j < M.tile_cells; j += blockDim.x) {
+                const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
+                const unsigned bxo = fdiv(rem, M.d_cells);
+                const int c = (int)(rem - bxo * G.cells);
+                const int bx = tx0 + (int)bxo, by = ty0 + (int)ty;
+                if (bx >= nx || by >= ny)
+                    continue;
+                const unsigned pos = (ty + 1) * M.hrow + G.cells + rem;
+                R sr = 0, si = 0;
+                const int k0 = T.start[c], k1 = T.start[c + 1];
+                for (int k = k0; k < k1; ++k) {
+                    const int m = mo[k];
+                    const unsigned sl = (m & 3) == 0 ? s0 : (m & 3) == 1 ? s1 : s2;
+                    const C2 v = pl[sl + pos + (m >> 2)];
+                    sr += T.w[k] * v.x;
+                    si += T.w[k] * v.y;
+                }
+                const C2 x = pl[s1 + pos];
+                C2 a;
+                a.x = 0;
+                a.y = 0;
+                if (x0)
+                    a = xs[(size_t)(z & 1) * M.tile_cells + j];
+                const size_t i = ((size_t)((size_t)z * ny + by) * nx + tx0) * G.cells + rem;
+                const double o2 = cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre,
+                                                    cim, V, i, c, bx, by, z, step, bad);
+                if (part)
+                    nn += o2;
+            }
+            cp_wait<0>();
+            __syncthreads();
+        }
+    }
+    if (part) {
+        const double s = block_sum(nn, red);
+        if (threadIdx.x == 0)
+            part[blockIdx.x] = s;
+    }
+}
+
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
 template <typename R, bool HASV>
 __global__ void __launch_bounds__(256)
@@ -674,6 +859,7 @@ struct nlse_dec {
     size_t n;
     dec_rows r;
     DGeo G;
+    MGeo M;                  /* k_march's tiles (march_units)            */
     unsigned char *tab;      /* the table, laid out as in shared memory  */
     void *buf[2];            /* current buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;
@@ -687,6 +873,7 @@ struct nlse_dec {
     size_t nparts;
     dim3 grid, block;
     unsigned resident;       /* thread blocks the GPU holds at once       */
+    unsigned resident_m;     /* the same for k_march (0: not usable)      */
     const nlse_comm *comm;   /* reductions of a distributed run, or NULL  */
     int par, have_prev;
     unsigned long long steps;
@@ -768,6 +955,63 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
+/* k_march's tiles and shared memory for the table's neighbour count nk:
+ * tiles of about 768 cells a plane (32 x 16 blocks of one cell), square
+ * for grids of several cells a block; NLSEPY_DEC_MARCH_TILE=TXxTY sets
+ * them. */
+static void march_tiles(nlse_dec *s)
+{
+    MGeo *M = &s->M;
+    const unsigned C = s->G.cells;
+    unsigned tx = 32, ty = 16;
+    if (C > 1) {
+        tx = 1;
+        while ((tx + 1) * (tx + 1) * C <= 768)
+            ++tx;
+        ty = tx;
+    }
+    const char *env = getenv("NLSEPY_DEC_MARCH_TILE");
+    unsigned a, b;
+    if (env && sscanf(env, "%ux%u", &a, &b) == 2 && a > 0 && b > 0) {
+        tx = a;
+        ty = b;
+    }
+    M->TX = tx < s->G.nx ? tx : s->G.nx;
+    M->TY = ty < s->G.ny ? ty : s->G.ny;
+    M->ntx = (s->G.nx + M->TX - 1) / M->TX;
+    M->nty = (s->G.ny + M->TY - 1) / M->TY;
+    M->txc = M->TX * C;
+    M->tile_cells = M->TY * M->txc;
+    M->hrow = (M->TX + 2) * C;
+    M->ps = (M->TY + 2) * M->hrow;
+    M->d_hrow = fastdiv(M->hrow);
+    M->d_cells = fastdiv(C);
+    M->d_ntx = fastdiv(M->ntx);
+    M->d_tiles = fastdiv(M->ntx * M->nty);
+    M->d_txc = fastdiv(M->txc);
+    const unsigned e = 2u * (unsigned)rsize(s);
+    M->o_mo = align16(s->G.bytes);
+    M->o_pl = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_x0 = M->o_pl + 4u * M->ps * e;
+    M->bytes = M->o_x0 + 2u * M->tile_cells * e;
+}
+
+/* k_march's chunks of layers over the own layers: about 8 units for each
+ * thread block the GPU holds, chunks of at least 16 layers. */
+static void march_units(nlse_dec *s)
+{
+    MGeo *M = &s->M;
+    const unsigned tiles = M->ntx * M->nty, zc = s->G.zc ? s->G.zc : 1;
+    unsigned chunks = (8u * s->resident_m + tiles - 1) / (tiles ? tiles : 1);
+    if (chunks > zc / 16)
+        chunks = zc / 16;
+    if (chunks < 1)
+        chunks = 1;
+    M->zlen = (zc + chunks - 1) / chunks;
+    chunks = (zc + M->zlen - 1) / M->zlen;
+    M->units = tiles * chunks;
+}
+
 /* The work units over the own layers (G.z0, G.zc) and the launch grid;
  * the grid never exceeds the one of the whole solver (the size of part). */
 static void work_units(nlse_dec *s)
@@ -781,6 +1025,26 @@ static void work_units(nlse_dec *s)
     G->d_ryc = fastdiv(rest ? rest * G->chunks : 1);
     s->grid = dim3(G->units < s->resident ? G->units : s->resident);
     s->nparts = s->grid.x;
+    march_units(s);
+}
+
+/* Thread blocks of k_march the GPU holds at once (its shared memory
+ * allowed for both forms); 0 when its tiles do not fit in an SM. */
+template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
+{
+    int most = 0, nb = 0;
+    cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
+    if ((int)s->M.bytes > most ||
+        cudaFuncSetAttribute(k_march<R, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)s->M.bytes) != cudaSuccess ||
+        cudaFuncSetAttribute(k_march<R, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)s->M.bytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_march<R, false>, 256,
+                                                      s->M.bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (unsigned)(nb * sms);
 }
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
@@ -866,6 +1130,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         per_sm = (unsigned)atoi(ev);
     s->resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
+    march_tiles(s);
+    s->resident_m = s->p.dtype == NLSE_COMPLEX64 ? march_resident<float>(s, sms)
+                                                 : march_resident<double>(s, sms);
     work_units(s);
     const size_t bytes = 2 * s->n * rsize(s);
     if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||
@@ -1011,6 +1278,21 @@ static void launch_p(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
+/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_march; false when its
+ * tiles do not fit in shared memory. */
+template <typename R, bool HASV>
+static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    if (!s->resident_m)
+        return false;
+    k_march<R, HASV><<<s->grid, 256, s->M.bytes, s->stream>>>(
+        s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
+        (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
+    return true;
+}
+
 /* Launch out = x0 + (cre + i cim) H(x1) x1 in the kernel form of the
  * solver's variant (NLSEPY_DEC_KERNEL) or, by default, of its grid. */
 template <typename R, bool HASV>
@@ -1021,6 +1303,10 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
         variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
+    case 18: /* z marching through tiles in shared memory */
+        if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+            return;
+        break;
     case 14: /* own values copied to shared memory 1 step of 32 cells ahead, 48 registers */
         launch_p<R, HASV, 1, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
         return;
