@@ -654,13 +654,14 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     /* neighbour k of a cell at plane position pos is plane dz + 1 (low 2
      * bits of mo[k]), position pos + (mo[k] >> 2) */
     int *mo = (int *)(smem + M.o_mo);
-    const int nk = T.start[G.cells];
-    for (int k = threadIdx.x; k < nk; k += blockDim.x) {
-        const int code = T.cell[k];
-        const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1, dz = (code & 3) - 1;
-        mo[k] = (int)(((unsigned)((dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6))) << 2) +
-                (dz + 1);
-    }
+    for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
+        for (int k = T.start[c]; k < T.start[c + 1]; ++k) {
+            const int code = T.cell[k];
+            const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1,
+                      dz = (code & 3) - 1;
+            const int off = (dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6) - c;
+            mo[k] = (int)((unsigned)off << 2) + (dz + 1);
+        }
     C2 *pl = (C2 *)(smem + M.o_pl);
     C2 *xs = (C2 *)(smem + M.o_x0);
     __syncthreads();
