@@ -117,7 +117,7 @@ struct MGeo {
     unsigned ps;         /* (TY + 2) hrow: a plane with its halo */
     unsigned txc;        /* TX cells */
     FastDiv d_hrow, d_cells, d_ntx, d_tiles, d_txc;
-    unsigned o_mo, o_pl, o_x0, bytes; /* shared memory: offsets and size */
+    unsigned o_mo, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
 
 template <typename R>
@@ -636,7 +636,7 @@ k_apply_p(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
  * Halo blocks outside the grid are zero (bc "zero") or wrapped (periodic),
  * so no cell needs the boundary path; the neighbour sums keep the order of
  * k, so the results are those of the other forms bit for bit. */
-template <typename R, bool HASV>
+template <typename R, bool HASV, int MAXN, int CPT>
 __global__ void __launch_bounds__(256, 2)
 k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -662,10 +662,12 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             const int off = (dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6) - c;
             mo[k] = (int)((unsigned)off << 2) + (dz + 1);
         }
+    /* the unit's offsets of its plane's elements within a layer (-1: zero) */
+    int *rel = (int *)(smem + M.o_rel);
     C2 *pl = (C2 *)(smem + M.o_pl);
     C2 *xs = (C2 *)(smem + M.o_x0);
-    __syncthreads();
     const int nx = (int)G.nx, ny = (int)G.ny, nz = (int)G.nz;
+    const size_t layer = (size_t)G.ny * G.row_len;
     double nn = 0;
     unsigned next = blockIdx.x;
     for (;;) {
@@ -673,7 +675,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             su = part ? next : atomicAdd(ctr + slot, 1u);
             next += gridDim.x;
         }
-        __syncthreads();
+        __syncthreads(); /* also: the last unit's reads of rel are done */
         const unsigned u = su;
         if (u >= M.units)
             break;
@@ -682,6 +684,38 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const int tx0 = (int)(txi * M.TX), ty0 = (int)(tyi * M.TY);
         const int za = (int)(G.z0 + zi * M.zlen);
         const int zb = min(za + (int)M.zlen, (int)(G.z0 + G.zc));
+        for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
+            const unsigned r = fdiv(e, M.d_hrow), col = e - r * M.hrow;
+            const unsigned bxo = fdiv(col, M.d_cells), c = col - bxo * G.cells;
+            int by = ty0 - 1 + (int)r, bx = tx0 - 1 + (int)bxo;
+            bool zero = false;
+            if (by < 0 || by >= ny) {
+                zero |= !G.periodic;
+                by = by < 0 ? by + ny : by - ny;
+            }
+            if (bx < 0 || bx >= nx) {
+                zero |= !G.periodic;
+                bx = bx < 0 ? bx + nx : bx - nx;
+            }
+            rel[e] = zero ? -1 : (int)(((unsigned)by * G.nx + (unsigned)bx) * G.cells + c);
+        }
+        /* this thread's cells of the tile: position in the plane, offset
+         * within a layer (-1: past the grid's edge), cell of the block */
+        int pos[CPT], ir[CPT], cc[CPT], bxs[CPT], bys[CPT];
+#pragma unroll
+        for (int m = 0; m < CPT; ++m) {
+            const unsigned j = threadIdx.x + 256u * m;
+            const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
+            const unsigned bxo = fdiv(rem, M.d_cells);
+            cc[m] = (int)(rem - bxo * G.cells);
+            bxs[m] = tx0 + (int)bxo;
+            bys[m] = ty0 + (int)ty;
+            pos[m] = (int)((ty + 1) * M.hrow + G.cells + rem);
+            ir[m] = j < M.tile_cells && bxs[m] < nx && bys[m] < ny
+                        ? (int)(((unsigned)bys[m] * G.nx + (unsigned)tx0) * G.cells + rem)
+                        : -1;
+        }
+        __syncthreads(); /* rel */
         /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
         auto fetch_plane = [&](int zz) {
             C2 *dst = pl + (size_t)((zz - za + 1) & 3) * M.ps;
@@ -690,40 +724,27 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 zero = !G.periodic;
                 zz = zz < 0 ? zz + nz : zz - nz;
             }
+            const C2 *src = x1 + (size_t)zz * layer;
             for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
-                const unsigned r = fdiv(e, M.d_hrow), col = e - r * M.hrow;
-                const unsigned bxo = fdiv(col, M.d_cells), c = col - bxo * G.cells;
-                int by = ty0 - 1 + (int)r, bx = tx0 - 1 + (int)bxo;
-                bool z2 = zero;
-                if (by < 0 || by >= ny) {
-                    z2 |= !G.periodic;
-                    by = by < 0 ? by + ny : by - ny;
-                }
-                if (bx < 0 || bx >= nx) {
-                    z2 |= !G.periodic;
-                    bx = bx < 0 ? bx + nx : bx - nx;
-                }
-                if (z2) {
+                const int o = rel[e];
+                if (zero || o < 0) {
                     dst[e].x = 0;
                     dst[e].y = 0;
                 } else {
-                    cp_async<sizeof(C2)>(
-                        dst + e, x1 + ((size_t)((size_t)zz * ny + by) * nx + bx) * G.cells + c);
+                    cp_async<sizeof(C2)>(dst + e, src + o);
                 }
             }
         };
-        /* psi(n-1) of the tile's own cells of layer zz into slot zz & 1 */
+        /* psi(n-1) of the thread's cells of layer zz into slot zz & 1 */
         auto fetch_x0 = [&](int zz) {
             if (!x0)
                 return;
-            C2 *dst = xs + (size_t)(zz & 1) * M.tile_cells;
-            for (unsigned j = threadIdx.x; j < M.tile_cells; j += blockDim.x) {
-                const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
-                const unsigned bxo = fdiv(rem, M.d_cells);
-                if (tx0 + (int)bxo < nx && ty0 + (int)ty < ny)
-                    cp_async<sizeof(C2)>(dst + j, x0 + ((size_t)((size_t)zz * ny + ty0 + ty) * nx +
-                                                        tx0) * G.cells + rem);
-            }
+            C2 *dst = xs + (size_t)(zz & 1) * M.tile_cells + threadIdx.x;
+            const C2 *src = x0 + (size_t)zz * layer;
+#pragma unroll
+            for (int m = 0; m < CPT; ++m)
+                if (ir[m] >= 0)
+                    cp_async<sizeof(C2)>(dst + 256 * m, src + ir[m]);
         };
         fetch_plane(za - 1);
         fetch_plane(za);
@@ -738,35 +759,46 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 fetch_x0(z + 1);
             }
             cp_commit();
-            /* slots of the planes z, z - 1, z + 1 */
-            const unsigned s1 = ((z - za + 1) & 3) * M.ps, s0 = ((z - za) & 3) * M.ps,
-                           s2 = ((z - za + 2) & 3) * M.ps;
-            for (unsigned j = threadIdx.x; j < M.tile_cells; j += blockDim.x) {
-                const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
-                const unsigned bxo = fdiv(rem, M.d_cells);
-                const int c = (int)(rem - bxo * G.cells);
-                const int bx = tx0 + (int)bxo, by = ty0 + (int)ty;
-                if (bx >= nx || by >= ny)
+            /* plane z - 1 + d is slot (z - za + d) & 3 */
+            const unsigned zs = (unsigned)(z - za);
+#pragma unroll
+            for (int m = 0; m < CPT; ++m) {
+                if (ir[m] < 0)
                     continue;
-                const unsigned pos = (ty + 1) * M.hrow + G.cells + rem;
-                R sr = 0, si = 0;
+                const int c = cc[m];
                 const int k0 = T.start[c], k1 = T.start[c + 1];
-                for (int k = k0; k < k1; ++k) {
-                    const int m = mo[k];
-                    const unsigned sl = (m & 3) == 0 ? s0 : (m & 3) == 1 ? s1 : s2;
-                    const C2 v = pl[sl + pos + (m >> 2)];
-                    sr += T.w[k] * v.x;
-                    si += T.w[k] * v.y;
+                R sr = 0, si = 0;
+                if (MAXN > 0) {
+                    C2 v[MAXN > 0 ? MAXN : 1];
+#pragma unroll
+                    for (int q = 0; q < MAXN; ++q)
+                        if (k0 + q < k1) {
+                            const int t = mo[k0 + q];
+                            v[q] = pl[((zs + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
+                        }
+#pragma unroll
+                    for (int q = 0; q < MAXN; ++q)
+                        if (k0 + q < k1) {
+                            sr += T.w[k0 + q] * v[q].x;
+                            si += T.w[k0 + q] * v[q].y;
+                        }
+                } else {
+                    for (int k = k0; k < k1; ++k) {
+                        const int t = mo[k];
+                        const C2 v = pl[((zs + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
+                        sr += T.w[k] * v.x;
+                        si += T.w[k] * v.y;
+                    }
                 }
-                const C2 x = pl[s1 + pos];
+                const C2 x = pl[((zs + 1) & 3) * M.ps + pos[m]];
                 C2 a;
                 a.x = 0;
                 a.y = 0;
                 if (x0)
-                    a = xs[(size_t)(z & 1) * M.tile_cells + j];
-                const size_t i = ((size_t)((size_t)z * ny + by) * nx + tx0) * G.cells + rem;
+                    a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
+                const size_t i = (size_t)z * layer + (unsigned)ir[m];
                 const double o2 = cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre,
-                                                    cim, V, i, c, bx, by, z, step, bad);
+                                                    cim, V, i, c, bxs[m], bys[m], z, step, bad);
                 if (part)
                     nn += o2;
             }
@@ -779,6 +811,30 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (threadIdx.x == 0)
             part[blockIdx.x] = s;
     }
+}
+
+/* The instance of k_march for the table's largest neighbour count (4, 8,
+ * 16 or more: 0) and the cells a thread takes in a plane (CPT). */
+template <typename R>
+using MarchFn = void (*)(DGeo, MGeo, const unsigned char *, R, typename Vec2<R>::T *,
+                         const typename Vec2<R>::T *, const typename Vec2<R>::T *, R, R,
+                         const R *, unsigned long long, unsigned long long *, double *,
+                         unsigned *, unsigned);
+
+template <typename R, bool HASV, int MAXN>
+static MarchFn<R> march_fn_n(unsigned cpt)
+{
+    return cpt <= 2 ? k_march<R, HASV, MAXN, 2>
+                    : cpt == 3 ? k_march<R, HASV, MAXN, 3> : k_march<R, HASV, MAXN, 4>;
+}
+
+template <typename R, bool HASV>
+static MarchFn<R> march_fn(int maxn, unsigned cpt)
+{
+    return maxn == 4 ? march_fn_n<R, HASV, 4>(cpt)
+                     : maxn == 8 ? march_fn_n<R, HASV, 8>(cpt)
+                                 : maxn == 16 ? march_fn_n<R, HASV, 16>(cpt)
+                                              : march_fn_n<R, HASV, 0>(cpt);
 }
 
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
@@ -977,6 +1033,10 @@ static void march_tiles(nlse_dec *s)
         tx = a;
         ty = b;
     }
+    while (tx * ty * C > 1024 && ty > 1) /* a thread takes at most 4 cells a plane */
+        --ty;
+    while (tx * ty * C > 1024 && tx > 1)
+        --tx;
     M->TX = tx < s->G.nx ? tx : s->G.nx;
     M->TY = ty < s->G.ny ? ty : s->G.ny;
     M->ntx = (s->G.nx + M->TX - 1) / M->TX;
@@ -992,7 +1052,8 @@ static void march_tiles(nlse_dec *s)
     M->d_txc = fastdiv(M->txc);
     const unsigned e = 2u * (unsigned)rsize(s);
     M->o_mo = align16(s->G.bytes);
-    M->o_pl = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_rel = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_pl = align16(M->o_rel + 4u * M->ps);
     M->o_x0 = M->o_pl + 4u * M->ps * e;
     M->bytes = M->o_x0 + 2u * M->tile_cells * e;
 }
@@ -1034,13 +1095,16 @@ static void work_units(nlse_dec *s)
 template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 {
     int most = 0, nb = 0;
+    const unsigned cpt = (s->M.tile_cells + 255) / 256;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
-    if ((int)s->M.bytes > most ||
-        cudaFuncSetAttribute(k_march<R, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cpt > 4 || (int)s->M.bytes > most ||
+        cudaFuncSetAttribute(march_fn<R, false>(s->maxn, cpt),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)s->M.bytes) != cudaSuccess ||
-        cudaFuncSetAttribute(k_march<R, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(march_fn<R, true>(s->maxn, cpt),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)s->M.bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_march<R, false>, 256,
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, march_fn<R, false>(s->maxn, cpt), 256,
                                                       s->M.bytes) != cudaSuccess) {
         cudaGetLastError();
         return 0;
@@ -1288,7 +1352,8 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     typedef typename Vec2<R>::T C2;
     if (!s->resident_m)
         return false;
-    k_march<R, HASV><<<s->grid, 256, s->M.bytes, s->stream>>>(
+    march_fn<R, HASV>(s->maxn, (s->M.tile_cells + 255) / 256)<<<s->grid, 256, s->M.bytes,
+                                                                 s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
         (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
     return true;
