@@ -3,33 +3,38 @@
  * Rossi, source 001, eqs. 8 and 12, section 4.1), same C API as
  * csrc/dec/dec.c.
  *
- * One thread per unknown.  The work is cut into units, each a stretch of
- * at most 256 cells of one row of blocks (fixed by, bz): cell q of the row
- * is block bx = q / cells, cell c = q % cells, so a warp reads psi(n) and
- * psi(n-1) coalesced.  A resident set of thread blocks takes the units in
- * order from an atomic counter, so at any moment the GPU works on a narrow
- * window of the grid and the neighbouring planes of psi(n) are still in L2
- * when their second and third readers come (with a fixed stride the blocks
- * drifted apart and psi(n) came from DRAM three times); planes wider than
- * 8 MiB are swept in y tiles.  The block table (neighbour cells and
- * offsets, the interior index distances, the weights, the diagonal, the
- * circumcentres) is staged in shared memory once per thread block;
- * neighbours are read through the read-only cache.  This replaces the
- * seed's staging of a block's psi in shared memory and its permutation
- * tables against bank conflicts (section 4.1): the reuse it sought is
- * served by L1/L2, and the DRAM traffic is the minimum.  The trap potential
- * is computed from the circumcentre, so a leapfrog step moves 48 B per
- * unknown in complex128 (24 in complex64): read psi(n), read and write
- * psi(n-1).  The kernel is bound by memory latency.  Two forms
- * (bench/RESULTS.md, H100): on grids of many cells a block (C15, Z: 64 and
- * more) a thread block takes a unit at a time, its warps sweeping the
- * unit's cells together, so the unit's neighbour loads meet in L1 (the loop
- * under 32 registers, all 64 warps of an SM resident); on the others
- * (cubic, FCC, BCC, A15) each warp takes units of its own and sweeps them
- * 32 cells at a time, asking for the next unit while it works on this one
- * (no barrier waits for the block's slowest warp), under 40 registers, the
- * neighbours loaded two at a time in complex128.  NLSEPY_DEC_KERNEL = 0..9
- * picks one form for every grid (the table of variants in launch_n).
+ * The trap potential is computed from the circumcentre, so a leapfrog
+ * step moves 48 B per unknown in complex128 (24 in complex64): read psi(n),
+ * read and write psi(n-1).  Three kernel forms (bench/RESULTS.md, H100):
+ *
+ * - z marching (k_march; cubic, FCC and BCC, 12 cells a block or fewer):
+ *   a thread block takes a tile of blocks in x and y and a chunk of layers
+ *   and walks up through it, holding four planes of psi(n) of the tile and
+ *   its halo of one block in shared memory (copied in by cp.async one plane
+ *   ahead) and two of psi(n-1).  Every neighbour then comes from shared
+ *   memory, which replaces the seed's staging of a block's psi in shared
+ *   memory and its permutation tables against bank conflicts (section
+ *   4.1) with a staging of whole planes: the forms below were bound by the
+ *   L2 traffic of their neighbour loads (Nsight Compute: L2 and L1 85-88 %
+ *   busy at 55-74 % of DRAM bandwidth), this one reads psi(n) about once
+ *   from DRAM and (TX + 2)(TY + 2) / (TX TY) times from L2.
+ * - Rows of work units, each a stretch of at most 256 cells of one row of
+ *   blocks (fixed by, bz), so a warp reads psi(n) and psi(n-1) coalesced,
+ *   taken in order from an atomic counter so that the neighbouring planes
+ *   of psi(n) are still in L2 when their second and third readers come
+ *   (planes wider than 8 MiB swept in y tiles); neighbours read through the
+ *   read-only cache.  On grids of many cells a block (C15, Z: 64 and more)
+ *   a thread block takes a unit at a time, its warps sweeping the unit's
+ *   cells together so that the unit's neighbour loads meet in L1 (k_apply,
+ *   under 32 registers); on A15 each warp takes units of its own and asks
+ *   for the next while it works on this one (k_apply_w, under 40
+ *   registers, the neighbours loaded two at a time in complex128).
+ *
+ * The block table (neighbour cells and offsets, the interior index
+ * distances, the weights, the diagonal, the circumcentres) is staged in
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9 or 18
+ * picks one form for every grid (the table of variants in launch_n); all
+ * forms sum the neighbours in the same order and give the same bits.
  *
  * Blow-up: a kernel that produces a non-finite value records the step in a
  * device word; later launches of the chunk return at once, so the last
@@ -299,35 +304,31 @@ __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
  * so their trips to DRAM overlap the neighbours' loads. */
-template <typename R, bool HASV, int EARLY, int MAXN, int UNR>
+template <typename R, bool HASV, bool EARLY, int MAXN, int UNR>
 __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
                                              typename Vec2<R>::T *out,
                                              const typename Vec2<R>::T *x0,
                                              const typename Vec2<R>::T *__restrict__ x1, R cre,
                                              R cim, const R *__restrict__ V, size_t i, int c,
                                              unsigned bx, unsigned by, unsigned bz,
-                                             unsigned long long step, unsigned long long *bad,
-                                             const typename Vec2<R>::T *pre = NULL)
+                                             unsigned long long step, unsigned long long *bad)
 {
     typedef typename Vec2<R>::T C2;
     C2 a, x;
     a.x = 0;
     a.y = 0;
-    if (EARLY == 1) {
+    if (EARLY) {
         if (x0)
             a = x0[i];
         x = __ldg(x1 + i);
-    } else if (EARLY == 2) { /* loaded by the caller a cell ahead */
-        a = pre[0];
-        x = pre[1];
     }
     const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                           bx + 1 < G.nx;
     R sr, si;
     nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
-    if (EARLY == 0)
+    if (!EARLY)
         x = __ldg(x1 + i);
-    if (x0 && EARLY == 0)
+    if (x0 && !EARLY)
         a = x0[i];
     return cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre, cim, V, i, c, (int)bx,
                              (int)by, (int)bz, step, bad);
@@ -407,54 +408,6 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     }
 }
 
-/* A lane's cells of unit u (every 32nd from `lane`) for k_apply_w's form
- * EARLY = 2: each cell's psi(n-1) and psi(n) are loaded while the cell
- * before is computed, so their trips to DRAM overlap its neighbour loads;
- * returns the sum of the cells' |B| |out|^2. */
-template <typename R, bool HASV, int UNR>
-__device__ __forceinline__ double sweep_ahead(const DGeo &G, const STab<R> &T, R g,
-                                            typename Vec2<R>::T *out,
-                                            const typename Vec2<R>::T *x0,
-                                            const typename Vec2<R>::T *__restrict__ x1, R cre,
-                                            R cim, const R *__restrict__ V, unsigned u,
-                                            unsigned lane, unsigned long long step,
-                                            unsigned long long *bad)
-{
-    typedef typename Vec2<R>::T C2;
-    unsigned by, bz, bx, q;
-    int c;
-    double nn = 0;
-    if (!unit_cell(G, u, by, bz, bx, c, q, lane))
-        return nn;
-    size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-    C2 cur[2], nxt[2];
-    cur[0].x = cur[0].y = 0;
-    if (x0)
-        cur[0] = x0[i];
-    cur[1] = __ldg(x1 + i);
-    for (unsigned t = lane;; t += 32) {
-        const bool more = t + 32 < blockDim.x && q + 32 < G.row_len;
-        nxt[0].x = nxt[0].y = 0;
-        nxt[1] = nxt[0];
-        if (more) {
-            if (x0)
-                nxt[0] = x0[i + 32];
-            nxt[1] = __ldg(x1 + i + 32);
-        }
-        const double o2 = apply_cell<R, HASV, 2, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i, c,
-                                                         bx, by, bz, step, bad, cur);
-        nn += o2;
-        if (!more)
-            return nn;
-        q += 32;
-        i += 32;
-        bx = fdiv(q, G.d_cells);
-        c = (int)(q - bx * G.cells);
-        cur[0] = nxt[0];
-        cur[1] = nxt[1];
-    }
-}
-
 /* k_apply with the work units taken by warps, not thread blocks (the
  * default on grids of fewer than 64 cells a block; NLSEPY_DEC_KERNEL=3 to 8
  * in launch_n): a warp sweeps a unit's cells 32 at a time
@@ -462,7 +415,7 @@ __device__ __forceinline__ double sweep_ahead(const DGeo &G, const STab<R> &T, R
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
  * run). */
-template <typename R, bool HASV, int EARLY, int MINB, int UNR>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR>
 __global__ void __launch_bounds__(256, MINB)
 k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
           const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -489,23 +442,17 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         }
         if (u >= G.units)
             break;
-        if (EARLY == 2) {
-            const double o2 = sweep_ahead<R, HASV, UNR>(G, T, g, out, x0, x1, cre, cim, V, u,
-                                                        lane, step, bad);
+        for (unsigned t = lane; t < blockDim.x; t += 32) {
+            unsigned by, bz, bx, q;
+            int c;
+            if (!unit_cell(G, u, by, bz, bx, c, q, t))
+                break;
+            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
+            const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(
+                G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step, bad);
             if (part)
                 nn += o2;
-        } else
-            for (unsigned t = lane; t < blockDim.x; t += 32) {
-                unsigned by, bz, bx, q;
-                int c;
-                if (!unit_cell(G, u, by, bz, bx, c, q, t))
-                    break;
-                const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-                const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(
-                    G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step, bad);
-                if (part)
-                    nn += o2;
-            }
+        }
         if (part)
             u += W;
     }
@@ -528,101 +475,6 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N> __device__ __forceinline__ void cp_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-/* Bytes of k_apply_p's staging area per warp: S slots of psi(n-1) and
- * psi(n) for 32 lanes. */
-template <typename R> __host__ __device__ constexpr unsigned stage_bytes(int S)
-{
-    return (unsigned)S * 32u * 2u * (unsigned)sizeof(typename Vec2<R>::T);
-}
-
-/* k_apply_w with each lane's psi(n-1) and psi(n) copied to shared memory P
- * steps of 32 cells ahead by cp.async (no registers held for them), so
- * their trips to DRAM overlap the work on the cells before; the copies run
- * on into the warp's next unit (asked for as in k_apply_w).  A warp's
- * items are (unit, k): the lane's cell lane + 32 k of the unit. */
-template <typename R, bool HASV, int P, int MINB, int UNR>
-__global__ void __launch_bounds__(256, MINB)
-k_apply_p(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
-          const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
-          R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
-          double *part, unsigned *ctr, unsigned slot)
-{
-    typedef typename Vec2<R>::T C2;
-    constexpr int S = P + 1;
-    extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int skip;
-    __shared__ double red[32];
-    STab<R> T;
-    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
-        return;
-    const unsigned lane = threadIdx.x & 31u, K = blockDim.x >> 5; /* K items a unit */
-    /* the warp's slots: [slot][lane][psi(n-1), psi(n)] */
-#define STAGE(sl)                                                                               \
-    ((C2 *)(smem + ((G.bytes + 15u) & ~15u) + (threadIdx.x >> 5) * stage_bytes<R>(S)) +        \
-     64 * (sl) + 2 * lane)
-    double nn = 0;
-    unsigned nxt = 0;
-    if (!part && lane == 0)
-        nxt = atomicAdd(ctr + slot, 1u);
-    /* the unit after u: the counter's answer (and the next one asked for),
-     * or the fixed share's next with `part` */
-    auto next_unit = [&](unsigned u) -> unsigned {
-        if (part)
-            return u + gridDim.x * K;
-        const unsigned v = __shfl_sync(0xffffffffu, nxt, 0);
-        if (lane == 0)
-            nxt = atomicAdd(ctr + slot, 1u);
-        return v;
-    };
-    /* copy item (u, k)'s own values into slot sl; always one group */
-    auto fetch = [&](unsigned u, unsigned k, int sl) {
-        unsigned by, bz, bx, q;
-        int c;
-        if (u < G.units && unit_cell(G, u, by, bz, bx, c, q, lane + 32u * k)) {
-            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            if (x0)
-                cp_async<sizeof(C2)>(STAGE(sl), x0 + i);
-            cp_async<sizeof(C2)>(STAGE(sl) + 1, x1 + i);
-        }
-        cp_commit();
-    };
-    unsigned uc = part ? blockIdx.x * K + (threadIdx.x >> 5) : next_unit(0), up = uc;
-    /* the first P items (P < K: all in unit uc) */
-    for (int d = 0; d < P; ++d)
-        fetch(up, d, d);
-    /* item ck of unit uc is consumed from slot sc while item ck + P (of uc
-     * or of its successor up) is fetched into the slot before */
-    int sc = 0;
-    for (unsigned ck = 0; uc < G.units;) {
-        const unsigned pk = ck + P < K ? ck + P : ck + P - K;
-        if (pk == 0)
-            up = up < G.units ? next_unit(up) : up;
-        fetch(up, pk, sc == 0 ? P : sc - 1);
-        cp_wait<P>();
-        unsigned by, bz, bx, q;
-        int c;
-        if (unit_cell(G, uc, by, bz, bx, c, q, lane + 32u * ck)) {
-            const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            const double o2 = apply_cell<R, HASV, 2, 0, UNR>(G, T, g, out, x0, x1, cre, cim, V, i,
-                                                             c, bx, by, bz, step, bad, STAGE(sc));
-            if (part)
-                nn += o2;
-        }
-        sc = sc == P ? 0 : sc + 1;
-        if (++ck == K) {
-            ck = 0;
-            uc = up; /* the fetches are P < K items ahead: up is uc's successor */
-        }
-    }
-#undef STAGE
-    cp_wait<0>();
-    if (part) {
-        const double s = block_sum(nn, red);
-        if (threadIdx.x == 0)
-            part[blockIdx.x] = s;
-    }
 }
 
 /* k_apply by z marching (the default on cubic, FCC and BCC): a thread
@@ -1012,18 +864,20 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
-/* k_march's tiles and shared memory for the table's neighbour count nk:
- * tiles of about 768 cells a plane (32 x 16 blocks of one cell), square
- * for grids of several cells a block; NLSEPY_DEC_MARCH_TILE=TXxTY sets
- * them. */
+/* k_march's tiles and its shared memory: 64 x 8 blocks of one cell;
+ * square tiles of at most 432 cells a plane in complex128 and 768 in
+ * complex64 for grids of several cells a block (BCC, FCC: 6 x 6 and 8 x 8,
+ * the fastest of the sizes tried on an H100, bench/RESULTS.md);
+ * NLSEPY_DEC_MARCH_TILE=TXxTY sets them. */
 static void march_tiles(nlse_dec *s)
 {
     MGeo *M = &s->M;
     const unsigned C = s->G.cells;
-    unsigned tx = 32, ty = 16;
+    unsigned tx = 64, ty = 8;
     if (C > 1) {
+        const unsigned most = rsize(s) == 8 ? 432 : 768;
         tx = 1;
-        while ((tx + 1) * (tx + 1) * C <= 768)
+        while ((tx + 1) * (tx + 1) * C <= most)
             ++tx;
         ty = tx;
     }
@@ -1317,28 +1171,12 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_w (units taken by warps). */
-template <typename R, bool HASV, int EARLY, int MINB, int UNR = 1>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
     k_apply_w<R, HASV, EARLY, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
-        s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
-        (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
-}
-
-/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_p (own values copied
- * P steps ahead); P < the warps of a block. */
-template <typename R, bool HASV, int P, int MINB, int UNR = 1>
-static void launch_p(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
-                     double cim, unsigned long long step, double *part)
-{
-    typedef typename Vec2<R>::T C2;
-    const unsigned smem = align16(s->G.bytes) + (s->block.x / 32) * stage_bytes<R>(P + 1);
-    if (smem > SMEM_MAX)
-        cudaFuncSetAttribute(k_apply_p<R, HASV, P, MINB, UNR>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    k_apply_p<R, HASV, P, MINB, UNR><<<s->grid, s->block, smem, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
@@ -1367,36 +1205,12 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
 {
     int variant = s->variant;
     if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
-        variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
+        variant = s->G.cells <= 12 ? 18 : s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
             return;
         break;
-    case 14: /* own values copied to shared memory 1 step of 32 cells ahead, 48 registers */
-        launch_p<R, HASV, 1, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 15: /* 2 steps ahead, 40 registers (spills in complex128) */
-        launch_p<R, HASV, 2, 6, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 16: /* 2 steps ahead, 48 registers */
-        launch_p<R, HASV, 2, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 17: /* 3 steps ahead, 48 registers */
-        launch_p<R, HASV, 3, 5, sizeof(R) == 8 ? 2 : 1>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 10: /* units taken by warps, each cell's own loads one cell ahead, at most 40 registers */
-        launch_w<R, HASV, 2, 6>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 11: /* the same, at most 48 registers */
-        launch_w<R, HASV, 2, 5>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 12: /* the same with the neighbours loaded 2 at a time, at most 48 registers */
-        launch_w<R, HASV, 2, 5, 2>(s, out, x0, x1, cre, cim, step, part);
-        return;
-    case 13: /* one cell ahead, at most 64 registers (no spills in complex128) */
-        launch_w<R, HASV, 2, 4>(s, out, x0, x1, cre, cim, step, part);
-        return;
     case 3: /* units taken by warps, at most 32 registers */
         launch_w<R, HASV, false, 8>(s, out, x0, x1, cre, cim, step, part);
         return;
