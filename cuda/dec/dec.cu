@@ -951,13 +951,13 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
     int most = 0, nb = 0;
     const unsigned cpt = (s->M.tile_cells + 255) / 256;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
+    /* the limit is the device's, not this solver's: solvers of other grids
+     * share the instance (the launch asks for what it needs) */
     if (cpt > 4 || (int)s->M.bytes > most ||
         cudaFuncSetAttribute(march_fn<R, false>(s->maxn, cpt),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)s->M.bytes) != cudaSuccess ||
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, most) != cudaSuccess ||
         cudaFuncSetAttribute(march_fn<R, true>(s->maxn, cpt),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)s->M.bytes) != cudaSuccess ||
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, most) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, march_fn<R, false>(s->maxn, cpt), 256,
                                                       s->M.bytes) != cudaSuccess) {
         cudaGetLastError();

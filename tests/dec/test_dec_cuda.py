@@ -45,6 +45,21 @@ def test_cpu_cuda_agree_double(grid, bc):
     assert ng == pytest.approx(nc, rel=1e-12) and eg == pytest.approx(ec, rel=1e-12)
 
 
+def test_solvers_of_two_grids_in_turns():
+    """An FCC solver made before a cubic one still steps right after it:
+    the two share one instance of the marching kernel, and the FCC one
+    needs more than 48 KB of its shared memory (a later solver must not
+    lower the instance's limit)."""
+    cpu, gpu = pair("fcc", blocks=(8, 8, 6), spacing=1.0)
+    other = nl.DecGPE("cubic", blocks=(8, 8, 6), spacing=1.0, g=100.0, backend="cuda")
+    other.psi = vortex_like(other)
+    other.step(20)
+    cpu.step(50)
+    gpu.step(50)
+    a = cpu.psi
+    assert np.max(np.abs(gpu.psi - a)) <= 1e-12 * np.max(np.abs(a))
+
+
 @pytest.mark.parametrize("grid", ["bcc", "c15"])
 def test_cpu_cuda_agree_single(grid):
     cpu, gpu = pair(grid, dtype=np.complex64)
