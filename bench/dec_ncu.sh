@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Nsight Compute on one leapfrog launch of the CUDA DEC kernel per grid and
+# Nsight Compute on one leapfrog launch of the CUDA DEC kernel (k_apply, k_apply_w
+# or k_march, whichever the grid takes) per grid and
 # precision (the problem of bench/dec.py at BLOCKS^3 BCC-equivalent
 # unknowns): DRAM bytes, duration, occupancy and the warps' stall reasons,
 # as text in $OUT/ncu-<grid>-<dtype>.txt (ncu locks the clocks to base, so
@@ -19,7 +20,7 @@ command -v ncu >/dev/null || { echo "ncu (Nsight Compute) is not on PATH"; exit 
 for g in ${grids//,/ }; do
   for d in ${dtypes//,/ }; do
     echo "== $g $d" | tee -a "$OUT/summary.txt"
-    timeout 300 ncu --kernel-name regex:k_apply --launch-skip 5 --launch-count 1 \
+    timeout 300 ncu --kernel-name "regex:k_apply|k_march" --launch-skip 5 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
       --section WarpStateStats --section SchedulerStats \
       "$PY" bench/dec.py --grids "$g" --dtypes "$d" --blocks "$blocks" --cpu-threads= \

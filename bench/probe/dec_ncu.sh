@@ -15,7 +15,7 @@ for r in long_scoreboard short_scoreboard lg_throttle mio_throttle barrier wait 
   m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
 done
 for g in ${GRIDS:-bcc}; do
-  timeout 200 "$NCU" --clock-control none -k regex:k_apply --launch-skip 4 --launch-count 1 --metrics "$m" \
+  timeout 200 "$NCU" --clock-control none -k "regex:k_apply|k_march" --launch-skip 4 --launch-count 1 --metrics "$m" \
     python3 bench/probe/dec_profile.py $g ${BLOCKS:-189} ${DTYPE:-complex128} 10 2>&1 |
     grep -E "k_apply|ms/step|__|launch" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done
