@@ -946,18 +946,26 @@ static void work_units(nlse_dec *s)
 
 /* Thread blocks of k_march the GPU holds at once (its shared memory
  * allowed for both forms); 0 when its tiles do not fit in an SM. */
+/* The instance's limit of dynamic shared memory raised to `bytes` (never
+ * lowered: solvers of other grids share the instances). */
+template <typename R> static bool march_allow(MarchFn<R> fn, unsigned bytes)
+{
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, fn) != cudaSuccess)
+        return false;
+    return a.maxDynamicSharedSizeBytes >= (int)bytes ||
+           cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) ==
+               cudaSuccess;
+}
+
 template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 {
     int most = 0, nb = 0;
     const unsigned cpt = (s->M.tile_cells + 255) / 256;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
-    /* the limit is the device's, not this solver's: solvers of other grids
-     * share the instance (the launch asks for what it needs) */
     if (cpt > 4 || (int)s->M.bytes > most ||
-        cudaFuncSetAttribute(march_fn<R, false>(s->maxn, cpt),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, most) != cudaSuccess ||
-        cudaFuncSetAttribute(march_fn<R, true>(s->maxn, cpt),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, most) != cudaSuccess ||
+        !march_allow<R>(march_fn<R, false>(s->maxn, cpt), s->M.bytes) ||
+        !march_allow<R>(march_fn<R, true>(s->maxn, cpt), s->M.bytes) ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, march_fn<R, false>(s->maxn, cpt), 256,
                                                       s->M.bytes) != cudaSuccess) {
         cudaGetLastError();
@@ -1204,8 +1212,12 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
                      double cim, unsigned long long step, double *part)
 {
     int variant = s->variant;
-    if (variant < 0) /* by the grid: the fastest forms on an H100 (bench/RESULTS.md) */
-        variant = s->G.cells <= 12 ? 18 : s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
+    /* by the grid: the fastest forms on an H100 (bench/RESULTS.md); z
+     * marching where it fits, else the row form of the grid */
+    if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+        return;
+    if (variant < 0)
+        variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
