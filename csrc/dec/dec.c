@@ -741,3 +741,5 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
 }
 
 double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }
+
+const char *nlse_dec_kernel(const nlse_dec *s) { return s ? "rows" : ""; }

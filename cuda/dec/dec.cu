@@ -778,6 +778,7 @@ struct nlse_dec {
     unsigned launch;         /* k_apply launches so far (counter slot)   */
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
     int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
+    const char *form;        /* the form of the last launch (nlse_dec_kernel) */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -1173,6 +1174,7 @@ static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, dou
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
+    s->form = "rows, units by thread blocks";
     k_apply<R, HASV, MAXN, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
@@ -1184,6 +1186,7 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
+    s->form = "rows, units by warps";
     k_apply_w<R, HASV, EARLY, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
@@ -1198,6 +1201,7 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     typedef typename Vec2<R>::T C2;
     if (!s->resident_m)
         return false;
+    s->form = "z marching";
     march_fn<R, HASV>(s->maxn, (s->M.tile_cells + 255) / 256)<<<s->grid, 256, s->M.bytes,
                                                                  s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
@@ -1690,3 +1694,5 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
 }
 
 double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }
+
+const char *nlse_dec_kernel(const nlse_dec *s) { return s && s->form ? s->form : ""; }

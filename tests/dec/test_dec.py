@@ -212,3 +212,10 @@ def test_stationary_vortex_stays_stationary():
         R.append(sim.rmse(st))
     assert E[0] < 5e-4 and E[1] < E[0] / 8
     assert 1.7 < np.log2(R[0] / R[1]) < 2.5
+
+
+def test_last_kernel_names_the_form():
+    sim = nl.DecGPE("bcc", blocks=(3, 3, 3), spacing=1.0, g=10.0, backend="cpu")
+    sim.psi = np.ones(sim.size, complex)
+    sim.step(2)
+    assert sim.last_kernel() == "rows"

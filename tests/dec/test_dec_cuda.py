@@ -2,6 +2,8 @@
 (double to 1e-12 after 1000 leapfrog steps on every grid), chunking bit for
 bit, imaginary time, observables, and blow-up keeping the last good state."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,12 @@ def pair(grid, dtype=np.complex128, bc="zero", V=None, **kw):
     return sims
 
 
+#: the CUDA kernel form each grid takes by default (cuda/dec/dec.cu)
+DEFAULT_FORM = {"cubic": "z marching", "fcc": "z marching", "bcc": "z marching",
+                "a15": "rows, units by warps", "c15": "rows, units by thread blocks",
+                "z": "rows, units by thread blocks"}
+
+
 @pytest.mark.parametrize("grid", nl.dec.GRIDS)
 @pytest.mark.parametrize("bc", ["zero", "periodic"])
 def test_cpu_cuda_agree_double(grid, bc):
@@ -38,6 +46,9 @@ def test_cpu_cuda_agree_double(grid, bc):
                                atol=1e-13 * np.abs(cpu.apply(cpu.psi)).max())
     cpu.step(1000)
     gpu.step(1000)
+    if not os.environ.get("NLSEPY_DEC_KERNEL"):
+        assert gpu.last_kernel() == DEFAULT_FORM[grid]
+    assert cpu.last_kernel() == "rows"
     a, b = cpu.psi, gpu.psi
     assert np.max(np.abs(a - b)) <= 1e-12 * np.max(np.abs(a))
     nc, ec = cpu.norm(), cpu.energy()
@@ -56,6 +67,8 @@ def test_solvers_of_two_grids_in_turns():
     other.step(20)
     cpu.step(50)
     gpu.step(50)
+    if not os.environ.get("NLSEPY_DEC_KERNEL"):
+        assert gpu.last_kernel() == other.last_kernel() == "z marching"
     a = cpu.psi
     assert np.max(np.abs(gpu.psi - a)) <= 1e-12 * np.max(np.abs(a))
 

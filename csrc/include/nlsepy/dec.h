@@ -170,6 +170,11 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s);
 /* Seconds the last nlse_dec_step or nlse_dec_imaginary took. */
 double nlse_dec_last_seconds(const nlse_dec *s);
 
+/* The kernel form of the backend's last application of H (a static
+ * string): "rows" on the CPU; on CUDA "z marching", "rows, units by warps"
+ * or "rows, units by thread blocks" ("" before the first). */
+const char *nlse_dec_kernel(const nlse_dec *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -440,6 +440,13 @@ static PyObject *dec_seconds(DecObject *self, PyObject *Py_UNUSED(ignored))
     return PyFloat_FromDouble(nlse_dec_last_seconds(self->s));
 }
 
+static PyObject *dec_kernel(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return PyUnicode_FromString(nlse_dec_kernel(self->s));
+}
+
 static PyMethodDef dec_methods[] = {
     {"set_state", (PyCFunction)dec_set_state, METH_VARARGS,
      "set_state(psi, psi_prev=None): psi(0) and optionally psi(-dt)."},
@@ -480,6 +487,8 @@ static PyMethodDef dec_methods[] = {
      "Bytes a leapfrog step moves per unknown (model)."},
     {"last_seconds", (PyCFunction)dec_seconds, METH_NOARGS,
      "Seconds the last step() or imaginary() took."},
+    {"kernel", (PyCFunction)dec_kernel, METH_NOARGS,
+     "kernel() -> the kernel form of the last application of H ('' before the first)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject DecType = {

@@ -278,3 +278,6 @@ class SlabDec:
 
     def last_seconds(self) -> float:
         return self.seconds
+
+    def kernel(self) -> str:
+        return self.h.kernel()

@@ -814,6 +814,15 @@ class DecGPE:
         clock on the CPU; the bookkeeping between those calls is left out)."""
         return self._last_seconds
 
+    def last_kernel(self) -> str:
+        """The backend's kernel form in the last stepping call (for
+        benchmarks and tuning): ``"rows"`` on the CPU; on CUDA ``"z
+        marching"`` (the default on cubic, FCC and BCC), ``"rows, units by
+        warps"`` or ``"rows, units by thread blocks"`` (``""`` before the
+        first step).  ``NLSEPY_DEC_KERNEL`` (read when the solver is made)
+        forces a CUDA form; docs/ARCHITECTURE.md describes them."""
+        return self._solver.kernel()
+
     # -------------------------------------------------------------- plotting
     def density_on_grid(self, shape: Sequence[int] = (64, 64, 64),
                         bounds: Optional[Sequence[Tuple[float, float]]] = None,
