@@ -62,6 +62,26 @@ def test_deferred_sigint_keeps_a_user_handler():
         signal.signal(signal.SIGINT, old)
 
 
+def test_deferred_sigint_not_lost_while_the_handler_is_put_back(monkeypatch):
+    """A SIGINT that lands while the block's end puts the previous handler
+    back still raises (a read of the flag before the restore lost it, and a
+    CLI run of many short calls then went on after Ctrl-C)."""
+    real = signal.signal
+
+    def landing(sig, handler):
+        current = signal.getsignal(sig)
+        if isinstance(current, _guard._SigintFlag):  # the restore: a signal lands first
+            current(signal.SIGINT, None)
+        return real(sig, handler)
+
+    monkeypatch.setattr(_guard.signal, "signal", landing)
+    with pytest.raises(KeyboardInterrupt):
+        with _guard.deferred_sigint():
+            pass
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_checkpoint_round_trip_and_refusals(tmp_path):
     p = tmp_path / "a.npz"
     psi = np.arange(6, dtype=np.complex128).reshape(2, 3)

@@ -109,8 +109,11 @@ def deferred_sigint() -> Iterator[_SigintFlag]:
         yield flag
     finally:
         _depth.n = outer
-        hit = flag.hit
+        # the flag is read after the previous handler is back: a signal
+        # that lands between a read and the restore would be lost (it sets
+        # the flag after the read, and nothing reads it again)
         flag.restore()
+        hit = flag.hit
     if hit:
         flag.raise_now()
 
