@@ -325,8 +325,10 @@ class DistributedDipolarGPE(DipolarGPE):
         parts = memory_parts((ni, n1, n2), self._dtype, use_dd, "cpu", self._threads(), V, psi0)
         if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "transpose":
             parts["solver"]["transpose buffers"] = 2 * rs * (ni * n1 * n2 + self._shape[0] * nj * n2)
-        else:  # the substructured x solve: local systems, halo row, every rank's line ends
-            parts["solver"]["x solve buffers"] = (2 * rs * (ni + 3) * n1 * n2
+        else:  # the substructured x solve: the state lies in the local systems' buffer
+            # (counted with the state), its 2 rows more, the top halo row and
+            # every rank's line ends (nlse_dipolar_mpi_memory_bytes)
+            parts["solver"]["x solve buffers"] = (2 * rs * 3 * n1 * n2
                                                   + 8 * (8 + 4 * self._size) * n1 * n2)
         total = sum(parts["solver"].values()) + sum(parts["host"].values())
         k = self._node_ranks
