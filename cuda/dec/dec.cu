@@ -121,7 +121,8 @@ struct MGeo {
     unsigned hrow;       /* (TX + 2) cells: one row of blocks of the plane with its halo */
     unsigned ps;         /* (TY + 2) hrow: a plane with its halo */
     unsigned txc;        /* TX cells */
-    FastDiv d_hrow, d_cells, d_ntx, d_tiles, d_txc;
+    unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
+    FastDiv d_hrow, d_ntx, d_tiles, d_txc;
     unsigned o_mo, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
 
@@ -143,6 +144,18 @@ __device__ __forceinline__ STab<R> stage_table(const DGeo &G, const unsigned cha
     T.cen = (const double *)(smem + G.o_cen);
     T.vol = (const double *)(smem + G.o_vol);
     return T;
+}
+
+/* Block index b on an axis of n blocks, wrapped into 0 .. n-1 when it lies
+ * outside; true when it did and the boundary is not periodic (psi = 0 there). */
+__device__ __forceinline__ bool wrap_axis(int &b, int n, int periodic)
+{
+    bool zero = false;
+    if (b < 0 || b >= n) {
+        zero = !periodic;
+        b = b < 0 ? b + n : b - n;
+    }
+    return zero;
 }
 
 /* sum_k w_k x_j over the neighbours of cell c (index i) of block (bx, by, bz);
@@ -196,10 +209,7 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
                          bz + (code & 3) - 1};
             bool outside = false;
             for (int q = 0; q < 3; ++q)
-                if (nb[q] < 0 || nb[q] >= n[q]) {
-                    outside |= !G.periodic;
-                    nb[q] = nb[q] < 0 ? nb[q] + n[q] : nb[q] - n[q];
-                }
+                outside |= wrap_axis(nb[q], n[q], G.periodic);
             if (outside)
                 continue;
             const size_t j = ((size_t)((size_t)nb[2] * G.ny + nb[1]) * G.nx + nb[0]) * G.cells +
@@ -538,17 +548,9 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const int zb = min(za + (int)M.zlen, (int)(G.z0 + G.zc));
         for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
             const unsigned r = fdiv(e, M.d_hrow), col = e - r * M.hrow;
-            const unsigned bxo = fdiv(col, M.d_cells), c = col - bxo * G.cells;
+            const unsigned bxo = fdiv(col, G.d_cells), c = col - bxo * G.cells;
             int by = ty0 - 1 + (int)r, bx = tx0 - 1 + (int)bxo;
-            bool zero = false;
-            if (by < 0 || by >= ny) {
-                zero |= !G.periodic;
-                by = by < 0 ? by + ny : by - ny;
-            }
-            if (bx < 0 || bx >= nx) {
-                zero |= !G.periodic;
-                bx = bx < 0 ? bx + nx : bx - nx;
-            }
+            const bool zero = wrap_axis(by, ny, G.periodic) | wrap_axis(bx, nx, G.periodic);
             rel[e] = zero ? -1 : (int)(((unsigned)by * G.nx + (unsigned)bx) * G.cells + c);
         }
         /* this thread's cells of the tile: position in the plane, offset
@@ -558,7 +560,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         for (int m = 0; m < CPT; ++m) {
             const unsigned j = threadIdx.x + 256u * m;
             const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
-            const unsigned bxo = fdiv(rem, M.d_cells);
+            const unsigned bxo = fdiv(rem, G.d_cells);
             cc[m] = (int)(rem - bxo * G.cells);
             bxs[m] = tx0 + (int)bxo;
             bys[m] = ty0 + (int)ty;
@@ -571,11 +573,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
         auto fetch_plane = [&](int zz) {
             C2 *dst = pl + (size_t)((zz - za + 1) & 3) * M.ps;
-            bool zero = false;
-            if (zz < 0 || zz >= nz) {
-                zero = !G.periodic;
-                zz = zz < 0 ? zz + nz : zz - nz;
-            }
+            const bool zero = wrap_axis(zz, nz, G.periodic);
             const C2 *src = x1 + (size_t)zz * layer;
             for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
                 const int o = rel[e];
@@ -898,10 +896,10 @@ static void march_tiles(nlse_dec *s)
     M->nty = (s->G.ny + M->TY - 1) / M->TY;
     M->txc = M->TX * C;
     M->tile_cells = M->TY * M->txc;
+    M->cpt = (M->tile_cells + 255) / 256;
     M->hrow = (M->TX + 2) * C;
     M->ps = (M->TY + 2) * M->hrow;
     M->d_hrow = fastdiv(M->hrow);
-    M->d_cells = fastdiv(C);
     M->d_ntx = fastdiv(M->ntx);
     M->d_tiles = fastdiv(M->ntx * M->nty);
     M->d_txc = fastdiv(M->txc);
@@ -945,8 +943,6 @@ static void work_units(nlse_dec *s)
     march_units(s);
 }
 
-/* Thread blocks of k_march the GPU holds at once (its shared memory
- * allowed for both forms); 0 when its tiles do not fit in an SM. */
 /* The instance's limit of dynamic shared memory raised to `bytes` (never
  * lowered: solvers of other grids share the instances). */
 template <typename R> static bool march_allow(MarchFn<R> fn, unsigned bytes)
@@ -959,10 +955,12 @@ template <typename R> static bool march_allow(MarchFn<R> fn, unsigned bytes)
                cudaSuccess;
 }
 
+/* Thread blocks of k_march the GPU holds at once (its shared memory
+ * allowed for both forms); 0 when its tiles do not fit in an SM. */
 template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 {
     int most = 0, nb = 0;
-    const unsigned cpt = (s->M.tile_cells + 255) / 256;
+    const unsigned cpt = s->M.cpt;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
     if (cpt > 4 || (int)s->M.bytes > most ||
         !march_allow<R>(march_fn<R, false>(s->maxn, cpt), s->M.bytes) ||
@@ -1202,8 +1200,7 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (!s->resident_m)
         return false;
     s->form = "z marching";
-    march_fn<R, HASV>(s->maxn, (s->M.tile_cells + 255) / 256)<<<s->grid, 256, s->M.bytes,
-                                                                 s->stream>>>(
+    march_fn<R, HASV>(s->maxn, s->M.cpt)<<<s->grid, 256, s->M.bytes, s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
         (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
     return true;
