@@ -520,6 +520,46 @@ __global__ void k_spike_ends(const V *y0, const V *ye, const V *h, long long lan
     }
 }
 
+/* L and R - h of line l (k_spike_apply, k_spike_back): every rank's ends d
+ * (rank order) times the rows kv, kw of K^-1, h the top value the local
+ * solve took (NULL at the grid's top). */
+template <typename V>
+__device__ __forceinline__ void spike_lr(const double *d, int P, long long lanes, long long l,
+                                         const double *kv, const double *kw, const V *h,
+                                         double &lr, double &li, double &rr, double &ri)
+{
+    lr = li = rr = ri = 0;
+    for (int q = 0; q < P; ++q)
+        for (int e = 0; e < 2; ++e) {
+            const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
+            const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
+            lr += a[0] * x[0] - a[1] * x[1];
+            li += a[0] * x[1] + a[1] * x[0];
+            rr += b[0] * x[0] - b[1] * x[1];
+            ri += b[0] * x[1] + b[1] * x[0];
+        }
+    if (h) {
+        const double2 hv = to_d2(h[l]);
+        rr -= hv.x;
+        ri -= hv.y;
+    }
+}
+
+/* y + L v(r) + (R - h) w(r) at own row r (v = 0 at the grid's bottom rank,
+ * w = 0 at its top rank). */
+template <typename V>
+__device__ __forceinline__ V spike_value(V y, int r, int lo, int hi, const double *sv,
+                                         const double *sw, double lr, double li, double rr,
+                                         double ri)
+{
+    const double2 yv = to_d2(y);
+    const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
+    const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
+    const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
+    const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
+    return from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+}
+
 /* psi(r) = y(r) + L v(r) + (R - h) w(r) on the own rows, L and R of each
  * line from every rank's ends (rank order) and the rows kv, kw of K^-1;
  * from the new values also the density (out.dens unless NULL) and the
@@ -535,30 +575,13 @@ k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int 
     double nsum = 0;
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
-        double lr = 0, li = 0, rr = 0, ri = 0;
-        for (int q = 0; q < P; ++q)
-            for (int e = 0; e < 2; ++e) {
-                const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
-                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
-                lr += a[0] * x[0] - a[1] * x[1];
-                li += a[0] * x[1] + a[1] * x[0];
-                rr += b[0] * x[0] - b[1] * x[1];
-                ri += b[0] * x[1] + b[1] * x[0];
-            }
-        if (!hi) {
-            const double2 hv = to_d2(h[l]);
-            rr -= hv.x;
-            ri -= hv.y;
-        }
+        double lr, li, rr, ri;
+        spike_lr<V>(d, P, lanes, l, kv, kw, hi ? NULL : h, lr, li, rr, ri);
         const long long j = l / G.n2, k = l - j * G.n2;
         double ls = 0;
         for (int r = 0; r < ni; ++r) {
-            const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
-            const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
-            const double2 yv = to_d2(y[(size_t)r * lanes + l]);
-            const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
-            const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
-            const V pv = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+            const V pv = spike_value<V>(y[(size_t)r * lanes + l], r, lo, hi, sv, sw, lr, li, rr,
+                                        ri);
             psi[(size_t)r * lanes + l] = pv;
             const T dv = abs2(pv);
             if (out.dens)
@@ -655,21 +678,8 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
     const int o = lo ? 0 : 1;
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
-        double lr = 0, li = 0, rr = 0, ri = 0;
-        for (int q = 0; q < P; ++q)
-            for (int e = 0; e < 2; ++e) {
-                const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
-                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
-                lr += a[0] * x[0] - a[1] * x[1];
-                li += a[0] * x[1] + a[1] * x[0];
-                rr += b[0] * x[0] - b[1] * x[1];
-                ri += b[0] * x[1] + b[1] * x[0];
-            }
-        if (!hi) {
-            const double2 hv = to_d2(h[l]);
-            rr -= hv.x;
-            ri -= hv.y;
-        }
+        double lr, li, rr, ri;
+        spike_lr<V>(d, P, lanes, l, kv, kw, hi ? NULL : h, lr, li, rr, ri);
         const long long j = l / G.n2, k = l - j * G.n2;
         V *p = p0 + l;
         const long long rs = lanes;
@@ -680,12 +690,7 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
             const int r = m - o; /* own row */
             if (r < 0 || r >= ni)
                 return;
-            const double2 yv = to_d2(y);
-            const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
-            const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
-            const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
-            const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
-            const V pv = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+            const V pv = spike_value<V>(y, r, lo, hi, sv, sw, lr, li, rr, ri);
             p[m * rs] = pv;
             const T dv = abs2(pv);
             if (out.dens)
