@@ -520,6 +520,46 @@ __global__ void k_spike_ends(const V *y0, const V *ye, const V *h, long long lan
     }
 }
 
+/* L and R - h of line l (k_spike_apply, k_spike_back): every rank's ends d
+ * (rank order) times the rows kv, kw of K^-1, h the top value the local
+ * solve took (NULL at the grid's top). */
+template <typename V>
+__device__ __forceinline__ void spike_lr(const double *d, int P, long long lanes, long long l,
+                                         const double *kv, const double *kw, const V *h,
+                                         double &lr, double &li, double &rr, double &ri)
+{
+    lr = li = rr = ri = 0;
+    for (int q = 0; q < P; ++q)
+        for (int e = 0; e < 2; ++e) {
+            const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
+            const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
+            lr += a[0] * x[0] - a[1] * x[1];
+            li += a[0] * x[1] + a[1] * x[0];
+            rr += b[0] * x[0] - b[1] * x[1];
+            ri += b[0] * x[1] + b[1] * x[0];
+        }
+    if (h) {
+        const double2 hv = to_d2(h[l]);
+        rr -= hv.x;
+        ri -= hv.y;
+    }
+}
+
+/* y + L v(r) + (R - h) w(r) at own row r (v = 0 at the grid's bottom rank,
+ * w = 0 at its top rank). */
+template <typename V>
+__device__ __forceinline__ V spike_value(V y, int r, int lo, int hi, const double *sv,
+                                         const double *sw, double lr, double li, double rr,
+                                         double ri)
+{
+    const double2 yv = to_d2(y);
+    const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
+    const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
+    const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
+    const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
+    return from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+}
+
 /* psi(r) = y(r) + L v(r) + (R - h) w(r) on the own rows, L and R of each
  * line from every rank's ends (rank order) and the rows kv, kw of K^-1;
  * from the new values also the density (out.dens unless NULL) and the
@@ -535,36 +575,146 @@ k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int 
     double nsum = 0;
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
-        double lr = 0, li = 0, rr = 0, ri = 0;
-        for (int q = 0; q < P; ++q)
-            for (int e = 0; e < 2; ++e) {
-                const double *x = d + ((size_t)q * lanes + l) * 4 + 2 * e;
-                const double *a = kv + 2 * (2 * q + e), *b = kw + 2 * (2 * q + e);
-                lr += a[0] * x[0] - a[1] * x[1];
-                li += a[0] * x[1] + a[1] * x[0];
-                rr += b[0] * x[0] - b[1] * x[1];
-                ri += b[0] * x[1] + b[1] * x[0];
-            }
-        if (!hi) {
-            const double2 hv = to_d2(h[l]);
-            rr -= hv.x;
-            ri -= hv.y;
-        }
+        double lr, li, rr, ri;
+        spike_lr<V>(d, P, lanes, l, kv, kw, hi ? NULL : h, lr, li, rr, ri);
         const long long j = l / G.n2, k = l - j * G.n2;
         double ls = 0;
         for (int r = 0; r < ni; ++r) {
-            const double vr = lo ? 0 : sv[2 * r], vi = lo ? 0 : sv[2 * r + 1];
-            const double wr = hi ? 0 : sw[2 * r], wi = hi ? 0 : sw[2 * r + 1];
-            const double2 yv = to_d2(y[(size_t)r * lanes + l]);
-            const double cr = (lr * vr - li * vi) + (rr * wr - ri * wi);
-            const double ci = (lr * vi + li * vr) + (rr * wi + ri * wr);
-            const V pv = from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
+            const V pv = spike_value<V>(y[(size_t)r * lanes + l], r, lo, hi, sv, sw, lr, li, rr,
+                                        ri);
             psi[(size_t)r * lanes + l] = pv;
             const T dv = abs2(pv);
             if (out.dens)
                 out.dens[((long long)r * G.n1 + j) * G.nlp + k] = dv;
             ls += G.w0[r] * (double)dv;
         }
+        nsum += ls * G.w1[j] * G.w2[k];
+    }
+    write_partial(nsum, red, out);
+}
+
+#ifndef UNR_OF /* loads in flight per thread in the line sweeps (dipolar_lanes.cu) */
+#define UNR_OF(V) (64 / (int)sizeof(V))
+#endif
+
+/* The fused form of the substructured x solve (NLSEPY_DIPOLAR_SPIKE=fused):
+ * the local systems' forward sweep (k_lanes' recursion, beta stored in the
+ * state shifted by one row) also gives both ends of every line, so no pass
+ * reads the local solution back: the first own value is beta_0 (less h w_0)
+ * and, the local system being symmetric Toeplitz, the last one's part from
+ * the right-hand side is sum_i k_i c_i with k = -w / A, w the response to a
+ * unit top value (sw on the own rows).  d[4 l ..] as k_spike_ends writes
+ * it.  mia = -1 / A (complex). */
+template <typename T, typename V, typename C>
+__global__ void __launch_bounds__(BLK)
+k_spike_fwd(V *p0, long long lanes, int n, CN<C> cn, const double *sw, int lo, int hi,
+            const V *h, double2 mia, double *d)
+{
+    const C A = cn.A, A0r = cn.A0r;
+    const int o = lo ? 0 : 1; /* local point of own row 0 */
+    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
+         l += (long long)gridDim.x * blockDim.x) {
+        V *p = p0 + l;
+        const long long rs = lanes;
+        V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
+        double ar = 0, ai = 0; /* sum_i w_i c_i over the interior points */
+        constexpr int UNR = UNR_OF(V);
+        for (int i = n - 2; i >= 1;) {
+            const int cnt = min(UNR, i);
+            V buf[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt)
+                    buf[u] = p[(i - 1 - u) * rs];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt) {
+                    const int ii = i - u;
+                    const V pm = buf[u];
+                    const V cc = A0r * pc - A * (pp + pm);
+                    beta = cn.ga[ii] * (A * beta - cc);
+                    p[(ii + 1) * rs] = beta;
+                    if (!hi) {
+                        const double2 c2 = to_d2(cc);
+                        const double wr = sw[2 * (ii - o)], wi = sw[2 * (ii - o) + 1];
+                        ar += wr * c2.x - wi * c2.y;
+                        ai += wr * c2.y + wi * c2.x;
+                    }
+                    pp = pc;
+                    pc = pm;
+                }
+            i -= cnt;
+        }
+        double *e = d + 4 * l;
+        if (lo) { /* the own first row is the grid's boundary: 0 */
+            e[0] = 0;
+            e[1] = 0;
+        } else { /* y_1 = beta_0, less the part of the top value h */
+            const double2 b = to_d2(beta);
+            double2 hv = make_double2(0, 0);
+            if (!hi)
+                hv = to_d2(h[l]);
+            e[0] = b.x - (hv.x * sw[0] - hv.y * sw[1]);
+            e[1] = b.y - (hv.x * sw[1] + hv.y * sw[0]);
+        }
+        /* the last own row: sum k_i c_i = (-1/A) sum w_i c_i (0 at the grid's top) */
+        e[2] = hi ? 0 : mia.x * ar - mia.y * ai;
+        e[3] = hi ? 0 : mia.x * ai + mia.y * ar;
+    }
+}
+
+/* The back sweep of the fused form: the local solution y from 0 at the
+ * bottom point (x_m = alpha_(m-1) x_(m-1) + beta_(m-1), beta in slot m + 1)
+ * and at once psi = y + L v + (R - h) w on the own rows (k_spike_apply's
+ * L and R), the density and the block's part of the Simpson norm. */
+template <typename T, typename V, typename C>
+__global__ void __launch_bounds__(BLK)
+k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, int P,
+             const double *kv, const double *kw, const double *sv, const double *sw, const V *h,
+             int lo, int hi, Grid<T> G, Dens<T> out)
+{
+    __shared__ double red[BLK / 32];
+    double nsum = 0;
+    const int o = lo ? 0 : 1;
+    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
+         l += (long long)gridDim.x * blockDim.x) {
+        double lr, li, rr, ri;
+        spike_lr<V>(d, P, lanes, l, kv, kw, hi ? NULL : h, lr, li, rr, ri);
+        const long long j = l / G.n2, k = l - j * G.n2;
+        V *p = p0 + l;
+        const long long rs = lanes;
+        V x = zero<V>();
+        double ls = 0;
+        /* psi at local point m from y there (0 at the system's end points) */
+        auto put = [&](int m, V y) {
+            const int r = m - o; /* own row */
+            if (r < 0 || r >= ni)
+                return;
+            const V pv = spike_value<V>(y, r, lo, hi, sv, sw, lr, li, rr, ri);
+            p[m * rs] = pv;
+            const T dv = abs2(pv);
+            if (out.dens)
+                out.dens[((long long)r * G.n1 + j) * G.nlp + k] = dv;
+            ls += G.w0[r] * (double)dv;
+        };
+        put(0, zero<V>());
+        constexpr int UNR = UNR_OF(V);
+        for (int m = 1; m <= n - 2;) {
+            const int cnt = min(UNR, n - 1 - m);
+            V buf[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt)
+                    buf[u] = p[(m + 1 + u) * rs];
+#pragma unroll
+            for (int u = 0; u < UNR; ++u)
+                if (u < cnt) {
+                    x = cn.al[m + u - 1] * x + buf[u];
+                    put(m + u, x);
+                }
+            m += cnt;
+        }
+        put(n - 1, zero<V>());
         nsum += ls * G.w1[j] * G.w2[k];
     }
     write_partial(nsum, red, out);
@@ -652,6 +802,45 @@ static int spike_gather(nlse_dipolar *s, int st)
     return dist_sync(s, st);
 }
 
+/* spike_x in the fused form (k_spike_fwd, the gather, k_spike_back): the
+ * halo rows are in place (ext) and the top one saved in D->hrow. */
+template <typename T, typename V, typename C>
+static int spike_x_fused(nlse_dipolar *s, int real_time, int want, int st, char *ext, size_t n,
+                         size_t shift)
+{
+    dipolar_dist *D = s->dist;
+    const int P = D->size, lo = D->rank == 0, hi = D->rank == P - 1;
+    const size_t ni = s->L.n[0], lanes = D->n1 * D->n2, plane = lanes * sizeof(V);
+    const double *sv = D->spk, *sw = sv + 2 * ni, *kv = sw + 2 * ni, *kw = kv + 4 * (size_t)P;
+    const int blocks = grid_for((long long)lanes, BLK);
+    CN<C> cn = dipolar_cn<T, C>(s, 0, real_time);
+    cn.al += shift;
+    cn.ga += shift;
+    V *base = (V *)(ext + (lo ? 2 : 1) * plane);
+    const double r = s->p.dt * s->p.kin / (s->L.h[0] * s->L.h[0]);
+    const double2 mia = real_time ? make_double2(0, -2 / r) : make_double2(2 / r, 0); /* -1/A */
+    if (!st) {
+        k_spike_fwd<T, V, C><<<blocks, BLK, 0, s->stream>>>(
+            base, (long long)lanes, (int)n, cn, sw, lo, hi, hi ? NULL : (const V *)D->hrow, mia,
+            (double *)D->ends);
+        st = nlse_cuda_check(cudaGetLastError(), "k_spike_fwd");
+    }
+    const double t1 = now();
+    st = spike_gather(s, st);
+    D->tm[1] += now() - t1;
+    if (!st) {
+        Grid<T> G = grid_of<T>(s);
+        G.n0 = (int)ni;
+        k_spike_back<T, V, C><<<blocks, BLK, 0, s->stream>>>(
+            base, (int)ni, (long long)lanes, (int)n, cn, (const double *)D->drecv, P, kv, kw, sv,
+            sw, (const V *)D->hrow, lo, hi, G, dens_of<T>(want ? (T *)s->dens : NULL, s->partial));
+        st = nlse_cuda_check(cudaGetLastError(), "k_spike_back");
+        if (!st)
+            D->norm_parts = blocks;
+    }
+    return st;
+}
+
 /* The Crank-Nicolson solve along x by substructuring (collective): the
  * slab with one row of each neighbour (halo_rows), the local systems by
  * the single-device lane solve on the table rows from `shift`, the ends of
@@ -676,6 +865,9 @@ static int spike_x(nlse_dipolar *s, int real_time, int want, int st)
         st = nlse_cuda_check(cudaMemcpyAsync(D->hrow, ext + (ni + 2) * plane, plane,
                                              cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
     const size_t n = ni + 2 - lo - hi, shift = D->n0 - n;
+    const char *fz0 = getenv("NLSEPY_DIPOLAR_SPIKE");
+    if (fz0 && strcmp(fz0, "fused") == 0)
+        return spike_x_fused<T, V, C>(s, real_time, want, st, ext, n, shift);
     if (!st) {
         CN<C> cn = dipolar_cn<T, C>(s, 0, real_time);
         cn.al += shift;
