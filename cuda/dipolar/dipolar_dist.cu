@@ -70,7 +70,7 @@ struct dipolar_dist {
     double *hspk;              /* the same on the host                     */
     int spike_mode;
     double spike_dt;
-    int norm_parts;            /* > 0: k_spike_apply left this many norm parts */
+    int norm_parts;            /* > 0: k_spike_back left this many norm parts */
     char *hends_s, *hends_r;   /* pinned staging of the ends (several hosts) */
 };
 
@@ -500,27 +500,7 @@ template <> __device__ __forceinline__ float2 from_d2<float2>(double2 v)
 }
 template <> __device__ __forceinline__ double2 from_d2<double2>(double2 v) { return v; }
 
-/* d[l] = (y0 - h w0, ye - h we) of line l as complex doubles (h: the top
- * value the local solve took, NULL at the grid's top). */
-template <typename V>
-__global__ void k_spike_ends(const V *y0, const V *ye, const V *h, long long lanes,
-                             const double *w0, const double *we, double *d)
-{
-    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
-         l += (long long)gridDim.x * blockDim.x) {
-        const double2 a = to_d2(y0[l]), b = to_d2(ye[l]);
-        double2 hv = make_double2(0, 0);
-        if (h)
-            hv = to_d2(h[l]);
-        double *o = d + 4 * l;
-        o[0] = a.x - (hv.x * w0[0] - hv.y * w0[1]);
-        o[1] = a.y - (hv.x * w0[1] + hv.y * w0[0]);
-        o[2] = b.x - (hv.x * we[0] - hv.y * we[1]);
-        o[3] = b.y - (hv.x * we[1] + hv.y * we[0]);
-    }
-}
-
-/* L and R - h of line l (k_spike_apply, k_spike_back): every rank's ends d
+/* L and R - h of line l (k_spike_back): every rank's ends d
  * (rank order) times the rows kv, kw of K^-1, h the top value the local
  * solve took (NULL at the grid's top). */
 template <typename V>
@@ -560,51 +540,19 @@ __device__ __forceinline__ V spike_value(V y, int r, int lo, int hi, const doubl
     return from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
 }
 
-/* psi(r) = y(r) + L v(r) + (R - h) w(r) on the own rows, L and R of each
- * line from every rank's ends (rank order) and the rows kv, kw of K^-1;
- * from the new values also the density (out.dens unless NULL) and the
- * block's part of the Simpson norm (out.partial), which k_prepare would
- * otherwise make in one more pass over the state. */
-template <typename T, typename V>
-__global__ void __launch_bounds__(BLK)
-k_spike_apply(V *psi, const V *y, int ni, long long lanes, const double *d, int P,
-              const double *kv, const double *kw, const double *sv, const double *sw,
-              const V *h, int lo, int hi, Grid<T> G, Dens<T> out)
-{
-    __shared__ double red[BLK / 32];
-    double nsum = 0;
-    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
-         l += (long long)gridDim.x * blockDim.x) {
-        double lr, li, rr, ri;
-        spike_lr<V>(d, P, lanes, l, kv, kw, hi ? NULL : h, lr, li, rr, ri);
-        const long long j = l / G.n2, k = l - j * G.n2;
-        double ls = 0;
-        for (int r = 0; r < ni; ++r) {
-            const V pv = spike_value<V>(y[(size_t)r * lanes + l], r, lo, hi, sv, sw, lr, li, rr,
-                                        ri);
-            psi[(size_t)r * lanes + l] = pv;
-            const T dv = abs2(pv);
-            if (out.dens)
-                out.dens[((long long)r * G.n1 + j) * G.nlp + k] = dv;
-            ls += G.w0[r] * (double)dv;
-        }
-        nsum += ls * G.w1[j] * G.w2[k];
-    }
-    write_partial(nsum, red, out);
-}
-
 #ifndef UNR_OF /* loads in flight per thread in the line sweeps (dipolar_lanes.cu) */
 #define UNR_OF(V) (64 / (int)sizeof(V))
 #endif
 
-/* The fused form of the substructured x solve (NLSEPY_DIPOLAR_SPIKE=fused):
- * the local systems' forward sweep (k_lanes' recursion, beta stored in the
+/* The forward sweep of the substructured x solve: the local systems'
+ * forward sweep (k_lanes' recursion, beta stored in the
  * state shifted by one row) also gives both ends of every line, so no pass
  * reads the local solution back: the first own value is beta_0 (less h w_0)
  * and, the local system being symmetric Toeplitz, the last one's part from
  * the right-hand side is sum_i k_i c_i with k = -w / A, w the response to a
- * unit top value (sw on the own rows).  d[4 l ..] as k_spike_ends writes
- * it.  mia = -1 / A (complex). */
+ * unit top value (sw on the own rows).  d[4 l ..] = (y_first - h w_first,
+ * y_last - h w_last) of line l as complex doubles (h: the top value the
+ * local solve took, 0 at the grid's top).  mia = -1 / A (complex). */
 template <typename T, typename V, typename C>
 __global__ void __launch_bounds__(BLK)
 k_spike_fwd(V *p0, long long lanes, int n, CN<C> cn, const double *sw, int lo, int hi,
@@ -663,10 +611,13 @@ k_spike_fwd(V *p0, long long lanes, int n, CN<C> cn, const double *sw, int lo, i
     }
 }
 
-/* The back sweep of the fused form: the local solution y from 0 at the
- * bottom point (x_m = alpha_(m-1) x_(m-1) + beta_(m-1), beta in slot m + 1)
- * and at once psi = y + L v + (R - h) w on the own rows (k_spike_apply's
- * L and R), the density and the block's part of the Simpson norm. */
+/* The back sweep of the substructured x solve: the local solution y from
+ * 0 at the bottom point (x_m = alpha_(m-1) x_(m-1) + beta_(m-1), beta in slot m + 1)
+ * and at once psi = y + L v + (R - h) w on the own rows (L and R of each
+ * line from every rank's ends, in rank order, and the rows kv, kw of
+ * K^-1), the density (out.dens unless NULL) and the block's part of the
+ * Simpson norm (out.partial), which k_prepare would otherwise make in one
+ * more pass over the state. */
 template <typename T, typename V, typename C>
 __global__ void __launch_bounds__(BLK)
 k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, int P,
@@ -802,11 +753,13 @@ static int spike_gather(nlse_dipolar *s, int st)
     return dist_sync(s, st);
 }
 
-/* spike_x in the fused form (k_spike_fwd, the gather, k_spike_back): the
- * halo rows are in place (ext) and the top one saved in D->hrow. */
+/* spike_x once the halo rows are in place (ext) and the top one saved in
+ * D->hrow: k_spike_fwd (the local systems and the lines' ends), the
+ * gather of every rank's ends, k_spike_back (the local solution and the
+ * correction, the density, the norm's parts). */
 template <typename T, typename V, typename C>
-static int spike_x_fused(nlse_dipolar *s, int real_time, int want, int st, char *ext, size_t n,
-                         size_t shift)
+static int spike_solve(nlse_dipolar *s, int real_time, int want, int st, char *ext, size_t n,
+                       size_t shift)
 {
     dipolar_dist *D = s->dist;
     const int P = D->size, lo = D->rank == 0, hi = D->rank == P - 1;
@@ -836,15 +789,15 @@ static int spike_x_fused(nlse_dipolar *s, int real_time, int want, int st, char 
             sw, (const V *)D->hrow, lo, hi, G, dens_of<T>(want ? (T *)s->dens : NULL, s->partial));
         st = nlse_cuda_check(cudaGetLastError(), "k_spike_back");
         if (!st)
-            D->norm_parts = blocks;
+            D->norm_parts = blocks; /* global_norm: the parts are made */
     }
     return st;
 }
 
 /* The Crank-Nicolson solve along x by substructuring (collective): the
- * slab with one row of each neighbour (halo_rows), the local systems by
- * the single-device lane solve on the table rows from `shift`, the ends of
- * every line gathered, the correction. */
+ * slab with one row of each neighbour (halo_rows), then spike_solve: the
+ * local systems on the table rows from `shift`, the ends of every line
+ * gathered, the correction. */
 template <typename T, typename V, typename C>
 static int spike_x(nlse_dipolar *s, int real_time, int want, int st)
 {
@@ -865,44 +818,7 @@ static int spike_x(nlse_dipolar *s, int real_time, int want, int st)
         st = nlse_cuda_check(cudaMemcpyAsync(D->hrow, ext + (ni + 2) * plane, plane,
                                              cudaMemcpyDeviceToDevice, s->stream), "cudaMemcpy");
     const size_t n = ni + 2 - lo - hi, shift = D->n0 - n;
-    const char *fz0 = getenv("NLSEPY_DIPOLAR_SPIKE");
-    if (fz0 && strcmp(fz0, "fused") == 0)
-        return spike_x_fused<T, V, C>(s, real_time, want, st, ext, n, shift);
-    if (!st) {
-        CN<C> cn = dipolar_cn<T, C>(s, 0, real_time);
-        cn.al += shift;
-        cn.ga += shift;
-        Grid<T> G = grid_of<T>(s);
-        G.n0 = (int)n;
-        Dens<T> out = dens_of<T>(NULL, s->partial);
-        int parts = 0;
-        st = dipolar_lanes<T, V, C>(s, (V *)(ext + (lo ? 2 : 1) * plane), G, cn, 0, (int)n, out,
-                                    false, &parts);
-    }
-    const double *sv = D->spk, *sw = sv + 2 * ni, *kv = sw + 2 * ni, *kw = kv + 4 * (size_t)P;
-    const int blocks = grid_for((long long)lanes, BLK);
-    if (!st) {
-        k_spike_ends<V><<<blocks, BLK, 0, s->stream>>>(
-            (const V *)(ext + 2 * plane), (const V *)(ext + (ni + 1) * plane),
-            hi ? NULL : (const V *)D->hrow, (long long)lanes, hi ? kw : sw,
-            hi ? kw : sw + 2 * (ni - 1), (double *)D->ends);
-        st = nlse_cuda_check(cudaGetLastError(), "k_spike_ends");
-    }
-    const double t1 = now();
-    st = spike_gather(s, st);
-    D->tm[1] += now() - t1;
-    if (!st) {
-        Grid<T> G = grid_of<T>(s);
-        G.n0 = (int)ni;
-        k_spike_apply<T, V><<<blocks, BLK, 0, s->stream>>>(
-            (V *)s->psi, (const V *)(ext + 2 * plane), (int)ni, (long long)lanes,
-            (const double *)D->drecv, P, kv, kw, sv, sw, (const V *)D->hrow, lo, hi, G,
-            dens_of<T>(want ? (T *)s->dens : NULL, s->partial));
-        st = nlse_cuda_check(cudaGetLastError(), "k_spike_apply");
-        if (!st)
-            D->norm_parts = blocks; /* global_norm: the parts are made */
-    }
-    return st;
+    return spike_solve<T, V, C>(s, real_time, want, st, ext, n, shift);
 }
 
 /* The x solve of the whole grid on the pencils (collective; a local error
