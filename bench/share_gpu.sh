@@ -4,8 +4,10 @@
 # first as the processes time-slice the GPU, then, where the CUDA MPS
 # control daemon is installed, with both ranks as clients of one MPS server
 # (started here under /tmp and stopped before the script ends; the GPU's
-# own settings are not touched).  Tables to $OUT/share.md.
-#   OUT=/some/dir bash bench/share_gpu.sh [EDGE]
+# own settings are not touched).  Tables to $OUT/share.md.  MODELS picks
+# the models (default "fd dipolar"); with NLSEPY_HALO=host the ranks stage
+# their exchanges through host memory instead of CUDA IPC.
+#   OUT=/some/dir [MODELS=dipolar] [NLSEPY_HALO=host] bash bench/share_gpu.sh [EDGE]
 set -uo pipefail
 OUT=${OUT:-out/share-gpu}
 mkdir -p "$OUT"
@@ -15,10 +17,10 @@ edge=${1:-512}
 need_mpi4py
 need_build || exit 1
 share() {
-  for model in fd dipolar; do
-    echo "== $1: $model ${edge}^3, 1 rank against 2 ranks on GPU 0" | tee -a "$OUT/share.md"
+  for model in ${MODELS:-fd dipolar}; do
+    echo "== $1${NLSEPY_HALO:+ (NLSEPY_HALO=$NLSEPY_HALO)}: $model ${edge}^3, 1 rank against 2 ranks on GPU 0" | tee -a "$OUT/share.md"
     timeout 400 "$PY" bench/scaling.py --model "$model" --shape "$edge" --ranks 1,2 --share-gpu \
-      --backend cuda --threads 2 --steps 5 --repeats 3 --json "$OUT/share-$1-$model.json" 2>&1 |
+      --backend cuda --threads 2 --steps 5 --repeats 3 --json "$OUT/share-$1-$model${NLSEPY_HALO:+-$NLSEPY_HALO}.json" 2>&1 |
       grep "^|\|p_t\|rror" | tee -a "$OUT/share.md"
   done
 }

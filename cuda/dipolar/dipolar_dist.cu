@@ -209,22 +209,60 @@ static int exchange(nlse_dipolar *s, size_t item, int st)
 /* The all-to-all's counts and displacements in D->cnt (items of one line)
  * between the slab's blocks packed by rank (ni yc[r] lines each, in rank
  * order) and the pencils (xc[r] nj lines at xs[r] nj): slab to pencils
- * when `to`, else back. */
+ * when `to`, else back.  The own block does not go through the host (the
+ * callers copy it on the device): its counts are 0. */
 static void staged_counts(dipolar_dist *D, size_t ni, int to)
 {
     const int P = D->size;
     size_t *sc = D->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P, off = 0;
     size_t *bc = to ? sc : rc, *bd = to ? sd : rd, *pc = to ? rc : sc, *pd = to ? rd : sd;
     for (int r = 0; r < P; ++r) {
-        bc[r] = ni * D->yc[r];
+        bc[r] = r == D->rank ? 0 : ni * D->yc[r];
         bd[r] = off;
         off += bc[r];
-        pc[r] = D->xc[r] * D->nj;
+        pc[r] = r == D->rank ? 0 : D->xc[r] * D->nj;
         pd[r] = D->xs[r] * D->nj;
     }
 }
 
-/* to_pencils through host memory: blocks packed by destination. */
+/* Host <-> device copies of the pencils' lines outside this rank's x rows
+ * (the other ranks' blocks, which the all-to-all moves): `down` to the
+ * host buffer h from the device buffer d, else back. */
+static int pencils_staged(nlse_dipolar *s, char *d, char *h, size_t line, int down)
+{
+    dipolar_dist *D = s->dist;
+    const size_t a = D->xs[D->rank] * D->nj * line, e = a + s->L.n[0] * D->nj * line,
+                 all = D->n0 * D->nj * line;
+    const cudaMemcpyKind k = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    int st = NLSE_OK;
+    if (a)
+        st = nlse_cuda_check(cudaMemcpyAsync(down ? h : d, down ? d : h, a, k, s->stream),
+                             "cudaMemcpy");
+    if (!st && all > e)
+        st = nlse_cuda_check(cudaMemcpyAsync((down ? h : d) + e, (down ? d : h) + e, all - e, k,
+                                             s->stream), "cudaMemcpy");
+    return st;
+}
+
+/* The own block between the slab (lines at ys[rank], pitch n1) and the
+ * pencils (x rows at xs[rank], pitch nj) on the device: to the pencils
+ * when `to`, else back. */
+static int own_block(nlse_dipolar *s, const void *src, int b, size_t line, int to)
+{
+    dipolar_dist *D = s->dist;
+    const size_t ni = s->L.n[0], w = D->nj * line;
+    if (!ni || !D->nj)
+        return NLSE_OK;
+    const size_t so = to ? D->ys[D->rank] * line : D->xs[D->rank] * w,
+                 dof = to ? D->xs[D->rank] * w : D->ys[D->rank] * line;
+    return nlse_cuda_check(cudaMemcpy2DAsync(own(s, b) + dof, to ? w : D->n1 * line,
+                                             (const char *)src + so, to ? D->n1 * line : w, w,
+                                             ni, cudaMemcpyDeviceToDevice, s->stream),
+                           "cudaMemcpy2D");
+}
+
+/* to_pencils through host memory: blocks packed by destination (the own
+ * block stays on the device). */
 static int to_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t line)
 {
     dipolar_dist *D = s->dist;
@@ -232,7 +270,7 @@ static int to_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t lin
     int st = NLSE_OK;
     staged_counts(D, ni, 1);
     for (int r = 0; r < D->size; ++r) {
-        if (!st && D->yc[r])
+        if (!st && D->yc[r] && r != D->rank)
             st = nlse_cuda_check(cudaMemcpy2DAsync(D->hsend + sd[r] * line, D->yc[r] * line,
                                                    (const char *)src + D->ys[r] * line,
                                                    D->n1 * line, D->yc[r] * line, ni,
@@ -240,31 +278,28 @@ static int to_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t lin
                                  "cudaMemcpy2D");
     }
     st = exchange(s, line, st);
-    if (!st && D->nj) /* what came from rank r is its x rows: the pencils as they lie */
-        st = nlse_cuda_check(cudaMemcpyAsync(own(s, b), D->hrecv, D->n0 * D->nj * line,
-                                             cudaMemcpyHostToDevice, s->stream), "cudaMemcpy");
-    return st;
+    if (!st) /* what came from rank r is its x rows: the pencils as they lie */
+        st = pencils_staged(s, own(s, b), D->hrecv, line, 0);
+    return st ? st : own_block(s, src, b, line, 1);
 }
 
-/* from_pencils through host memory: the pencils' rows of rank r are one block. */
+/* from_pencils through host memory: the pencils' rows of rank r are one
+ * block (the own block stays on the device). */
 static int from_pencils_staged(nlse_dipolar *s, const void *src, int b, size_t line)
 {
     dipolar_dist *D = s->dist;
     const int P = D->size;
     const size_t ni = s->L.n[0], *rd = D->cnt + 3 * P;
-    int st = NLSE_OK;
     staged_counts(D, ni, 0);
-    if (D->nj)
-        st = nlse_cuda_check(cudaMemcpyAsync(D->hsend, src, D->n0 * D->nj * line,
-                                             cudaMemcpyDeviceToHost, s->stream), "cudaMemcpy");
+    int st = pencils_staged(s, (char *)src, D->hsend, line, 1);
     st = exchange(s, line, st);
     for (int r = 0; !st && r < P; ++r)
-        if (D->yc[r])
+        if (D->yc[r] && r != D->rank)
             st = nlse_cuda_check(cudaMemcpy2DAsync(own(s, b) + D->ys[r] * line, D->n1 * line,
                                                    D->hrecv + rd[r] * line, D->yc[r] * line,
                                                    D->yc[r] * line, ni, cudaMemcpyHostToDevice,
                                                    s->stream), "cudaMemcpy2D");
-    return st;
+    return st ? st : own_block(s, src, b, line, 0);
 }
 
 /* Slab (ni, n1, L values of es bytes) at src -> buffer b of every rank r as
