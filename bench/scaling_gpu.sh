@@ -27,7 +27,8 @@ case $what in dipolar|all)
   run --model dipolar --shape 512 --ranks "$ranks" --steps 5 --repeats 3 --weak --json "$OUT/dipolar-weak.json";;
 esac
 case $what in dec|all)
-  run --model dec --shape 87x87x302 --ranks "$ranks" --steps 20 --repeats 3 --json "$OUT/dec-strong.json";;
+  run --model dec --shape 87x87x302 --ranks "$ranks" --steps 20 --repeats 3 --json "$OUT/dec-strong.json"
+  run --model dec --shape 87x87x302 --ranks "$ranks" --steps 20 --repeats 3 --weak --json "$OUT/dec-weak.json";;
 esac
 case $what in share|all)
   run --model fd --shape 512 --ranks 1,2 --share-gpu --steps 5 --repeats 3 --json "$OUT/fd-share.json";;
