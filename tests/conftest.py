@@ -1,9 +1,20 @@
 """Shared fixtures: every model test runs on each backend this build offers."""
 
+import signal
+
 import numpy as np
 import pytest
 
 import nlsepy as nl
+
+
+def pytest_configure(config):
+    # A suite started in the background by a non-interactive shell inherits
+    # SIGINT ignored, and nlsepy then (rightly) ignores it too; the Ctrl-C
+    # tests send SIGINT to the process and would run on for ever.  Give the
+    # suite Python's usual handler, as a terminal session has it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
