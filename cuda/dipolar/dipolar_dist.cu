@@ -57,8 +57,8 @@ struct dipolar_dist {
     cudaEvent_t ready, *done;
     int have_events;
     int staged;                /* transposes through host memory (several hosts) */
-    unsigned char *sm_copy;    /* per rank: its transposes' copies by k_copy2d (its
-                                  buffers on this GPU), else by the copy engines */
+    unsigned char *sm_copy;    /* per rank: its transposes' blocks by k_copy2d, else
+                                  by the copy engines (copy_paths) */
     char *hsend, *hrecv;       /* pinned staging buffers                   */
     size_t *cnt;               /* 4 x size: send counts/displs, receive counts/displs */
     double tm[5];              /* step, x transposes, FFTs, their transposes, sums */
