@@ -2,7 +2,8 @@
 
 Steps the problem of ``bench/dec.py`` (each grid at the unknowns of BCC
 ``--blocks``^3 x 12) with the default kernel form and with each form named
-in ``--variants`` (``NLSEPY_DEC_KERNEL``, read when a solver is made), from
+in ``--variants`` (``NLSEPY_DEC_KERNEL``, read when a solver is made; a
+variant ``18:8x6`` also sets ``NLSEPY_DEC_MARCH_TILE=8x6``), from
 the same state, and prints the largest difference of the states after
 ``--steps`` leapfrog steps relative to the largest modulus, and the norms.
 With ``--time R`` it then times every form, the default one included,
@@ -32,6 +33,9 @@ import _common  # noqa: F401  (puts the package on the path like the other bench
 from dec import blocks_for, make
 
 
+KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variants", default="0,6,8")
@@ -51,7 +55,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         dtype = np.dtype(dt_name).type
         for grid in a.grids.split(","):
             blocks = (a.blocks,) * 3 if grid == "bcc" else blocks_for(grid, dof)
-            os.environ.pop("NLSEPY_DEC_KERNEL", None)
+            for key in KEYS:
+                os.environ.pop(key, None)
             ref = make(grid, blocks, dtype, "cuda", None)
             psi0 = ref.psi
             ref.step(a.steps)
@@ -59,17 +64,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             scale = float(np.abs(r).max())
             sims = {"default": ref}
             for v in a.variants.split(","):
-                os.environ["NLSEPY_DEC_KERNEL"] = v
+                for key, value in zip(KEYS, v.split(":")):
+                    os.environ[key] = value
                 sim = make(grid, blocks, dtype, "cuda", psi0)
                 sim.step(a.steps)
                 d = float(np.abs(sim.psi - r).max()) / scale
-                print(f"{grid:6} {dt_name:10} variant {v:>2}: max |diff| / max |psi| = {d:.2e}, "
+                print(f"{grid:6} {dt_name:10} variant {v:>2} ({sim.last_kernel()}): "
+                      f"max |diff| / max |psi| = {d:.2e}, "
                       f"norm {sim.norm():.15g} (default {ref.norm():.15g})", flush=True)
                 if a.time:
                     sims[v] = sim
                 else:
                     del sim
-            os.environ.pop("NLSEPY_DEC_KERNEL", None)
+                for key in KEYS:
+                    os.environ.pop(key, None)
             if a.time:
                 times = {k: [] for k in sims}
                 for _ in range(a.time):

@@ -23,12 +23,13 @@
  *   taken in order from an atomic counter so that the neighbouring planes
  *   of psi(n) are still in L2 when their second and third readers come
  *   (planes wider than 8 MiB swept in y tiles); neighbours read through the
- *   read-only cache.  On grids of many cells a block (C15, Z: 64 and more)
- *   a thread block takes a unit at a time, its warps sweeping the unit's
+ *   read-only cache.  On C15 and Z in complex128 and on Z in complex64 a
+ *   thread block takes a unit at a time, its warps sweeping the unit's
  *   cells together so that the unit's neighbour loads meet in L1 (k_apply,
- *   under 32 registers); on A15 each warp takes units of its own and asks
- *   for the next while it works on this one (k_apply_w, under 40
- *   registers, the neighbours loaded two at a time in complex128).
+ *   under 32 registers); on A15, and on C15 in complex64, each warp takes
+ *   units of its own and asks for the next while it works on this one
+ *   (k_apply_w, under 40 registers, the neighbours loaded two at a time
+ *   on A15 in complex128).
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
@@ -1217,8 +1218,11 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
      * marching where it fits, else the row form of the grid */
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
-    if (variant < 0)
-        variant = s->G.cells >= 64 ? 0 : sizeof(R) == 8 ? 8 : 6;
+    if (variant < 0) { /* complex128: A15 by warps, C15 and Z by thread blocks;
+                          complex64: Z by thread blocks, A15 and C15 by warps */
+        const unsigned c = s->G.cells;
+        variant = sizeof(R) == 8 ? (c >= 64 ? 0 : 8) : (c >= 64 && c < 100 ? 0 : 6);
+    }
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
