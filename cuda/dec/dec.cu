@@ -124,6 +124,7 @@ struct MGeo {
     unsigned txc;        /* TX cells */
     unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
     FastDiv d_hrow, d_ntx, d_tiles, d_txc;
+    bool mirror;         /* slots 4 and 5 repeat plane slots 0 and 1 (k_march MIR) */
     unsigned o_mo, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
 
@@ -498,8 +499,15 @@ template <int N> __device__ __forceinline__ void cp_wait()
  * instead of once per neighbour (the other forms are bound by L2 traffic).
  * Halo blocks outside the grid are zero (bc "zero") or wrapped (periodic),
  * so no cell needs the boundary path; the neighbour sums keep the order of
- * k, so the results are those of the other forms bit for bit. */
-template <typename R, bool HASV, int MAXN, int CPT>
+ * k, so the results are those of the other forms bit for bit.
+ *
+ * MIR (mirrored planes; FCC in complex64, or NLSEPY_DEC_KERNEL=19): the
+ * planes copied into slots 0 and 1 are also copied into slots 4 and 5, so
+ * the planes z - 1, z, z + 1 always lie at consecutive slots from
+ * (z - za) & 3 and a thread's neighbour places are computed once a unit
+ * (nof), not once a plane: an add and a load per neighbour instead of the
+ * slot arithmetic, for 50 % more copies into shared memory. */
+template <typename R, bool HASV, int MAXN, int CPT, bool MIR>
 __global__ void __launch_bounds__(256, 2)
 k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -570,10 +578,31 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                         ? (int)(((unsigned)bys[m] * G.nx + (unsigned)tx0) * G.cells + rem)
                         : -1;
         }
+        /* MIR: slots 4 and 5 repeat slots 0 and 1, so plane z - 1 + d is
+         * at slot (z - za) & 3 plus d for d = 0, 1, 2, and each neighbour's
+         * place relative to that slot (nof) holds for the whole chunk */
+        constexpr int NQ = MIR && MAXN > 0 ? MAXN : 1;
+        int nof[CPT][NQ], kk0[CPT], nk[CPT];
+        if (MIR && MAXN > 0) {
+#pragma unroll
+            for (int m = 0; m < CPT; ++m) {
+                const int k0 = T.start[cc[m]];
+                kk0[m] = k0;
+                nk[m] = T.start[cc[m] + 1] - k0;
+#pragma unroll
+                for (int q = 0; q < NQ; ++q) {
+                    const int t = q < nk[m] ? mo[k0 + q] : 1;
+                    nof[m][q] = (t & 3) * (int)M.ps + pos[m] + (t >> 2);
+                }
+            }
+        }
         __syncthreads(); /* rel */
-        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
+        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3
+         * (MIR: slots 0 and 1 also into slots 4 and 5) */
         auto fetch_plane = [&](int zz) {
-            C2 *dst = pl + (size_t)((zz - za + 1) & 3) * M.ps;
+            const unsigned sl = (unsigned)(zz - za + 1) & 3u;
+            C2 *dst = pl + (size_t)sl * M.ps;
+            C2 *dup = MIR && sl < 2 ? pl + (size_t)(sl + 4) * M.ps : NULL;
             const bool zero = wrap_axis(zz, nz, G.periodic);
             const C2 *src = x1 + (size_t)zz * layer;
             for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
@@ -581,8 +610,14 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 if (zero || o < 0) {
                     dst[e].x = 0;
                     dst[e].y = 0;
+                    if (dup) {
+                        dup[e].x = 0;
+                        dup[e].y = 0;
+                    }
                 } else {
                     cp_async<sizeof(C2)>(dst + e, src + o);
+                    if (dup)
+                        cp_async<sizeof(C2)>(dup + e, src + o);
                 }
             }
         };
@@ -617,9 +652,22 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 if (ir[m] < 0)
                     continue;
                 const int c = cc[m];
-                const int k0 = T.start[c], k1 = T.start[c + 1];
                 R sr = 0, si = 0;
-                if (MAXN > 0) {
+                if (MIR && MAXN > 0) {
+                    const int pb = (int)((zs & 3u) * M.ps);
+                    C2 v[NQ];
+#pragma unroll
+                    for (int q = 0; q < NQ; ++q)
+                        if (q < nk[m])
+                            v[q] = pl[pb + nof[m][q]];
+#pragma unroll
+                    for (int q = 0; q < NQ; ++q)
+                        if (q < nk[m]) {
+                            sr += T.w[kk0[m] + q] * v[q].x;
+                            si += T.w[kk0[m] + q] * v[q].y;
+                        }
+                } else if (MAXN > 0) {
+                    const int k0 = T.start[c], k1 = T.start[c + 1];
                     C2 v[MAXN > 0 ? MAXN : 1];
 #pragma unroll
                     for (int q = 0; q < MAXN; ++q)
@@ -634,6 +682,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                             si += T.w[k0 + q] * v[q].y;
                         }
                 } else {
+                    const int k0 = T.start[c], k1 = T.start[c + 1];
                     for (int k = k0; k < k1; ++k) {
                         const int t = mo[k];
                         const C2 v = pl[((zs + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
@@ -672,20 +721,25 @@ using MarchFn = void (*)(DGeo, MGeo, const unsigned char *, R, typename Vec2<R>:
                          const R *, unsigned long long, unsigned long long *, double *,
                          unsigned *, unsigned);
 
-template <typename R, bool HASV, int MAXN>
+template <typename R, bool HASV, int MAXN, bool MIR>
 static MarchFn<R> march_fn_n(unsigned cpt)
 {
-    return cpt <= 2 ? k_march<R, HASV, MAXN, 2>
-                    : cpt == 3 ? k_march<R, HASV, MAXN, 3> : k_march<R, HASV, MAXN, 4>;
+    return cpt <= 2 ? k_march<R, HASV, MAXN, 2, MIR>
+                    : cpt == 3 ? k_march<R, HASV, MAXN, 3, MIR> : k_march<R, HASV, MAXN, 4, MIR>;
 }
 
+/* mirrored planes (MIR) for 4 and 8 neighbours only (cubic, FCC, BCC) */
 template <typename R, bool HASV>
-static MarchFn<R> march_fn(int maxn, unsigned cpt)
+static MarchFn<R> march_fn(int maxn, unsigned cpt, bool mir)
 {
-    return maxn == 4 ? march_fn_n<R, HASV, 4>(cpt)
-                     : maxn == 8 ? march_fn_n<R, HASV, 8>(cpt)
-                                 : maxn == 16 ? march_fn_n<R, HASV, 16>(cpt)
-                                              : march_fn_n<R, HASV, 0>(cpt);
+    if (mir && maxn == 4)
+        return march_fn_n<R, HASV, 4, true>(cpt);
+    if (mir && maxn == 8)
+        return march_fn_n<R, HASV, 8, true>(cpt);
+    return maxn == 4 ? march_fn_n<R, HASV, 4, false>(cpt)
+                     : maxn == 8 ? march_fn_n<R, HASV, 8, false>(cpt)
+                                 : maxn == 16 ? march_fn_n<R, HASV, 16, false>(cpt)
+                                              : march_fn_n<R, HASV, 0, false>(cpt);
 }
 
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
@@ -908,7 +962,13 @@ static void march_tiles(nlse_dec *s)
     M->o_mo = align16(s->G.bytes);
     M->o_rel = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
     M->o_pl = align16(M->o_rel + 4u * M->ps);
-    M->o_x0 = M->o_pl + 4u * M->ps * e;
+    /* mirrored planes (two more plane slots): by default on FCC in
+     * complex64 (12 cells, up to 8 neighbours), the one grid where they
+     * were faster on an H100 (bench/RESULTS.md); NLSEPY_DEC_KERNEL=19 on
+     * every grid of 4 or 8 neighbours */
+    const bool fcc64 = s->variant < 0 && C == 12 && s->maxn == 8 && rsize(s) == 4;
+    M->mirror = (s->variant == 19 || fcc64) && (s->maxn == 4 || s->maxn == 8);
+    M->o_x0 = M->o_pl + (M->mirror ? 6u : 4u) * M->ps * e;
     M->bytes = M->o_x0 + 2u * M->tile_cells * e;
 }
 
@@ -964,9 +1024,11 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
     const unsigned cpt = s->M.cpt;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
     if (cpt > 4 || (int)s->M.bytes > most ||
-        !march_allow<R>(march_fn<R, false>(s->maxn, cpt), s->M.bytes) ||
-        !march_allow<R>(march_fn<R, true>(s->maxn, cpt), s->M.bytes) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, march_fn<R, false>(s->maxn, cpt), 256,
+        !march_allow<R>(march_fn<R, false>(s->maxn, cpt, s->M.mirror), s->M.bytes) ||
+        !march_allow<R>(march_fn<R, true>(s->maxn, cpt, s->M.mirror), s->M.bytes) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb,
+                                                      march_fn<R, false>(s->maxn, cpt,
+                                                                         s->M.mirror), 256,
                                                       s->M.bytes) != cudaSuccess) {
         cudaGetLastError();
         return 0;
@@ -1201,7 +1263,7 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (!s->resident_m)
         return false;
     s->form = "z marching";
-    march_fn<R, HASV>(s->maxn, s->M.cpt)<<<s->grid, 256, s->M.bytes, s->stream>>>(
+    march_fn<R, HASV>(s->maxn, s->M.cpt, s->M.mirror)<<<s->grid, 256, s->M.bytes, s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
         (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
     return true;
@@ -1225,6 +1287,7 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     }
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
+    case 19: /* the same with mirrored plane slots */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
             return;
         break;
