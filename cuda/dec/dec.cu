@@ -282,6 +282,15 @@ __device__ __forceinline__ double block_sum(double v, double *red)
     return s;
 }
 
+/* The block's sum of v into part[block] (the kernels' imaginary-time
+ * norm parts). */
+__device__ __forceinline__ void store_part(double v, double *red, double *part)
+{
+    const double s = block_sum(v, red);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = s;
+}
+
 /* out[i] = a + (cre + i cim) (d x - s) for the cell (bx, by, bz, c) with
  * psi(n) = x there and s = the weighted neighbour sum (sr, si), a =
  * psi(n-1) when `add`; flags a non-finite value and returns |B| |out|^2. */
@@ -413,11 +422,8 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (part)
             nn += o2;
     }
-    if (part) {
-        const double s = block_sum(nn, red);
-        if (threadIdx.x == 0)
-            part[blockIdx.x] = s;
-    }
+    if (part)
+        store_part(nn, red, part);
 }
 
 /* k_apply with the work units taken by warps, not thread blocks (the
@@ -468,11 +474,8 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (part)
             u += W;
     }
-    if (part) {
-        const double s = block_sum(nn, red);
-        if (threadIdx.x == 0)
-            part[blockIdx.x] = s;
-    }
+    if (part)
+        store_part(nn, red, part);
 }
 
 /* cp.async (sm_80 and later): B bytes (8 or 16) from global src to shared
@@ -706,11 +709,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             __syncthreads();
         }
     }
-    if (part) {
-        const double s = block_sum(nn, red);
-        if (threadIdx.x == 0)
-            part[blockIdx.x] = s;
-    }
+    if (part)
+        store_part(nn, red, part);
 }
 
 /* The instance of k_march for the table's largest neighbour count (4, 8,
