@@ -17,7 +17,14 @@
  *   4.1) with a staging of whole planes: the forms below were bound by the
  *   L2 traffic of their neighbour loads (Nsight Compute: L2 and L1 85-88 %
  *   busy at 55-74 % of DRAM bandwidth), this one reads psi(n) about once
- *   from DRAM and (TX + 2)(TY + 2) / (TX TY) times from L2.
+ *   from DRAM and (TX + 2)(TY + 2) / (TX TY) times from L2.  It is then
+ *   bound by the shared-memory pipe (Nsight Compute: L1 83-91 % busy), so
+ *   by default (F > 0) each thread holds its cells' diagonal, neighbour
+ *   count and the trap's x and y part for the whole chunk, reads a
+ *   neighbour's weight and place in one conflict-free load from a q-major
+ *   copy of the table, and the threads of a row take its cells grouped by
+ *   neighbour count (FCC's tetrahedra and octahedra in warps of their own):
+ *   about half the shared-memory wavefronts a cell of the plain form.
  * - Rows of work units, each a stretch of at most 256 cells of one row of
  *   blocks (fixed by, bz), so a warp reads psi(n) and psi(n-1) coalesced,
  *   taken in order from an atomic counter so that the neighbouring planes
@@ -33,7 +40,7 @@
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
- * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9 or 18
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 19 or 21
  * picks one form for every grid (the table of variants in launch_n); all
  * forms sum the neighbours in the same order and give the same bits.
  *
@@ -125,7 +132,8 @@ struct MGeo {
     unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
     FastDiv d_hrow, d_ntx, d_tiles, d_txc;
     bool mirror;         /* slots 4 and 5 repeat plane slots 0 and 1 (k_march MIR) */
-    unsigned o_mo, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
+    bool hoist;          /* k_march F > 0: the cells' table values held (o_qt) */
+    unsigned o_mo, o_qt, o_rp, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
 
 template <typename R>
@@ -291,22 +299,21 @@ __device__ __forceinline__ void store_part(double v, double *red, double *part)
         part[blockIdx.x] = s;
 }
 
-/* out[i] = a + (cre + i cim) (d x - s) for the cell (bx, by, bz, c) with
- * psi(n) = x there and s = the weighted neighbour sum (sr, si), a =
- * psi(n-1) when `add`; flags a non-finite value and returns |B| |out|^2. */
-template <typename R, bool HASV>
-__device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
-                                           typename Vec2<R>::T *out, typename Vec2<R>::T a,
-                                           typename Vec2<R>::T x, R sr, R si, bool add, R cre,
-                                           R cim, const R *__restrict__ V, size_t i, int c, int bx,
-                                           int by, int bz, unsigned long long step,
-                                           unsigned long long *bad)
+/* out[i] = a + (cre + i cim) (d x - s) with d = dg + (v + g |x|^2), psi(n)
+ * = x at the cell, s = the weighted neighbour sum (sr, si), a = psi(n-1)
+ * when `add`, v the potential there and dg the cell's diagonal; flags a
+ * non-finite value and returns out[i]. */
+template <typename R>
+__device__ __forceinline__ typename Vec2<R>::T cell_store(R g, R dg, R v,
+                                                          typename Vec2<R>::T *out,
+                                                          typename Vec2<R>::T a,
+                                                          typename Vec2<R>::T x, R sr, R si,
+                                                          bool add, R cre, R cim, size_t i,
+                                                          unsigned long long step,
+                                                          unsigned long long *bad)
 {
     typedef typename Vec2<R>::T C2;
-    R v = trap<R>(G, T, c, bx, by, bz);
-    if (HASV)
-        v = v + V[i];
-    const R d = T.diag[c] + (v + g * (x.x * x.x + x.y * x.y));
+    const R d = dg + (v + g * (x.x * x.x + x.y * x.y));
     const R hr = d * x.x - sr, hi = d * x.y - si;
     C2 o;
     o.x = cre * hr - cim * hi;
@@ -318,7 +325,32 @@ __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
     out[i] = o;
     if (!(isfinite(o.x) && isfinite(o.y)))
         atomicMin(bad, step);
-    return T.vol[c] * ((double)o.x * o.x + (double)o.y * o.y);
+    return o;
+}
+
+/* |B| |o|^2 in double: a cell's part of the norm. */
+template <typename R>
+__device__ __forceinline__ double cell_norm(double vol, typename Vec2<R>::T o)
+{
+    return vol * ((double)o.x * o.x + (double)o.y * o.y);
+}
+
+/* cell_store at the cell (bx, by, bz, c), its potential and diagonal
+ * taken from the table; returns |B| |out|^2. */
+template <typename R, bool HASV>
+__device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
+                                           typename Vec2<R>::T *out, typename Vec2<R>::T a,
+                                           typename Vec2<R>::T x, R sr, R si, bool add, R cre,
+                                           R cim, const R *__restrict__ V, size_t i, int c, int bx,
+                                           int by, int bz, unsigned long long step,
+                                           unsigned long long *bad)
+{
+    R v = trap<R>(G, T, c, bx, by, bz);
+    if (HASV)
+        v = v + V[i];
+    const typename Vec2<R>::T o =
+        cell_store<R>(g, T.diag[c], v, out, a, x, sr, si, add, cre, cim, i, step, bad);
+    return cell_norm<R>(T.vol[c], o);
 }
 
 /* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
@@ -492,6 +524,49 @@ template <int N> __device__ __forceinline__ void cp_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+/* k_march's code of neighbour row k of cell c: plane dz + 1 in the low 2
+ * bits, the offset from the cell's place in its plane above them. */
+__device__ __forceinline__ int march_code(const DGeo &G, const MGeo &M, int code, int c)
+{
+    const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1, dz = (code & 3) - 1;
+    const int off = (dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6) - c;
+    return (int)((unsigned)off << 2) + (dz + 1);
+}
+
+/* The place in a row of TX blocks (block times cells plus cell) that
+ * k_march's thread r of the row takes when F > 0: the cells grouped by
+ * their neighbour count, each group over the row's TX blocks, so that a
+ * warp's cells have the same count where the groups fill whole warps
+ * (FCC's tetrahedra and octahedra); the identity where all counts agree. */
+__device__ __forceinline__ int march_place(const int *start, int C, int TX, int r)
+{
+    int base = 0, prev = -1;
+    for (;;) {
+        int k = 0x7fffffff, nk = 0;
+        for (int c = 0; c < C; ++c) {
+            const int n = start[c + 1] - start[c];
+            k = n > prev && n < k ? n : k;
+        }
+        for (int c = 0; c < C; ++c)
+            nk += start[c + 1] - start[c] == k;
+        if (r < base + TX * nk) {
+            const int r2 = r - base, bx = r2 / nk;
+            int i = r2 - bx * nk;
+            for (int c = 0; c < C; ++c)
+                if (start[c + 1] - start[c] == k && i-- == 0)
+                    return bx * C + c;
+        }
+        base += TX * nk;
+        prev = k;
+    }
+}
+
+/* A neighbour's weight and code (march_code), one load (k_march F > 0). */
+template <typename R> struct __align__(2 * sizeof(R)) QE {
+    R w;
+    int t;
+};
+
 /* k_apply by z marching (the default on cubic, FCC and BCC): a thread
  * block takes a tile of TX x TY blocks and a chunk of layers and walks up
  * through the chunk, keeping four planes of psi(n) of the tile and its halo
@@ -504,14 +579,28 @@ template <int N> __device__ __forceinline__ void cp_wait()
  * so no cell needs the boundary path; the neighbour sums keep the order of
  * k, so the results are those of the other forms bit for bit.
  *
- * MIR (mirrored planes; FCC in complex64, or NLSEPY_DEC_KERNEL=19): the
+ * MIR (mirrored planes; NLSEPY_DEC_KERNEL=19): the
  * planes copied into slots 0 and 1 are also copied into slots 4 and 5, so
  * the planes z - 1, z, z + 1 always lie at consecutive slots from
  * (z - za) & 3 and a thread's neighbour places are computed once a unit
  * (nof), not once a plane: an add and a load per neighbour instead of the
- * slot arithmetic, for 50 % more copies into shared memory. */
-template <typename R, bool HASV, int MAXN, int CPT, bool MIR>
-__global__ void __launch_bounds__(256, 2)
+ * slot arithmetic, for 50 % more copies into shared memory.
+ *
+ * F (the table held; the default, NLSEPY_DEC_KERNEL=21; MAXN 4 or 8, not
+ * with MIR): 1 in real time, 2 with the imaginary-time norm's parts.  A
+ * thread keeps its cells' diagonal, neighbour count and the trap's x and y
+ * terms in registers for the chunk, and reads neighbour q's weight and
+ * place in one load from qt, the table q-major (a warp's loads of it meet
+ * no bank conflict; the plain form reads start, mo, w, diag and cen from
+ * the table every plane: about half its shared-memory wavefronts); the
+ * threads of a row take its cells in the order of march_place; in
+ * complex64 three thread blocks an SM (at most 80 registers: FCC 0.65 ->
+ * 0.77 of the copy bandwidth on an H100, its warps waited on latency at
+ * two).  The sums
+ * and the trap are formed in the same order as in the plain form: the
+ * same bits. */
+template <typename R, bool HASV, int MAXN, int CPT, bool MIR, int F>
+__global__ void __launch_bounds__(256, F > 0 && sizeof(R) == 4 ? 3 : 2)
 k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
         R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
@@ -529,13 +618,24 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
      * bits of mo[k]), position pos + (mo[k] >> 2) */
     int *mo = (int *)(smem + M.o_mo);
     for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
-        for (int k = T.start[c]; k < T.start[c + 1]; ++k) {
-            const int code = T.cell[k];
-            const int dx = ((code >> 4) & 3) - 1, dy = ((code >> 2) & 3) - 1,
-                      dz = (code & 3) - 1;
-            const int off = (dy * (int)(M.TX + 2) + dx) * (int)G.cells + (code >> 6) - c;
-            mo[k] = (int)((unsigned)off << 2) + (dz + 1);
+        for (int k = T.start[c]; k < T.start[c + 1]; ++k)
+            mo[k] = march_code(G, M, T.cell[k], c);
+    /* F > 0: the table q-major, neighbour q of cell c at qt[q cells + c],
+     * so a warp's load of it meets no bank conflict (rows past the cell's
+     * last: weight 0, the cell itself) */
+    QE<R> *qt = (QE<R> *)(smem + M.o_qt);
+    if (F > 0)
+        for (int e = threadIdx.x; e < MAXN * (int)G.cells; e += blockDim.x) {
+            const int q = e / (int)G.cells, c = e - q * (int)G.cells, k = T.start[c] + q;
+            QE<R> v;
+            v.w = k < T.start[c + 1] ? T.w[k] : (R)0;
+            v.t = k < T.start[c + 1] ? march_code(G, M, T.cell[k], c) : 1;
+            qt[e] = v;
         }
+    int *rp = (int *)(smem + M.o_rp);
+    if (F > 0)
+        for (int r = threadIdx.x; r < (int)M.txc; r += blockDim.x)
+            rp[r] = march_place(T.start, (int)G.cells, (int)M.TX, r);
     /* the unit's offsets of its plane's elements within a layer (-1: zero) */
     int *rel = (int *)(smem + M.o_rel);
     C2 *pl = (C2 *)(smem + M.o_pl);
@@ -571,7 +671,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
 #pragma unroll
         for (int m = 0; m < CPT; ++m) {
             const unsigned j = threadIdx.x + 256u * m;
-            const unsigned ty = fdiv(j, M.d_txc), rem = j - ty * M.txc;
+            const unsigned ty = fdiv(j, M.d_txc), r = j - ty * M.txc;
+            const unsigned rem = F > 0 ? (unsigned)rp[r] : r; /* place in the row */
             const unsigned bxo = fdiv(rem, G.d_cells);
             cc[m] = (int)(rem - bxo * G.cells);
             bxs[m] = tx0 + (int)bxo;
@@ -597,6 +698,23 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                     const int t = q < nk[m] ? mo[k0 + q] : 1;
                     nof[m][q] = (t & 3) * (int)M.ps + pos[m] + (t >> 2);
                 }
+            }
+        }
+        /* F > 0: the cells' diagonal, neighbour count and the trap's x and
+         * y part (the first two terms of trap's sum) held for the chunk */
+        constexpr int NH = F > 0 ? CPT : 1;
+        R dg[NH];
+        int nk2[NH];
+        double vxy[NH];
+        if (F > 0) {
+#pragma unroll
+            for (int m = 0; m < NH; ++m) {
+                const int c = cc[m];
+                dg[m] = T.diag[c];
+                nk2[m] = T.start[c + 1] - T.start[c];
+                const double x = G.ox + (double)bxs[m] * G.ex + T.cen[3 * c];
+                const double y = G.oy + (double)bys[m] * G.ey + T.cen[3 * c + 1];
+                vxy[m] = G.hx * x * x + G.hy * y * y;
             }
         }
         __syncthreads(); /* rel */
@@ -635,6 +753,14 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 if (ir[m] >= 0)
                     cp_async<sizeof(C2)>(dst + 256 * m, src + ir[m]);
         };
+        /* the thread's cell m of plane z: psi(n) (x) and psi(n-1) (a, 0 without) */
+        auto own = [&](int m, unsigned zs, int z, C2 &x, C2 &a) {
+            x = pl[((zs + 1) & 3) * M.ps + pos[m]];
+            a.x = 0;
+            a.y = 0;
+            if (x0)
+                a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
+        };
         fetch_plane(za - 1);
         fetch_plane(za);
         fetch_plane(za + 1);
@@ -650,8 +776,45 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             cp_commit();
             /* plane z - 1 + d is slot (z - za + d) & 3 */
             const unsigned zs = (unsigned)(z - za);
+            if (F > 0) {
+                const double zb = G.oz + (double)(z + G.zoff) * G.ez; /* trap's z less cen */
 #pragma unroll
-            for (int m = 0; m < CPT; ++m) {
+                for (int m = 0; m < NH; ++m) {
+                    if (ir[m] < 0)
+                        continue;
+                    const int c = cc[m];
+                    constexpr int NQ2 = MAXN > 0 ? MAXN : 1;
+                    R w[NQ2];
+                    C2 v[NQ2];
+#pragma unroll
+                    for (int q = 0; q < NQ2; ++q)
+                        if (q < nk2[m]) {
+                            const QE<R> e = qt[q * (int)G.cells + c];
+                            w[q] = e.w;
+                            v[q] = pl[((zs + (e.t & 3)) & 3) * M.ps + pos[m] + (e.t >> 2)];
+                        }
+                    R sr = 0, si = 0;
+#pragma unroll
+                    for (int q = 0; q < NQ2; ++q)
+                        if (q < nk2[m]) {
+                            sr += w[q] * v[q].x;
+                            si += w[q] * v[q].y;
+                        }
+                    C2 x, a;
+                    own(m, zs, z, x, a);
+                    const size_t i = (size_t)z * layer + (unsigned)ir[m];
+                    const double zz = zb + T.cen[3 * c + 2];
+                    R vv = (R)(vxy[m] + G.hz * zz * zz);
+                    if (HASV)
+                        vv = vv + V[i];
+                    const C2 o = cell_store<R>(g, dg[m], vv, out, a, x, sr, si, x0 != NULL, cre,
+                                               cim, i, step, bad);
+                    if (F == 2)
+                        nn += cell_norm<R>(T.vol[c], o);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < (F > 0 ? 0 : CPT); ++m) {
                 if (ir[m] < 0)
                     continue;
                 const int c = cc[m];
@@ -693,12 +856,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                         si += T.w[k] * v.y;
                     }
                 }
-                const C2 x = pl[((zs + 1) & 3) * M.ps + pos[m]];
-                C2 a;
-                a.x = 0;
-                a.y = 0;
-                if (x0)
-                    a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
+                C2 x, a;
+                own(m, zs, z, x, a);
                 const size_t i = (size_t)z * layer + (unsigned)ir[m];
                 const double o2 = cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre,
                                                     cim, V, i, c, bxs[m], bys[m], z, step, bad);
@@ -709,7 +868,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             __syncthreads();
         }
     }
-    if (part)
+    if (F == 2 || (F == 0 && part))
         store_part(nn, red, part);
 }
 
@@ -721,17 +880,25 @@ using MarchFn = void (*)(DGeo, MGeo, const unsigned char *, R, typename Vec2<R>:
                          const R *, unsigned long long, unsigned long long *, double *,
                          unsigned *, unsigned);
 
-template <typename R, bool HASV, int MAXN, bool MIR>
+template <typename R, bool HASV, int MAXN, bool MIR, int F = 0>
 static MarchFn<R> march_fn_n(unsigned cpt)
 {
-    return cpt <= 2 ? k_march<R, HASV, MAXN, 2, MIR>
-                    : cpt == 3 ? k_march<R, HASV, MAXN, 3, MIR> : k_march<R, HASV, MAXN, 4, MIR>;
+    return cpt <= 2 ? k_march<R, HASV, MAXN, 2, MIR, F>
+                    : cpt == 3 ? k_march<R, HASV, MAXN, 3, MIR, F>
+                               : k_march<R, HASV, MAXN, 4, MIR, F>;
 }
 
-/* mirrored planes (MIR) for 4 and 8 neighbours only (cubic, FCC, BCC) */
+/* mirrored planes (MIR) and the held table (F = 1, or 2 with the norm's
+ * parts) for 4 and 8 neighbours only (cubic, FCC, BCC) */
 template <typename R, bool HASV>
-static MarchFn<R> march_fn(int maxn, unsigned cpt, bool mir)
+static MarchFn<R> march_fn(int maxn, unsigned cpt, bool mir, int f = 0)
 {
+    if (f > 0 && maxn == 4)
+        return f == 2 ? march_fn_n<R, HASV, 4, false, 2>(cpt)
+                      : march_fn_n<R, HASV, 4, false, 1>(cpt);
+    if (f > 0 && maxn == 8)
+        return f == 2 ? march_fn_n<R, HASV, 8, false, 2>(cpt)
+                      : march_fn_n<R, HASV, 8, false, 1>(cpt);
     if (mir && maxn == 4)
         return march_fn_n<R, HASV, 4, true>(cpt);
     if (mir && maxn == 8)
@@ -918,17 +1085,27 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
-/* k_march's tiles and its shared memory: 64 x 8 blocks of one cell;
- * square tiles of at most 432 cells a plane in complex128 and 768 in
- * complex64 for grids of several cells a block (BCC, FCC: 6 x 6 and 8 x 8,
- * the fastest of the sizes tried on an H100, bench/RESULTS.md);
- * NLSEPY_DEC_MARCH_TILE=TXxTY sets them. */
+/* k_march's form and tiles and its shared memory.  The form: the cells'
+ * table held (F > 0) by default and under NLSEPY_DEC_KERNEL=21 on grids of
+ * 4 or 8 neighbours (cubic, FCC, BCC); mirrored planes under 19; the plain
+ * form of neither under 18.  The tiles: 64 x 8 blocks of one cell; on
+ * grids of 2 to 12 cells a block (BCC, FCC) 8 x 8 blocks in complex64
+ * and 8 x 6 in complex128 for the held table, square tiles of at most 432
+ * cells a plane in complex128 and 768 in complex64 otherwise (the fastest
+ * sizes tried on an H100, bench/RESULTS.md); NLSEPY_DEC_MARCH_TILE=TXxTY
+ * sets them. */
 static void march_tiles(nlse_dec *s)
 {
     MGeo *M = &s->M;
     const unsigned C = s->G.cells;
+    const bool four_eight = s->maxn == 4 || s->maxn == 8;
+    M->hoist = four_eight && (s->variant == 21 || s->variant < 0);
+    M->mirror = four_eight && s->variant == 19;
     unsigned tx = 64, ty = 8;
-    if (C > 1) {
+    if (C > 1 && C <= 12 && M->hoist) {
+        tx = 8;
+        ty = rsize(s) == 8 ? 6 : 8;
+    } else if (C > 1) {
         const unsigned most = rsize(s) == 8 ? 432 : 768;
         tx = 1;
         while ((tx + 1) * (tx + 1) * C <= most)
@@ -960,14 +1137,11 @@ static void march_tiles(nlse_dec *s)
     M->d_txc = fastdiv(M->txc);
     const unsigned e = 2u * (unsigned)rsize(s);
     M->o_mo = align16(s->G.bytes);
-    M->o_rel = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_qt = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_rp = align16(M->o_qt + (M->hoist ? (unsigned)s->maxn * C * e : 0u));
+    M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
     M->o_pl = align16(M->o_rel + 4u * M->ps);
-    /* mirrored planes (two more plane slots): by default on FCC in
-     * complex64 (12 cells, up to 8 neighbours), the one grid where they
-     * were faster on an H100 (bench/RESULTS.md); NLSEPY_DEC_KERNEL=19 on
-     * every grid of 4 or 8 neighbours */
-    const bool fcc64 = s->variant < 0 && C == 12 && s->maxn == 8 && rsize(s) == 4;
-    M->mirror = (s->variant == 19 || fcc64) && (s->maxn == 4 || s->maxn == 8);
+    /* mirrored planes: two more plane slots */
     M->o_x0 = M->o_pl + (M->mirror ? 6u : 4u) * M->ps * e;
     M->bytes = M->o_x0 + 2u * M->tile_cells * e;
 }
@@ -1021,15 +1195,16 @@ template <typename R> static bool march_allow(MarchFn<R> fn, unsigned bytes)
 template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 {
     int most = 0, nb = 0;
-    const unsigned cpt = s->M.cpt;
+    const unsigned cpt = s->M.cpt, bytes = s->M.bytes;
+    const bool mir = s->M.mirror;
+    const int f0 = s->M.hoist ? 1 : 0, f1 = s->M.hoist ? 2 : 0;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
-    if (cpt > 4 || (int)s->M.bytes > most ||
-        !march_allow<R>(march_fn<R, false>(s->maxn, cpt, s->M.mirror), s->M.bytes) ||
-        !march_allow<R>(march_fn<R, true>(s->maxn, cpt, s->M.mirror), s->M.bytes) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb,
-                                                      march_fn<R, false>(s->maxn, cpt,
-                                                                         s->M.mirror), 256,
-                                                      s->M.bytes) != cudaSuccess) {
+    bool ok = cpt <= 4 && (int)bytes <= most;
+    for (int f = f0; ok && f <= f1; ++f)
+        ok = march_allow<R>(march_fn<R, false>(s->maxn, cpt, mir, f), bytes) &&
+             march_allow<R>(march_fn<R, true>(s->maxn, cpt, mir, f), bytes);
+    if (!ok || cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &nb, march_fn<R, false>(s->maxn, cpt, mir, f0), 256, bytes) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
@@ -1263,7 +1438,8 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (!s->resident_m)
         return false;
     s->form = "z marching";
-    march_fn<R, HASV>(s->maxn, s->M.cpt, s->M.mirror)<<<s->grid, 256, s->M.bytes, s->stream>>>(
+    const int f = s->M.hoist ? (part ? 2 : 1) : 0;
+    march_fn<R, HASV>(s->maxn, s->M.cpt, s->M.mirror, f)<<<s->grid, 256, s->M.bytes, s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
         (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
     return true;
@@ -1288,6 +1464,7 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
     case 19: /* the same with mirrored plane slots */
+    case 21: /* the same with the cells' table held (the default) */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
             return;
         break;
