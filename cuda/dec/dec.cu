@@ -40,7 +40,7 @@
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
- * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 19 or 21
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18 or 21
  * picks one form for every grid (the table of variants in launch_n); all
  * forms sum the neighbours in the same order and give the same bits.
  *
@@ -131,7 +131,6 @@ struct MGeo {
     unsigned txc;        /* TX cells */
     unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
     FastDiv d_hrow, d_ntx, d_tiles, d_txc;
-    bool mirror;         /* slots 4 and 5 repeat plane slots 0 and 1 (k_march MIR) */
     bool hoist;          /* k_march F > 0: the cells' table values held (o_qt) */
     unsigned o_mo, o_qt, o_rp, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
@@ -579,15 +578,9 @@ template <typename R> struct __align__(2 * sizeof(R)) QE {
  * so no cell needs the boundary path; the neighbour sums keep the order of
  * k, so the results are those of the other forms bit for bit.
  *
- * MIR (mirrored planes; NLSEPY_DEC_KERNEL=19): the
- * planes copied into slots 0 and 1 are also copied into slots 4 and 5, so
- * the planes z - 1, z, z + 1 always lie at consecutive slots from
- * (z - za) & 3 and a thread's neighbour places are computed once a unit
- * (nof), not once a plane: an add and a load per neighbour instead of the
- * slot arithmetic, for 50 % more copies into shared memory.
- *
- * F (the table held; the default, NLSEPY_DEC_KERNEL=21; MAXN 4 or 8, not
- * with MIR): 1 in real time, 2 with the imaginary-time norm's parts.  A
+ * F (the table held; the default, NLSEPY_DEC_KERNEL=21; MAXN 4 or 8): 1
+ * in real time, 2 with the imaginary-time norm's parts; 0 the plain form
+ * (NLSEPY_DEC_KERNEL=18, and every table of more neighbours).  A
  * thread keeps its cells' diagonal, neighbour count and the trap's x and y
  * terms in registers for the chunk, and reads neighbour q's weight and
  * place in one load from qt, the table q-major (a warp's loads of it meet
@@ -599,7 +592,7 @@ template <typename R> struct __align__(2 * sizeof(R)) QE {
  * two).  The sums
  * and the trap are formed in the same order as in the plain form: the
  * same bits. */
-template <typename R, bool HASV, int MAXN, int CPT, bool MIR, int F>
+template <typename R, bool HASV, int MAXN, int CPT, int F>
 __global__ void __launch_bounds__(256, F > 0 && sizeof(R) == 4 ? 3 : 2)
 k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -682,24 +675,6 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                         ? (int)(((unsigned)bys[m] * G.nx + (unsigned)tx0) * G.cells + rem)
                         : -1;
         }
-        /* MIR: slots 4 and 5 repeat slots 0 and 1, so plane z - 1 + d is
-         * at slot (z - za) & 3 plus d for d = 0, 1, 2, and each neighbour's
-         * place relative to that slot (nof) holds for the whole chunk */
-        constexpr int NQ = MIR && MAXN > 0 ? MAXN : 1;
-        int nof[CPT][NQ], kk0[CPT], nk[CPT];
-        if (MIR && MAXN > 0) {
-#pragma unroll
-            for (int m = 0; m < CPT; ++m) {
-                const int k0 = T.start[cc[m]];
-                kk0[m] = k0;
-                nk[m] = T.start[cc[m] + 1] - k0;
-#pragma unroll
-                for (int q = 0; q < NQ; ++q) {
-                    const int t = q < nk[m] ? mo[k0 + q] : 1;
-                    nof[m][q] = (t & 3) * (int)M.ps + pos[m] + (t >> 2);
-                }
-            }
-        }
         /* F > 0: the cells' diagonal, neighbour count and the trap's x and
          * y part (the first two terms of trap's sum) held for the chunk */
         constexpr int NH = F > 0 ? CPT : 1;
@@ -718,12 +693,10 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             }
         }
         __syncthreads(); /* rel */
-        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3
-         * (MIR: slots 0 and 1 also into slots 4 and 5) */
+        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
         auto fetch_plane = [&](int zz) {
             const unsigned sl = (unsigned)(zz - za + 1) & 3u;
             C2 *dst = pl + (size_t)sl * M.ps;
-            C2 *dup = MIR && sl < 2 ? pl + (size_t)(sl + 4) * M.ps : NULL;
             const bool zero = wrap_axis(zz, nz, G.periodic);
             const C2 *src = x1 + (size_t)zz * layer;
             for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
@@ -731,14 +704,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 if (zero || o < 0) {
                     dst[e].x = 0;
                     dst[e].y = 0;
-                    if (dup) {
-                        dup[e].x = 0;
-                        dup[e].y = 0;
-                    }
                 } else {
                     cp_async<sizeof(C2)>(dst + e, src + o);
-                    if (dup)
-                        cp_async<sizeof(C2)>(dup + e, src + o);
                 }
             }
         };
@@ -819,20 +786,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                     continue;
                 const int c = cc[m];
                 R sr = 0, si = 0;
-                if (MIR && MAXN > 0) {
-                    const int pb = (int)((zs & 3u) * M.ps);
-                    C2 v[NQ];
-#pragma unroll
-                    for (int q = 0; q < NQ; ++q)
-                        if (q < nk[m])
-                            v[q] = pl[pb + nof[m][q]];
-#pragma unroll
-                    for (int q = 0; q < NQ; ++q)
-                        if (q < nk[m]) {
-                            sr += T.w[kk0[m] + q] * v[q].x;
-                            si += T.w[kk0[m] + q] * v[q].y;
-                        }
-                } else if (MAXN > 0) {
+                if (MAXN > 0) {
                     const int k0 = T.start[c], k1 = T.start[c + 1];
                     C2 v[MAXN > 0 ? MAXN : 1];
 #pragma unroll
@@ -880,33 +834,26 @@ using MarchFn = void (*)(DGeo, MGeo, const unsigned char *, R, typename Vec2<R>:
                          const R *, unsigned long long, unsigned long long *, double *,
                          unsigned *, unsigned);
 
-template <typename R, bool HASV, int MAXN, bool MIR, int F = 0>
+template <typename R, bool HASV, int MAXN, int F = 0>
 static MarchFn<R> march_fn_n(unsigned cpt)
 {
-    return cpt <= 2 ? k_march<R, HASV, MAXN, 2, MIR, F>
-                    : cpt == 3 ? k_march<R, HASV, MAXN, 3, MIR, F>
-                               : k_march<R, HASV, MAXN, 4, MIR, F>;
+    return cpt <= 2 ? k_march<R, HASV, MAXN, 2, F>
+                    : cpt == 3 ? k_march<R, HASV, MAXN, 3, F> : k_march<R, HASV, MAXN, 4, F>;
 }
 
-/* mirrored planes (MIR) and the held table (F = 1, or 2 with the norm's
- * parts) for 4 and 8 neighbours only (cubic, FCC, BCC) */
+/* The held table (F = 1, or 2 with the norm's parts) for 4 and 8
+ * neighbours only (cubic, FCC, BCC) */
 template <typename R, bool HASV>
-static MarchFn<R> march_fn(int maxn, unsigned cpt, bool mir, int f = 0)
+static MarchFn<R> march_fn(int maxn, unsigned cpt, int f = 0)
 {
     if (f > 0 && maxn == 4)
-        return f == 2 ? march_fn_n<R, HASV, 4, false, 2>(cpt)
-                      : march_fn_n<R, HASV, 4, false, 1>(cpt);
+        return f == 2 ? march_fn_n<R, HASV, 4, 2>(cpt) : march_fn_n<R, HASV, 4, 1>(cpt);
     if (f > 0 && maxn == 8)
-        return f == 2 ? march_fn_n<R, HASV, 8, false, 2>(cpt)
-                      : march_fn_n<R, HASV, 8, false, 1>(cpt);
-    if (mir && maxn == 4)
-        return march_fn_n<R, HASV, 4, true>(cpt);
-    if (mir && maxn == 8)
-        return march_fn_n<R, HASV, 8, true>(cpt);
-    return maxn == 4 ? march_fn_n<R, HASV, 4, false>(cpt)
-                     : maxn == 8 ? march_fn_n<R, HASV, 8, false>(cpt)
-                                 : maxn == 16 ? march_fn_n<R, HASV, 16, false>(cpt)
-                                              : march_fn_n<R, HASV, 0, false>(cpt);
+        return f == 2 ? march_fn_n<R, HASV, 8, 2>(cpt) : march_fn_n<R, HASV, 8, 1>(cpt);
+    return maxn == 4 ? march_fn_n<R, HASV, 4>(cpt)
+                     : maxn == 8 ? march_fn_n<R, HASV, 8>(cpt)
+                                 : maxn == 16 ? march_fn_n<R, HASV, 16>(cpt)
+                                              : march_fn_n<R, HASV, 0>(cpt);
 }
 
 /* Norm and energy partial sums of the block (nlse_dec_observe). */
@@ -1087,8 +1034,7 @@ void nlse_dec_destroy(nlse_dec *s)
 
 /* k_march's form and tiles and its shared memory.  The form: the cells'
  * table held (F > 0) by default and under NLSEPY_DEC_KERNEL=21 on grids of
- * 4 or 8 neighbours (cubic, FCC, BCC); mirrored planes under 19; the plain
- * form of neither under 18.  The tiles: 64 x 8 blocks of one cell; on
+ * 4 or 8 neighbours (cubic, FCC, BCC); the plain form under 18.  The tiles: 64 x 8 blocks of one cell; on
  * grids of 2 to 12 cells a block (BCC, FCC) 8 x 8 blocks in complex64
  * and 8 x 6 in complex128 for the held table, square tiles of at most 432
  * cells a plane in complex128 and 768 in complex64 otherwise (the fastest
@@ -1100,7 +1046,6 @@ static void march_tiles(nlse_dec *s)
     const unsigned C = s->G.cells;
     const bool four_eight = s->maxn == 4 || s->maxn == 8;
     M->hoist = four_eight && (s->variant == 21 || s->variant < 0);
-    M->mirror = four_eight && s->variant == 19;
     unsigned tx = 64, ty = 8;
     if (C > 1 && C <= 12 && M->hoist) {
         tx = 8;
@@ -1141,8 +1086,7 @@ static void march_tiles(nlse_dec *s)
     M->o_rp = align16(M->o_qt + (M->hoist ? (unsigned)s->maxn * C * e : 0u));
     M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
     M->o_pl = align16(M->o_rel + 4u * M->ps);
-    /* mirrored planes: two more plane slots */
-    M->o_x0 = M->o_pl + (M->mirror ? 6u : 4u) * M->ps * e;
+    M->o_x0 = M->o_pl + 4u * M->ps * e;
     M->bytes = M->o_x0 + 2u * M->tile_cells * e;
 }
 
@@ -1196,15 +1140,14 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 {
     int most = 0, nb = 0;
     const unsigned cpt = s->M.cpt, bytes = s->M.bytes;
-    const bool mir = s->M.mirror;
     const int f0 = s->M.hoist ? 1 : 0, f1 = s->M.hoist ? 2 : 0;
     cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device);
     bool ok = cpt <= 4 && (int)bytes <= most;
     for (int f = f0; ok && f <= f1; ++f)
-        ok = march_allow<R>(march_fn<R, false>(s->maxn, cpt, mir, f), bytes) &&
-             march_allow<R>(march_fn<R, true>(s->maxn, cpt, mir, f), bytes);
+        ok = march_allow<R>(march_fn<R, false>(s->maxn, cpt, f), bytes) &&
+             march_allow<R>(march_fn<R, true>(s->maxn, cpt, f), bytes);
     if (!ok || cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &nb, march_fn<R, false>(s->maxn, cpt, mir, f0), 256, bytes) != cudaSuccess) {
+                   &nb, march_fn<R, false>(s->maxn, cpt, f0), 256, bytes) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
@@ -1439,7 +1382,7 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         return false;
     s->form = "z marching";
     const int f = s->M.hoist ? (part ? 2 : 1) : 0;
-    march_fn<R, HASV>(s->maxn, s->M.cpt, s->M.mirror, f)<<<s->grid, 256, s->M.bytes, s->stream>>>(
+    march_fn<R, HASV>(s->maxn, s->M.cpt, f)<<<s->grid, 256, s->M.bytes, s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
         (R)cim, (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
     return true;
@@ -1463,7 +1406,6 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     }
     switch (variant) {
     case 18: /* z marching through tiles in shared memory */
-    case 19: /* the same with mirrored plane slots */
     case 21: /* the same with the cells' table held (the default) */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
             return;
