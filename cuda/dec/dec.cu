@@ -607,12 +607,13 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
     STab<R> T;
     if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
         return;
-    /* neighbour k of a cell at plane position pos is plane dz + 1 (low 2
-     * bits of mo[k]), position pos + (mo[k] >> 2) */
+    /* the plain form (F = 0): neighbour k of a cell at plane position pos
+     * is plane dz + 1 (low 2 bits of mo[k]), position pos + (mo[k] >> 2) */
     int *mo = (int *)(smem + M.o_mo);
-    for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
-        for (int k = T.start[c]; k < T.start[c + 1]; ++k)
-            mo[k] = march_code(G, M, T.cell[k], c);
+    if (F == 0)
+        for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
+            for (int k = T.start[c]; k < T.start[c + 1]; ++k)
+                mo[k] = march_code(G, M, T.cell[k], c);
     /* F > 0: the table q-major, neighbour q of cell c at qt[q cells + c],
      * so a warp's load of it meets no bank conflict (rows past the cell's
      * last: weight 0, the cell itself) */
@@ -1082,7 +1083,7 @@ static void march_tiles(nlse_dec *s)
     M->d_txc = fastdiv(M->txc);
     const unsigned e = 2u * (unsigned)rsize(s);
     M->o_mo = align16(s->G.bytes);
-    M->o_qt = align16(M->o_mo + 4u * (unsigned)s->r.start[C]);
+    M->o_qt = align16(M->o_mo + (M->hoist ? 0u : 4u * (unsigned)s->r.start[C])); /* mo: F = 0 */
     M->o_rp = align16(M->o_qt + (M->hoist ? (unsigned)s->maxn * C * e : 0u));
     M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
     M->o_pl = align16(M->o_rel + 4u * M->ps);
