@@ -232,12 +232,10 @@ __device__ __forceinline__ void nsum(const DGeo &G, const STab<R> &T, const type
     si = ai;
 }
 
-/* The cell of thread threadIdx.x in work unit u: false past the row's end. */
-__device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &by, unsigned &bz,
-                                          unsigned &bx, int &c, unsigned &q,
-                                          unsigned t_in = 0xffffffffu)
+/* The row (by, bz) of work unit u and the place q0 of its first cell in the row. */
+__device__ __forceinline__ void unit_row(const DGeo &G, unsigned u, unsigned &by, unsigned &bz,
+                                         unsigned &q0)
 {
-    const unsigned tid = t_in == 0xffffffffu ? threadIdx.x : t_in;
     unsigned t, rem, slab;
     FastDiv dslab;
     if (u < G.full_units) {
@@ -255,7 +253,17 @@ __device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &b
     bz = G.z0 + zz;
     const unsigned r2 = rem - zz * slab, yy = fdiv(r2, G.d_chunks);
     by = t * G.ty + yy;
-    q = (r2 - yy * G.chunks) * blockDim.x + tid;
+    q0 = (r2 - yy * G.chunks) * blockDim.x;
+}
+
+/* The cell of thread threadIdx.x in work unit u: false past the row's end. */
+__device__ __forceinline__ bool unit_cell(const DGeo &G, unsigned u, unsigned &by, unsigned &bz,
+                                          unsigned &bx, int &c, unsigned &q,
+                                          unsigned t_in = 0xffffffffu)
+{
+    const unsigned tid = t_in == 0xffffffffu ? threadIdx.x : t_in;
+    unit_row(G, u, by, bz, q);
+    q += tid;
     if (q >= G.row_len)
         return false;
     bx = fdiv(q, G.d_cells);
@@ -506,6 +514,133 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             u += W;
     }
     if (part)
+        store_part(nn, red, part);
+}
+
+/* A neighbour's weight and index distance, one load (k_rows). */
+template <typename R> struct __align__(2 * sizeof(R)) QD {
+    R w;
+    int d;
+};
+
+/* k_rows' copies of the table in shared memory past the staged table
+ * (o_ext): the neighbours q-major, QD qd[q cells + c] (rows past a cell's
+ * last: weight 0, distance 0), then the circumcentres by axis, cx, cy, cz. */
+template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes(int maxn, unsigned cells)
+{
+    return ((unsigned)maxn * cells * (unsigned)sizeof(QD<R>) + 15u) & ~15u;
+}
+
+/* Rows of units taken by warps, lean (NLSEPY_DEC_KERNEL=23; tables of at
+ * most MAXN = 4 or 8 neighbours a cell): the units of k_apply_w, but a
+ * unit's row and layer and the trap's y and z terms worked out once a unit
+ * instead of once a cell, a neighbour's weight and index distance read in
+ * one load from a q-major copy of the table (the k-major table's loads
+ * meet four-way bank conflicts on tetrahedral grids), the circumcentres
+ * from arrays by axis (conflict-free), and the norm's parts formed only
+ * with NORM.  Sums and trap in the order of k_apply_w: the same bits.
+ * At most 48 registers in complex64 and 64 in complex128 (at 40 the
+ * kernel spills). */
+template <typename R, bool HASV, int MAXN, bool NORM>
+__global__ void __launch_bounds__(256, sizeof(R) == 4 ? 5 : 4)
+k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::T *out,
+       const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
+       R cim, const R *__restrict__ V, unsigned long long step, unsigned long long *bad,
+       double *part, unsigned *ctr, unsigned slot)
+{
+    typedef typename Vec2<R>::T C2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    __shared__ double red[32];
+    STab<R> T;
+    if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
+        return;
+    const int C = (int)G.cells;
+    QD<R> *qd = (QD<R> *)(smem + o_ext);
+    double *cx = (double *)(smem + o_ext + rows_qd_bytes<R>(MAXN, G.cells));
+    double *cy = cx + C, *cz = cy + C;
+    for (int e = threadIdx.x; e < MAXN * C; e += blockDim.x) {
+        const int q = e / C, c = e - q * C, k = T.start[c] + q;
+        const bool in = k < T.start[c + 1];
+        QD<R> v;
+        v.w = in ? T.w[k] : (R)0;
+        v.d = in ? T.delta[k] : 0;
+        qd[e] = v;
+    }
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        cx[c] = T.cen[3 * c];
+        cy[c] = T.cen[3 * c + 1];
+        cz[c] = T.cen[3 * c + 2];
+    }
+    __syncthreads();
+    const unsigned lane = threadIdx.x & 31u, nw = blockDim.x >> 5;
+    const unsigned wg = blockIdx.x * nw + (threadIdx.x >> 5), W = gridDim.x * nw;
+    double nn = 0;
+    unsigned nxt = 0, u = wg;
+    if (!NORM && lane == 0)
+        nxt = atomicAdd(ctr + slot, 1u);
+    for (;;) {
+        if (!NORM) {
+            u = __shfl_sync(0xffffffffu, nxt, 0);
+            if (lane == 0)
+                nxt = atomicAdd(ctr + slot, 1u); /* the next unit, asked for now */
+        }
+        if (u >= G.units)
+            break;
+        unsigned by, bz, q0;
+        unit_row(G, u, by, bz, q0);
+        const size_t row = (size_t)(bz * G.ny + by) * G.row_len;
+        const bool yz_in = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz;
+        const double yb = G.oy + (double)by * G.ey;               /* trap's y less cen */
+        const double zb = G.oz + (double)((int)bz + G.zoff) * G.ez; /* trap's z less cen */
+        for (unsigned t = lane; t < blockDim.x; t += 32) {
+            const unsigned q = q0 + t;
+            if (q >= G.row_len)
+                break;
+            const unsigned bx = fdiv(q, G.d_cells);
+            const int c = (int)(q - bx * G.cells);
+            const size_t i = row + q;
+            R sr = 0, si = 0;
+            if (yz_in && bx > 0 && bx + 1 < G.nx) {
+                const int nk = T.start[c + 1] - T.start[c];
+                R w[MAXN];
+                C2 v[MAXN];
+#pragma unroll
+                for (int k = 0; k < MAXN; ++k)
+                    if (k < nk) {
+                        const QD<R> e = qd[k * C + c];
+                        w[k] = e.w;
+                        v[k] = __ldg(x1 + (ptrdiff_t)i + e.d);
+                    }
+#pragma unroll
+                for (int k = 0; k < MAXN; ++k)
+                    if (k < nk) {
+                        sr += w[k] * v[k].x;
+                        si += w[k] * v[k].y;
+                    }
+            } else {
+                nsum<R, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, false, sr, si);
+            }
+            const C2 x = __ldg(x1 + i);
+            C2 a;
+            a.x = 0;
+            a.y = 0;
+            if (x0)
+                a = x0[i];
+            const double xx = G.ox + (double)bx * G.ex + cx[c];
+            const double yy = yb + cy[c], zz = zb + cz[c];
+            R vv = (R)(G.hx * xx * xx + G.hy * yy * yy + G.hz * zz * zz);
+            if (HASV)
+                vv = vv + V[i];
+            const C2 o = cell_store<R>(g, T.diag[c], vv, out, a, x, sr, si, x0 != NULL, cre, cim,
+                                       i, step, bad);
+            if (NORM)
+                nn += cell_norm<R>(T.vol[c], o);
+        }
+        if (NORM)
+            u += W;
+    }
+    if (NORM)
         store_part(nn, red, part);
 }
 
@@ -1372,6 +1507,29 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
+/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_rows; false when the
+ * table has more than 8 neighbours a cell or its copies do not fit. */
+template <typename R, bool HASV>
+static bool launch_r(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    typedef typename Vec2<R>::T C2;
+    if (s->maxn != 4 && s->maxn != 8)
+        return false;
+    const unsigned o_ext = (s->G.bytes + 15u) & ~15u;
+    const unsigned bytes = o_ext + rows_qd_bytes<R>(s->maxn, s->G.cells) + 24u * s->G.cells;
+    if (bytes > 48u * 1024u)
+        return false;
+    s->form = "rows, units by warps, lean";
+    auto fn = s->maxn == 4 ? (part ? k_rows<R, HASV, 4, true> : k_rows<R, HASV, 4, false>)
+                           : (part ? k_rows<R, HASV, 8, true> : k_rows<R, HASV, 8, false>);
+    fn<<<s->grid, s->block, bytes, s->stream>>>(s->G, s->tab, o_ext, (R)s->p.g, (C2 *)out,
+                                                (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
+                                                (const R *)s->V, step, s->bad, part, s->ctr,
+                                                s->launch % 3);
+    return true;
+}
+
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_march; false when its
  * tiles do not fit in shared memory. */
 template <typename R, bool HASV>
@@ -1409,6 +1567,10 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     case 18: /* z marching through tiles in shared memory */
     case 21: /* the same with the cells' table held (the default) */
         if (launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+            return;
+        break;
+    case 23: /* units taken by warps, lean (k_rows) */
+        if (launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part))
             return;
         break;
     case 3: /* units taken by warps, at most 32 registers */
