@@ -30,17 +30,18 @@
  *   taken in order from an atomic counter so that the neighbouring planes
  *   of psi(n) are still in L2 when their second and third readers come
  *   (planes wider than 8 MiB swept in y tiles); neighbours read through the
- *   read-only cache.  On C15 and Z in complex128 and on Z in complex64 a
- *   thread block takes a unit at a time, its warps sweeping the unit's
- *   cells together so that the unit's neighbour loads meet in L1 (k_apply,
- *   under 32 registers); on A15, and on C15 in complex64, each warp takes
- *   units of its own and asks for the next while it works on this one
- *   (k_apply_w, under 40 registers, the neighbours loaded two at a time
- *   on A15 in complex128).
+ *   read-only cache.  In complex128 on C15 and Z a thread block takes a
+ *   unit at a time, its warps sweeping the unit's cells together so that
+ *   the unit's neighbour loads meet in L1 (k_apply, under 32 registers);
+ *   on A15 each warp takes units of its own and asks for the next while
+ *   it works on this one (k_apply_w, under 40 registers, the neighbours
+ *   loaded two at a time).  In complex64 on A15, C15 and Z the warps take
+ *   units with the lean k_rows (a unit's row worked out once, the table
+ *   q-major).
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
- * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18 or 21
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21 or 23
  * picks one form for every grid (the table of variants in launch_n); all
  * forms sum the neighbours in the same order and give the same bits.
  *
@@ -531,7 +532,8 @@ template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes
     return ((unsigned)maxn * cells * (unsigned)sizeof(QD<R>) + 15u) & ~15u;
 }
 
-/* Rows of units taken by warps, lean (NLSEPY_DEC_KERNEL=23; tables of at
+/* Rows of units taken by warps, lean (the default in complex64 on grids of
+ * more than 12 cells a block, NLSEPY_DEC_KERNEL=23; tables of at
  * most MAXN = 4 or 8 neighbours a cell): the units of k_apply_w, but a
  * unit's row and layer and the trap's y and z terms worked out once a unit
  * instead of once a cell, a neighbour's weight and index distance read in
@@ -652,6 +654,14 @@ __device__ __forceinline__ void cp_async(void *dst, const void *src)
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(B));
 }
+/* The same, or B zero bytes without a read where zero is set. */
+template <int B>
+__device__ __forceinline__ void cp_async_z(void *dst, const void *src, bool zero)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(B),
+                 "r"(zero ? 0 : B));
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_wait()
 {
@@ -695,11 +705,74 @@ __device__ __forceinline__ int march_place(const int *start, int C, int TX, int 
     }
 }
 
-/* A neighbour's weight and code (march_code), one load (k_march F > 0). */
+/* A neighbour's weight and the byte offset of its psi(n) in the planes
+ * from the cell's place in plane slot 0, one load (k_march F > 0). */
 template <typename R> struct __align__(2 * sizeof(R)) QE {
     R w;
-    int t;
+    int a;
 };
+
+/* k_march F > 0: the table's cells padded to QC, so that neighbour q of a
+ * cell lies q QC entries on (an immediate offset); tables of more cells a
+ * block keep the plain form. */
+#define QC 16
+
+/* Neighbour sum of a cell with exactly NQ neighbours (k_march F > 0): qp
+ * the cell's row of the table for this plane's phase, cb the cell's place
+ * in plane slot 0 (bytes); the loads first (four at a time of eight),
+ * then the sums in the order of q (of k): the bits of the plain form. */
+template <typename R, int NQ>
+__device__ __forceinline__ void held_sum(const QE<R> *qp, const unsigned char *cb, R &sr, R &si)
+{
+    typedef typename Vec2<R>::T C2;
+    constexpr int H = NQ > 6 ? 4 : NQ; /* loads in flight at once (registers) */
+    sr = 0;
+    si = 0;
+#pragma unroll
+    for (int q0 = 0; q0 < NQ; q0 += H) {
+        R w[H];
+        C2 v[H];
+#pragma unroll
+        for (int q = 0; q < H; ++q) {
+            const QE<R> e = qp[(q0 + q) * QC];
+            w[q] = e.w;
+            v[q] = *(const C2 *)(cb + e.a);
+        }
+#pragma unroll
+        for (int q = 0; q < H; ++q) {
+            sr += w[q] * v[q].x;
+            si += w[q] * v[q].y;
+        }
+    }
+}
+
+/* The same for a cell of nk < MAXN neighbours of another count. */
+template <typename R, int MAXN>
+__device__ __forceinline__ void held_sum_n(const QE<R> *qp, const unsigned char *cb, int nk,
+                                           R &sr, R &si)
+{
+    typedef typename Vec2<R>::T C2;
+    sr = 0;
+    si = 0;
+#pragma unroll
+    for (int q0 = 0; q0 < MAXN; q0 += 4) {
+        R w[4];
+        C2 v[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            if (q0 + q < nk) {
+                const QE<R> e = qp[(q0 + q) * QC];
+                w[q] = e.w;
+                v[q] = *(const C2 *)(cb + e.a);
+            }
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            if (q0 + q < nk) {
+                sr += w[q] * v[q].x;
+                si += w[q] * v[q].y;
+            }
+    }
+}
 
 /* k_apply by z marching (the default on cubic, FCC and BCC): a thread
  * block takes a tile of TX x TY blocks and a chunk of layers and walks up
@@ -749,16 +822,20 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
             for (int k = T.start[c]; k < T.start[c + 1]; ++k)
                 mo[k] = march_code(G, M, T.cell[k], c);
-    /* F > 0: the table q-major, neighbour q of cell c at qt[q cells + c],
-     * so a warp's load of it meets no bank conflict (rows past the cell's
-     * last: weight 0, the cell itself) */
+    /* F > 0: the table q-major for each phase p = (z - za) & 3 of the
+     * plane ring, neighbour q of cell c at qt[(p MAXN + q) QC + c], so a
+     * warp's load of it meets no bank conflict, with the neighbour's byte
+     * offset from the cell's place in slot 0 (rows past the cell's last:
+     * weight 0, the cell itself) */
     QE<R> *qt = (QE<R> *)(smem + M.o_qt);
     if (F > 0)
-        for (int e = threadIdx.x; e < MAXN * (int)G.cells; e += blockDim.x) {
-            const int q = e / (int)G.cells, c = e - q * (int)G.cells, k = T.start[c] + q;
+        for (int e = threadIdx.x; e < 4 * MAXN * QC; e += blockDim.x) {
+            const int p = e / (MAXN * QC), q = (e / QC) % MAXN, c = e % QC;
+            const bool has = c < (int)G.cells && T.start[c] + q < T.start[c + 1];
+            const int t = has ? march_code(G, M, T.cell[T.start[c] + q], c) : 1;
             QE<R> v;
-            v.w = k < T.start[c + 1] ? T.w[k] : (R)0;
-            v.t = k < T.start[c + 1] ? march_code(G, M, T.cell[k], c) : 1;
+            v.w = has ? T.w[T.start[c] + q] : (R)0;
+            v.a = ((((p + (t & 3)) & 3) * (int)M.ps) + (t >> 2)) * (int)sizeof(C2);
             qt[e] = v;
         }
     int *rp = (int *)(smem + M.o_rp);
@@ -834,15 +911,11 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             const unsigned sl = (unsigned)(zz - za + 1) & 3u;
             C2 *dst = pl + (size_t)sl * M.ps;
             const bool zero = wrap_axis(zz, nz, G.periodic);
-            const C2 *src = x1 + (size_t)zz * layer;
+            const C2 *src = zero ? x1 : x1 + (size_t)zz * layer;
             for (unsigned e = threadIdx.x; e < M.ps; e += blockDim.x) {
                 const int o = rel[e];
-                if (zero || o < 0) {
-                    dst[e].x = 0;
-                    dst[e].y = 0;
-                } else {
-                    cp_async<sizeof(C2)>(dst + e, src + o);
-                }
+                const bool z0 = zero || o < 0; /* zeros, nothing read */
+                cp_async_z<sizeof(C2)>(dst + e, src + (z0 ? 0 : o), z0);
             }
         };
         /* psi(n-1) of the thread's cells of layer zz into slot zz & 1 */
@@ -881,30 +954,34 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             const unsigned zs = (unsigned)(z - za);
             if (F > 0) {
                 const double zb = G.oz + (double)(z + G.zoff) * G.ez; /* trap's z less cen */
+                /* this phase's table and the byte offset of plane z's slot */
+                const QE<R> *qz = qt + (int)(zs & 3u) * (MAXN * QC);
+                const int a1 = (int)(((zs + 1) & 3) * M.ps * sizeof(C2));
 #pragma unroll
                 for (int m = 0; m < NH; ++m) {
                     if (ir[m] < 0)
                         continue;
                     const int c = cc[m];
                     constexpr int NQ2 = MAXN > 0 ? MAXN : 1;
-                    R w[NQ2];
-                    C2 v[NQ2];
-#pragma unroll
-                    for (int q = 0; q < NQ2; ++q)
-                        if (q < nk2[m]) {
-                            const QE<R> e = qt[q * (int)G.cells + c];
-                            w[q] = e.w;
-                            v[q] = pl[((zs + (e.t & 3)) & 3) * M.ps + pos[m] + (e.t >> 2)];
-                        }
-                    R sr = 0, si = 0;
-#pragma unroll
-                    for (int q = 0; q < NQ2; ++q)
-                        if (q < nk2[m]) {
-                            sr += w[q] * v[q].x;
-                            si += w[q] * v[q].y;
-                        }
-                    C2 x, a;
-                    own(m, zs, z, x, a);
+                    const unsigned char *cb = (const unsigned char *)(pl + pos[m]);
+                    const QE<R> *qp = qz + c;
+                    R sr, si;
+                    /* exact counts without predicates (a warp's cells share
+                     * theirs where march_place could group them) */
+                    if (nk2[m] == NQ2)
+                        held_sum<R, NQ2>(qp, cb, sr, si);
+                    else if (NQ2 == 8 && nk2[m] == 6)
+                        held_sum<R, 6>(qp, cb, sr, si);
+                    else if (NQ2 == 8 && nk2[m] == 4)
+                        held_sum<R, 4>(qp, cb, sr, si);
+                    else
+                        held_sum_n<R, NQ2>(qp, cb, nk2[m], sr, si);
+                    const C2 x = *(const C2 *)(cb + a1);
+                    C2 a;
+                    a.x = 0;
+                    a.y = 0;
+                    if (x0)
+                        a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
                     const size_t i = (size_t)z * layer + (unsigned)ir[m];
                     const double zz = zb + T.cen[3 * c + 2];
                     R vv = (R)(vxy[m] + G.hz * zz * zz);
@@ -1170,7 +1247,8 @@ void nlse_dec_destroy(nlse_dec *s)
 
 /* k_march's form and tiles and its shared memory.  The form: the cells'
  * table held (F > 0) by default and under NLSEPY_DEC_KERNEL=21 on grids of
- * 4 or 8 neighbours (cubic, FCC, BCC); the plain form under 18.  The tiles: 64 x 8 blocks of one cell; on
+ * 4 or 8 neighbours and at most QC cells a block (cubic, FCC, BCC); the
+ * plain form under 18 and on other grids.  The tiles: 64 x 8 blocks of one cell; on
  * grids of 2 to 12 cells a block (BCC, FCC) 8 x 8 blocks in complex64
  * and 8 x 6 in complex128 for the held table, square tiles of at most 432
  * cells a plane in complex128 and 768 in complex64 otherwise (the fastest
@@ -1181,7 +1259,7 @@ static void march_tiles(nlse_dec *s)
     MGeo *M = &s->M;
     const unsigned C = s->G.cells;
     const bool four_eight = s->maxn == 4 || s->maxn == 8;
-    M->hoist = four_eight && (s->variant == 21 || s->variant < 0);
+    M->hoist = four_eight && C <= QC && (s->variant == 21 || s->variant < 0);
     unsigned tx = 64, ty = 8;
     if (C > 1 && C <= 12 && M->hoist) {
         tx = 8;
@@ -1219,7 +1297,7 @@ static void march_tiles(nlse_dec *s)
     const unsigned e = 2u * (unsigned)rsize(s);
     M->o_mo = align16(s->G.bytes);
     M->o_qt = align16(M->o_mo + (M->hoist ? 0u : 4u * (unsigned)s->r.start[C])); /* mo: F = 0 */
-    M->o_rp = align16(M->o_qt + (M->hoist ? (unsigned)s->maxn * C * e : 0u));
+    M->o_rp = align16(M->o_qt + (M->hoist ? 4u * (unsigned)s->maxn * QC * e : 0u));
     M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
     M->o_pl = align16(M->o_rel + 4u * M->ps);
     M->o_x0 = M->o_pl + 4u * M->ps * e;
@@ -1557,6 +1635,10 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     /* by the grid: the fastest forms on an H100 (bench/RESULTS.md); z
      * marching where it fits, else the row form of the grid */
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+        return;
+    /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.71-0.73
+     * of the copy bandwidth on an H100; slower in complex128) */
+    if (variant < 0 && sizeof(R) == 4 && launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
     if (variant < 0) { /* complex128: A15 by warps, C15 and Z by thread blocks;
                           complex64: Z by thread blocks, A15 and C15 by warps */

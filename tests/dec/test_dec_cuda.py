@@ -35,8 +35,10 @@ def pair(grid, dtype=np.complex128, bc="zero", V=None, **kw):
 DEFAULT_FORM = {"cubic": "z marching", "fcc": "z marching", "bcc": "z marching",
                 "a15": "rows, units by warps", "c15": "rows, units by thread blocks",
                 "z": "rows, units by thread blocks"}
-# complex64: C15 takes its units by warps (bench/RESULTS.md)
-DEFAULT_FORM_64 = dict(DEFAULT_FORM, c15="rows, units by warps")
+# complex64: A15, C15 and Z take their units by warps in the lean kernel
+# (bench/RESULTS.md)
+LEAN = "rows, units by warps, lean"
+DEFAULT_FORM_64 = dict(DEFAULT_FORM, a15=LEAN, c15=LEAN, z=LEAN)
 
 
 @pytest.mark.parametrize("grid", nl.dec.GRIDS)
