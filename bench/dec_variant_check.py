@@ -3,7 +3,8 @@
 Steps the problem of ``bench/dec.py`` (each grid at the unknowns of BCC
 ``--blocks``^3 x 12) with the default kernel form and with each form named
 in ``--variants`` (``NLSEPY_DEC_KERNEL``, read when a solver is made; a
-variant ``18:8x6`` also sets ``NLSEPY_DEC_MARCH_TILE=8x6``), from
+variant ``18:8x6`` also sets ``NLSEPY_DEC_MARCH_TILE=8x6``, ``21:8x6:5`` also
+``NLSEPY_DEC_MARCH_RING=5`` and ``21::5`` the ring alone), from
 the same state, and prints the largest difference of the states after
 ``--steps`` leapfrog steps relative to the largest modulus, and the norms.
 With ``--time R`` it then times every form, the default one included,
@@ -33,7 +34,7 @@ import _common  # noqa: F401  (puts the package on the path like the other bench
 from dec import blocks_for, make
 
 
-KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE")
+KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE", "NLSEPY_DEC_MARCH_RING")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -60,6 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ref = make(grid, blocks, dtype, "cuda", None)
             psi0 = ref.psi
             ref.step(a.steps)
+            print(f"{grid:6} {dt_name:10} default: {ref.last_kernel()}", flush=True)
             r = ref.psi
             scale = float(np.abs(r).max())
             sims = {"default": ref}

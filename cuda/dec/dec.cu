@@ -131,6 +131,8 @@ struct MGeo {
     unsigned ps;         /* (TY + 2) hrow: a plane with its halo */
     unsigned txc;        /* TX cells */
     unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
+    unsigned ns;         /* plane slots of the ring: 4, or 5 and 6 to copy planes two and
+                          * three ahead (F > 0 only); ns - 2 slots of psi(n-1) */
     FastDiv d_hrow, d_ntx, d_tiles, d_txc;
     bool hoist;          /* k_march F > 0: the cells' table values held (o_qt) */
     unsigned o_mo, o_qt, o_rp, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
@@ -667,6 +669,16 @@ template <int N> __device__ __forceinline__ void cp_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+/* cp_wait for n = 0, 1 or 2 groups left in flight */
+__device__ __forceinline__ void cp_wait_n(int n)
+{
+    if (n <= 0)
+        cp_wait<0>();
+    else if (n == 1)
+        cp_wait<1>();
+    else
+        cp_wait<2>();
+}
 
 /* k_march's code of neighbour row k of cell c: plane dz + 1 in the low 2
  * bits, the offset from the cell's place in its plane above them. */
@@ -822,20 +834,22 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         for (int c = threadIdx.x; c < (int)G.cells; c += blockDim.x)
             for (int k = T.start[c]; k < T.start[c + 1]; ++k)
                 mo[k] = march_code(G, M, T.cell[k], c);
-    /* F > 0: the table q-major for each phase p = (z - za) & 3 of the
-     * plane ring, neighbour q of cell c at qt[(p MAXN + q) QC + c], so a
-     * warp's load of it meets no bank conflict, with the neighbour's byte
-     * offset from the cell's place in slot 0 (rows past the cell's last:
-     * weight 0, the cell itself) */
+    /* F > 0: the table q-major for each phase p of the plane ring (plane
+     * z - 1 in slot p), neighbour q of cell c at qt[(p MAXN + q) QC + c],
+     * so a warp's load of it meets no bank conflict, with the neighbour's
+     * byte offset from the cell's place in slot 0 (rows past the cell's
+     * last: weight 0, the cell itself) */
     QE<R> *qt = (QE<R> *)(smem + M.o_qt);
+    const int ns = (int)M.ns, ahead = ns - 3; /* planes copied ahead */
+    constexpr int NQ = MAXN > 0 ? MAXN : 1;
     if (F > 0)
-        for (int e = threadIdx.x; e < 4 * MAXN * QC; e += blockDim.x) {
-            const int p = e / (MAXN * QC), q = (e / QC) % MAXN, c = e % QC;
+        for (int e = threadIdx.x; e < ns * NQ * QC; e += blockDim.x) {
+            const int p = e / (NQ * QC), q = (e / QC) % NQ, c = e % QC;
             const bool has = c < (int)G.cells && T.start[c] + q < T.start[c + 1];
             const int t = has ? march_code(G, M, T.cell[T.start[c] + q], c) : 1;
             QE<R> v;
             v.w = has ? T.w[T.start[c] + q] : (R)0;
-            v.a = ((((p + (t & 3)) & 3) * (int)M.ps) + (t >> 2)) * (int)sizeof(C2);
+            v.a = ((((p + (t & 3)) % ns) * (int)M.ps) + (t >> 2)) * (int)sizeof(C2);
             qt[e] = v;
         }
     int *rp = (int *)(smem + M.o_rp);
@@ -906,9 +920,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             }
         }
         __syncthreads(); /* rel */
-        /* psi(n) of layer zz (tile and halo) into plane slot (zz - za + 1) & 3 */
-        auto fetch_plane = [&](int zz) {
-            const unsigned sl = (unsigned)(zz - za + 1) & 3u;
+        /* psi(n) of layer zz (tile and halo) into plane slot sl */
+        auto fetch_plane = [&](int zz, int sl) {
             C2 *dst = pl + (size_t)sl * M.ps;
             const bool zero = wrap_axis(zz, nz, G.periodic);
             const C2 *src = zero ? x1 : x1 + (size_t)zz * layer;
@@ -918,45 +931,54 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                 cp_async_z<sizeof(C2)>(dst + e, src + (z0 ? 0 : o), z0);
             }
         };
-        /* psi(n-1) of the thread's cells of layer zz into slot zz & 1 */
-        auto fetch_x0 = [&](int zz) {
+        /* psi(n-1) of the thread's cells of layer zz into slot sl */
+        auto fetch_x0 = [&](int zz, int sl) {
             if (!x0)
                 return;
-            C2 *dst = xs + (size_t)(zz & 1) * M.tile_cells + threadIdx.x;
+            C2 *dst = xs + (size_t)sl * M.tile_cells + threadIdx.x;
             const C2 *src = x0 + (size_t)zz * layer;
 #pragma unroll
             for (int m = 0; m < CPT; ++m)
                 if (ir[m] >= 0)
                     cp_async<sizeof(C2)>(dst + 256 * m, src + ir[m]);
         };
-        /* the thread's cell m of plane z: psi(n) (x) and psi(n-1) (a, 0 without) */
-        auto own = [&](int m, unsigned zs, int z, C2 &x, C2 &a) {
-            x = pl[((zs + 1) & 3) * M.ps + pos[m]];
+        /* the thread's cell m of plane z: psi(n) (x, plane z - 1 in slot p
+         * of 4) and psi(n-1) (a from slot px, 0 without) */
+        auto own = [&](int m, int p, int px, C2 &x, C2 &a) {
+            x = pl[((p + 1) & 3) * M.ps + pos[m]];
             a.x = 0;
             a.y = 0;
             if (x0)
-                a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
+                a = xs[(size_t)px * M.tile_cells + threadIdx.x + 256 * m];
         };
-        fetch_plane(za - 1);
-        fetch_plane(za);
-        fetch_plane(za + 1);
-        fetch_x0(za);
+        /* the ring: planes za - 1, za, za + 1 in slots 0, 1, 2 and psi(n-1)
+         * of za in slot 0, then the planes and psi(n-1) ahead, a group each */
+        fetch_plane(za - 1, 0);
+        fetch_plane(za, 1);
+        fetch_plane(za + 1, 2);
+        fetch_x0(za, 0);
         cp_commit();
-        cp_wait<0>();
-        __syncthreads();
-        for (int z = za; z < zb; ++z) {
-            if (z + 1 < zb) {
-                fetch_plane(z + 2);
-                fetch_x0(z + 1);
+        for (int j = 1; j < ahead; ++j) {
+            if (za + j < zb) {
+                fetch_plane(za + 1 + j, 2 + j);
+                fetch_x0(za + j, j);
             }
             cp_commit();
-            /* plane z - 1 + d is slot (z - za + d) & 3 */
-            const unsigned zs = (unsigned)(z - za);
+        }
+        cp_wait_n(ahead - 1);
+        __syncthreads();
+        int p = 0, px = 0; /* plane z - 1 in slot p, psi(n-1) of z in slot px */
+        for (int z = za; z < zb; ++z) {
+            if (z + ahead < zb) { /* into the slots of plane z - 2, psi(n-1) of z - 1 */
+                fetch_plane(z + 1 + ahead, p == 0 ? ns - 1 : p - 1);
+                fetch_x0(z + ahead, px == 0 ? ahead : px - 1);
+            }
+            cp_commit();
             if (F > 0) {
                 const double zb = G.oz + (double)(z + G.zoff) * G.ez; /* trap's z less cen */
                 /* this phase's table and the byte offset of plane z's slot */
-                const QE<R> *qz = qt + (int)(zs & 3u) * (MAXN * QC);
-                const int a1 = (int)(((zs + 1) & 3) * M.ps * sizeof(C2));
+                const QE<R> *qz = qt + p * (MAXN * QC);
+                const int a1 = (p + 1 == ns ? 0 : p + 1) * (int)(M.ps * sizeof(C2));
 #pragma unroll
                 for (int m = 0; m < NH; ++m) {
                     if (ir[m] < 0)
@@ -981,7 +1003,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                     a.x = 0;
                     a.y = 0;
                     if (x0)
-                        a = xs[(size_t)(z & 1) * M.tile_cells + threadIdx.x + 256 * m];
+                        a = xs[(size_t)px * M.tile_cells + threadIdx.x + 256 * m];
                     const size_t i = (size_t)z * layer + (unsigned)ir[m];
                     const double zz = zb + T.cen[3 * c + 2];
                     R vv = (R)(vxy[m] + G.hz * zz * zz);
@@ -1006,7 +1028,7 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                     for (int q = 0; q < MAXN; ++q)
                         if (k0 + q < k1) {
                             const int t = mo[k0 + q];
-                            v[q] = pl[((zs + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
+                            v[q] = pl[((p + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
                         }
 #pragma unroll
                     for (int q = 0; q < MAXN; ++q)
@@ -1018,21 +1040,23 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
                     const int k0 = T.start[c], k1 = T.start[c + 1];
                     for (int k = k0; k < k1; ++k) {
                         const int t = mo[k];
-                        const C2 v = pl[((zs + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
+                        const C2 v = pl[((p + (t & 3)) & 3) * M.ps + pos[m] + (t >> 2)];
                         sr += T.w[k] * v.x;
                         si += T.w[k] * v.y;
                     }
                 }
                 C2 x, a;
-                own(m, zs, z, x, a);
+                own(m, p, px, x, a);
                 const size_t i = (size_t)z * layer + (unsigned)ir[m];
                 const double o2 = cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre,
                                                     cim, V, i, c, bxs[m], bys[m], z, step, bad);
                 if (part)
                     nn += o2;
             }
-            cp_wait<0>();
+            cp_wait_n(ahead - 1); /* plane z + 2 and psi(n-1) of z + 1 are in */
             __syncthreads();
+            p = p + 1 == ns ? 0 : p + 1;
+            px = px == ahead ? 0 : px + 1;
         }
     }
     if (F == 2 || (F == 0 && part))
@@ -1159,6 +1183,7 @@ struct nlse_dec {
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
     int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
     const char *form;        /* the form of the last launch (nlse_dec_kernel) */
+    char march_form[96];     /* k_march's, with its tiles, ring and blocks an SM */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -1245,6 +1270,37 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s);
 }
 
+/* k_march's shared memory for a ring of ns plane slots. */
+static void march_layout(nlse_dec *s, unsigned ns)
+{
+    MGeo *M = &s->M;
+    const unsigned C = s->G.cells, e = 2u * (unsigned)rsize(s);
+    M->ns = ns;
+    M->o_mo = align16(s->G.bytes);
+    M->o_qt = align16(M->o_mo + (M->hoist ? 0u : 4u * (unsigned)s->r.start[C])); /* mo: F = 0 */
+    M->o_rp = align16(M->o_qt + (M->hoist ? ns * (unsigned)s->maxn * QC * e : 0u));
+    M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
+    M->o_pl = align16(M->o_rel + 4u * M->ps);
+    M->o_x0 = M->o_pl + ns * M->ps * e;
+    M->bytes = M->o_x0 + (ns - 2u) * M->tile_cells * e;
+}
+
+/* k_march's ring set by NLSEPY_DEC_MARCH_RING (4, 5 or 6 with the table
+ * held), 0 when unset (march_pick chooses). */
+static unsigned march_ring_env(const nlse_dec *s)
+{
+    const char *env = getenv("NLSEPY_DEC_MARCH_RING");
+    const int forced = env && *env ? atoi(env) : 0;
+    return s->M.hoist && forced >= 4 && forced <= 6 ? (unsigned)forced : 0u;
+}
+
+/* k_march's first layout: the ring of the environment, else 4 slots. */
+static void march_ring(nlse_dec *s)
+{
+    const unsigned ns = march_ring_env(s);
+    march_layout(s, ns ? ns : 4u);
+}
+
 /* k_march's form and tiles and its shared memory.  The form: the cells'
  * table held (F > 0) by default and under NLSEPY_DEC_KERNEL=21 on grids of
  * 4 or 8 neighbours and at most QC cells a block (cubic, FCC, BCC); the
@@ -1294,14 +1350,7 @@ static void march_tiles(nlse_dec *s)
     M->d_ntx = fastdiv(M->ntx);
     M->d_tiles = fastdiv(M->ntx * M->nty);
     M->d_txc = fastdiv(M->txc);
-    const unsigned e = 2u * (unsigned)rsize(s);
-    M->o_mo = align16(s->G.bytes);
-    M->o_qt = align16(M->o_mo + (M->hoist ? 0u : 4u * (unsigned)s->r.start[C])); /* mo: F = 0 */
-    M->o_rp = align16(M->o_qt + (M->hoist ? 4u * (unsigned)s->maxn * QC * e : 0u));
-    M->o_rel = align16(M->o_rp + (M->hoist ? 4u * M->txc : 0u));
-    M->o_pl = align16(M->o_rel + 4u * M->ps);
-    M->o_x0 = M->o_pl + 4u * M->ps * e;
-    M->bytes = M->o_x0 + 2u * M->tile_cells * e;
+    march_ring(s);
 }
 
 /* k_march's chunks of layers over the own layers: about 8 units for each
@@ -1366,6 +1415,26 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
         return 0;
     }
     return (unsigned)(nb * sms);
+}
+
+/* k_march's ring and the thread blocks the GPU then holds: 4 plane slots
+ * (the plane after next copied while a plane is computed) or, with the
+ * table held, the deepest ring of 5 or 6 (planes copied two and three
+ * ahead, so that a copy has more planes' work to arrive in) that keeps
+ * as many thread blocks an SM as 4 slots. */
+template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
+{
+    const unsigned r4 = march_resident<R>(s, sms);
+    if (!s->M.hoist || march_ring_env(s))
+        return r4;
+    for (unsigned ns = 6; ns >= 5; --ns) {
+        march_layout(s, ns);
+        const unsigned r = march_resident<R>(s, sms);
+        if (r >= r4 && r > 0)
+            return r;
+    }
+    march_layout(s, 4);
+    return r4;
 }
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
@@ -1452,8 +1521,11 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     s->resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
     march_tiles(s);
-    s->resident_m = s->p.dtype == NLSE_COMPLEX64 ? march_resident<float>(s, sms)
-                                                 : march_resident<double>(s, sms);
+    s->resident_m = s->p.dtype == NLSE_COMPLEX64 ? march_pick<float>(s, sms)
+                                                 : march_pick<double>(s, sms);
+    snprintf(s->march_form, sizeof s->march_form,
+             "z marching (tiles %ux%u, ring of %u planes, %u thread blocks an SM)", s->M.TX,
+             s->M.TY, s->M.ns, s->resident_m / (unsigned)(sms > 0 ? sms : 1));
     work_units(s);
     const size_t bytes = 2 * s->n * rsize(s);
     if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||
@@ -1617,7 +1689,7 @@ static bool launch_m(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     typedef typename Vec2<R>::T C2;
     if (!s->resident_m)
         return false;
-    s->form = "z marching";
+    s->form = s->march_form;
     const int f = s->M.hoist ? (part ? 2 : 1) : 0;
     march_fn<R, HASV>(s->maxn, s->M.cpt, f)<<<s->grid, 256, s->M.bytes, s->stream>>>(
         s->G, s->M, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre,
