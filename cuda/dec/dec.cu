@@ -1420,17 +1420,27 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
 /* k_march's ring and the thread blocks the GPU then holds: 4 plane slots
  * (the plane after next copied while a plane is computed) or, with the
  * table held, the deepest ring of 5 or 6 (planes copied two and three
- * ahead, so that a copy has more planes' work to arrive in) that keeps
- * as many thread blocks an SM as 4 slots. */
+ * ahead, so that a copy has more planes' work to arrive in) that keeps as
+ * many thread blocks an SM as 4 slots and leaves at least 32 KiB of the
+ * SM's shared memory to L1 (on an H100 the rings that kept the blocks but
+ * left less, BCC at 5 and cubic complex128 at 6, lost 0.06-0.07 of the
+ * copy bandwidth against 4 slots; cubic gains 0.10 in complex64 at 6 and
+ * 0.04 in complex128 at 5, bench/RESULTS.md). */
 template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
 {
     const unsigned r4 = march_resident<R>(s, sms);
-    if (!s->M.hoist || march_ring_env(s))
+    if (!s->M.hoist || march_ring_env(s) || sms < 1)
         return r4;
+    int per_sm = 0, reserved = 0;
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, s->device);
+    cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, s->device);
+    cudaGetLastError();
+    const size_t room = per_sm > 32768 ? (size_t)per_sm - 32768u : 0u;
     for (unsigned ns = 6; ns >= 5; --ns) {
         march_layout(s, ns);
         const unsigned r = march_resident<R>(s, sms);
-        if (r >= r4 && r > 0)
+        const size_t used = (size_t)(r / (unsigned)sms) * (s->M.bytes + (unsigned)reserved + 512u);
+        if (r >= r4 && r > 0 && used <= room)
             return r;
     }
     march_layout(s, 4);
