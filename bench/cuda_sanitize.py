@@ -9,6 +9,7 @@ family of the model's CUDA backend (both precisions, the model's variants).
 """
 
 import argparse
+import os
 import warnings
 
 import numpy as np
@@ -62,10 +63,22 @@ def mbloch() -> None:
 
 
 def dec() -> None:
+    # the marching grids also with rings of 4 and 6 planes forced (chunks of
+    # 7 layers, longer than the planes copied ahead), C15 also in the lean
+    # rows and the plain loop
+    runs = [(g, {}) for g in ("cubic", "fcc", "bcc", "c15")]
+    runs += [(g, {"NLSEPY_DEC_MARCH_RING": r}) for g in ("cubic", "fcc") for r in ("4", "6")]
+    runs += [("c15", {"NLSEPY_DEC_KERNEL": k}) for k in ("23", "0")]
     for dtype in (np.complex64, np.complex128):
-        for grid in ("cubic", "bcc", "c15"):
+        for grid, env in runs:
             for bc in ("zero", "periodic"):
-                sim = nl.DecGPE(grid, 3, trap=1.0, g=2.0, bc=bc, dtype=dtype, backend="cuda")
+                os.environ.update(env)
+                try:
+                    sim = nl.DecGPE(grid, (3, 3, 7), trap=1.0, g=2.0, bc=bc, dtype=dtype,
+                                    backend="cuda")
+                finally:
+                    for key in env:
+                        os.environ.pop(key, None)
                 sim.psi = np.exp(-0.2 * (sim.positions ** 2).sum(1))
                 sim.imaginary_time(2)
                 sim.step(3)
