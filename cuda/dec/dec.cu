@@ -313,7 +313,7 @@ __device__ __forceinline__ void store_part(double v, double *red, double *part)
  * = x at the cell, s = the weighted neighbour sum (sr, si), a = psi(n-1)
  * when `add`, v the potential there and dg the cell's diagonal; flags a
  * non-finite value and returns out[i]. */
-template <typename R>
+template <typename R, bool ST = false>
 __device__ __forceinline__ typename Vec2<R>::T cell_store(R g, R dg, R v,
                                                           typename Vec2<R>::T *out,
                                                           typename Vec2<R>::T a,
@@ -332,7 +332,10 @@ __device__ __forceinline__ typename Vec2<R>::T cell_store(R g, R dg, R v,
         o.x = a.x + o.x;
         o.y = a.y + o.y;
     }
-    out[i] = o;
+    if (ST)
+        __stcs(out + i, o); /* streamed: not kept in the caches */
+    else
+        out[i] = o;
     if (!(isfinite(o.x) && isfinite(o.y)))
         atomicMin(bad, step);
     return o;
@@ -347,7 +350,7 @@ __device__ __forceinline__ double cell_norm(double vol, typename Vec2<R>::T o)
 
 /* cell_store at the cell (bx, by, bz, c), its potential and diagonal
  * taken from the table; returns |B| |out|^2. */
-template <typename R, bool HASV>
+template <typename R, bool HASV, bool ST = false>
 __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
                                            typename Vec2<R>::T *out, typename Vec2<R>::T a,
                                            typename Vec2<R>::T x, R sr, R si, bool add, R cre,
@@ -359,7 +362,7 @@ __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
     if (HASV)
         v = v + V[i];
     const typename Vec2<R>::T o =
-        cell_store<R>(g, T.diag[c], v, out, a, x, sr, si, add, cre, cim, i, step, bad);
+        cell_store<R, ST>(g, T.diag[c], v, out, a, x, sr, si, add, cre, cim, i, step, bad);
     return cell_norm<R>(T.vol[c], o);
 }
 
@@ -367,7 +370,7 @@ __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
  * so their trips to DRAM overlap the neighbours' loads. */
-template <typename R, bool HASV, bool EARLY, int MAXN, int UNR>
+template <typename R, bool HASV, bool EARLY, int MAXN, int UNR, bool ST = false>
 __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R g,
                                              typename Vec2<R>::T *out,
                                              const typename Vec2<R>::T *x0,
@@ -382,7 +385,7 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     a.y = 0;
     if (EARLY) {
         if (x0)
-            a = x0[i];
+            a = ST ? __ldcs(x0 + i) : x0[i];
         x = __ldg(x1 + i);
     }
     const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
@@ -392,9 +395,9 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
     if (!EARLY)
         x = __ldg(x1 + i);
     if (x0 && !EARLY)
-        a = x0[i];
-    return cell_out<R, HASV>(G, T, g, out, a, x, sr, si, x0 != NULL, cre, cim, V, i, c, (int)bx,
-                             (int)by, (int)bz, step, bad);
+        a = ST ? __ldcs(x0 + i) : x0[i];
+    return cell_out<R, HASV, ST>(G, T, g, out, a, x, sr, si, x0 != NULL, cre, cim, V, i, c,
+                                 (int)bx, (int)by, (int)bz, step, bad);
 }
 
 /* The start of a launch of k_apply or k_apply_w: block 0 clears the next
@@ -419,7 +422,7 @@ __device__ __forceinline__ bool launch_start(const DGeo &G, const unsigned char 
  * the block's sum |B| |out|^2 goes to part[block] (the block's units fixed
  * by its index: the same sums on every run).  A non-finite output
  * records `step` in *bad; the launch does nothing when *bad is set. */
-template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1>
+template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1, bool ST = false>
 __global__ void __launch_bounds__(256, MINB)
 k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre, R cim,
@@ -459,8 +462,8 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (!unit_cell(G, u, by, bz, bx, c, q))
             continue;
         const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-        const double o2 = apply_cell<R, HASV, false, MAXN, UNR>(G, T, g, out, x0, x1, cre, cim,
-                                                                V, i, c, bx, by, bz, step, bad);
+        const double o2 = apply_cell<R, HASV, false, MAXN, UNR, ST>(
+            G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step, bad);
         if (part)
             nn += o2;
     }
@@ -475,7 +478,7 @@ k_apply(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
  * at a barrier for the block's slowest warp or for the counter.  With
  * `part` each warp takes a fixed share of the units (same sums on every
  * run). */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR, bool ST = false>
 __global__ void __launch_bounds__(256, MINB)
 k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
           const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -508,7 +511,7 @@ k_apply_w(DGeo G, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             if (!unit_cell(G, u, by, bz, bx, c, q, t))
                 break;
             const size_t i = (size_t)(bz * G.ny + by) * G.row_len + q;
-            const double o2 = apply_cell<R, HASV, EARLY, 0, UNR>(
+            const double o2 = apply_cell<R, HASV, EARLY, 0, UNR, ST>(
                 G, T, g, out, x0, x1, cre, cim, V, i, c, bx, by, bz, step, bad);
             if (part)
                 nn += o2;
@@ -545,7 +548,7 @@ template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes
  * with NORM.  Sums and trap in the order of k_apply_w: the same bits.
  * At most 48 registers in complex64 and 64 in complex128 (at 40 the
  * kernel spills). */
-template <typename R, bool HASV, int MAXN, bool NORM>
+template <typename R, bool HASV, int MAXN, bool NORM, bool ST = false>
 __global__ void __launch_bounds__(256, sizeof(R) == 4 ? 5 : 4)
 k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::T *out,
        const typename Vec2<R>::T *x0, const typename Vec2<R>::T *__restrict__ x1, R cre,
@@ -630,14 +633,14 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
             a.x = 0;
             a.y = 0;
             if (x0)
-                a = x0[i];
+                a = ST ? __ldcs(x0 + i) : x0[i];
             const double xx = G.ox + (double)bx * G.ex + cx[c];
             const double yy = yb + cy[c], zz = zb + cz[c];
             R vv = (R)(G.hx * xx * xx + G.hy * yy * yy + G.hz * zz * zz);
             if (HASV)
                 vv = vv + V[i];
-            const C2 o = cell_store<R>(g, T.diag[c], vv, out, a, x, sr, si, x0 != NULL, cre, cim,
-                                       i, step, bad);
+            const C2 o = cell_store<R, ST>(g, T.diag[c], vv, out, a, x, sr, si, x0 != NULL, cre,
+                                           cim, i, step, bad);
             if (NORM)
                 nn += cell_norm<R>(T.vol[c], o);
         }
@@ -1644,25 +1647,25 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
-template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1>
+template <typename R, bool HASV, int MAXN, int MINB, int UNR = 1, bool ST = false>
 static void launch_k(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
-    s->form = "rows, units by thread blocks";
-    k_apply<R, HASV, MAXN, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+    s->form = ST ? "rows, units by thread blocks, streamed" : "rows, units by thread blocks";
+    k_apply<R, HASV, MAXN, MINB, UNR, ST><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_apply_w (units taken by warps). */
-template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1>
+template <typename R, bool HASV, bool EARLY, int MINB, int UNR = 1, bool ST = false>
 static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
     typedef typename Vec2<R>::T C2;
-    s->form = "rows, units by warps";
-    k_apply_w<R, HASV, EARLY, MINB, UNR><<<s->grid, s->block, s->G.bytes, s->stream>>>(
+    s->form = ST ? "rows, units by warps, streamed" : "rows, units by warps";
+    k_apply_w<R, HASV, EARLY, MINB, UNR, ST><<<s->grid, s->block, s->G.bytes, s->stream>>>(
         s->G, s->tab, (R)s->p.g, (C2 *)out, (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
@@ -1671,7 +1674,7 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
  * table has more than 8 neighbours a cell or its copies do not fit. */
 template <typename R, bool HASV>
 static bool launch_r(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
-                     double cim, unsigned long long step, double *part)
+                     double cim, unsigned long long step, double *part, bool st = false)
 {
     typedef typename Vec2<R>::T C2;
     if (s->maxn != 4 && s->maxn != 8)
@@ -1683,6 +1686,10 @@ static bool launch_r(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     s->form = "rows, units by warps, lean";
     auto fn = s->maxn == 4 ? (part ? k_rows<R, HASV, 4, true> : k_rows<R, HASV, 4, false>)
                            : (part ? k_rows<R, HASV, 8, true> : k_rows<R, HASV, 8, false>);
+    if (st && s->maxn == 4) { /* psi(n-1) and the results streamed past the caches */
+        s->form = "rows, units by warps, lean, streamed";
+        fn = part ? k_rows<R, HASV, 4, true, true> : k_rows<R, HASV, 4, false, true>;
+    }
     fn<<<s->grid, s->block, bytes, s->stream>>>(s->G, s->tab, o_ext, (R)s->p.g, (C2 *)out,
                                                 (const C2 *)x0, (const C2 *)x1, (R)cre, (R)cim,
                                                 (const R *)s->V, step, s->bad, part, s->ctr,
@@ -1734,7 +1741,8 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
             return;
         break;
     case 23: /* units taken by warps, lean (k_rows) */
-        if (launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+    case 24: /* the same, psi(n-1) and the results streamed */
+        if (launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, variant == 24))
             return;
         break;
     case 3: /* units taken by warps, at most 32 registers */
@@ -1754,6 +1762,12 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         return;
     case 8: /* units taken by warps, neighbours loaded 2 at a time, at most 40 registers */
         launch_w<R, HASV, false, 6, 2>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 25: /* 8 with psi(n-1) and the results streamed */
+        launch_w<R, HASV, false, 6, 2, true>(s, out, x0, x1, cre, cim, step, part);
+        return;
+    case 26: /* the plain loop below, streamed */
+        launch_k<R, HASV, 0, 8, 1, true>(s, out, x0, x1, cre, cim, step, part);
         return;
     case 9: /* plain loop, neighbours loaded 4 at a time, at most 40 registers */
         launch_k<R, HASV, 0, 6, 4>(s, out, x0, x1, cre, cim, step, part);
