@@ -32,16 +32,17 @@
  *   (planes wider than 8 MiB swept in y tiles); neighbours read through the
  *   read-only cache.  In complex128 on C15 and Z a thread block takes a
  *   unit at a time, its warps sweeping the unit's cells together so that
- *   the unit's neighbour loads meet in L1 (k_apply, under 32 registers);
- *   on A15 each warp takes units of its own and asks for the next while
- *   it works on this one (k_apply_w, under 40 registers, the neighbours
- *   loaded two at a time).  In complex64 on A15, C15 and Z the warps take
- *   units with the lean k_rows (a unit's row worked out once, the table
- *   q-major).
+ *   the unit's neighbour loads meet in L1 (k_apply, under 32 registers).
+ *   On A15, and in complex64 on C15 and Z, each warp takes units of its
+ *   own and asks for the next while it works on this one, with the lean
+ *   k_rows (a unit's row worked out once, the table q-major); on A15 in
+ *   complex128 psi(n-1) is read and the results written streamed
+ *   (__ldcs, __stcs), so that they do not push the planes of psi(n) out
+ *   of L2 (k_apply_w, the form before, under NLSEPY_DEC_KERNEL=8).
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
- * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21 or 23
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21, 23..26
  * picks one form for every grid (the table of variants in launch_n); all
  * forms sum the neighbours in the same order and give the same bits.
  *
@@ -538,7 +539,8 @@ template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes
 }
 
 /* Rows of units taken by warps, lean (the default in complex64 on grids of
- * more than 12 cells a block, NLSEPY_DEC_KERNEL=23; tables of at
+ * more than 12 cells a block and, with ST, on A15 in complex128;
+ * NLSEPY_DEC_KERNEL=23, 24 with ST; tables of at
  * most MAXN = 4 or 8 neighbours a cell): the units of k_apply_w, but a
  * unit's row and layer and the trap's y and z terms worked out once a unit
  * instead of once a cell, a neighbour's weight and index distance read in
@@ -1726,8 +1728,11 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
     /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.71-0.73
-     * of the copy bandwidth on an H100; slower in complex128) */
-    if (variant < 0 && sizeof(R) == 4 && launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part))
+     * of the copy bandwidth on an H100); complex128 on A15: the lean rows
+     * with psi(n-1) and the results streamed past the caches (0.79 ->
+     * 0.80-0.81; on C15 and Z, and unstreamed, slower) */
+    if (variant < 0 && (sizeof(R) == 4 || s->G.cells < 64) &&
+        launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, sizeof(R) == 8))
         return;
     if (variant < 0) { /* complex128: A15 by warps, C15 and Z by thread blocks;
                           complex64: Z by thread blocks, A15 and C15 by warps */

@@ -38,8 +38,8 @@ def form(sim):
 
 #: the CUDA kernel form each grid takes by default (cuda/dec/dec.cu)
 DEFAULT_FORM = {"cubic": "z marching", "fcc": "z marching", "bcc": "z marching",
-                "a15": "rows, units by warps", "c15": "rows, units by thread blocks",
-                "z": "rows, units by thread blocks"}
+                "a15": "rows, units by warps, lean, streamed",
+                "c15": "rows, units by thread blocks", "z": "rows, units by thread blocks"}
 # complex64: A15, C15 and Z take their units by warps in the lean kernel
 # (bench/RESULTS.md)
 LEAN = "rows, units by warps, lean"
