@@ -820,9 +820,9 @@ class DecGPE:
         marching (tiles 8x8, ring of 5 planes, 3 thread blocks an SM)"``
         (the default on cubic, FCC and BCC, with its tiles of blocks, its
         ring of planes in shared memory and its occupancy), ``"rows, units
-        by warps, lean"`` (complex64 on A15, C15 and Z), ``"rows, units by
-        warps"`` or ``"rows, units by thread blocks"`` (``""`` before the
-        first step).  ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
+        by warps, lean"`` (complex64 on A15, C15 and Z; with ``",
+        streamed"`` on A15 in complex128), ``"rows, units by warps"`` or
+        ``"rows, units by thread blocks"`` (``""`` before the first step).  ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
         ``NLSEPY_DEC_MARCH_RING`` (read when the solver is made) force a
         CUDA form, tiles and ring; docs/ARCHITECTURE.md describes them."""
         return self._solver.kernel()
