@@ -734,12 +734,14 @@ template <typename R> struct __align__(2 * sizeof(R)) QE {
  * block keep the plain form. */
 #define QC 16
 
-/* Neighbour sum of a cell with exactly NQ neighbours (k_march F > 0): qp
- * the cell's row of the table for this plane's phase, cb the cell's place
- * in plane slot 0 (bytes); the loads first (four at a time of eight),
- * then the sums in the order of q (of k): the bits of the plain form. */
-template <typename R, int NQ>
-__device__ __forceinline__ void held_sum(const QE<R> *qp, const unsigned char *cb, R &sr, R &si)
+/* Neighbour sum of a cell (k_march F > 0): qp the cell's row of the
+ * table for this plane's phase, cb the cell's place in plane slot 0
+ * (bytes); NQ neighbours, or with PRED the first nk of them; the loads
+ * first (four at a time of eight), then the sums in the order of q (of
+ * k): the bits of the plain form. */
+template <typename R, int NQ, bool PRED = false>
+__device__ __forceinline__ void held_sum(const QE<R> *qp, const unsigned char *cb, int nk, R &sr,
+                                         R &si)
 {
     typedef typename Vec2<R>::T C2;
     constexpr int H = NQ > 6 ? 4 : NQ; /* loads in flight at once (registers) */
@@ -750,41 +752,15 @@ __device__ __forceinline__ void held_sum(const QE<R> *qp, const unsigned char *c
         R w[H];
         C2 v[H];
 #pragma unroll
-        for (int q = 0; q < H; ++q) {
-            const QE<R> e = qp[(q0 + q) * QC];
-            w[q] = e.w;
-            v[q] = *(const C2 *)(cb + e.a);
-        }
-#pragma unroll
-        for (int q = 0; q < H; ++q) {
-            sr += w[q] * v[q].x;
-            si += w[q] * v[q].y;
-        }
-    }
-}
-
-/* The same for a cell of nk < MAXN neighbours of another count. */
-template <typename R, int MAXN>
-__device__ __forceinline__ void held_sum_n(const QE<R> *qp, const unsigned char *cb, int nk,
-                                           R &sr, R &si)
-{
-    typedef typename Vec2<R>::T C2;
-    sr = 0;
-    si = 0;
-#pragma unroll
-    for (int q0 = 0; q0 < MAXN; q0 += 4) {
-        R w[4];
-        C2 v[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-            if (q0 + q < nk) {
+        for (int q = 0; q < H; ++q)
+            if (!PRED || q0 + q < nk) {
                 const QE<R> e = qp[(q0 + q) * QC];
                 w[q] = e.w;
                 v[q] = *(const C2 *)(cb + e.a);
             }
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-            if (q0 + q < nk) {
+        for (int q = 0; q < H; ++q)
+            if (!PRED || q0 + q < nk) {
                 sr += w[q] * v[q].x;
                 si += w[q] * v[q].y;
             }
@@ -982,27 +958,26 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
             if (F > 0) {
                 const double zb = G.oz + (double)(z + G.zoff) * G.ez; /* trap's z less cen */
                 /* this phase's table and the byte offset of plane z's slot */
-                const QE<R> *qz = qt + p * (MAXN * QC);
+                const QE<R> *qz = qt + p * (NQ * QC);
                 const int a1 = (p + 1 == ns ? 0 : p + 1) * (int)(M.ps * sizeof(C2));
 #pragma unroll
                 for (int m = 0; m < NH; ++m) {
                     if (ir[m] < 0)
                         continue;
                     const int c = cc[m];
-                    constexpr int NQ2 = MAXN > 0 ? MAXN : 1;
                     const unsigned char *cb = (const unsigned char *)(pl + pos[m]);
                     const QE<R> *qp = qz + c;
                     R sr, si;
                     /* exact counts without predicates (a warp's cells share
                      * theirs where march_place could group them) */
-                    if (nk2[m] == NQ2)
-                        held_sum<R, NQ2>(qp, cb, sr, si);
-                    else if (NQ2 == 8 && nk2[m] == 6)
-                        held_sum<R, 6>(qp, cb, sr, si);
-                    else if (NQ2 == 8 && nk2[m] == 4)
-                        held_sum<R, 4>(qp, cb, sr, si);
+                    if (nk2[m] == NQ)
+                        held_sum<R, NQ>(qp, cb, NQ, sr, si);
+                    else if (NQ == 8 && nk2[m] == 6)
+                        held_sum<R, 6>(qp, cb, 6, sr, si);
+                    else if (NQ == 8 && nk2[m] == 4)
+                        held_sum<R, 4>(qp, cb, 4, sr, si);
                     else
-                        held_sum_n<R, NQ2>(qp, cb, nk2[m], sr, si);
+                        held_sum<R, NQ, true>(qp, cb, nk2[m], sr, si);
                     const C2 x = *(const C2 *)(cb + a1);
                     C2 a;
                     a.x = 0;
@@ -1444,6 +1419,7 @@ template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
     for (unsigned ns = 6; ns >= 5; --ns) {
         march_layout(s, ns);
         const unsigned r = march_resident<R>(s, sms);
+        /* each block: its dynamic bytes, the reserved 1 KiB, its static ones (under 512) */
         const size_t used = (size_t)(r / (unsigned)sms) * (s->M.bytes + (unsigned)reserved + 512u);
         if (r >= r4 && r > 0 && used <= room)
             return r;
@@ -1734,8 +1710,10 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     if (variant < 0 && (sizeof(R) == 4 || s->G.cells < 64) &&
         launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, sizeof(R) == 8))
         return;
-    if (variant < 0) { /* complex128: A15 by warps, C15 and Z by thread blocks;
-                          complex64: Z by thread blocks, A15 and C15 by warps */
+    if (variant < 0) { /* where the lean rows do not take the grid (more than 8
+                          neighbours a cell, or their table too large), and on
+                          C15 and Z in complex128: A15 by warps, C15 and Z by
+                          thread blocks (Z by warps in complex64) */
         const unsigned c = s->G.cells;
         variant = sizeof(R) == 8 ? (c >= 64 ? 0 : 8) : (c >= 64 && c < 100 ? 0 : 6);
     }
