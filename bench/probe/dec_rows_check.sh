@@ -1,6 +1,6 @@
 #!/bin/bash
-# k_rows (NLSEPY_DEC_KERNEL=23): the CUDA DEC tests under the default and
-# under it, then its timing against the default forms on A15, C15, Z.
+# k_rows (NLSEPY_DEC_KERNEL=23): the CUDA DEC tests under it, then its
+# timing against the default forms on A15, C15, Z.
 export PY=${PY:-python3} OUT=${OUT:-out/dec_rows}
 mkdir -p "$OUT"
 rm -rf /tmp/nlsepy-pkg

@@ -161,6 +161,8 @@ def test_march_rings_and_plain_form_same_bits(grid, dtype, monkeypatch):
         _, gpu = pair(grid, dtype=dtype, blocks=(7, 5, 23))
         gpu.step(40)
         assert form(gpu) == "z marching"
+        if key == "NLSEPY_DEC_MARCH_RING":
+            assert f"ring of {value} planes" in gpu.last_kernel()
         gpu.imaginary_time(5)
         runs[f"{key}={value}"] = gpu.psi
         monkeypatch.delenv(key)

@@ -822,7 +822,8 @@ class DecGPE:
         ring of planes in shared memory and its occupancy), ``"rows, units
         by warps, lean"`` (complex64 on A15, C15 and Z; with ``",
         streamed"`` on A15 in complex128), ``"rows, units by warps"`` or
-        ``"rows, units by thread blocks"`` (``""`` before the first step).  ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
+        ``"rows, units by thread blocks"`` (``""`` before the first step).
+        ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
         ``NLSEPY_DEC_MARCH_RING`` (read when the solver is made) force a
         CUDA form, tiles and ring; docs/ARCHITECTURE.md describes them."""
         return self._solver.kernel()
