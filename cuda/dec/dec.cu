@@ -582,6 +582,12 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
         cz[c] = T.cen[3 * c + 2];
     }
     __syncthreads();
+    /* a cell's psi(n) and psi(n-1) loaded before its neighbours, so that
+     * their trips to DRAM overlap instead of following one another (the
+     * neighbours' loads feed the sums, and the compiler keeps the loads
+     * of the cell after them); not with NORM or 8 neighbours, whose
+     * instances would spill more */
+    const bool EARLY = !NORM && MAXN == 4;
     const unsigned lane = threadIdx.x & 31u, nw = blockDim.x >> 5;
     const unsigned wg = blockIdx.x * nw + (threadIdx.x >> 5), W = gridDim.x * nw;
     double nn = 0;
@@ -609,6 +615,14 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
             const unsigned bx = fdiv(q, G.d_cells);
             const int c = (int)(q - bx * G.cells);
             const size_t i = row + q;
+            C2 x, a;
+            a.x = 0;
+            a.y = 0;
+            if (EARLY) { /* the cell's own loads before the neighbours' */
+                x = __ldg(x1 + i);
+                if (x0)
+                    a = ST ? __ldcs(x0 + i) : x0[i];
+            }
             R sr = 0, si = 0;
             if (yz_in && bx > 0 && bx + 1 < G.nx) {
                 const int nk = T.start[c + 1] - T.start[c];
@@ -630,12 +644,11 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
             } else {
                 nsum<R, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, false, sr, si);
             }
-            const C2 x = __ldg(x1 + i);
-            C2 a;
-            a.x = 0;
-            a.y = 0;
-            if (x0)
-                a = ST ? __ldcs(x0 + i) : x0[i];
+            if (!EARLY) {
+                x = __ldg(x1 + i);
+                if (x0)
+                    a = ST ? __ldcs(x0 + i) : x0[i];
+            }
             const double xx = G.ox + (double)bx * G.ex + cx[c];
             const double yy = yb + cy[c], zz = zb + cz[c];
             R vv = (R)(G.hx * xx * xx + G.hy * yy * yy + G.hz * zz * zz);

@@ -111,7 +111,8 @@ class Block:
         The crystal's points in the block (the primal vertices).
     centres : ndarray, shape (m, 3)
         Circumcentres of the block's 3-cells (the unknowns), in ``[0, edge)``,
-        sorted by z, then y, then x.
+        sorted by z, then y, then x (each rounded to 1e-7 of the lattice
+        constant, so that the order is the same on every platform).
     volumes : ndarray, shape (m,)
         Cell volumes ``|B_i|``.
     nbr_cell, nbr_offset, nbr_area, nbr_dual : ndarray
@@ -227,9 +228,13 @@ def block(grid: str) -> Block:
             cells_of_point.setdefault(v, []).append(c)
     # neighbours share a face: three or more points, a planar polygon
     inside_idx = np.nonzero(inside)[0]
-    order = np.lexsort((ccen[inside_idx, 0], ccen[inside_idx, 1], ccen[inside_idx, 2]))
+    # sorted by the circumcentres rounded to tol: cells at one height (up to
+    # rounding) are sorted by y and x on every platform, not by the noise of
+    # the circumcentres' last bits
+    ikey = np.round(ccen[inside_idx] / tol).astype(np.int64)
+    order = np.lexsort((ikey[:, 0], ikey[:, 1], ikey[:, 2]))
     inside_idx = inside_idx[order]
-    lkey = {tuple(k): i for i, k in enumerate(np.round(ccen[inside_idx] / tol).astype(np.int64))}
+    lkey = {tuple(k): i for i, k in enumerate(ikey[order])}
     rows, cells, offs, areas, duals = [], [], [], [], []
     for i, c in enumerate(inside_idx):
         shared: Dict[int, int] = {}

@@ -1,0 +1,93 @@
+"""Speed of the CUDA DEC step under another order of a cell's neighbours
+(the same complex, the neighbour sums in another order).
+
+For each grid and dtype, steps the problem of bench/dec.py with the block's
+own neighbour order and with each cell's neighbours sorted by index distance
+(``delta``), prints the largest difference of the states and times the two
+interleaved (median ms a step, fraction of the copy bandwidth).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import _common  # noqa: F401,E402
+from dec import blocks_for, make  # noqa: E402
+import nlsepy as nl  # noqa: E402
+from nlsepy.dec import grids as G  # noqa: E402
+from nlsepy.dec import solver as S  # noqa: E402
+
+ORIG = G.block
+
+
+def by_offset(b):
+    """Block b with each cell's neighbours sorted by their block's offset
+    (z, then y, then x) and then their cell: by index distance."""
+    o = np.lexsort((b.nbr_cell, b.nbr_offset[:, 0], b.nbr_offset[:, 1], b.nbr_offset[:, 2],
+                    b.nbr_row))
+    return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres,
+                   volumes=b.volumes, nbr_row=b.nbr_row[o], nbr_cell=b.nbr_cell[o],
+                   nbr_offset=b.nbr_offset[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
+
+
+def orders(grid):
+    b = ORIG(grid)
+    return {"own": b, "delta": by_offset(b)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--grids", default="cubic,fcc,bcc,a15,c15,z")
+    p.add_argument("--dtypes", default="complex64,complex128")
+    p.add_argument("--blocks", type=int, default=189)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--time", type=int, default=3)
+    p.add_argument("--backend", default="cuda")
+    p.add_argument("--only", default="", help="comma-separated order names (default: all)")
+    a = p.parse_args()
+    copy = 1.0
+    if a.backend == "cuda":
+        from nlsepy import _cuda
+        copy = _cuda.copy_bandwidth(1 << 30, 20)
+        print(f"device: {_cuda.device_name()}  copy bandwidth {copy:.0f} GB/s", flush=True)
+    dof = 12 * a.blocks ** 3
+    for dt_name in a.dtypes.split(","):
+        dtype = np.dtype(dt_name).type
+        for grid in a.grids.split(","):
+            blocks = blocks_for(grid, dof)
+            sims, ref = {}, None
+            for name, blk in orders(grid).items():
+                if a.only and name not in a.only.split(","):
+                    continue
+                G.block = S._grids.block = lambda g, blk=blk: blk
+                sim = make(grid, blocks, dtype, a.backend, None)
+                G.block = S._grids.block = ORIG
+                sim.step(a.steps)
+                if ref is None:
+                    ref = sim
+                    print(f"{grid} {dt_name} own form: {sim.last_kernel()}", flush=True)
+                else:
+                    d = float(np.abs(sim.psi - ref.psi).max() / np.abs(ref.psi).max())
+                    print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
+                sims[name] = sim
+            times = {k: [] for k in sims}
+            for _ in range(a.time):
+                for k, sim in sims.items():
+                    sim.step(a.steps)
+                    times[k].append(sim.last_step_seconds() / a.steps)
+            if not a.time:
+                continue
+            nbytes = (48 if dtype is np.complex128 else 24) * ref.size
+            print(f"{grid} {dt_name} " + "  ".join(
+                f"{k}: {1e3 * np.median(t):.3f} ms {nbytes / np.median(t) / 1e9 / copy:.3f}"
+                for k, t in times.items()), flush=True)
+            del sims, ref
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
