@@ -35,7 +35,8 @@
  *   the unit's neighbour loads meet in L1 (k_apply, under 32 registers).
  *   On A15, and in complex64 on C15 and Z, each warp takes units of its
  *   own and asks for the next while it works on this one, with the lean
- *   k_rows (a unit's row worked out once, the table q-major); on A15 in
+ *   k_rows (a unit's row worked out once, the table q-major, a cell's own
+ *   psi(n) and psi(n-1) loaded before its neighbours); on A15 in
  *   complex128 psi(n-1) is read and the results written streamed
  *   (__ldcs, __stcs), so that they do not push the planes of psi(n) out
  *   of L2 (k_apply_w, the form before, under NLSEPY_DEC_KERNEL=8).
@@ -546,8 +547,9 @@ template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes
  * instead of once a cell, a neighbour's weight and index distance read in
  * one load from a q-major copy of the table (the k-major table's loads
  * meet four-way bank conflicts on tetrahedral grids), the circumcentres
- * from arrays by axis (conflict-free), and the norm's parts formed only
- * with NORM.  Sums and trap in the order of k_apply_w: the same bits.
+ * from arrays by axis (conflict-free), the cell's own loads before its
+ * neighbours' (EARLY below), and the norm's parts formed only with NORM.
+ * Sums and trap in the order of k_apply_w: the same bits.
  * At most 48 registers in complex64 and 64 in complex128 (at 40 the
  * kernel spills). */
 template <typename R, bool HASV, int MAXN, bool NORM, bool ST = false>
@@ -1716,10 +1718,10 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
      * marching where it fits, else the row form of the grid */
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
-    /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.71-0.73
+    /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.74-0.78
      * of the copy bandwidth on an H100); complex128 on A15: the lean rows
      * with psi(n-1) and the results streamed past the caches (0.79 ->
-     * 0.80-0.81; on C15 and Z, and unstreamed, slower) */
+     * 0.81; on C15 and Z, and unstreamed, slower) */
     if (variant < 0 && (sizeof(R) == 4 || s->G.cells < 64) &&
         launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, sizeof(R) == 8))
         return;

@@ -993,7 +993,10 @@ class DecGPE:
         Everything the solver depends on is stored: the parameters, the
         extra potential, the time and the counters, ``psi(t)`` and
         ``psi(t - dt)`` when the leapfrog has it, so that :meth:`load` and
-        stepping on gives the same bits as stepping on without the restart.
+        stepping on gives the same bits as stepping on without the restart;
+        and the circumcentres of a block's cells in the order of the stored
+        states, so that :meth:`load` puts the cells of a checkpoint written
+        with another order of them (an earlier version's) into its own.
 
         A distributed solver (collective) writes one part per rank beside
         `path` (``<stem>.partRRRRofNNNN.npz``, its layers of blocks) and the
@@ -1012,7 +1015,7 @@ class DecGPE:
             steps=self._steps, imaginary_steps=self._imaginary_steps, grid=self.grid,
             blocks=np.asarray(self.blocks), spacing=self.spacing, g=self.g,
             trap=np.asarray(self.trap), bc=self.bc, centre=np.asarray(self.centre),
-            dt=self._dt, force=self._force)
+            dt=self._dt, force=self._force, cell_centres=np.asarray(self._block.centres))
         if self._comm is not None:
             assert self._layout is not None
             layers = self._layers[1]
@@ -1037,6 +1040,9 @@ class DecGPE:
         "bc": _guard.Key("str", choices=_BCS), "centre": _guard.Key("array", "fiu", ndim=(1,)),
         "dt": _guard.Key("float"), "force": _guard.Key("bool"),
         "V": _guard.Key("array", "fiu", ndim=(1,)),
+        # the circumcentres of a block's cells in the order of the stored
+        # states (missing in checkpoints of earlier versions)
+        "cell_centres": _guard.Key("array", "f", ndim=(2,), optional=True),
     }
 
     #: the per-cell entries, stored by layers of blocks in a distributed checkpoint
@@ -1125,6 +1131,13 @@ class DecGPE:
                                  f"{tuple(d['blocks'])} has ({d['blocks'][2]}, {plane})")
         if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
             raise ValueError(f"{where}: negative step counters")
+        if "cell_centres" in d:
+            perm = _cell_order(where, d["grid"], d["cell_centres"])
+            if perm is not None:  # the same cells, stored in another order
+                for name in cls._SLABS:
+                    if d[name].size:
+                        d[name] = np.ascontiguousarray(
+                            d[name].reshape(-1, len(perm))[:, perm]).reshape(-1)
         return d
 
     # ------------------------------------------------------------ distributed
@@ -1186,3 +1199,26 @@ class DecGPE:
         return (f"DecGPE(grid={self.grid!r}, blocks={self.blocks}, spacing={self.spacing:g}, "
                 f"cells={self._n}, g={self.g:g}, bc={self.bc!r}, dt={self._dt:g}, "
                 f"t={self.t:g}, dtype={self.dtype.name}, backend={self.backend!r})")
+
+
+def _cell_order(where: str, grid: str, stored: np.ndarray) -> Optional[np.ndarray]:
+    """Where a checkpoint's block of `grid` lists its cells (circumcentres
+    `stored`) in another order than :func:`nlsepy.dec.grids.block`: the
+    stored index of each of this version's cells; None when the orders agree.
+
+    Raises
+    ------
+    ValueError
+        `stored` are not the cells of a `grid` block.
+    """
+    now = np.asarray(_grids.block(grid).centres)
+    if stored.shape != now.shape:
+        raise ValueError(f"{where}: entry 'cell_centres' has shape {stored.shape}, a {grid!r} "
+                         f"block has {now.shape}")
+    gap = np.abs(now[:, None, :] - stored[None, :, :]).max(axis=2)
+    perm = np.argmin(gap, axis=1)
+    if not (np.all(gap[np.arange(len(now)), perm] < 1e-6)
+            and len(np.unique(perm)) == len(perm)):
+        raise ValueError(f"{where}: entry 'cell_centres' does not list the cells of a {grid!r} "
+                         "block")
+    return None if np.array_equal(perm, np.arange(len(perm))) else perm
