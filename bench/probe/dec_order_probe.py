@@ -34,9 +34,41 @@ def by_offset(b):
                    nbr_offset=b.nbr_offset[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
 
 
+def relabel(b, pos, nb, of):
+    """Block b with cell c moved to pos[c] and the neighbours of cell c in
+    the slot order nb[c], of[c] (neighbour cell and block offset, b's labels;
+    blocks of one neighbour count)."""
+    C = b.cells
+    inv = np.empty(C, int)
+    inv[pos] = np.arange(C)
+    start = np.searchsorted(b.nbr_row, np.arange(C + 1))
+    rows = []
+    for j in range(C):
+        o = inv[j]
+        for t in range(nb.shape[1]):
+            k = [k for k in range(start[o], start[o + 1])
+                 if b.nbr_cell[k] == nb[o, t] and np.all(b.nbr_offset[k] == of[o, t])]
+            if len(k) != 1:
+                raise ValueError(f"{b.grid}: the permutation does not fit this build's block")
+            rows.append(k[0])
+    rows = np.array(rows)
+    return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres[inv],
+                   volumes=b.volumes[inv], nbr_row=np.repeat(np.arange(C), nb.shape[1]),
+                   nbr_cell=pos[b.nbr_cell[rows]], nbr_offset=b.nbr_offset[rows],
+                   nbr_area=b.nbr_area[rows], nbr_dual=b.nbr_dual[rows])
+
+
+PERMS = None  # a folder of <grid>.npz (pos, nb, of): a relabelling to time too
+
+
 def orders(grid):
     b = ORIG(grid)
-    return {"own": b, "delta": by_offset(b)}
+    out = {"own": b, "delta": by_offset(b)}
+    f = os.path.join(PERMS, grid + ".npz") if PERMS else ""
+    if f and os.path.exists(f):
+        z = np.load(f)
+        out["perm"] = relabel(b, z["pos"], z["nb"], z["of"])
+    return out
 
 
 def main():
@@ -48,7 +80,10 @@ def main():
     p.add_argument("--time", type=int, default=3)
     p.add_argument("--backend", default="cuda")
     p.add_argument("--only", default="", help="comma-separated order names (default: all)")
+    p.add_argument("--perms", default="", help="folder of <grid>.npz relabellings")
     a = p.parse_args()
+    global PERMS
+    PERMS = a.perms or None
     copy = 1.0
     if a.backend == "cuda":
         from nlsepy import _cuda
@@ -70,6 +105,11 @@ def main():
                 if ref is None:
                     ref = sim
                     print(f"{grid} {dt_name} own form: {sim.last_kernel()}", flush=True)
+                elif name == "perm":  # compare block by block in the own order
+                    z = np.load(os.path.join(PERMS, grid + ".npz"))
+                    pa = sim.psi.reshape(-1, blk.cells)[:, z["pos"]].reshape(-1)
+                    d = float(np.abs(pa - ref.psi).max() / np.abs(ref.psi).max())
+                    print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
                 else:
                     d = float(np.abs(sim.psi - ref.psi).max() / np.abs(ref.psi).max())
                     print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
