@@ -23,6 +23,7 @@ plus one halo layer per neighbour (:mod:`nlsepy.dec.slab`).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -1131,6 +1132,12 @@ class DecGPE:
                                  f"{tuple(d['blocks'])} has ({d['blocks'][2]}, {plane})")
         if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
             raise ValueError(f"{where}: negative step counters")
+        if "cell_centres" not in d and d["grid"] in _REORDERED:
+            warnings.warn(f"{where}: a checkpoint of an earlier version, without the block's "
+                          f"circumcentres: its {d['grid']!r} cells may be stored in another "
+                          "order than this version's (that order depended on the machine); "
+                          "check the state, or write the checkpoint anew", RuntimeWarning,
+                          stacklevel=3)
         if "cell_centres" in d:
             perm = _cell_order(where, d["grid"], d["cell_centres"])
             if perm is not None:  # the same cells, stored in another order
@@ -1199,6 +1206,11 @@ class DecGPE:
         return (f"DecGPE(grid={self.grid!r}, blocks={self.blocks}, spacing={self.spacing:g}, "
                 f"cells={self._n}, g={self.g:g}, bc={self.bc!r}, dt={self._dt:g}, "
                 f"t={self.t:g}, dtype={self.dtype.name}, backend={self.backend!r})")
+
+
+#: grids whose cells earlier versions ordered by the last bits of their
+#: circumcentres (cells of one height differing in z by rounding alone)
+_REORDERED = ("a15", "c15", "z")
 
 
 def _cell_order(where: str, grid: str, stored: np.ndarray) -> Optional[np.ndarray]:
