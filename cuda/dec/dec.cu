@@ -368,6 +368,20 @@ __device__ __forceinline__ double cell_out(const DGeo &G, const STab<R> &T, R g,
     return cell_norm<R>(T.vol[c], o);
 }
 
+/* A cell's own psi(n) = x1[i] and psi(n-1) = x0[i] (0 without x0; streamed
+ * past the caches with ST). */
+template <typename R, bool ST>
+__device__ __forceinline__ void own_loads(const typename Vec2<R>::T *x0,
+                                          const typename Vec2<R>::T *__restrict__ x1, size_t i,
+                                          typename Vec2<R>::T &a, typename Vec2<R>::T &x)
+{
+    x = __ldg(x1 + i);
+    a.x = 0;
+    a.y = 0;
+    if (x0)
+        a = ST ? __ldcs(x0 + i) : x0[i];
+}
+
 /* One cell of k_apply and k_apply_w: out[i] = x0[i] + (cre + i cim)
  * H(x1) x1 at cell (bx, by, bz, c); returns |B| |out|^2 (for the norm) and
  * flags a non-finite value.  With EARLY, x0[i] and x1[i] are loaded first,
@@ -381,23 +395,15 @@ __device__ __forceinline__ double apply_cell(const DGeo &G, const STab<R> &T, R 
                                              unsigned bx, unsigned by, unsigned bz,
                                              unsigned long long step, unsigned long long *bad)
 {
-    typedef typename Vec2<R>::T C2;
-    C2 a, x;
-    a.x = 0;
-    a.y = 0;
-    if (EARLY) {
-        if (x0)
-            a = ST ? __ldcs(x0 + i) : x0[i];
-        x = __ldg(x1 + i);
-    }
+    typename Vec2<R>::T a, x;
+    if (EARLY)
+        own_loads<R, ST>(x0, x1, i, a, x);
     const bool interior = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz && bx > 0 &&
                           bx + 1 < G.nx;
     R sr, si;
     nsum<R, MAXN, UNR>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, interior, sr, si);
     if (!EARLY)
-        x = __ldg(x1 + i);
-    if (x0 && !EARLY)
-        a = ST ? __ldcs(x0 + i) : x0[i];
+        own_loads<R, ST>(x0, x1, i, a, x);
     return cell_out<R, HASV, ST>(G, T, g, out, a, x, sr, si, x0 != NULL, cre, cim, V, i, c,
                                  (int)bx, (int)by, (int)bz, step, bad);
 }
@@ -618,13 +624,8 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
             const int c = (int)(q - bx * G.cells);
             const size_t i = row + q;
             C2 x, a;
-            a.x = 0;
-            a.y = 0;
-            if (EARLY) { /* the cell's own loads before the neighbours' */
-                x = __ldg(x1 + i);
-                if (x0)
-                    a = ST ? __ldcs(x0 + i) : x0[i];
-            }
+            if (EARLY) /* the cell's own loads before the neighbours' */
+                own_loads<R, ST>(x0, x1, i, a, x);
             R sr = 0, si = 0;
             if (yz_in && bx > 0 && bx + 1 < G.nx) {
                 const int nk = T.start[c + 1] - T.start[c];
@@ -646,11 +647,8 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
             } else {
                 nsum<R, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, false, sr, si);
             }
-            if (!EARLY) {
-                x = __ldg(x1 + i);
-                if (x0)
-                    a = ST ? __ldcs(x0 + i) : x0[i];
-            }
+            if (!EARLY)
+                own_loads<R, ST>(x0, x1, i, a, x);
             const double xx = G.ox + (double)bx * G.ex + cx[c];
             const double yy = yb + cy[c], zz = zb + cz[c];
             R vv = (R)(G.hx * xx * xx + G.hy * yy * yy + G.hz * zz * zz);
