@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import _common  # noqa: F401,E402
 from dec import blocks_for, make  # noqa: E402
-import nlsepy as nl  # noqa: E402
+from dec_variant_check import times_in_turns  # noqa: E402
 from nlsepy.dec import grids as G  # noqa: E402
 from nlsepy.dec import solver as S  # noqa: E402
 
@@ -114,17 +114,10 @@ def main():
                     d = float(np.abs(sim.psi - ref.psi).max() / np.abs(ref.psi).max())
                     print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
                 sims[name] = sim
-            times = {k: [] for k in sims}
-            for _ in range(a.time):
-                for k, sim in sims.items():
-                    sim.step(a.steps)
-                    times[k].append(sim.last_step_seconds() / a.steps)
-            if not a.time:
-                continue
-            nbytes = (48 if dtype is np.complex128 else 24) * ref.size
-            print(f"{grid} {dt_name} " + "  ".join(
-                f"{k}: {1e3 * np.median(t):.3f} ms {nbytes / np.median(t) / 1e9 / copy:.3f}"
-                for k, t in times.items()), flush=True)
+            if a.time:
+                nbytes = (48 if dtype is np.complex128 else 24) * ref.size
+                print(f"{grid} {dt_name} "
+                      + times_in_turns(sims, a.steps, a.time, nbytes, copy, digits=3), flush=True)
             del sims, ref
     return 0
 
