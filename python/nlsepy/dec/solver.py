@@ -1132,12 +1132,6 @@ class DecGPE:
                                  f"{tuple(d['blocks'])} has ({d['blocks'][2]}, {plane})")
         if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
             raise ValueError(f"{where}: negative step counters")
-        if "cell_centres" not in d and d["grid"] in _REORDERED:
-            warnings.warn(f"{where}: a checkpoint of an earlier version, without the block's "
-                          f"circumcentres: its {d['grid']!r} cells may be stored in another "
-                          "order than this version's (that order depended on the machine); "
-                          "check the state, or write the checkpoint anew", RuntimeWarning,
-                          stacklevel=3)
         if "cell_centres" in d:
             perm = _cell_order(where, d["grid"], d["cell_centres"])
             if perm is not None:  # the same cells, stored in another order
@@ -1145,6 +1139,12 @@ class DecGPE:
                     if d[name].size:
                         d[name] = np.ascontiguousarray(
                             d[name].reshape(-1, len(perm))[:, perm]).reshape(-1)
+        elif d["grid"] in _REORDERED:
+            warnings.warn(f"{where}: a checkpoint of an earlier version, without the block's "
+                          f"circumcentres: its {d['grid']!r} cells may be stored in another "
+                          "order than this version's (that order depended on the machine); "
+                          "check the state, or write the checkpoint anew", RuntimeWarning,
+                          stacklevel=3)
         return d
 
     # ------------------------------------------------------------ distributed
