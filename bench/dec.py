@@ -54,8 +54,8 @@ GRIDS = ("cubic", "fcc", "bcc", "a15", "c15", "z")
 def blocks_for(grid: str, dof: float) -> tuple:
     """Blocks per axis giving about `dof` unknowns (the Z block is sqrt(3) long in y)."""
     c = nl.dec.CELLS_PER_BLOCK[grid]
-    if grid == "z":
-        b = max(2, round((dof / c / 1.0) ** (1 / 3)))
+    if grid == "z":  # b x b/sqrt(3) x b blocks: a cube of side b
+        b = max(2, round((dof / c * np.sqrt(3)) ** (1 / 3)))
         return (b, max(2, round(b / np.sqrt(3))), b)
     b = max(2, round((dof / c) ** (1 / 3)))
     return (b, b, b)

@@ -2,9 +2,10 @@
 (the same complex, the neighbour sums in another order).
 
 For each grid and dtype, steps the problem of bench/dec.py with the block's
-own neighbour order and with each cell's neighbours sorted by index distance
-(``delta``), prints the largest difference of the states and times the two
-interleaved (median ms a step, fraction of the copy bandwidth).
+own neighbour order, with each cell's neighbours sorted by index distance
+(``delta``) and with the cells by z, y, x (``zyx``), prints the largest
+difference of the states and times them interleaved (median ms a step,
+fraction of the copy bandwidth).
 """
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ def by_offset(b):
     return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres,
                    volumes=b.volumes, nbr_row=b.nbr_row[o], nbr_cell=b.nbr_cell[o],
                    nbr_offset=b.nbr_offset[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
+
+
+def by_zyx(b):
+    """Block b with its cells sorted by their circumcentres' z, y, x (rounded
+    to 1e-7; the order before the row kernels' order) and each cell's
+    neighbours by index distance."""
+    key = np.round(b.centres / 1e-7).astype(np.int64)
+    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
+    pos = np.empty(b.cells, np.int64)
+    pos[order] = np.arange(b.cells)
+    of = b.nbr_offset
+    d = ((of[:, 2] * 4 + of[:, 1]) * 4 + of[:, 0]) * b.cells + pos[b.nbr_cell] - pos[b.nbr_row]
+    o = np.lexsort((np.abs(d), pos[b.nbr_row]))
+    return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres[order],
+                   volumes=b.volumes[order], nbr_row=pos[b.nbr_row[o]], nbr_cell=pos[b.nbr_cell[o]],
+                   nbr_offset=of[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
 
 
 def relabel(b, pos, nb, of):
@@ -63,7 +80,7 @@ PERMS = None  # a folder of <grid>.npz (pos, nb, of): a relabelling to time too
 
 def orders(grid):
     b = ORIG(grid)
-    out = {"own": b, "delta": by_offset(b)}
+    out = {"own": b, "delta": by_offset(b), "zyx": by_zyx(b)}
     f = os.path.join(PERMS, grid + ".npz") if PERMS else ""
     if f and os.path.exists(f):
         z = np.load(f)
@@ -95,6 +112,7 @@ def main():
         for grid in a.grids.split(","):
             blocks = blocks_for(grid, dof)
             sims, ref = {}, None
+            b0 = ORIG(grid)
             for name, blk in orders(grid).items():
                 if a.only and name not in a.only.split(","):
                     continue
@@ -105,6 +123,13 @@ def main():
                 if ref is None:
                     ref = sim
                     print(f"{grid} {dt_name} own form: {sim.last_kernel()}", flush=True)
+                elif name == "zyx":  # compare block by block in the own order
+                    key = np.round(b0.centres / 1e-7).astype(np.int64)
+                    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
+                    pa = np.empty_like(sim.psi.reshape(-1, blk.cells))
+                    pa[:, order] = sim.psi.reshape(-1, blk.cells)
+                    d = float(np.abs(pa.reshape(-1) - ref.psi).max() / np.abs(ref.psi).max())
+                    print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
                 elif name == "perm":  # compare block by block in the own order
                     z = np.load(os.path.join(PERMS, grid + ".npz"))
                     pa = sim.psi.reshape(-1, blk.cells)[:, z["pos"]].reshape(-1)

@@ -27,16 +27,50 @@ def test_cells_per_block(grid):
     assert np.all(blk.volumes > 0) and np.all(blk.nbr_area > 0) and np.all(blk.nbr_dual > 0)
 
 
-@pytest.mark.parametrize("grid", grids.GRIDS)
+@pytest.mark.parametrize("grid", [g for g in grids.GRIDS
+                                  if grids.CELLS_PER_BLOCK[g] <= grids.ROW_ORDER_CELLS])
 def test_cell_order_is_the_rounded_circumcentres(grid):
-    """Cells sorted by z, y, x of the circumcentres rounded to 1e-7: on A15,
-    C15 and Z cells at one height differ in z by less than 1e-9 through
-    rounding alone, and sorting the raw values let that noise (which differs
-    between platforms) decide the order of the unknowns."""
+    """Cubic, FCC and BCC: cells sorted by z, y, x of the circumcentres
+    rounded to 1e-7, so that the float noise of the circumcentres (which
+    differs between platforms) cannot decide the order of the unknowns."""
     k = np.round(grids.block(grid).centres / 1e-7).astype(np.int64)
     order = np.lexsort((k[:, 0], k[:, 1], k[:, 2]))
     np.testing.assert_array_equal(order, np.arange(len(k)))
     assert len(np.unique(k, axis=0)) == len(k)  # no two cells share a key
+
+
+def _runs(a):
+    """Runs of consecutive integers in the sorted array a."""
+    return 1 + int(np.count_nonzero(np.diff(a) != 1))
+
+
+@pytest.mark.parametrize("grid", [g for g in grids.GRIDS
+                                  if grids.CELLS_PER_BLOCK[g] > grids.ROW_ORDER_CELLS])
+def test_row_order(grid):
+    """A15, C15, Z: the cells with neighbours in other rows of blocks come
+    first, and the cells each neighbouring row (y ± 1, z ± 1) reads form one
+    run of the block, as do the cells that read it (at most three on C15,
+    whose eight directions overlap all round); the other cells follow by x,
+    z, y of the rounded circumcentres; a cell's neighbours in other rows take
+    its first slots."""
+    blk = grids.block(grid)
+    C, of = blk.cells, blk.nbr_offset
+    cross = np.any(of[:, 1:] != 0, axis=1)
+    face = np.unique(blk.nbr_row[cross])
+    np.testing.assert_array_equal(face, np.arange(len(face)))
+    most = 3 if grid == "c15" else 1
+    for d in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+        m = (of[:, 1] == d[0]) & (of[:, 2] == d[1])
+        assert m.any()
+        assert _runs(np.unique(blk.nbr_row[m])) <= most, d
+        assert _runs(np.unique(blk.nbr_cell[m])) <= most, d
+    k = np.round(blk.centres[len(face):] / 1e-7).astype(np.int64)
+    np.testing.assert_array_equal(np.lexsort((k[:, 1], k[:, 2], k[:, 0])), np.arange(len(k)))
+    assert len(np.unique(np.round(blk.centres / 1e-7), axis=0)) == C
+    start = np.searchsorted(blk.nbr_row, np.arange(C + 1))
+    for c in range(C):
+        x = cross[start[c]:start[c + 1]]
+        assert not np.any(x[1:] & ~x[:-1]), c  # no neighbour in another row after one in this
 
 
 @pytest.mark.parametrize("grid", grids.GRIDS)

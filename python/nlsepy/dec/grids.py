@@ -46,6 +46,10 @@ GRIDS = ("cubic", "fcc", "bcc", "a15", "c15", "z")
 # Cells per block as the authors' implementation has them (source 001).
 CELLS_PER_BLOCK = {"cubic": 1, "fcc": 12, "bcc": 12, "a15": 46, "c15": 136, "z": 80}
 
+# Blocks of more cells than this (A15, C15, Z) take the order of the row
+# kernels (:func:`_row_order`); the others keep z, y, x.
+ROW_ORDER_CELLS = 12
+
 
 def _fcc_translate(base):
     t = np.array([[0, 0, 0], [0, .5, .5], [.5, 0, .5], [.5, .5, 0]])
@@ -110,9 +114,11 @@ class Block:
     points : ndarray, shape (p, 3)
         The crystal's points in the block (the primal vertices).
     centres : ndarray, shape (m, 3)
-        Circumcentres of the block's 3-cells (the unknowns), in ``[0, edge)``,
-        sorted by z, then y, then x (each rounded to 1e-7 of the lattice
-        constant, so that the order is the same on every platform).
+        Circumcentres of the block's 3-cells (the unknowns), in ``[0, edge)``.
+        On cubic, FCC and BCC sorted by z, then y, then x; on A15, C15 and Z
+        in the order of the row kernels (:func:`_row_order`).  The keys are
+        the circumcentres rounded to 1e-7 of the lattice constant, so that
+        the order is the same on every platform.
     volumes : ndarray, shape (m,)
         Cell volumes ``|B_i|``.
     nbr_cell, nbr_offset, nbr_area, nbr_dual : ndarray
@@ -258,10 +264,60 @@ def block(grid: str) -> Block:
                 nbr_offset=np.array(offs).reshape(-1, 3), nbr_area=np.array(areas),
                 nbr_dual=np.array(duals))
     _check_closed(blk)
+    if blk.cells > ROW_ORDER_CELLS:
+        blk = _row_order(blk, tol)
     for name in ("edge", "points", "centres", "volumes", "nbr_row", "nbr_cell", "nbr_offset",
                  "nbr_area", "nbr_dual"):
         getattr(blk, name).setflags(write=False)  # the block is cached: no caller may alter it
     return blk
+
+
+def _row_order(blk: Block, tol: float) -> Block:
+    """`blk` with its cells and each cell's neighbours in the order of the row
+    kernels (blocks of more than ``ROW_ORDER_CELLS`` cells: A15, C15, Z).
+
+    The unknowns of a row of blocks (fixed y and z) lie one after the other,
+    so a warp's loads of the neighbours in the rows y ± 1 and z ± 1 are
+    gathers.  The cells with neighbours in other rows come first, sorted by
+    the angle in the (y, z) plane of the mean direction of those neighbours'
+    rows, the sequence starting after the widest gap between those angles,
+    so that the cells each neighbouring row reads (and the cells that read
+    it) form one run of the block; among equal angles by x, then z, y.  The
+    cells whose neighbours all lie in their own row follow, by x, then z, y,
+    so that their neighbours in the blocks before and after lie near them.
+    A cell's neighbours in other rows take its first slots (by the same
+    angle), the others follow by index distance.
+    """
+    C = blk.cells
+    of = blk.nbr_offset
+    cross = np.any(of[:, 1:] != 0, axis=1)
+    D = np.zeros((C, 3, 3), bool)  # the rows (dy, dz) each cell's neighbours lie in
+    D[blk.nbr_row[cross], of[cross, 1] + 1, of[cross, 2] + 1] = True
+    d = np.arange(-1, 2)
+    my = (D * d[None, :, None]).sum(axis=(1, 2))
+    mz = (D * d[None, None, :]).sum(axis=(1, 2))
+    face = D.any(axis=(1, 2))
+
+    def angle(y, z):  # degrees in [0, 360), rounded: the same on every platform
+        return np.round(np.degrees(np.arctan2(z, y)) % 360.0, 6)
+
+    a = angle(my, mz)
+    u = np.unique(a[face])
+    cut = u[(int(np.argmax(np.diff(np.r_[u, u[0] + 360.0]))) + 1) % len(u)]
+    key = np.where(face, (a - cut) % 360.0, 1e9)
+    cen = np.round(blk.centres / tol).astype(np.int64)
+    order = np.lexsort((cen[:, 1], cen[:, 2], cen[:, 0], key))
+    pos = np.empty(C, np.int64)
+    pos[order] = np.arange(C)
+    # the neighbour rows of the new cells in their new slots
+    dist = np.abs(((of[:, 2] * 4 + of[:, 1]) * 4 + of[:, 0]) * C
+                  + pos[blk.nbr_cell] - pos[blk.nbr_row])
+    slot = np.where(cross, (angle(of[:, 1], of[:, 2]) - cut) % 360.0, 1e9)
+    rows = np.lexsort((dist, slot, pos[blk.nbr_row]))
+    return Block(grid=blk.grid, edge=blk.edge, points=blk.points, centres=blk.centres[order],
+                 volumes=blk.volumes[order], nbr_row=pos[blk.nbr_row[rows]],
+                 nbr_cell=pos[blk.nbr_cell[rows]], nbr_offset=of[rows],
+                 nbr_area=blk.nbr_area[rows], nbr_dual=blk.nbr_dual[rows])
 
 
 def _check_closed(blk: Block) -> None:

@@ -14,7 +14,9 @@ or periodic.
 Order of the unknowns: cell ``c`` of block ``(bx, by, bz)`` is
 ``i = ((bz * ny + by) * nx + bx) * cells_per_block + c`` (z slowest: a z slab
 of blocks is one contiguous range, the domain split of section 4.2); within
-a block the cells are those of :attr:`Block.centres` (sorted by z, y, x).
+a block the cells are those of :attr:`Block.centres` (by z, y, x on cubic,
+FCC and BCC; on A15, C15 and Z the cells next to other rows of blocks first,
+see :func:`nlsepy.dec.grids._row_order`).
 
 Under MPI (``comm=``) each rank holds a z slab of whole layers of blocks
 plus one halo layer per neighbour (:mod:`nlsepy.dec.slab`).
@@ -1132,19 +1134,21 @@ class DecGPE:
                                  f"{tuple(d['blocks'])} has ({d['blocks'][2]}, {plane})")
         if d["steps"] < 0 or d["k"] < 0 or d["imaginary_steps"] < 0:
             raise ValueError(f"{where}: negative step counters")
+        perm = None
         if "cell_centres" in d:
             perm = _cell_order(where, d["grid"], d["cell_centres"])
-            if perm is not None:  # the same cells, stored in another order
-                for name in cls._SLABS:
-                    if d[name].size:
-                        d[name] = np.ascontiguousarray(
-                            d[name].reshape(-1, len(perm))[:, perm]).reshape(-1)
         elif d["grid"] in _REORDERED:
             warnings.warn(f"{where}: a checkpoint of an earlier version, without the block's "
-                          f"circumcentres: its {d['grid']!r} cells may be stored in another "
-                          "order than this version's (that order depended on the machine); "
-                          "check the state, or write the checkpoint anew", RuntimeWarning,
-                          stacklevel=3)
+                          f"circumcentres: its {d['grid']!r} cells are taken in that version's "
+                          "order (by z, y, x of the circumcentres, where the machine's rounding "
+                          "could order cells of one height); check the state, or write the "
+                          "checkpoint anew", RuntimeWarning, stacklevel=3)
+            perm = _cell_order(where, d["grid"], _zyx_centres(d["grid"]))
+        if perm is not None:  # the same cells, stored in another order
+            for name in cls._SLABS:
+                if d[name].size:
+                    d[name] = np.ascontiguousarray(
+                        d[name].reshape(-1, len(perm))[:, perm]).reshape(-1)
         return d
 
     # ------------------------------------------------------------ distributed
@@ -1208,9 +1212,17 @@ class DecGPE:
                 f"t={self.t:g}, dtype={self.dtype.name}, backend={self.backend!r})")
 
 
-#: grids whose cells earlier versions ordered by the last bits of their
-#: circumcentres (cells of one height differing in z by rounding alone)
+#: grids whose cells this version orders otherwise than earlier versions
+#: without the circumcentres in their checkpoints did (by z, y, x)
 _REORDERED = ("a15", "c15", "z")
+
+
+def _zyx_centres(grid: str) -> np.ndarray:
+    """The circumcentres of a `grid` block in the order of earlier versions:
+    by z, y, x (rounded to 1e-7)."""
+    cen = np.asarray(_grids.block(grid).centres)
+    key = np.round(cen / 1e-7).astype(np.int64)
+    return cen[np.lexsort((key[:, 0], key[:, 1], key[:, 2]))]
 
 
 def _cell_order(where: str, grid: str, stored: np.ndarray) -> Optional[np.ndarray]:

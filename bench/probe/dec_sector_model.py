@@ -1,0 +1,80 @@
+"""A model of the L2 sectors the lean rows (``k_rows``) read for the
+neighbours of a work unit of 256 cells in complex64, for a DEC block's own
+cell order and for the z, y, x order of the cells (the order before
+``nlsepy.dec.grids._row_order``): the distinct 32-byte sectors of the
+neighbours in other rows of blocks a unit reads, a cell (``rows``); the same
+for every neighbour outside the unit's own cells, those of its own row too
+(``all``); and the sectors of the other rows summed over the warps' load
+instructions, as if L1 kept nothing between them (``per load``).  Measured
+on an H100 the L2 sectors of the gathers fall between the first two and the
+last (bench/RESULTS.md).
+
+Usage: ``python3 bench/probe/dec_sector_model.py [--grids a15,c15,z]``
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from nlsepy.dec import grids as G
+
+NX = 40  # blocks in the model's row
+U = 256  # cells a unit
+
+
+def zyx(b):
+    """Block b with its cells by z, y, x and their neighbours by index distance."""
+    key = np.round(b.centres / 1e-7).astype(np.int64)
+    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
+    pos = np.empty(b.cells, np.int64)
+    pos[order] = np.arange(b.cells)
+    of = b.nbr_offset
+    d = ((of[:, 2] * 4 + of[:, 1]) * 4 + of[:, 0]) * b.cells + pos[b.nbr_cell] - pos[b.nbr_row]
+    o = np.lexsort((np.abs(d), pos[b.nbr_row]))
+    return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres[order],
+                   volumes=b.volumes[order], nbr_row=pos[b.nbr_row[o]], nbr_cell=pos[b.nbr_cell[o]],
+                   nbr_offset=of[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
+
+
+def sectors(b, esz=8):
+    """(rows, all, per load) sectors a cell, as the module says."""
+    C = b.cells
+    K = len(b.nbr_row) // C
+    nb = b.nbr_cell.reshape(C, K)
+    of = b.nbr_offset.reshape(C, K, 3)
+    base = (5 * 16 + 5) * NX * C
+    rows = alls = loads = units = 0
+    for q0 in range(3 * C, NX * C - 4 * C - U, U):
+        q = np.arange(q0, q0 + U)
+        bx = q // C
+        o = of[q - bx * C]
+        addr = ((((o[..., 2] + 5) * 16 + o[..., 1] + 5) * NX + bx[:, None] + o[..., 0]) * C
+                + nb[q - bx * C]) * esz // 32
+        other = (o[..., 1] != 0) | (o[..., 2] != 0)
+        rows += len(np.unique(addr[other]))
+        alls += len(np.setdiff1d(addr, (base + q) * esz // 32))
+        for w in range(U // 32):
+            for k in range(K):
+                s = addr[32 * w:32 * w + 32, k][other[32 * w:32 * w + 32, k]]
+                loads += len(np.unique(s))
+        units += 1
+    n = units * U
+    return rows / n, alls / n, loads / n
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--grids", default="a15,c15,z")
+    a = p.parse_args()
+    for g in a.grids.split(","):
+        b = G.block(g)
+        for name, blk in (("own", b), ("zyx", zyx(b))):
+            r, al, ld = sectors(blk)
+            print(f"{g:4s} {name}: rows {r:.3f}  all {al:.3f}  per load {ld:.3f} sectors a cell",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
