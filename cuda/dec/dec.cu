@@ -37,9 +37,11 @@
  *   own and asks for the next while it works on this one, with the lean
  *   k_rows (a unit's row worked out once, the table q-major, a cell's own
  *   psi(n) and psi(n-1) loaded before its neighbours); on A15 in
- *   complex128 psi(n-1) is read and the results written streamed
- *   (__ldcs, __stcs), so that they do not push the planes of psi(n) out
- *   of L2 (k_apply_w, the form before, under NLSEPY_DEC_KERNEL=8).
+ *   complex128 and on C15 and Z in complex64 psi(n-1) is read and the
+ *   results written streamed (__ldcs, __stcs), so that they do not push
+ *   the planes of psi(n) out of L2 (k_apply_w, the form before, under
+ *   NLSEPY_DEC_KERNEL=8).  On A15, C15 and Z the block's cells are in
+ *   the order of nlsepy.dec.grids._row_order, made for these gathers.
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
@@ -1719,9 +1721,11 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.74-0.78
      * of the copy bandwidth on an H100); complex128 on A15: the lean rows
      * with psi(n-1) and the results streamed past the caches (0.79 ->
-     * 0.81; on C15 and Z, and unstreamed, slower) */
+     * 0.81; on C15 and Z, and unstreamed, slower); streamed in complex64
+     * on C15 and Z too (0.5-1 % faster in three runs, A15 not) */
     if (variant < 0 && (sizeof(R) == 4 || s->G.cells < 64) &&
-        launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, sizeof(R) == 8))
+        launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part,
+                          sizeof(R) == 8 || s->G.cells >= 64))
         return;
     if (variant < 0) { /* where the lean rows do not take the grid (more than 8
                           neighbours a cell, or their table too large), and on

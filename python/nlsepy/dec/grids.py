@@ -47,7 +47,7 @@ GRIDS = ("cubic", "fcc", "bcc", "a15", "c15", "z")
 CELLS_PER_BLOCK = {"cubic": 1, "fcc": 12, "bcc": 12, "a15": 46, "c15": 136, "z": 80}
 
 # Blocks of more cells than this (A15, C15, Z) take the order of the row
-# kernels (:func:`_row_order`); the others keep z, y, x.
+# kernels (_row_order); the others keep z, y, x.
 ROW_ORDER_CELLS = 12
 
 
@@ -116,7 +116,7 @@ class Block:
     centres : ndarray, shape (m, 3)
         Circumcentres of the block's 3-cells (the unknowns), in ``[0, edge)``.
         On cubic, FCC and BCC sorted by z, then y, then x; on A15, C15 and Z
-        in the order of the row kernels (:func:`_row_order`).  The keys are
+        in the order of the row kernels (``_row_order``).  The keys are
         the circumcentres rounded to 1e-7 of the lattice constant, so that
         the order is the same on every platform.
     volumes : ndarray, shape (m,)

@@ -16,7 +16,7 @@ Order of the unknowns: cell ``c`` of block ``(bx, by, bz)`` is
 of blocks is one contiguous range, the domain split of section 4.2); within
 a block the cells are those of :attr:`Block.centres` (by z, y, x on cubic,
 FCC and BCC; on A15, C15 and Z the cells next to other rows of blocks first,
-see :func:`nlsepy.dec.grids._row_order`).
+see ``nlsepy.dec.grids._row_order``).
 
 Under MPI (``comm=``) each rank holds a z slab of whole layers of blocks
 plus one halo layer per neighbour (:mod:`nlsepy.dec.slab`).
@@ -824,7 +824,8 @@ class DecGPE:
         (the default on cubic, FCC and BCC, with its tiles of blocks, its
         ring of planes in shared memory and its occupancy), ``"rows, units
         by warps, lean"`` (complex64 on A15, C15 and Z; with ``",
-        streamed"`` on A15 in complex128), ``"rows, units by warps"`` or
+        streamed"`` on C15 and Z in complex64 and on A15 in complex128),
+        ``"rows, units by warps"`` or
         ``"rows, units by thread blocks"`` (``""`` before the first step).
         ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
         ``NLSEPY_DEC_MARCH_RING`` (read when the solver is made) force a
