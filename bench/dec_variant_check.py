@@ -4,8 +4,8 @@ Steps the problem of ``bench/dec.py`` (each grid at the unknowns of BCC
 ``--blocks``^3 x 12) with the default kernel form and with each form named
 in ``--variants`` (``NLSEPY_DEC_KERNEL``, read when a solver is made; a
 variant ``18:8x6`` also sets ``NLSEPY_DEC_MARCH_TILE=8x6``, ``21:8x6:5`` also
-``NLSEPY_DEC_MARCH_RING=5``, ``21::5`` the ring alone and ``23:::4``
-``NLSEPY_DEC_BLOCKS_PER_SM=4``), from
+``NLSEPY_DEC_MARCH_RING=5``, ``21::5`` the ring alone, ``23:::4``
+``NLSEPY_DEC_BLOCKS_PER_SM=4`` and ``24::::4`` ``NLSEPY_DEC_TILE_MIB=4``), from
 the same state, and prints the largest difference of the states after
 ``--steps`` leapfrog steps relative to the largest modulus, and the norms.
 With ``--time R`` it then times every form, the default one included,
@@ -35,7 +35,8 @@ import _common  # noqa: F401  (puts the package on the path like the other bench
 from dec import blocks_for, make
 
 
-KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE", "NLSEPY_DEC_MARCH_RING", "NLSEPY_DEC_BLOCKS_PER_SM")
+KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE", "NLSEPY_DEC_MARCH_RING",
+        "NLSEPY_DEC_BLOCKS_PER_SM", "NLSEPY_DEC_TILE_MIB")
 
 
 def times_in_turns(sims: Dict[str, Any], steps: int, rounds: int, nbytes: float, copy: float,
