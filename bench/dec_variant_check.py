@@ -39,6 +39,15 @@ KEYS = ("NLSEPY_DEC_KERNEL", "NLSEPY_DEC_MARCH_TILE", "NLSEPY_DEC_MARCH_RING",
         "NLSEPY_DEC_BLOCKS_PER_SM", "NLSEPY_DEC_TILE_MIB")
 
 
+def gpu_copy() -> float:
+    """The GPU's copy bandwidth (GB/s, 1 GiB, median of 20), printed with the
+    device's name as the first line of a run."""
+    from nlsepy import _cuda
+    copy = _cuda.copy_bandwidth(1 << 30, 20)
+    print(f"device: {_cuda.device_name()}  copy bandwidth {copy:.0f} GB/s", flush=True)
+    return copy
+
+
 def times_in_turns(sims: Dict[str, Any], steps: int, rounds: int, nbytes: float, copy: float,
                    digits: int = 2) -> str:
     """Each solver of `sims` stepped `rounds` times `steps` steps, the solvers
@@ -64,11 +73,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--time", type=int, default=0, metavar="ROUNDS")
     a = p.parse_args(argv)
-    copy = None
-    if a.time:
-        from nlsepy import _cuda
-        copy = _cuda.copy_bandwidth(1 << 30, 20)
-        print(f"device: {_cuda.device_name()}  copy bandwidth {copy:.0f} GB/s", flush=True)
+    copy = gpu_copy() if a.time else None
     dof = 12 * a.blocks ** 3
     for dt_name in a.dtypes.split(","):
         dtype = np.dtype(dt_name).type

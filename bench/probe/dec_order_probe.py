@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import _common  # noqa: F401,E402
 from dec import blocks_for, make  # noqa: E402
-from dec_variant_check import times_in_turns  # noqa: E402
+from dec_variant_check import gpu_copy, times_in_turns  # noqa: E402
 from nlsepy.dec import grids as G  # noqa: E402
 from nlsepy.dec import solver as S  # noqa: E402
 
@@ -39,8 +39,7 @@ def by_zyx(b):
     """Block b with its cells sorted by their circumcentres' z, y, x (rounded
     to 1e-7; the order before the row kernels' order) and each cell's
     neighbours by index distance."""
-    key = np.round(b.centres / 1e-7).astype(np.int64)
-    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
+    order = G._zyx_order(b.centres)
     pos = np.empty(b.cells, np.int64)
     pos[order] = np.arange(b.cells)
     of = b.nbr_offset
@@ -101,11 +100,7 @@ def main():
     a = p.parse_args()
     global PERMS
     PERMS = a.perms or None
-    copy = 1.0
-    if a.backend == "cuda":
-        from nlsepy import _cuda
-        copy = _cuda.copy_bandwidth(1 << 30, 20)
-        print(f"device: {_cuda.device_name()}  copy bandwidth {copy:.0f} GB/s", flush=True)
+    copy = gpu_copy() if a.backend == "cuda" else 1.0
     dof = 12 * a.blocks ** 3
     for dt_name in a.dtypes.split(","):
         dtype = np.dtype(dt_name).type
@@ -124,10 +119,8 @@ def main():
                     ref = sim
                     print(f"{grid} {dt_name} own form: {sim.last_kernel()}", flush=True)
                 elif name == "zyx":  # compare block by block in the own order
-                    key = np.round(b0.centres / 1e-7).astype(np.int64)
-                    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
                     pa = np.empty_like(sim.psi.reshape(-1, blk.cells))
-                    pa[:, order] = sim.psi.reshape(-1, blk.cells)
+                    pa[:, G._zyx_order(b0.centres)] = sim.psi.reshape(-1, blk.cells)
                     d = float(np.abs(pa.reshape(-1) - ref.psi).max() / np.abs(ref.psi).max())
                     print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
                 elif name == "perm":  # compare block by block in the own order

@@ -17,24 +17,11 @@ import argparse
 
 import numpy as np
 
+from dec_order_probe import by_zyx
 from nlsepy.dec import grids as G
 
 NX = 40  # blocks in the model's row
 U = 256  # cells a unit
-
-
-def zyx(b):
-    """Block b with its cells by z, y, x and their neighbours by index distance."""
-    key = np.round(b.centres / 1e-7).astype(np.int64)
-    order = np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
-    pos = np.empty(b.cells, np.int64)
-    pos[order] = np.arange(b.cells)
-    of = b.nbr_offset
-    d = ((of[:, 2] * 4 + of[:, 1]) * 4 + of[:, 0]) * b.cells + pos[b.nbr_cell] - pos[b.nbr_row]
-    o = np.lexsort((np.abs(d), pos[b.nbr_row]))
-    return G.Block(grid=b.grid, edge=b.edge, points=b.points, centres=b.centres[order],
-                   volumes=b.volumes[order], nbr_row=pos[b.nbr_row[o]], nbr_cell=pos[b.nbr_cell[o]],
-                   nbr_offset=of[o], nbr_area=b.nbr_area[o], nbr_dual=b.nbr_dual[o])
 
 
 def sectors(b, esz=8):
@@ -69,7 +56,7 @@ def main() -> int:
     a = p.parse_args()
     for g in a.grids.split(","):
         b = G.block(g)
-        for name, blk in (("own", b), ("zyx", zyx(b))):
+        for name, blk in (("own", b), ("zyx", by_zyx(b))):
             r, al, ld = sectors(blk)
             print(f"{g:4s} {name}: rows {r:.3f}  all {al:.3f}  per load {ld:.3f} sectors a cell",
                   flush=True)

@@ -238,7 +238,7 @@ def block(grid: str) -> Block:
     # rounding) are sorted by y and x on every platform, not by the noise of
     # the circumcentres' last bits
     ikey = np.round(ccen[inside_idx] / tol).astype(np.int64)
-    order = np.lexsort((ikey[:, 0], ikey[:, 1], ikey[:, 2]))
+    order = _zyx_order(ccen[inside_idx], tol)
     inside_idx = inside_idx[order]
     lkey = {tuple(k): i for i, k in enumerate(ikey[order])}
     rows, cells, offs, areas, duals = [], [], [], [], []
@@ -270,6 +270,14 @@ def block(grid: str) -> Block:
                  "nbr_area", "nbr_dual"):
         getattr(blk, name).setflags(write=False)  # the block is cached: no caller may alter it
     return blk
+
+
+def _zyx_order(centres: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+    """The indices that sort circumcentres by z, then y, then x, each
+    rounded to `tol` (the cell order of cubic, FCC and BCC, and of every
+    grid in earlier versions)."""
+    key = np.round(np.asarray(centres) / tol).astype(np.int64)
+    return np.lexsort((key[:, 0], key[:, 1], key[:, 2]))
 
 
 def _row_order(blk: Block, tol: float) -> Block:

@@ -1222,8 +1222,7 @@ def _zyx_centres(grid: str) -> np.ndarray:
     """The circumcentres of a `grid` block in the order of earlier versions:
     by z, y, x (rounded to 1e-7)."""
     cen = np.asarray(_grids.block(grid).centres)
-    key = np.round(cen / 1e-7).astype(np.int64)
-    return cen[np.lexsort((key[:, 0], key[:, 1], key[:, 2]))]
+    return cen[_grids._zyx_order(cen)]
 
 
 def _cell_order(where: str, grid: str, stored: np.ndarray) -> Optional[np.ndarray]:
