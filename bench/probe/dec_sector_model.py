@@ -32,53 +32,49 @@ NX = 40  # blocks in the model's row
 U = 256  # cells a unit
 
 
-def sectors(b, esz=8):
-    """(rows, all, per load) sectors a cell, as the module says."""
+def units(b, esz=8):
+    """Each unit of the model's row (away from its ends): the sectors of
+    its cells' neighbours (U x K), whether each neighbour lies in another row
+    of blocks, and the sectors of its cells' own values (U)."""
     C = b.cells
     K = len(b.nbr_row) // C
     nb = b.nbr_cell.reshape(C, K)
     of = b.nbr_offset.reshape(C, K, 3)
     base = (5 * 16 + 5) * NX * C
-    rows = alls = loads = units = 0
     for q0 in range(3 * C, NX * C - 4 * C - U, U):
         q = np.arange(q0, q0 + U)
         bx = q // C
         o = of[q - bx * C]
         addr = ((((o[..., 2] + 5) * 16 + o[..., 1] + 5) * NX + bx[:, None] + o[..., 0]) * C
                 + nb[q - bx * C]) * esz // 32
-        other = (o[..., 1] != 0) | (o[..., 2] != 0)
+        yield addr, (o[..., 1] != 0) | (o[..., 2] != 0), (base + q) * esz // 32
+
+
+def sectors(b, esz=8):
+    """(rows, all, per load) sectors a cell, as the module says."""
+    rows = alls = loads = n = 0
+    for addr, other, own in units(b, esz):
         rows += len(np.unique(addr[other]))
-        alls += len(np.setdiff1d(addr, (base + q) * esz // 32))
+        alls += len(np.setdiff1d(addr, own))
         for w in range(U // 32):
-            for k in range(K):
+            for k in range(addr.shape[1]):
                 s = addr[32 * w:32 * w + 32, k][other[32 * w:32 * w + 32, k]]
                 loads += len(np.unique(s))
-        units += 1
-    n = units * U
+        n += U
     return rows / n, alls / n, loads / n
 
 
 def pass_sectors(b, w, esz=8):
     """Sectors a cell read from L2 when L1 keeps the warp's last w passes."""
-    C = b.cells
-    K = len(b.nbr_row) // C
-    nb = b.nbr_cell.reshape(C, K)
-    of = b.nbr_offset.reshape(C, K, 3)
-    base = (5 * 16 + 5) * NX * C
     tot = n = 0
-    for q0 in range(3 * C, NX * C - 4 * C - U, U):
-        q = np.arange(q0, q0 + U)
-        bx = q // C
-        o = of[q - bx * C]
-        addr = ((((o[..., 2] + 5) * 16 + o[..., 1] + 5) * NX + bx[:, None] + o[..., 0]) * C
-                + nb[q - bx * C]) * esz // 32
-        own = (base + q) * esz // 32
+    for addr, _, own in units(b, esz):
         kept = []
         for p in range(U // 32):
             sl = slice(32 * p, 32 * p + 32)
-            now = set(addr[sl].ravel().tolist()) | set(own[sl].tolist())
+            mine = set(own[sl].tolist())
+            now = set(addr[sl].ravel().tolist()) | mine
             seen = set().union(*kept[len(kept) - (w - 1):]) if w > 1 and kept else set()
-            tot += len(now - seen) + len(set(own[sl].tolist()))  # + psi(n-1), never kept
+            tot += len(now - seen) + len(mine)  # + psi(n-1), never kept
             kept.append(now)
         n += U
     return tot / n
