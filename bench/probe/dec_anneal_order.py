@@ -32,40 +32,34 @@ import numpy as np
 from nlsepy.dec.grids import block
 
 NX = NY = 40
+U = 256  # cells a work unit
+
+
+def neighbours(nb, of, pos, q, C):
+    """The index of neighbour slot k of each cell q in the model's grid, for
+    each k (K arrays of q's shape), under the relabelling pos, nb, of."""
+    inv = np.empty(C, int)
+    inv[pos] = np.arange(C)
+    cn = q % C
+    co = inv[cn]
+    for k in range(nb.shape[1]):
+        o = of[co, k]
+        yield q + ((o[..., 2] * NY + o[..., 1]) * NX + o[..., 0]) * C + pos[nb[co, k]] - cn
 
 
 def cost(nb, of, pos, q, C):
     """Lines per 32 cells of the neighbour loads of the windows q."""
-    inv = np.empty(C, int)
-    inv[pos] = np.arange(C)
-    bx = q // C
-    cn = q - bx * C
-    co = inv[cn]
     tot = 0
-    for k in range(nb.shape[1]):
-        o = of[co, k]
-        delta = ((o[..., 2] * NY + o[..., 1]) * NX + o[..., 0]) * C + pos[nb[co, k]] - cn
-        a = np.sort(((10 ** 7 + q + delta) * 8) // 128, axis=1)
+    for j in neighbours(nb, of, pos, q, C):
+        a = np.sort(((10 ** 7 + j) * 8) // 128, axis=1)
         tot += int((np.diff(a, axis=1) != 0).sum()) + a.shape[0]
     return tot / q.size * 32
-
-
-U = 256  # cells a work unit
 
 
 def unit_sectors(nb, of, pos, units, C):
     """Distinct 32-byte sectors outside each unit that its neighbour loads
     read, a cell (complex64)."""
-    inv = np.empty(C, int)
-    inv[pos] = np.arange(C)
-    bx = units // C
-    cn = units - bx * C
-    co = inv[cn]
-    a = []
-    for k in range(nb.shape[1]):
-        o = of[co, k]
-        a.append(units + ((o[..., 2] * NY + o[..., 1]) * NX + o[..., 0]) * C + pos[nb[co, k]] - cn)
-    a = np.concatenate(a, axis=1)
+    a = np.concatenate(list(neighbours(nb, of, pos, units, C)), axis=1)
     own = (a >= units[:, :1]) & (a <= units[:, -1:])
     s = np.sort(np.where(own, -1, ((10 ** 7 + a) * 8) // 32), axis=1)
     return int(((np.diff(s, axis=1) != 0) & (s[:, 1:] >= 0)).sum()) / units.size

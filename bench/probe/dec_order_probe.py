@@ -118,18 +118,13 @@ def main():
                 if ref is None:
                     ref = sim
                     print(f"{grid} {dt_name} own form: {sim.last_kernel()}", flush=True)
-                elif name == "zyx":  # compare block by block in the own order
-                    pa = np.empty_like(sim.psi.reshape(-1, blk.cells))
-                    pa[:, G._zyx_order(b0.centres)] = sim.psi.reshape(-1, blk.cells)
+                else:  # compared block by block in the own order
+                    pa = sim.psi.reshape(-1, blk.cells)
+                    if name == "zyx":
+                        pa = pa[:, np.argsort(G._zyx_order(b0.centres))]
+                    elif name == "perm":
+                        pa = pa[:, np.load(os.path.join(PERMS, grid + ".npz"))["pos"]]
                     d = float(np.abs(pa.reshape(-1) - ref.psi).max() / np.abs(ref.psi).max())
-                    print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
-                elif name == "perm":  # compare block by block in the own order
-                    z = np.load(os.path.join(PERMS, grid + ".npz"))
-                    pa = sim.psi.reshape(-1, blk.cells)[:, z["pos"]].reshape(-1)
-                    d = float(np.abs(pa - ref.psi).max() / np.abs(ref.psi).max())
-                    print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
-                else:
-                    d = float(np.abs(sim.psi - ref.psi).max() / np.abs(ref.psi).max())
                     print(f"{grid} {dt_name} {name}: max|diff|/max|psi| {d:.2e}", flush=True)
                 sims[name] = sim
             if a.time:
