@@ -66,7 +66,7 @@ def dec() -> None:
     # the marching grids also with rings of 4 and 6 planes forced (chunks of
     # 7 layers, longer than the planes copied ahead), C15 also in the lean
     # rows and the plain loop
-    runs = [(g, {}) for g in ("cubic", "fcc", "bcc", "c15")]
+    runs = [(g, {}) for g in ("cubic", "fcc", "bcc", "a15", "c15")]
     runs += [(g, {"NLSEPY_DEC_MARCH_RING": r}) for g in ("cubic", "fcc") for r in ("4", "6")]
     runs += [("c15", {"NLSEPY_DEC_KERNEL": k}) for k in ("23", "0")]
     for dtype in (np.complex64, np.complex128):

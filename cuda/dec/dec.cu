@@ -40,12 +40,16 @@
  *   complex128 and on C15 and Z in complex64 psi(n-1) is read and the
  *   results written streamed (__ldcs, __stcs), so that they do not push
  *   the planes of psi(n) out of L2 (k_apply_w, the form before, under
- *   NLSEPY_DEC_KERNEL=8).  On A15, C15 and Z the block's cells are in
- *   the order of nlsepy.dec.grids._row_order, made for these gathers.
+ *   NLSEPY_DEC_KERNEL=8).  Real-time steps in complex64 on A15, C15 and
+ *   Z take k_pairs instead: k_rows with two cells a lane, whose own
+ *   values and results move in 16-byte loads and stores (streamed on C15
+ *   and Z), at 64 registers and four thread blocks an SM; imaginary time
+ *   keeps k_rows.  On A15, C15 and Z the block's cells are in the order
+ *   of nlsepy.dec.grids._row_order, made for these gathers.
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
- * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21, 23..26
+ * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21, 23..29
  * picks one form for every grid (the table of variants in launch_n); all
  * forms sum the neighbours in the same order and give the same bits.
  *
@@ -64,6 +68,7 @@
  */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +318,25 @@ __device__ __forceinline__ void store_part(double v, double *red, double *part)
         part[blockIdx.x] = s;
 }
 
+/* a + (cre + i cim) (d x - s) with d = dg + (v + g |x|^2) (a only when
+ * `add`): the new value of a cell (cell_store, k_pairs). */
+template <typename R>
+__device__ __forceinline__ typename Vec2<R>::T cell_value(R g, R dg, R v, typename Vec2<R>::T a,
+                                                          typename Vec2<R>::T x, R sr, R si,
+                                                          bool add, R cre, R cim)
+{
+    const R d = dg + (v + g * (x.x * x.x + x.y * x.y));
+    const R hr = d * x.x - sr, hi = d * x.y - si;
+    typename Vec2<R>::T o;
+    o.x = cre * hr - cim * hi;
+    o.y = cre * hi + cim * hr;
+    if (add) {
+        o.x = a.x + o.x;
+        o.y = a.y + o.y;
+    }
+    return o;
+}
+
 /* out[i] = a + (cre + i cim) (d x - s) with d = dg + (v + g |x|^2), psi(n)
  * = x at the cell, s = the weighted neighbour sum (sr, si), a = psi(n-1)
  * when `add`, v the potential there and dg the cell's diagonal; flags a
@@ -326,16 +350,7 @@ __device__ __forceinline__ typename Vec2<R>::T cell_store(R g, R dg, R v,
                                                           unsigned long long step,
                                                           unsigned long long *bad)
 {
-    typedef typename Vec2<R>::T C2;
-    const R d = dg + (v + g * (x.x * x.x + x.y * x.y));
-    const R hr = d * x.x - sr, hi = d * x.y - si;
-    C2 o;
-    o.x = cre * hr - cim * hi;
-    o.y = cre * hi + cim * hr;
-    if (add) {
-        o.x = a.x + o.x;
-        o.y = a.y + o.y;
-    }
+    const typename Vec2<R>::T o = cell_value<R>(g, dg, v, a, x, sr, si, add, cre, cim);
     if (ST)
         __stcs(out + i, o); /* streamed: not kept in the caches */
     else
@@ -547,6 +562,34 @@ template <typename R> __host__ __device__ __forceinline__ unsigned rows_qd_bytes
     return ((unsigned)maxn * cells * (unsigned)sizeof(QD<R>) + 15u) & ~15u;
 }
 
+/* Stage k_rows' and k_pairs' copies of the table at ext (see rows_qd_bytes);
+ * *qd and *cx point to them after the barrier. */
+template <typename R, int MAXN>
+__device__ __forceinline__ void rows_stage(const DGeo &G, const STab<R> &T, unsigned char *ext,
+                                           const QD<R> **qd_out, const double **cx_out)
+{
+    const int C = (int)G.cells;
+    QD<R> *qd = (QD<R> *)ext;
+    double *cx = (double *)(ext + rows_qd_bytes<R>(MAXN, G.cells));
+    double *cy = cx + C, *cz = cy + C;
+    for (int e = threadIdx.x; e < MAXN * C; e += blockDim.x) {
+        const int q = e / C, c = e - q * C, k = T.start[c] + q;
+        const bool in = k < T.start[c + 1];
+        QD<R> v;
+        v.w = in ? T.w[k] : (R)0;
+        v.d = in ? T.delta[k] : 0;
+        qd[e] = v;
+    }
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        cx[c] = T.cen[3 * c];
+        cy[c] = T.cen[3 * c + 1];
+        cz[c] = T.cen[3 * c + 2];
+    }
+    __syncthreads();
+    *qd_out = qd;
+    *cx_out = cx;
+}
+
 /* Rows of units taken by warps, lean (the default in complex64 on grids of
  * more than 12 cells a block and, with ST, on A15 in complex128;
  * NLSEPY_DEC_KERNEL=23, 24 with ST; tables of at
@@ -575,23 +618,10 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
     if (launch_start<R>(G, tab, smem, bad, ctr, slot, &skip, &T))
         return;
     const int C = (int)G.cells;
-    QD<R> *qd = (QD<R> *)(smem + o_ext);
-    double *cx = (double *)(smem + o_ext + rows_qd_bytes<R>(MAXN, G.cells));
-    double *cy = cx + C, *cz = cy + C;
-    for (int e = threadIdx.x; e < MAXN * C; e += blockDim.x) {
-        const int q = e / C, c = e - q * C, k = T.start[c] + q;
-        const bool in = k < T.start[c + 1];
-        QD<R> v;
-        v.w = in ? T.w[k] : (R)0;
-        v.d = in ? T.delta[k] : 0;
-        qd[e] = v;
-    }
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        cx[c] = T.cen[3 * c];
-        cy[c] = T.cen[3 * c + 1];
-        cz[c] = T.cen[3 * c + 2];
-    }
-    __syncthreads();
+    const QD<R> *qd;
+    const double *cx;
+    rows_stage<R, MAXN>(G, T, smem + o_ext, &qd, &cx);
+    const double *cy = cx + C, *cz = cy + C;
     /* a cell's psi(n) and psi(n-1) loaded before its neighbours, so that
      * their trips to DRAM overlap instead of following one another (the
      * neighbours' loads feed the sums, and the compiler keeps the loads
@@ -666,6 +696,112 @@ k_rows(DGeo G, const unsigned char *tab, unsigned o_ext, R g, typename Vec2<R>::
     }
     if (NORM)
         store_part(nn, red, part);
+}
+
+/* Two cells a lane (complex64, tables of exactly 4 neighbours a cell, an
+ * even number of cells a block; the default of real-time steps in
+ * complex64 on A15, C15 and Z; NLSEPY_DEC_KERNEL=28 streamed at 64
+ * registers, 29 unstreamed, 27 streamed at 48): the units and order of
+ * work of k_rows, but each lane takes the cells q and q + 1 (q even, so
+ * both in one block) and moves their own psi(n), psi(n-1) and results in
+ * 16-byte loads and stores, and their table entries (weights and
+ * distances, circumcentres, diagonal) in 16-byte shared loads: the lane's
+ * own stream is then the 16 bytes a load of complex128, at half the
+ * load-store instructions a cell of k_rows.  With ST psi(n-1) is read and
+ * the results written streamed (__ldcs, __stcs).  Sums and trap in the
+ * order of k_rows: the same bits.  No norm parts (k_rows forms them). */
+template <bool HASV, int MINB, bool ST>
+__global__ void __launch_bounds__(256, MINB)
+k_pairs(DGeo G, const unsigned char *tab, unsigned o_ext, float g, float2 *out,
+        const float2 *x0, const float2 *__restrict__ x1, float cre, float cim,
+        const float *__restrict__ V, unsigned long long step, unsigned long long *bad,
+        unsigned *ctr, unsigned slot)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int skip;
+    STab<float> T;
+    if (launch_start<float>(G, tab, smem, bad, ctr, slot, &skip, &T))
+        return;
+    const int C = (int)G.cells;
+    const QD<float> *qd;
+    const double *cx;
+    rows_stage<float, 4>(G, T, smem + o_ext, &qd, &cx);
+    const double *cy = cx + C, *cz = cy + C;
+    const unsigned lane = threadIdx.x & 31u;
+    unsigned nxt = 0;
+    if (lane == 0)
+        nxt = atomicAdd(ctr + slot, 1u);
+    for (;;) {
+        const unsigned u = __shfl_sync(0xffffffffu, nxt, 0);
+        if (lane == 0)
+            nxt = atomicAdd(ctr + slot, 1u); /* the next unit, asked for now */
+        if (u >= G.units)
+            break;
+        unsigned by, bz, q0;
+        unit_row(G, u, by, bz, q0);
+        const size_t row = (size_t)(bz * G.ny + by) * G.row_len;
+        const bool yz_in = by > 0 && by + 1 < G.ny && bz > 0 && bz + 1 < G.nz;
+        const double yb = G.oy + (double)by * G.ey;
+        const double zb = G.oz + (double)((int)bz + G.zoff) * G.ez;
+        for (unsigned t = 2u * lane; t < blockDim.x; t += 64u) {
+            const unsigned q = q0 + t;
+            if (q >= G.row_len)
+                break;
+            const unsigned bx = fdiv(q, G.d_cells);
+            const int c = (int)(q - bx * G.cells);
+            const size_t i = row + q;
+            const float4 x = __ldg((const float4 *)(x1 + i));
+            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (x0)
+                a = ST ? __ldcs((const float4 *)(x0 + i)) : *(const float4 *)(x0 + i);
+            float sr0 = 0, si0 = 0, sr1 = 0, si1 = 0;
+            if (yz_in && bx > 0 && bx + 1 < G.nx) {
+                float4 e[4];
+                float2 v0[4], v1[4];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    e[k] = *(const float4 *)(qd + k * C + c); /* w, d of c and c + 1 */
+                    v0[k] = __ldg(x1 + (ptrdiff_t)i + __float_as_int(e[k].y));
+                    v1[k] = __ldg(x1 + (ptrdiff_t)i + 1 + __float_as_int(e[k].w));
+                }
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    sr0 += e[k].x * v0[k].x;
+                    si0 += e[k].x * v0[k].y;
+                    sr1 += e[k].z * v1[k].x;
+                    si1 += e[k].z * v1[k].y;
+                }
+            } else {
+                nsum<float, 0>(G, T, x1, i, c, (int)bx, (int)by, (int)bz, false, sr0, si0);
+                nsum<float, 0>(G, T, x1, i + 1, c + 1, (int)bx, (int)by, (int)bz, false, sr1,
+                               si1);
+            }
+            const double xb = G.ox + (double)bx * G.ex;
+            const double2 px = *(const double2 *)(cx + c), py = *(const double2 *)(cy + c),
+                          pz = *(const double2 *)(cz + c);
+            const double xx0 = xb + px.x, yy0 = yb + py.x, zz0 = zb + pz.x;
+            const double xx1 = xb + px.y, yy1 = yb + py.y, zz1 = zb + pz.y;
+            float vv0 = (float)(G.hx * xx0 * xx0 + G.hy * yy0 * yy0 + G.hz * zz0 * zz0);
+            float vv1 = (float)(G.hx * xx1 * xx1 + G.hy * yy1 * yy1 + G.hz * zz1 * zz1);
+            if (HASV) {
+                const float2 vp = *(const float2 *)(V + i);
+                vv0 = vv0 + vp.x;
+                vv1 = vv1 + vp.y;
+            }
+            const float2 dg = *(const float2 *)(T.diag + c);
+            const bool add = x0 != NULL;
+            const float2 o0 = cell_value<float>(g, dg.x, vv0, make_float2(a.x, a.y),
+                                                make_float2(x.x, x.y), sr0, si0, add, cre, cim);
+            const float2 o1 = cell_value<float>(g, dg.y, vv1, make_float2(a.z, a.w),
+                                                make_float2(x.z, x.w), sr1, si1, add, cre, cim);
+            if (ST)
+                __stcs((float4 *)(out + i), make_float4(o0.x, o0.y, o1.x, o1.y));
+            else
+                *(float4 *)(out + i) = make_float4(o0.x, o0.y, o1.x, o1.y);
+            if (!(isfinite(o0.x) && isfinite(o0.y) && isfinite(o1.x) && isfinite(o1.y)))
+                atomicMin(bad, step);
+        }
+    }
 }
 
 /* cp.async (sm_80 and later): B bytes (8 or 16) from global src to shared
@@ -1176,6 +1312,7 @@ struct nlse_dec {
     unsigned *ctr;           /* work-unit counters of k_apply, 3 slots   */
     unsigned launch;         /* k_apply launches so far (counter slot)   */
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
+    int all4;                /* every cell has exactly 4 neighbours (k_pairs) */
     int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
     const char *form;        /* the form of the last launch (nlse_dec_kernel) */
     char march_form[96];     /* k_march's, with its tiles, ring and blocks an SM */
@@ -1499,6 +1636,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     for (int c = 0; c < p->cells; ++c)
         most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
     s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
+    s->all4 = 1;
+    for (int c = 0; c < p->cells; ++c)
+        s->all4 &= s->r.start[c + 1] - s->r.start[c] == 4;
     const char *kv = getenv("NLSEPY_DEC_KERNEL");
     s->variant = kv && *kv ? atoi(kv) : -1; /* -1: by the grid (launch_n) */
     /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
@@ -1690,6 +1830,36 @@ static bool launch_r(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     return true;
 }
 
+/* Launch out = x0 + (cre + i cim) H(x1) x1 by k_pairs at MINB thread
+ * blocks an SM; false in complex128, with a norm to form, where a cell
+ * has other than 4 neighbours, the block an odd number of cells, a
+ * buffer not 16-byte aligned or the table's copies too large. */
+template <typename R, bool HASV, int MINB, bool ST = true>
+static bool launch_p(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                     double cim, unsigned long long step, double *part)
+{
+    if constexpr (sizeof(R) != 4) {
+        return false;
+    } else {
+        const uintptr_t al = (uintptr_t)out | (uintptr_t)x0 | (uintptr_t)x1 | (uintptr_t)s->V;
+        if (part || !s->all4 || (s->G.cells & 1u) || (al & 15u))
+            return false;
+        const unsigned o_ext = (s->G.bytes + 15u) & ~15u;
+        const unsigned bytes = o_ext + rows_qd_bytes<float>(4, s->G.cells) + 24u * s->G.cells;
+        if (bytes > 48u * 1024u)
+            return false;
+        s->form = ST ? (MINB == 4 ? "rows, units by warps, two cells a lane, streamed"
+                                  : "rows, units by warps, two cells a lane, streamed (48 registers)")
+                     : (MINB == 4 ? "rows, units by warps, two cells a lane"
+                                  : "rows, units by warps, two cells a lane (48 registers)");
+        k_pairs<HASV, MINB, ST><<<s->grid, s->block, bytes, s->stream>>>(
+            s->G, s->tab, o_ext, (float)s->p.g, (float2 *)out, (const float2 *)x0,
+            (const float2 *)x1, (float)cre, (float)cim, (const float *)s->V, step, s->bad,
+            s->ctr, s->launch % 3);
+        return true;
+    }
+}
+
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_march; false when its
  * tiles do not fit in shared memory. */
 template <typename R, bool HASV>
@@ -1718,6 +1888,13 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
      * marching where it fits, else the row form of the grid */
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
+    /* complex64 on A15, C15 and Z, real time: two cells a lane (C15
+     * 0.813 -> 0.795 ms a step, Z 0.810 -> 0.790 with psi(n-1) and the
+     * results streamed, A15 0.815 -> 0.808 unstreamed, on an H100) */
+    if (variant < 0 && sizeof(R) == 4 && s->G.cells > 12 &&
+        (s->G.cells >= 64 ? launch_p<R, HASV, 4, true>(s, out, x0, x1, cre, cim, step, part)
+                          : launch_p<R, HASV, 4, false>(s, out, x0, x1, cre, cim, step, part)))
+        return;
     /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.74-0.78
      * of the copy bandwidth on an H100); complex128 on A15: the lean rows
      * with psi(n-1) and the results streamed past the caches (0.79 ->
@@ -1743,6 +1920,18 @@ static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     case 23: /* units taken by warps, lean (k_rows) */
     case 24: /* the same, psi(n-1) and the results streamed */
         if (launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part, variant == 24))
+            return;
+        break;
+    case 27: /* two cells a lane, streamed, at most 48 registers */
+        if (launch_p<R, HASV, 5>(s, out, x0, x1, cre, cim, step, part))
+            return;
+        break;
+    case 28: /* two cells a lane, streamed, at most 64 registers (C15, Z) */
+        if (launch_p<R, HASV, 4>(s, out, x0, x1, cre, cim, step, part))
+            return;
+        break;
+    case 29: /* two cells a lane, at most 64 registers (A15) */
+        if (launch_p<R, HASV, 4, false>(s, out, x0, x1, cre, cim, step, part))
             return;
         break;
     case 3: /* units taken by warps, at most 32 registers */

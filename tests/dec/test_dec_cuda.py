@@ -40,10 +40,10 @@ def form(sim):
 DEFAULT_FORM = {"cubic": "z marching", "fcc": "z marching", "bcc": "z marching",
                 "a15": "rows, units by warps, lean, streamed",
                 "c15": "rows, units by thread blocks", "z": "rows, units by thread blocks"}
-# complex64: A15, C15 and Z take their units by warps in the lean kernel,
-# streamed on C15 and Z (bench/RESULTS.md)
-LEAN = "rows, units by warps, lean"
-DEFAULT_FORM_64 = dict(DEFAULT_FORM, a15=LEAN, c15=LEAN + ", streamed", z=LEAN + ", streamed")
+# complex64, real time: A15, C15 and Z take their units by warps, two cells
+# a lane, streamed on C15 and Z (bench/RESULTS.md)
+PAIRS = "rows, units by warps, two cells a lane"
+DEFAULT_FORM_64 = dict(DEFAULT_FORM, a15=PAIRS, c15=PAIRS + ", streamed", z=PAIRS + ", streamed")
 
 
 @pytest.mark.parametrize("grid", nl.dec.GRIDS)
@@ -170,3 +170,30 @@ def test_march_rings_and_plain_form_same_bits(grid, dtype, monkeypatch):
     assert np.all(np.isfinite(ref)) and np.max(np.abs(ref)) > 0
     for name, psi in runs.items():
         np.testing.assert_array_equal(psi, ref, err_msg=name)
+
+
+@pytest.mark.parametrize("grid", ["a15", "c15", "z"])
+@pytest.mark.parametrize("bc", ["zero", "periodic"])
+def test_two_cells_a_lane_same_bits_as_lean_rows(grid, bc, monkeypatch):
+    """The form with two cells a lane (streamed at 48 and 64 registers, and
+    unstreamed) steps to the bits of the lean rows (one cell a lane), on a
+    grid with interior blocks and a last unit of a row shorter than the
+    others; with the potential of an array on the periodic grid.  Its
+    imaginary-time steps go to the lean rows."""
+    V = (lambda x, y, z: 0.2 * np.sin(x + 2 * y) * np.cos(z)) if bc == "periodic" else None
+    runs = {}
+    for k in ("23", "27", "28", "29"):
+        monkeypatch.setenv("NLSEPY_DEC_KERNEL", k)
+        _, gpu = pair(grid, dtype=np.complex64, bc=bc, V=V, blocks=(5, 4, 4), spacing=1.5)
+        gpu.step(30)
+        name = "rows, units by warps, lean" if k == "23" else PAIRS
+        assert gpu.last_kernel().startswith(name), gpu.last_kernel()
+        runs[k] = gpu.psi
+    monkeypatch.delenv("NLSEPY_DEC_KERNEL")
+    ref = runs.pop("23")
+    assert np.all(np.isfinite(ref)) and np.max(np.abs(ref)) > 0
+    for k, psi in runs.items():
+        np.testing.assert_array_equal(psi, ref, err_msg=f"NLSEPY_DEC_KERNEL={k}")
+    _, gpu = pair(grid, dtype=np.complex64, bc=bc, V=V, blocks=(5, 4, 4), spacing=1.5)
+    gpu.imaginary_time(3)
+    assert gpu.last_kernel().startswith("rows, units by warps, lean"), gpu.last_kernel()

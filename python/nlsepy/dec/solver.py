@@ -823,8 +823,10 @@ class DecGPE:
         marching (tiles 8x8, ring of 5 planes, 3 thread blocks an SM)"``
         (the default on cubic, FCC and BCC, with its tiles of blocks, its
         ring of planes in shared memory and its occupancy), ``"rows, units
-        by warps, lean"`` (complex64 on A15, C15 and Z; with ``",
-        streamed"`` on C15 and Z in complex64 and on A15 in complex128),
+        by warps, two cells a lane"`` (real time in complex64 on A15, C15
+        and Z; with ``", streamed"`` on C15 and Z), ``"rows, units by
+        warps, lean"`` (imaginary time in complex64 on A15, C15 and Z; with
+        ``", streamed"`` on C15 and Z, and on A15 in complex128),
         ``"rows, units by warps"`` or
         ``"rows, units by thread blocks"`` (``""`` before the first step).
         ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
