@@ -1633,12 +1633,13 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     G->zc = G->nz;
     G->zoff = 0;
     int most = 0;
-    for (int c = 0; c < p->cells; ++c)
-        most = s->r.start[c + 1] - s->r.start[c] > most ? s->r.start[c + 1] - s->r.start[c] : most;
-    s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
     s->all4 = 1;
-    for (int c = 0; c < p->cells; ++c)
-        s->all4 &= s->r.start[c + 1] - s->r.start[c] == 4;
+    for (int c = 0; c < p->cells; ++c) {
+        const int n = s->r.start[c + 1] - s->r.start[c];
+        most = n > most ? n : most;
+        s->all4 &= n == 4;
+    }
+    s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
     const char *kv = getenv("NLSEPY_DEC_KERNEL");
     s->variant = kv && *kv ? atoi(kv) : -1; /* -1: by the grid (launch_n) */
     /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
@@ -1803,6 +1804,14 @@ static void launch_w(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         (const R *)s->V, step, s->bad, part, s->ctr, s->launch % 3);
 }
 
+/* Shared memory of k_rows and k_pairs (MAXN neighbour rows a cell): the
+ * staged table, then at *o_ext their q-major copy and circumcentres by axis. */
+template <typename R> static unsigned rows_smem(const nlse_dec *s, int maxn, unsigned *o_ext)
+{
+    *o_ext = (s->G.bytes + 15u) & ~15u;
+    return *o_ext + rows_qd_bytes<R>(maxn, s->G.cells) + 24u * s->G.cells;
+}
+
 /* Launch out = x0 + (cre + i cim) H(x1) x1 by k_rows; false when the
  * table has more than 8 neighbours a cell or its copies do not fit. */
 template <typename R, bool HASV>
@@ -1812,8 +1821,8 @@ static bool launch_r(nlse_dec *s, void *out, const void *x0, const void *x1, dou
     typedef typename Vec2<R>::T C2;
     if (s->maxn != 4 && s->maxn != 8)
         return false;
-    const unsigned o_ext = (s->G.bytes + 15u) & ~15u;
-    const unsigned bytes = o_ext + rows_qd_bytes<R>(s->maxn, s->G.cells) + 24u * s->G.cells;
+    unsigned o_ext;
+    const unsigned bytes = rows_smem<R>(s, s->maxn, &o_ext);
     if (bytes > 48u * 1024u)
         return false;
     s->form = "rows, units by warps, lean";
@@ -1844,8 +1853,8 @@ static bool launch_p(nlse_dec *s, void *out, const void *x0, const void *x1, dou
         const uintptr_t al = (uintptr_t)out | (uintptr_t)x0 | (uintptr_t)x1 | (uintptr_t)s->V;
         if (part || !s->all4 || (s->G.cells & 1u) || (al & 15u))
             return false;
-        const unsigned o_ext = (s->G.bytes + 15u) & ~15u;
-        const unsigned bytes = o_ext + rows_qd_bytes<float>(4, s->G.cells) + 24u * s->G.cells;
+        unsigned o_ext;
+        const unsigned bytes = rows_smem<float>(s, 4, &o_ext);
         if (bytes > 48u * 1024u)
             return false;
         s->form = ST ? (MINB == 4 ? "rows, units by warps, two cells a lane, streamed"
