@@ -64,17 +64,20 @@ def mbloch() -> None:
 
 def dec() -> None:
     # the marching grids also with rings of 4 and 6 planes forced (chunks of
-    # 7 layers, longer than the planes copied ahead), C15 also in the lean
+    # 7 layers, longer than the planes copied ahead), BCC on 3 x 2 tiles in
+    # bands of 2 tile columns and chunks of 3 layers, C15 also in the lean
     # rows and the plain loop
-    runs = [(g, {}) for g in ("cubic", "fcc", "bcc", "a15", "c15")]
-    runs += [(g, {"NLSEPY_DEC_MARCH_RING": r}) for g in ("cubic", "fcc") for r in ("4", "6")]
-    runs += [("c15", {"NLSEPY_DEC_KERNEL": k}) for k in ("23", "0")]
+    small, wide = (3, 3, 7), (20, 9, 7)
+    runs = [(g, {}, small) for g in ("cubic", "fcc", "bcc", "a15", "c15")]
+    runs += [(g, {"NLSEPY_DEC_MARCH_RING": r}, small) for g in ("cubic", "fcc") for r in ("4", "6")]
+    runs += [("bcc", {"NLSEPY_DEC_MARCH_BAND": "2", "NLSEPY_DEC_MARCH_CHUNKS": "3"}, wide)]
+    runs += [("c15", {"NLSEPY_DEC_KERNEL": k}, small) for k in ("23", "0")]
     for dtype in (np.complex64, np.complex128):
-        for grid, env in runs:
+        for grid, env, blocks in runs:
             for bc in ("zero", "periodic"):
                 os.environ.update(env)
                 try:
-                    sim = nl.DecGPE(grid, (3, 3, 7), trap=1.0, g=2.0, bc=bc, dtype=dtype,
+                    sim = nl.DecGPE(grid, blocks, trap=1.0, g=2.0, bc=bc, dtype=dtype,
                                     backend="cuda")
                 finally:
                     for key in env:

@@ -132,7 +132,8 @@ template <typename R> struct STab {
 
 /* k_march's tiles: TX x TY blocks of a plane with a halo of one block,
  * marched along z over chunks of zlen layers.  A work unit is one tile and
- * one chunk (units ordered by chunk, then tile row, then tile). */
+ * one chunk (units ordered by chunk, then band of tile columns, then tile
+ * row, then tile: march_tile). */
 struct MGeo {
     unsigned TX, TY, ntx, nty, zlen, units;
     unsigned tile_cells; /* TX TY cells: the cells a plane of the tile computes */
@@ -142,6 +143,7 @@ struct MGeo {
     unsigned cpt;        /* cells a thread takes in a plane: tile_cells / 256, rounded up */
     unsigned ns;         /* plane slots of the ring: 4, or 5 and 6 to copy planes two and
                           * three ahead (F > 0 only); ns - 2 slots of psi(n-1) */
+    unsigned band;       /* tile columns of a band (march_tile) */
     FastDiv d_hrow, d_ntx, d_tiles, d_txc;
     bool hoist;          /* k_march F > 0: the cells' table values held (o_qt) */
     unsigned o_mo, o_qt, o_rp, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
@@ -836,6 +838,25 @@ __device__ __forceinline__ void cp_wait_n(int n)
         cp_wait<2>();
 }
 
+/* Tile r0 of a chunk (column txi, row tyi): the tiles go in bands of
+ * M.band tile columns, each band row by row, so that a tile's neighbours
+ * in y are taken M.band units before and after it (the last band is
+ * narrower where M.band does not divide the columns). */
+__device__ __forceinline__ void march_tile(const MGeo &M, unsigned r0, unsigned &txi,
+                                           unsigned &tyi)
+{
+    const unsigned bw = M.band, per = bw * M.nty, full = (M.ntx / bw) * per;
+    if (r0 < full) {
+        const unsigned b = r0 / per, r = r0 - b * per;
+        tyi = r / bw;
+        txi = b * bw + (r - tyi * bw);
+    } else {
+        const unsigned w = M.ntx - (M.ntx / bw) * bw, r = r0 - full;
+        tyi = r / w;
+        txi = M.ntx - w + (r - tyi * w);
+    }
+}
+
 /* k_march's code of neighbour row k of cell c: plane dz + 1 in the low 2
  * bits, the offset from the cell's place in its plane above them. */
 __device__ __forceinline__ int march_code(const DGeo &G, const MGeo &M, int code, int c)
@@ -1006,7 +1027,8 @@ k_march(DGeo G, MGeo M, const unsigned char *tab, R g, typename Vec2<R>::T *out,
         if (u >= M.units)
             break;
         const unsigned zi = fdiv(u, M.d_tiles), r0 = u - zi * M.ntx * M.nty;
-        const unsigned tyi = fdiv(r0, M.d_ntx), txi = r0 - tyi * M.ntx;
+        unsigned txi, tyi;
+        march_tile(M, r0, txi, tyi);
         const int tx0 = (int)(txi * M.TX), ty0 = (int)(tyi * M.TY);
         const int za = (int)(G.z0 + zi * M.zlen);
         const int zb = min(za + (int)M.zlen, (int)(G.z0 + G.zc));
@@ -1315,7 +1337,8 @@ struct nlse_dec {
     int all4;                /* every cell has exactly 4 neighbours (k_pairs) */
     int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
     const char *form;        /* the form of the last launch (nlse_dec_kernel) */
-    char march_form[96];     /* k_march's, with its tiles, ring and blocks an SM */
+    char march_form[160];    /* k_march's, with its tiles, ring, blocks an SM and order */
+    unsigned sms;            /* the GPU's multiprocessors                 */
     double *h_part;
     size_t nparts;
     dim3 grid, block;
@@ -1480,25 +1503,55 @@ static void march_tiles(nlse_dec *s)
     M->ps = (M->TY + 2) * M->hrow;
     M->d_hrow = fastdiv(M->hrow);
     M->d_ntx = fastdiv(M->ntx);
+
     M->d_tiles = fastdiv(M->ntx * M->nty);
     M->d_txc = fastdiv(M->txc);
     march_ring(s);
 }
 
-/* k_march's chunks of layers over the own layers: about 8 units for each
- * thread block the GPU holds, chunks of at least 16 layers. */
+/* k_march's chunks of layers over the own layers and the order of the
+ * tiles: about 8 units for each thread block the GPU holds, chunks of at
+ * least 16 layers, the tiles row by row.  A unit starts about band / R of
+ * a unit's time after the one of its y neighbour (R thread blocks held),
+ * so band zlen / R layers behind it; past about 10 layers that neighbour's
+ * planes of psi(n) have left L2 before the unit reads their halo (large
+ * grids: BCC complex64 563^3 0.79, complex128 452^3 0.85 of the copy
+ * bandwidth on an H100).  There the tiles go in bands of 8 columns and the
+ * chunks are at most 72 layers long (0.83-0.85 and 0.91-0.92;
+ * bench/RESULTS.md).  NLSEPY_DEC_MARCH_BAND and NLSEPY_DEC_MARCH_CHUNKS set
+ * them for tuning; the form's name (nlse_dec_kernel) gives the chunks'
+ * length and the bands. */
 static void march_units(nlse_dec *s)
 {
     MGeo *M = &s->M;
     const unsigned tiles = M->ntx * M->nty, zc = s->G.zc ? s->G.zc : 1;
-    unsigned chunks = (8u * s->resident_m + tiles - 1) / (tiles ? tiles : 1);
+    const unsigned R = s->resident_m ? s->resident_m : 1;
+    unsigned chunks = (8u * R + tiles - 1) / (tiles ? tiles : 1);
     if (chunks > zc / 16)
         chunks = zc / 16;
     if (chunks < 1)
         chunks = 1;
+    M->band = M->ntx;
+    if (M->ntx > 8 && (double)M->ntx * ((zc + chunks - 1) / chunks) > 10.0 * R) {
+        M->band = 8;
+        chunks = chunks > (zc + 71) / 72 ? chunks : (zc + 71) / 72;
+    }
+    const char *env = getenv("NLSEPY_DEC_MARCH_CHUNKS"), *band = getenv("NLSEPY_DEC_MARCH_BAND");
+    if (env && atoi(env) > 0)
+        chunks = (unsigned)atoi(env) < zc ? (unsigned)atoi(env) : zc;
+    if (band && atoi(band) > 0)
+        M->band = (unsigned)atoi(band) < M->ntx ? (unsigned)atoi(band) : M->ntx;
     M->zlen = (zc + chunks - 1) / chunks;
     chunks = (zc + M->zlen - 1) / M->zlen;
     M->units = tiles * chunks;
+    char order[48] = "";
+    if (M->band < M->ntx)
+        snprintf(order, sizeof order, ", bands of %u tile column%s", M->band,
+                 M->band > 1 ? "s" : "");
+    snprintf(s->march_form, sizeof s->march_form,
+             "z marching (tiles %ux%u, ring of %u planes, %u thread blocks an SM, "
+             "chunks of %u layers%s)",
+             M->TX, M->TY, M->ns, s->resident_m / (s->sms ? s->sms : 1), M->zlen, order);
 }
 
 /* The work units over the own layers (G.z0, G.zc) and the launch grid;
@@ -1670,9 +1723,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     march_tiles(s);
     s->resident_m = s->p.dtype == NLSE_COMPLEX64 ? march_pick<float>(s, sms)
                                                  : march_pick<double>(s, sms);
-    snprintf(s->march_form, sizeof s->march_form,
-             "z marching (tiles %ux%u, ring of %u planes, %u thread blocks an SM)", s->M.TX,
-             s->M.TY, s->M.ns, s->resident_m / (unsigned)(sms > 0 ? sms : 1));
+    s->sms = (unsigned)(sms > 0 ? sms : 1);
     work_units(s);
     const size_t bytes = 2 * s->n * rsize(s);
     if ((st = nlse_cuda_alloc((void **)&s->tab, G->bytes, "the DEC block table")) ||

@@ -218,3 +218,33 @@ def test_march_several_tiles_agrees_with_cpu(dtype, bc, monkeypatch):
     tol = 1e-12 if dtype == np.complex128 else 1e-5
     assert np.max(np.abs(a - b)) <= tol * np.max(np.abs(a))
 
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_march_bands_and_chunks_same_bits(dtype, monkeypatch):
+    """The marching kernel's tiles in bands of 2 and 1 tile columns (the
+    last band of 2 narrower) and chunks of the layers set by hand step to
+    the bits of the row order, and so to the CPU's numbers."""
+    monkeypatch.delenv("NLSEPY_DEC_KERNEL", raising=False)
+    runs = {}
+    for band, chunks, layers in ((None, None, None), ("2", "3", 7), ("1", "7", 3)):
+        for key, value in (("NLSEPY_DEC_MARCH_BAND", band), ("NLSEPY_DEC_MARCH_CHUNKS", chunks)):
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        cpu, gpu = pair("bcc", dtype=dtype, blocks=(40, 17, 21), spacing=0.3)
+        gpu.step(20)
+        assert form(gpu) == "z marching"
+        if band is None:
+            assert "bands" not in gpu.last_kernel()
+        else:
+            assert f"bands of {band} tile column" in gpu.last_kernel()
+            assert f"chunks of {layers} layers" in gpu.last_kernel()
+        runs[band] = gpu.psi
+    ref = runs.pop(None)
+    for band, psi in runs.items():
+        np.testing.assert_array_equal(psi, ref, err_msg=f"bands of {band}")
+    cpu.step(20)
+    a = cpu.psi.astype(complex)
+    tol = 1e-12 if dtype == np.complex128 else 1e-5
+    assert np.max(np.abs(a - ref.astype(complex))) <= tol * np.max(np.abs(a))
