@@ -21,9 +21,9 @@ Sizes
 -----
 ``--blocks`` sets the BCC grid (default 189, the seed's Fig. 7 point of
 189^3 x 12 unknowns); the other grids take the block count that gives the
-same number of unknowns.  ``--largest`` adds the largest BCC grid that fits
-(the CUDA backend takes fewer than 2^31 unknowns; with ``psi(-dt)`` given,
-two state arrays), run on a zero state.
+same number of unknowns.  ``--largest`` adds, for each grid of ``--grids``,
+the largest grid that fits (the CUDA backend takes fewer than 2^31 unknowns;
+with ``psi(-dt)`` given, two state arrays), run on a zero state.
 
 Usage
 -----
@@ -59,6 +59,22 @@ def blocks_for(grid: str, dof: float) -> tuple:
         return (b, max(2, round(b / np.sqrt(3))), b)
     b = max(2, round((dof / c) ** (1 / 3)))
     return (b, b, b)
+
+
+def largest_blocks(grid: str, dtype: Any, free: int) -> tuple:
+    """The largest blocks of `grid` (cubes; Z b x b/sqrt(3) x b) that the CUDA
+    backend takes (fewer than 2^31 unknowns) and whose memory fits in 95 %
+    of `free` bytes: DecGPE's own estimate of two leapfrog states, two for
+    an RK4 start and half a state for V, 4.5 values an unknown."""
+    c = nl.dec.CELLS_PER_BLOCK[grid]
+    per = 4.5 * np.dtype(dtype).itemsize * c
+    b = int(((2 ** 31 - 1) / c * (np.sqrt(3) if grid == "z" else 1)) ** (1 / 3)) + 2
+    while True:
+        blocks = (b, max(2, round(b / np.sqrt(3))), b) if grid == "z" else (b, b, b)
+        n = int(np.prod(blocks))
+        if n * c < 2 ** 31 and n * per <= 0.95 * free:
+            return blocks
+        b -= 1
 
 
 def make(grid: str, blocks: tuple, dtype: Any, backend: str, psi: Optional[np.ndarray]
@@ -165,7 +181,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             if gpu:
                 sec = time_gpu(sim, args.steps, args.repeats)
                 row.update(backend="cuda", seconds=sec, gbps=sim.bytes_per_step() / sec / 1e9,
-                           copy=copy)
+                           copy=copy, kernel=sim.last_kernel())
                 row["fraction"] = row["gbps"] / copy
             else:
                 sec = None
@@ -193,26 +209,21 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     if gpu and args.largest:
         for dt_name in args.dtypes.split(","):
             dtype = np.dtype(dt_name).type
-            b = int((2 ** 31 - 1) / 12) ** (1 / 3)
-            b = int(b)
-            free = _cuda_free()
-            # DecGPE's own memory check: two leapfrog states, two for an RK4
-            # start and half a state for V, per unknown; 12 unknowns a block
-            per = 4.5 * np.dtype(dtype).itemsize * 12
-            while b ** 3 * per > 0.95 * free:
-                b -= 1
-            sim = make("bcc", (b, b, b), dtype, "cuda", False)
-            sec = time_gpu(sim, 10, args.repeats)
-            row = dict(grid="bcc", dtype=dt_name, blocks=(b, b, b), unknowns=sim.size,
-                       bytes_per_dof=sim.bytes_per_step() / sim.size, backend="cuda",
-                       seconds=sec, gbps=sim.bytes_per_step() / sec / 1e9, copy=copy,
-                       largest=True)
-            row["fraction"] = row["gbps"] / copy
-            print(f"{'bcc':6} {dt_name:10} {str((b, b, b)):>15} {sim.size:11d} "
-                  f"{row['bytes_per_dof']:6.0f} {'cuda':>8} {sec * 1e3:9.3f} {row['gbps']:7.0f} "
-                  f"{row['fraction']:5.2f}  (largest, zero state)", flush=True)
-            rows.append(row)
-            del sim
+            for grid in args.grids.split(","):
+                blocks = largest_blocks(grid, dtype, _cuda_free())
+                sim = make(grid, blocks, dtype, "cuda", False)
+                sec = time_gpu(sim, 10, args.repeats)
+                row = dict(grid=grid, dtype=dt_name, blocks=blocks, unknowns=sim.size,
+                           bytes_per_dof=sim.bytes_per_step() / sim.size, backend="cuda",
+                           seconds=sec, gbps=sim.bytes_per_step() / sec / 1e9, copy=copy,
+                           largest=True, kernel=sim.last_kernel())
+                row["fraction"] = row["gbps"] / copy
+                print(f"{grid:6} {dt_name:10} {str(blocks):>15} {sim.size:11d} "
+                      f"{row['bytes_per_dof']:6.0f} {'cuda':>8} {sec * 1e3:9.3f} "
+                      f"{row['gbps']:7.0f} {row['fraction']:5.2f}  (largest, zero state)",
+                      flush=True)
+                rows.append(row)
+                del sim
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=str)
