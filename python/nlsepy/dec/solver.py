@@ -820,18 +820,22 @@ class DecGPE:
     def last_kernel(self) -> str:
         """The backend's kernel form in the last stepping call (for
         benchmarks and tuning): ``"rows"`` on the CPU; on CUDA ``"z
-        marching (tiles 8x8, ring of 5 planes, 3 thread blocks an SM)"``
-        (the default on cubic, FCC and BCC, with its tiles of blocks, its
-        ring of planes in shared memory and its occupancy), ``"rows, units
+        marching (tiles 8x8, ring of 5 planes, 3 thread blocks an SM,
+        chunks of 20 layers)"`` (the default on cubic, FCC and BCC, with
+        its tiles of blocks, its ring of planes in shared memory, its
+        occupancy, the length of its chunks of layers and, on large grids,
+        ``", bands of 8 tile columns"``), ``"rows, units
         by warps, two cells a lane"`` (real time in complex64 on A15, C15
         and Z; with ``", streamed"`` on C15 and Z), ``"rows, units by
         warps, lean"`` (imaginary time in complex64 on A15, C15 and Z; with
         ``", streamed"`` on C15 and Z, and on A15 in complex128),
         ``"rows, units by warps"`` or
         ``"rows, units by thread blocks"`` (``""`` before the first step).
-        ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE`` and
-        ``NLSEPY_DEC_MARCH_RING`` (read when the solver is made) force a
-        CUDA form, tiles and ring; docs/ARCHITECTURE.md describes them."""
+        ``NLSEPY_DEC_KERNEL``, ``NLSEPY_DEC_MARCH_TILE``,
+        ``NLSEPY_DEC_MARCH_RING``, ``NLSEPY_DEC_MARCH_BAND`` and
+        ``NLSEPY_DEC_MARCH_CHUNKS`` (read when the solver is made) force a
+        CUDA form, tiles, ring and order of the marching kernel's units;
+        docs/ARCHITECTURE.md describes them."""
         return self._solver.kernel()
 
     # -------------------------------------------------------------- plotting
