@@ -144,7 +144,7 @@ struct MGeo {
     unsigned ns;         /* plane slots of the ring: 4, or 5 and 6 to copy planes two and
                           * three ahead (F > 0 only); ns - 2 slots of psi(n-1) */
     unsigned band;       /* tile columns of a band (march_tile) */
-    FastDiv d_hrow, d_ntx, d_tiles, d_txc;
+    FastDiv d_hrow, d_tiles, d_txc;
     bool hoist;          /* k_march F > 0: the cells' table values held (o_qt) */
     unsigned o_mo, o_qt, o_rp, o_rel, o_pl, o_x0, bytes; /* shared memory: offsets and size */
 };
@@ -1440,6 +1440,15 @@ static void march_layout(nlse_dec *s, unsigned ns)
     M->bytes = M->o_x0 + (ns - 2u) * M->tile_cells * e;
 }
 
+/* The positive integer in the environment variable `name` (a tuning
+ * setting), 0 when it is unset or not positive. */
+static unsigned env_count(const char *name)
+{
+    const char *v = getenv(name);
+    const int n = v ? atoi(v) : 0;
+    return n > 0 ? (unsigned)n : 0u;
+}
+
 /* k_march's ring set by NLSEPY_DEC_MARCH_RING (4, 5 or 6 with the table
  * held), 0 when unset (march_pick chooses). */
 static unsigned march_ring_env(const nlse_dec *s)
@@ -1502,8 +1511,6 @@ static void march_tiles(nlse_dec *s)
     M->hrow = (M->TX + 2) * C;
     M->ps = (M->TY + 2) * M->hrow;
     M->d_hrow = fastdiv(M->hrow);
-    M->d_ntx = fastdiv(M->ntx);
-
     M->d_tiles = fastdiv(M->ntx * M->nty);
     M->d_txc = fastdiv(M->txc);
     march_ring(s);
@@ -1536,11 +1543,12 @@ static void march_units(nlse_dec *s)
         M->band = 8;
         chunks = chunks > (zc + 71) / 72 ? chunks : (zc + 71) / 72;
     }
-    const char *env = getenv("NLSEPY_DEC_MARCH_CHUNKS"), *band = getenv("NLSEPY_DEC_MARCH_BAND");
-    if (env && atoi(env) > 0)
-        chunks = (unsigned)atoi(env) < zc ? (unsigned)atoi(env) : zc;
-    if (band && atoi(band) > 0)
-        M->band = (unsigned)atoi(band) < M->ntx ? (unsigned)atoi(band) : M->ntx;
+    const unsigned ec = env_count("NLSEPY_DEC_MARCH_CHUNKS");
+    const unsigned eb = env_count("NLSEPY_DEC_MARCH_BAND");
+    if (ec)
+        chunks = ec < zc ? ec : zc;
+    if (eb)
+        M->band = eb < M->ntx ? eb : M->ntx;
     M->zlen = (zc + chunks - 1) / chunks;
     chunks = (zc + M->zlen - 1) / M->zlen;
     M->units = tiles * chunks;
@@ -1702,9 +1710,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     if (mib && atof(mib) > 0)
         tile_mib = atof(mib);
     size_t ty = (size_t)(tile_mib * 1048576.0 / (double)(row_bytes ? row_bytes : 1));
-    const char *env = getenv("NLSEPY_DEC_TILE_ROWS");
-    if (env && atoi(env) > 0)
-        ty = (size_t)atoi(env);
+    const unsigned rows = env_count("NLSEPY_DEC_TILE_ROWS");
+    if (rows)
+        ty = rows;
     G->ty = (unsigned)(ty < 1 ? 1 : ty > G->ny ? G->ny : ty);
     G->d_cells = fastdiv(G->cells);
     G->d_chunks = fastdiv(G->chunks);
@@ -1715,9 +1723,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s->device);
     cudaGetLastError();
     unsigned per_sm = 2048u / threads;
-    const char *ev = getenv("NLSEPY_DEC_BLOCKS_PER_SM");
-    if (ev && atoi(ev) > 0)
-        per_sm = (unsigned)atoi(ev);
+    const unsigned forced_sm = env_count("NLSEPY_DEC_BLOCKS_PER_SM");
+    if (forced_sm)
+        per_sm = forced_sm;
     s->resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
     march_tiles(s);
