@@ -51,26 +51,30 @@ import nlsepy as nl
 GRIDS = ("cubic", "fcc", "bcc", "a15", "c15", "z")
 
 
+def cube(grid: str, b: int) -> tuple:
+    """The blocks of a cubic box b blocks wide: b x b x b, and on Z (whose
+    block is sqrt(3) long in y) b x b/sqrt(3) x b."""
+    return (b, max(2, round(b / np.sqrt(3))), b) if grid == "z" else (b, b, b)
+
+
 def blocks_for(grid: str, dof: float) -> tuple:
-    """Blocks per axis giving about `dof` unknowns (the Z block is sqrt(3) long in y)."""
+    """Blocks per axis giving about `dof` unknowns (a cube: `cube`)."""
     c = nl.dec.CELLS_PER_BLOCK[grid]
-    if grid == "z":  # b x b/sqrt(3) x b blocks: a cube of side b
-        b = max(2, round((dof / c * np.sqrt(3)) ** (1 / 3)))
-        return (b, max(2, round(b / np.sqrt(3))), b)
-    b = max(2, round((dof / c) ** (1 / 3)))
-    return (b, b, b)
+    scale = np.sqrt(3) if grid == "z" else 1.0
+    return cube(grid, max(2, round((dof / c * scale) ** (1 / 3))))
 
 
 def largest_blocks(grid: str, dtype: Any, free: int) -> tuple:
-    """The largest blocks of `grid` (cubes; Z b x b/sqrt(3) x b) that the CUDA
-    backend takes (fewer than 2^31 unknowns) and whose memory fits in 95 %
-    of `free` bytes: DecGPE's own estimate of two leapfrog states, two for
-    an RK4 start and half a state for V, 4.5 values an unknown."""
+    """The largest blocks of `grid` (a cube: `cube`) that the CUDA backend
+    takes (fewer than 2^31 unknowns) and whose memory fits in 95 % of
+    `free` bytes: DecGPE's own estimate of two leapfrog states, two for an
+    RK4 start and half a state for V, 4.5 values an unknown."""
     c = nl.dec.CELLS_PER_BLOCK[grid]
     per = 4.5 * np.dtype(dtype).itemsize * c
-    b = int(((2 ** 31 - 1) / c * (np.sqrt(3) if grid == "z" else 1)) ** (1 / 3)) + 2
+    scale = np.sqrt(3) if grid == "z" else 1.0
+    b = int(((2 ** 31 - 1) / c * scale) ** (1 / 3)) + 2
     while True:
-        blocks = (b, max(2, round(b / np.sqrt(3))), b) if grid == "z" else (b, b, b)
+        blocks = cube(grid, b)
         n = int(np.prod(blocks))
         if n * c < 2 ** 31 and n * per <= 0.95 * free:
             return blocks
