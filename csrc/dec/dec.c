@@ -21,9 +21,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include "dec_internal.h"
 
 /* What the kernels need besides the table: the grid and the trap, the
@@ -35,7 +32,9 @@ typedef struct {
     long n[3];
     long z0, z1;         /* the own layers of blocks along z: z0 .. z1 - 1 */
     long zoff;           /* global index of layer 0 (the trap's z)          */
-    size_t size;         /* unknowns */
+    long px;             /* a cell's run of a row in the kernels' order: the
+                          * nx blocks and a ghost at each end, nx + 2      */
+    size_t size;         /* unknowns in the kernels' order, ghosts included */
     int cells, periodic;
     double origin[3], edge[3], half_w2[3];
     const double *centre, *vol;
@@ -44,14 +43,21 @@ typedef struct {
 
 /* The kernels' order of the unknowns: the rows of blocks (by, bz) as in
  * nlsepy/dec.h, but inside a row cell by cell, block by block ("cell
- * major"): cell c of block bx is at c nx + bx, so that the same cell of
- * consecutive blocks is contiguous.  The state, psi(n-1) and the
- * potential array are held so; every entry point converts at the boundary
- * (reorder), and a row's norm and the observables still sum in the public
- * order. */
-#define DEC_AT(G, bx, by, bz, c)                                                          \
-    ((size_t)((((bz) * (G)->n[1] + (by)) * (G)->n[0]) * (G)->cells + (long)(c) * (G)->n[0] + \
-              (bx)))
+ * major"), each cell's run of the row between two ghost blocks: cell c of
+ * block bx is at c px + bx + 1 (px = nx + 2), so that the same cell of
+ * consecutive blocks is contiguous.  The ghosts at c px and c px + nx + 1
+ * hold what the cell's neighbours across the x sides read: across a
+ * periodic side the cell of the row's last and first block (the wrap),
+ * across a zero side 0.  Then every block of a row reads its neighbours
+ * at the distances of a block inside the grid along x, and the kernels
+ * sweep the whole row as one vector loop.  The state, psi(n-1), the
+ * scratch states and the potential array are held so; every entry point
+ * converts at the boundary (reorder, which writes the ghosts), a row's
+ * kernel writes its ghosts after its values, and a row's norm and the
+ * observables still sum in the public order. */
+#define DEC_AT(G, bx, by, bz, c)                                                            \
+    ((size_t)((((bz) * (G)->n[1] + (by)) * (G)->px) * (G)->cells + (long)(c) * (G)->px + \
+              (bx) + 1))
 
 /* The row kernel is also compiled for x86-64-v3 (AVX2) and x86-64-v4
  * (AVX-512) and chosen at load time; its helpers are inlined into each
@@ -116,8 +122,8 @@ struct nlse_dec {
     long lead;           /* distance to the neighbours' leading row, or -1  */
     void *buf[2];        /* current state buf[par], psi(n-1) buf[par ^ 1]  */
     void *V;             /* per-cell potential or NULL                     */
-    void *tmp;           /* a state of scratch for apply and combine (made on
-                          * first use, kept; the RK4 start's first stage state
+    char *tmp;           /* two states of scratch for apply and combine (made
+                          * on first use, kept; the RK4 start's stage states
                           * when present) or NULL */
     const nlse_comm *comm; /* reductions of a distributed run, or NULL     */
     int par, have_prev;
@@ -146,22 +152,35 @@ typedef struct {
 } dec_u128;
 
 /* `rows` rows of nx blocks of C values of type T from src to dst: the
- * public order [bx][c] into the kernels' [c][bx] (in = 1) or back. */
+ * public order [bx][c] into the kernels' [c][bx + 1] with the ghosts
+ * [c][0] and [c][nx + 1] (in = 1; periodic: the wrapped values, else 0),
+ * or back. */
 #define DEC_REORDER(name, T)                                                               \
-    static void name(T *dst, const T *src, size_t rows, long nx, long C, int in)           \
+    static void name(T *dst, const T *src, size_t rows, long nx, long C, int in,           \
+                     int periodic)                                                         \
     {                                                                                      \
-        const size_t L = (size_t)(nx * C);                                                 \
+        const long P = nx + 2;                                                             \
+        const size_t L = (size_t)(nx * C), K = (size_t)(P * C);                            \
+        const T zero = {0};                                                                \
         _Pragma("omp parallel for NLSE_THREADS schedule(static) if (rows * L > 65536)")    \
         for (size_t r = 0; r < rows; ++r) {                                                \
-            T *d = dst + r * L;                                                            \
+            if (!in) {                                                                     \
+                T *d = dst + r * L;                                                        \
+                const T *q = src + r * K + 1;                                              \
+                for (long bx = 0; bx < nx; ++bx)                                           \
+                    for (long c = 0; c < C; ++c)                                           \
+                        d[bx * C + c] = q[c * P + bx];                                     \
+                continue;                                                                  \
+            }                                                                              \
+            T *d = dst + r * K;                                                            \
             const T *q = src + r * L;                                                      \
             for (long bx = 0; bx < nx; ++bx)                                               \
-                for (long c = 0; c < C; ++c) {                                             \
-                    if (in)                                                                \
-                        d[c * nx + bx] = q[bx * C + c];                                    \
-                    else                                                                   \
-                        d[bx * C + c] = q[c * nx + bx];                                    \
-                }                                                                          \
+                for (long c = 0; c < C; ++c)                                               \
+                    d[c * P + bx + 1] = q[bx * C + c];                                     \
+            for (long c = 0; c < C; ++c) {                                                 \
+                d[c * P] = periodic ? d[c * P + nx] : zero;                                \
+                d[c * P + nx + 1] = periodic ? d[c * P + 1] : zero;                        \
+            }                                                                              \
         }                                                                                  \
     }
 DEC_REORDER(reorder_4, uint32_t)
@@ -170,48 +189,29 @@ DEC_REORDER(reorder_16, dec_u128)
 
 /* `rows` rows of blocks of values of es bytes (4: a real of complex64's
  * precision, 8, 16: complex128) from src to dst (distinct): the public
- * order of nlsepy/dec.h into the kernels' (in = 1) or back (DEC_AT). */
+ * order of nlsepy/dec.h into the kernels' (in = 1, ghosts written) or back
+ * (DEC_AT). */
 static void reorder(const nlse_dec *s, void *dst, const void *src, size_t rows, size_t es, int in)
 {
     const long nx = s->p.blocks[0], C = s->p.cells;
-    if (nx == 1 || C == 1)
-        nlse_parallel_memcpy(dst, src, rows * (size_t)(nx * C) * es);
-    else if (es == 4)
-        reorder_4(dst, src, rows, nx, C, in);
+    const int per = s->p.periodic;
+    if (es == 4)
+        reorder_4(dst, src, rows, nx, C, in, per);
     else if (es == 8)
-        reorder_8(dst, src, rows, nx, C, in);
+        reorder_8(dst, src, rows, nx, C, in, per);
     else
-        reorder_16(dst, src, rows, nx, C, in);
+        reorder_16(dst, src, rows, nx, C, in, per);
 }
 
-/* reorder in place, row by row through a row of scratch per thread;
- * NLSE_ERR_NOMEM (nothing moved) when that is not at hand. */
-static int reorder_in_place(const nlse_dec *s, void *p, size_t rows, size_t es, int in)
-{
-    const size_t L = (size_t)(s->p.blocks[0] * s->p.cells) * es;
-    const int nt = nlse_get_num_threads();
-    char *rb = malloc(L * (size_t)(nt > 0 ? nt : 1));
-    if (!rb)
-        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec: out of memory for a row of scratch");
-#pragma omp parallel for NLSE_THREADS schedule(static)
-    for (size_t r = 0; r < rows; ++r) {
-#ifdef _OPENMP
-        char *row = rb + L * (size_t)omp_get_thread_num();
-#else
-        char *row = rb;
-#endif
-        memcpy(row, (char *)p + r * L, L);
-        reorder(s, (char *)p + r * L, row, 1, es, in);
-    }
-    free(rb);
-    return NLSE_OK;
-}
+/* Bytes of a state in the kernels' order. */
+static size_t state_bytes(const nlse_dec *s) { return 2 * s->G.size * real_size(s); }
 
-/* The scratch state s->tmp (made on first use), or NULL when out of memory. */
-static void *scratch(nlse_dec *s)
+/* Two scratch states s->tmp (made on first use, kept), or NULL when out of
+ * memory. */
+static char *scratch(nlse_dec *s)
 {
     if (!s->tmp)
-        s->tmp = malloc(2 * s->n * real_size(s));
+        s->tmp = malloc(2 * state_bytes(s));
     return s->tmp;
 }
 
@@ -283,7 +283,8 @@ static long class_row(const nlse_dec *s, int cls, int c, int k, int *drop)
     }
     if (*drop)
         return 0;
-    return 2 * ((m[2] * n[1] + m[1]) * n[0] * s->p.cells + (s->r.cell[k] - c) * n[0] + m[0]);
+    const long px = s->G.px;
+    return 2 * ((m[2] * n[1] + m[1]) * px * s->p.cells + (s->r.cell[k] - c) * px + m[0]);
 }
 
 /* The class tables of nlse_dec (1 when out of memory). */
@@ -296,7 +297,9 @@ static int class_tables(nlse_dec *s)
         for (int q = 0; q < 3; ++q) {
             ax[q] = (id >> (2 * q)) & 3;
             const long n = s->G.n[q];
-            ok &= n == 1 ? ax[q] == 3 : n == 2 ? ax[q] == 1 || ax[q] == 2 : ax[q] < 3;
+            /* inside along x for any nx: the rows' vector loop (ghosts) */
+            ok &= (q == 0 && ax[q] == 0) ||
+                  (n == 1 ? ax[q] == 3 : n == 2 ? ax[q] == 1 || ax[q] == 2 : ax[q] < 3);
         }
         s->slot[id] = ok ? used++ : -1;
     }
@@ -310,7 +313,8 @@ static int class_tables(nlse_dec *s)
     for (int c = 0; c < s->p.cells; ++c)
         for (int k = s->r.start[c]; k < s->r.start[c + 1]; ++k) {
             const int *o = s->r.off + 3 * k;
-            s->delta[k] = (o[2] * n[1] + o[1]) * n[0] * s->p.cells + (s->r.cell[k] - c) * n[0] + o[0];
+            s->delta[k] = (o[2] * n[1] + o[1]) * s->G.px * s->p.cells +
+                          (s->r.cell[k] - c) * s->G.px + o[0];
         }
     for (int id = 0; id < 64; ++id) {
         if (s->slot[id] < 0)
@@ -347,7 +351,7 @@ static void table_facts(nlse_dec *s)
     s->lead = -1;
     for (int k = 0; k < s->p.rows; ++k) {
         const int *o = s->r.off + 3 * k;
-        const long d = (o[2] * n[1] + o[1]) * n[0] * s->p.cells;
+        const long d = (o[2] * n[1] + o[1]) * s->G.px * s->p.cells;
         s->lead = d > s->lead ? d : s->lead;
     }
 }
@@ -380,13 +384,14 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     G->z1 = p->blocks[2];
     G->zoff = 0;
     G->cells = p->cells;
-    G->size = s->n;
+    G->px = p->blocks[0] + 2;
+    G->size = (size_t)(G->px * p->cells) * all_rows(s);
     G->periodic = p->periodic;
     G->centre = s->r.centre;
     G->vol = s->r.vol;
     s->w = copy_real(s->r.w, (size_t)p->rows, p->dtype);
     s->diag = copy_real(s->r.diag, (size_t)p->cells, p->dtype);
-    const size_t bytes = 2 * s->n * real_size(s);
+    const size_t bytes = state_bytes(s);
     s->buf[0] = calloc(1, bytes);
     s->buf[1] = calloc(1, bytes);
     const int no_tables = trap_tables(G) || class_tables(s);
@@ -448,7 +453,7 @@ int nlse_dec_set_potential(nlse_dec *s, const void *V)
     int st = dec_check_real(V, s->n, s->p.dtype, "V");
     if (st)
         return st;
-    if (!s->V && !(s->V = malloc(s->n * real_size(s))))
+    if (!s->V && !(s->V = malloc(s->G.size * real_size(s))))
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_set_potential: out of memory");
     reorder(s, s->V, V, all_rows(s), real_size(s), 1);
     return NLSE_OK;
@@ -488,13 +493,10 @@ static int rk4_start(nlse_dec *s, int *bad)
     void *psi = s->buf[s->par], *acc = s->buf[s->par ^ 1];
     /* the scratch state when apply or combine made it (then no more than
      * two states of scratch at a time), else one of its own */
-    void *own = s->tmp ? NULL : malloc(2 * s->n * real_size(s));
-    void *ya = s->tmp ? s->tmp : own, *yb = malloc(2 * s->n * real_size(s));
-    if (!ya || !yb) {
-        free(own);
-        free(yb);
+    char *own = s->tmp ? NULL : malloc(2 * state_bytes(s));
+    char *ya = s->tmp ? s->tmp : own, *yb = ya + state_bytes(s);
+    if (!ya)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_step: out of memory for the RK4 start");
-    }
     int b = 0;
     b |= apply(s, acc, psi, psi, 0, -dt / 6, NULL);
     b |= apply(s, ya, psi, psi, 0, -dt / 2, NULL);
@@ -504,7 +506,6 @@ static int rk4_start(nlse_dec *s, int *bad)
     b |= apply(s, ya, psi, yb, 0, -dt, NULL);
     b |= apply(s, acc, acc, ya, 0, -dt / 6, NULL);
     free(own);
-    free(yb);
     *bad = b;
     if (!b) {
         s->par ^= 1;
@@ -578,9 +579,9 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         }
         const double f = sqrt(norm / nn);
         if (s->p.dtype == NLSE_COMPLEX64)
-            scale_f(s->n, next, (float)f);
+            scale_f(s->G.size, next, (float)f);
         else
-            scale_d(s->n, next, f);
+            scale_d(s->G.size, next, f);
         s->par ^= 1;
     }
     if (n > 0)
@@ -615,14 +616,15 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
     const size_t es = 2 * real_size(s);
-    void *y = scratch(s);
+    char *y = scratch(s);
     if (!y)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_apply: out of memory");
-    /* psi into out in the kernels' order, y = 0 + H(psi) psi (the kernels
-     * always add to a state), y back into out */
-    reorder(s, out, psi, all_rows(s), es, 1);
-    memset(y, 0, s->n * es);
-    apply(s, y, y, out, 1, 0, NULL);
+    /* psi into the second scratch state in the kernels' order, y = 0 +
+     * H(psi) psi (the kernels always add to a state), y back into out */
+    char *x = y + state_bytes(s);
+    reorder(s, x, psi, all_rows(s), es, 1);
+    memset(y, 0, state_bytes(s));
+    apply(s, y, y, x, 1, 0, NULL);
     reorder(s, out, y, all_rows(s), es, 0);
     return NLSE_OK;
 }
@@ -645,7 +647,7 @@ int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count)
     return NLSE_OK;
 }
 
-/* The reals of one layer of blocks. */
+/* The reals of one layer of blocks, in the public order. */
 static size_t layer_reals(const nlse_dec *s)
 {
     return 2 * (size_t)s->p.cells * (size_t)s->p.blocks[0] * (size_t)s->p.blocks[1];
@@ -663,7 +665,8 @@ static int copy_layers(const nlse_dec *s, long first, long count, const void *in
     if (st)
         return st;
     const size_t r = real_size(s), L = layer_reals(s), rows = (size_t)(count * s->p.blocks[1]);
-    char *state = (char *)s->buf[s->par] + (size_t)first * L * r;
+    const size_t K = 2 * (size_t)(s->G.px * s->p.cells * s->p.blocks[1]); /* kernels' layer */
+    char *state = (char *)s->buf[s->par] + (size_t)first * K * r;
     if (out) {
         reorder(s, out, state, rows, 2 * r, 0);
         return NLSE_OK;
@@ -717,19 +720,18 @@ int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, do
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
                                          "finite", cre, cim);
     const size_t es = 2 * real_size(s);
-    void *y = scratch(s);
-    int st;
+    char *y = scratch(s);
     if (!y)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_combine: out of memory");
-    /* x1 into the scratch and x0 into out in the kernels' order, then out
-     * back (x1 is read before out is written: it may be out too) */
+    /* x1 and x0 into the two scratch states in the kernels' order, then the
+     * result back into out (x0 and x1 are read before out is written: either
+     * may be out too) */
+    char *z = y + state_bytes(s);
     reorder(s, y, x1, all_rows(s), es, 1);
-    if (out != x0)
-        reorder(s, out, x0, all_rows(s), es, 1);
-    else if ((st = reorder_in_place(s, out, all_rows(s), es, 1)))
-        return st;
-    *bad = apply(s, out, out, y, cre, cim, NULL);
-    return reorder_in_place(s, out, all_rows(s), es, 0);
+    reorder(s, z, x0, all_rows(s), es, 1);
+    *bad = apply(s, z, z, y, cre, cim, NULL);
+    reorder(s, out, z, all_rows(s), es, 0);
+    return NLSE_OK;
 }
 
 double nlse_dec_bytes_per_cell_step(const nlse_dec *s)

@@ -324,7 +324,10 @@ class DecGPE:
         if self._backend == "cuda":
             _guard.require_memory(state, what, "cuda", host_bytes=2 * n * item)
         else:
-            _guard.require_memory(state + n * item, what)
+            # the CPU kernels' states carry a ghost block at both ends of
+            # every row of blocks along x
+            nx = self._blocks[0]
+            _guard.require_memory(state * (nx + 2) // nx + n * item, what)
 
     # ------------------------------------------------------------- geometry
     @property
