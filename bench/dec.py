@@ -17,6 +17,14 @@ the copy bandwidth (bytes read + written) of ``cudaMemcpy`` device to device
 on the GPU (``nlsepy._cuda.copy_bandwidth``) and of ``np.copyto`` split over
 as many threads as the kernels use on the CPU.
 
+On the CPU the copy is measured again right before each timing of the
+kernel (``--cpu-repeats`` pairs, at least 3): on a shared machine the copy
+bandwidth drifts within a run (a 2-core VM's moved between 10 and 30 GB/s
+in one run), so each timing is set against the copy of its own moment.  A
+CPU row prints the median time, the median of the pairs' copy bandwidths
+and the median of the pairs' fractions (``cpu{t}_copy`` and
+``cpu{t}_fraction`` in the JSON, with every pair in ``cpu{t}_pairs``).
+
 Sizes
 -----
 ``--blocks`` sets the BCC grid (default 189, the seed's Fig. 7 point of
@@ -31,7 +39,7 @@ Usage
 
     python bench/dec.py [--backend cuda|cpu] [--blocks 189] [--grids bcc,cubic,...]
                         [--dtypes complex128,complex64] [--largest] [--cpu-threads 1,16]
-                        [--json PATH]
+                        [--cpu-repeats 5] [--json PATH]
 """
 
 from __future__ import annotations
@@ -109,14 +117,20 @@ def time_gpu(sim: "nl.DecGPE", steps: int, repeats: int) -> float:
     return statistics.median(t)
 
 
-def time_cpu(sim: "nl.DecGPE", steps: int, repeats: int) -> float:
+def time_cpu_pairs(sim: "nl.DecGPE", threads: int, steps: int,
+                   repeats: int) -> List[Dict[str, float]]:
+    """`repeats` pairs of the copy bandwidth on `threads` threads (median of
+    3) and, right after it, seconds per step of `steps` steps."""
     sim.step(1)
-    t = []
+    pairs = []
     for _ in range(repeats):
+        copy = cpu_copy_bandwidth(threads, repeats=3)
         t0 = time.perf_counter()
         sim.step(steps)
-        t.append((time.perf_counter() - t0) / steps)
-    return statistics.median(t)
+        sec = (time.perf_counter() - t0) / steps
+        pairs.append(dict(copy=copy, seconds=sec,
+                          fraction=sim.bytes_per_step() / sec / 1e9 / copy))
+    return pairs
 
 
 def cpu_copy_bandwidth(threads: int, nbytes: int = 1 << 28, repeats: int = 5) -> float:
@@ -151,6 +165,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--cpu-threads", default=f"{os.cpu_count() or 1},1",
                    help="thread counts of the CPU rows (speed-up reference)")
     p.add_argument("--cpu-steps", type=int, default=3)
+    p.add_argument("--cpu-repeats", type=int, default=5,
+                   help="pairs of copy and kernel timings per CPU row (at least 3)")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--largest", action="store_true")
@@ -170,7 +186,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         print(f"device: {_cuda.device_name()}  copy bandwidth {copy:.0f} GB/s (1 GiB, median of 20)")
     threads = [int(t) for t in args.cpu_threads.split(",") if t]
     cpu_copy = {t: cpu_copy_bandwidth(t) for t in threads}
-    print("cpu copy bandwidth: " + ", ".join(f"{t} threads {b:.1f} GB/s" for t, b in cpu_copy.items()))
+    print("cpu copy bandwidth at the start: "
+          + ", ".join(f"{t} threads {b:.1f} GB/s" for t, b in cpu_copy.items()))
     hdr = (f"{'grid':6} {'dtype':10} {'blocks':>15} {'unknowns':>11} {'B/dof':>6} "
            f"{'backend':>8} {'ms/step':>9} {'GB/s':>7} {'frac':>5}")
     print(hdr)
@@ -197,14 +214,21 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             for t in threads:
                 nl.set_num_threads(t)
                 cs = make(grid, blocks, dtype, "cpu", psi0)
-                csec = time_cpu(cs, args.cpu_steps, max(2, args.repeats // 2))
+                pairs = time_cpu_pairs(cs, t, args.cpu_steps, max(3, args.cpu_repeats))
+                csec = statistics.median(p["seconds"] for p in pairs)
+                ccopy = statistics.median(p["copy"] for p in pairs)
+                frac = statistics.median(p["fraction"] for p in pairs)
                 gb = cs.bytes_per_step() / csec / 1e9
                 row[f"cpu{t}_seconds"] = csec
-                row[f"cpu{t}_fraction"] = gb / cpu_copy[t]
+                row[f"cpu{t}_copy"] = ccopy
+                row[f"cpu{t}_fraction"] = frac
+                row[f"cpu{t}_pairs"] = pairs
                 if sec:
                     row[f"speedup_vs_cpu{t}"] = csec / sec
                 print(f"{'':6} {'':10} {'':>15} {'':>11} {'':>6} {'cpu' + str(t):>8} "
-                      f"{csec * 1e3:9.1f} {gb:7.1f} {gb / cpu_copy[t]:5.2f}"
+                      f"{csec * 1e3:9.1f} {gb:7.1f} {frac:5.2f}   (copy {ccopy:.1f} GB/s; "
+                      f"pairs {min(p['fraction'] for p in pairs):.2f}-"
+                      f"{max(p['fraction'] for p in pairs):.2f})"
                       + (f"   GPU speed-up {csec / sec:.0f}x" if sec else ""), flush=True)
                 del cs
             nl.set_num_threads(os.cpu_count() or 1)
