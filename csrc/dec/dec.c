@@ -16,6 +16,7 @@
  * (nlse_dec_set_comm) the imaginary-time norm and the blow-up checks are
  * agreed over the processes.
  */
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -76,6 +77,23 @@ typedef struct {
 #else
 #define DEC_INLINE static inline
 #define DEC_PREFETCH(p) ((void)(p))
+#endif
+
+/* Overflow and invalid operation, the FP exceptions that finite operands
+ * raise on the way to an infinity or a NaN: where the platform has them,
+ * the leapfrog and imaginary-time steps tell a blow-up by these flags of
+ * each thread instead of a pass over every value written (FN(apply)); the
+ * kernels' other operations raise neither on finite values.  The flags
+ * are read after the values are stored (a call the compiler cannot move
+ * them past). */
+#if defined(FE_OVERFLOW) && defined(FE_INVALID)
+#define DEC_FP_FLAGS 1
+#define DEC_FP_CLEAR() feclearexcept(FE_OVERFLOW | FE_INVALID)
+#define DEC_FP_RAISED() (fetestexcept(FE_OVERFLOW | FE_INVALID) != 0)
+#else
+#define DEC_FP_FLAGS 0
+#define DEC_FP_CLEAR() ((void)0)
+#define DEC_FP_RAISED() 0
 #endif
 
 #define CAT_(a, b) a##b
@@ -472,16 +490,25 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 }
 
 /* out = x0 + (cre + i cim) H(x1) x1 in the working precision; 1 when a
- * value came out non-finite. */
-static int apply(nlse_dec *s, void *out, const void *x0, const void *x1, double cre, double cim,
-                 double *norm)
+ * value came out non-finite.  own = 1 where x0 and x1 are the solver's
+ * own (finite) states: then the FP flags tell it (FN(apply)). */
+static int apply_k(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
+                   double cim, double *norm, int own)
 {
     if (s->p.dtype == NLSE_COMPLEX64) {
         const tab_f T = DEC_TAB(s);
-        return apply_f(&s->G, &T, s->V, (float)s->p.g, out, x0, x1, (float)cre, (float)cim, norm);
+        return apply_f(&s->G, &T, s->V, (float)s->p.g, out, x0, x1, (float)cre, (float)cim, norm,
+                       own);
     }
     const tab_d T = DEC_TAB(s);
-    return apply_d(&s->G, &T, s->V, s->p.g, out, x0, x1, cre, cim, norm);
+    return apply_d(&s->G, &T, s->V, s->p.g, out, x0, x1, cre, cim, norm, own);
+}
+
+/* apply_k on the solver's own states (the steps). */
+static int apply(nlse_dec *s, void *out, const void *x0, const void *x1, double cre, double cim,
+                 double *norm)
+{
+    return apply_k(s, out, x0, x1, cre, cim, norm, 1);
 }
 
 /* One classic RK4 step from the current state into buf[par ^ 1] (which
@@ -624,7 +651,7 @@ int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
     char *x = y + state_bytes(s);
     reorder(s, x, psi, all_rows(s), es, 1);
     memset(y, 0, state_bytes(s));
-    apply(s, y, y, x, 1, 0, NULL);
+    apply_k(s, y, y, x, 1, 0, NULL, 0);
     reorder(s, out, y, all_rows(s), es, 0);
     return NLSE_OK;
 }
@@ -729,7 +756,7 @@ int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, do
     char *z = y + state_bytes(s);
     reorder(s, y, x1, all_rows(s), es, 1);
     reorder(s, z, x0, all_rows(s), es, 1);
-    *bad = apply(s, z, z, y, cre, cim, NULL);
+    *bad = apply_k(s, z, z, y, cre, cim, NULL, 0);
     reorder(s, out, z, all_rows(s), es, 0);
     return NLSE_OK;
 }

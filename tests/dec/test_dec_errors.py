@@ -87,3 +87,48 @@ def test_blowup_keeps_last_good_state():
     assert np.all(np.isfinite(psi_good))
     assert sim.t == t_good and e.value.step == round(t_good / sim.dt) + 1
     np.testing.assert_array_equal(sim.psi, psi_good)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_blowup_is_told_at_the_first_non_finite_step(dtype):
+    """The steps tell a blow-up by the FP flags of the kernels (csrc/dec/dec.c,
+    DEC_FP_FLAGS), not by a pass over the values: leapfrog step by step at
+    1.5 times the stability bound, every step that passes gives the finite
+    state that nlse_dec_combine (which checks every value) gives from the
+    same two states, and the step that raises is the first whose combine has
+    a non-finite value, with the state before it kept."""
+    bound = make(blocks=(9, 3, 2), g=1.0, dtype=dtype).max_dt
+    sim = make(blocks=(9, 3, 2), g=1.0, dt=1.5 * bound, force=True, dtype=dtype)
+    p = sim.positions
+    sim.psi = np.exp(-(p ** 2).sum(axis=1) / 4).astype(dtype)
+    sim.step(1)  # the RK4 start; then psi(t - dt) is kept
+    h = sim._solver
+    for n in range(5000):
+        psi, prev = sim.psi, sim.psi_prev
+        want, bad = h.combine(prev, psi, 0.0, -2 * sim.dt)
+        try:
+            sim.step(1)
+        except nl.BlowUpError:
+            assert bad and not np.all(np.isfinite(want))
+            np.testing.assert_array_equal(sim.psi, psi)
+            break
+        assert not bad and np.all(np.isfinite(want))
+        np.testing.assert_array_equal(sim.psi, want)
+    else:
+        pytest.fail("no blow-up in 5000 steps")
+    assert n > 3
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_imaginary_time_overflow_is_told(dtype):
+    """An imaginary-time step whose values overflow (a time step near the
+    largest float) raises BlowUpError and keeps the state."""
+    sim = make(blocks=(9, 3, 2), dt=float(np.finfo(dtype).max) / 2, force=True, dtype=dtype)
+    p = sim.positions
+    sim.psi = (10 * np.exp(-(p ** 2).sum(axis=1) / 4)).astype(dtype)
+    psi = sim.psi
+    want, bad = sim._solver.combine(psi, psi, -sim.dt, 0.0)
+    assert bad
+    with pytest.raises(nl.BlowUpError):
+        sim.imaginary_time(1)
+    np.testing.assert_array_equal(sim.psi, psi)
