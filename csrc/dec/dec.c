@@ -170,14 +170,13 @@ typedef struct {
 } dec_u128;
 
 /* `rows` rows of nx blocks of C values of type T from src to dst: the
- * public order [bx][c] into the kernels' [c][bx + 1] with the ghosts
- * [c][0] and [c][nx + 1] (in = 1; periodic: the wrapped values, else 0),
- * or back. */
+ * public order [bx][c] into the kernels' [c][bx + 1] of P = dec_geom's px
+ * a cell with the ghosts [c][0] and [c][nx + 1] (in = 1; periodic: the
+ * wrapped values, else 0), or back. */
 #define DEC_REORDER(name, T)                                                               \
-    static void name(T *dst, const T *src, size_t rows, long nx, long C, int in,           \
+    static void name(T *dst, const T *src, size_t rows, long nx, long P, long C, int in,   \
                      int periodic)                                                         \
     {                                                                                      \
-        const long P = nx + 2;                                                             \
         const size_t L = (size_t)(nx * C), K = (size_t)(P * C);                            \
         const T zero = {0};                                                                \
         _Pragma("omp parallel for NLSE_THREADS schedule(static) if (rows * L > 65536)")    \
@@ -211,14 +210,14 @@ DEC_REORDER(reorder_16, dec_u128)
  * (DEC_AT). */
 static void reorder(const nlse_dec *s, void *dst, const void *src, size_t rows, size_t es, int in)
 {
-    const long nx = s->p.blocks[0], C = s->p.cells;
+    const long nx = s->p.blocks[0], px = s->G.px, C = s->p.cells;
     const int per = s->p.periodic;
     if (es == 4)
-        reorder_4(dst, src, rows, nx, C, in, per);
+        reorder_4(dst, src, rows, nx, px, C, in, per);
     else if (es == 8)
-        reorder_8(dst, src, rows, nx, C, in, per);
+        reorder_8(dst, src, rows, nx, px, C, in, per);
     else
-        reorder_16(dst, src, rows, nx, C, in, per);
+        reorder_16(dst, src, rows, nx, px, C, in, per);
 }
 
 /* Bytes of a state in the kernels' order. */
@@ -518,8 +517,8 @@ static int rk4_start(nlse_dec *s, int *bad)
 {
     const double dt = s->p.dt;
     void *psi = s->buf[s->par], *acc = s->buf[s->par ^ 1];
-    /* the scratch state when apply or combine made it (then no more than
-     * two states of scratch at a time), else one of its own */
+    /* the two scratch states when apply or combine made them, else two of
+     * its own for this step */
     char *own = s->tmp ? NULL : malloc(2 * state_bytes(s));
     char *ya = s->tmp ? s->tmp : own, *yb = ya + state_bytes(s);
     if (!ya)
