@@ -36,10 +36,12 @@ typedef struct {
     long px;             /* a cell's run of a row in the kernels' order: the
                           * nx blocks and a ghost at each end, nx + 2      */
     size_t size;         /* unknowns in the kernels' order, ghosts included */
+    long ty;             /* rows of blocks per y tile of the sweep (dec_sweep) */
     int cells, periodic;
     double origin[3], edge[3], half_w2[3];
     const double *centre, *vol;
     double *vx, *vy, *vz;
+    double *rownorm;     /* ny nz: each row's norm in imaginary time        */
 } dec_geom;
 
 /* The kernels' order of the unknowns: the rows of blocks (by, bz) as in
@@ -59,6 +61,19 @@ typedef struct {
 #define DEC_AT(G, bx, by, bz, c)                                                            \
     ((size_t)((((bz) * (G)->n[1] + (by)) * (G)->px) * (G)->cells + (long)(c) * (G)->px + \
               (bx) + 1))
+
+/* The sweep of the own rows: y tiles of G->ty rows, each swept layer by
+ * layer (z) and inside a layer along y, so that a row's z neighbours were
+ * read one or two tile layers ago and are still in cache (the rows in
+ * memory order when ty >= ny).  Row k of the sweep is (*by, *bz). */
+static inline void dec_sweep(const dec_geom *G, long k, long *by, long *bz)
+{
+    const long ny = G->n[1], nl = G->z1 - G->z0, ty = G->ty;
+    const long j = k / (ty * nl), r = k - j * ty * nl;
+    const long w = ny - j * ty < ty ? ny - j * ty : ty;
+    *bz = G->z0 + r / w;
+    *by = j * ty + r % w;
+}
 
 /* The row kernel is also compiled for x86-64-v3 (AVX2) and x86-64-v4
  * (AVX-512) and chosen at load time; its helpers are inlined into each
@@ -232,6 +247,22 @@ static char *scratch(nlse_dec *s)
     return s->tmp;
 }
 
+/* Bytes of x1 and psi(n-1) rows that a y tile of the sweep keeps in cache
+ * per thread (dec_sweep). */
+#ifndef DEC_TILE_BYTES
+#define DEC_TILE_BYTES (1L << 21)
+#endif
+
+/* Rows per y tile: three layers of the tile's x1 rows and one of psi(n-1)
+ * in DEC_TILE_BYTES, at least 4 rows. */
+static long tile_rows(const dec_geom *G, int cells, size_t real_bytes)
+{
+    const long row = 2 * (long)real_bytes * G->px * cells;
+    long ty = DEC_TILE_BYTES / (4 * row);
+    ty = ty < 4 ? 4 : ty;
+    return ty < G->n[1] ? ty : G->n[1];
+}
+
 /* A state's rows (all layers). */
 static size_t all_rows(const nlse_dec *s) { return (size_t)(s->p.blocks[1] * s->p.blocks[2]); }
 
@@ -243,6 +274,7 @@ void nlse_dec_destroy(nlse_dec *s)
     free(s->G.vx);
     free(s->G.vy);
     free(s->G.vz);
+    free(s->G.rownorm);
     free(s->w);
     free(s->diag);
     free(s->cdd);
@@ -402,6 +434,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     G->zoff = 0;
     G->cells = p->cells;
     G->px = p->blocks[0] + 2;
+    G->ty = tile_rows(G, p->cells, real_size(s));
     G->size = (size_t)(G->px * p->cells) * all_rows(s);
     G->periodic = p->periodic;
     G->centre = s->r.centre;
@@ -411,8 +444,9 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     const size_t bytes = state_bytes(s);
     s->buf[0] = calloc(1, bytes);
     s->buf[1] = calloc(1, bytes);
+    G->rownorm = malloc(sizeof(double) * all_rows(s));
     const int no_tables = trap_tables(G) || class_tables(s);
-    if (!s->w || !s->diag || !s->buf[0] || !s->buf[1] || no_tables) {
+    if (!s->w || !s->diag || !s->buf[0] || !s->buf[1] || !G->rownorm || no_tables) {
         const size_t n = s->n;
         nlse_dec_destroy(s);
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory for %zu unknowns "
