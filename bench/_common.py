@@ -1,5 +1,7 @@
-"""Pieces every benchmark in bench/ shares: the run header (machine, build,
-commit, load), the host copy bandwidth, a CuPy probe, the Markdown table.
+"""Pieces every benchmark in bench/ shares: the command line's parser, the
+run header (machine, build, commit, load), the host copy bandwidth, a CuPy
+probe, the Markdown table, the report of noisy repetitions and of the load,
+the JSON record, and the modes against a baseline of the overhead benchmarks.
 
 The scripts run as ``python bench/<name>.py``, so this folder is on
 ``sys.path`` and ``import _common`` finds this module.
@@ -7,7 +9,9 @@ The scripts run as ``python bench/<name>.py``, so this folder is on
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
+import json
 import os
 import platform
 import statistics
@@ -15,13 +19,19 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import nlsepy as nl
 
 COPY_BYTES = 256 * 2 ** 20
+#: the columns (key, heading, format) of the achieved bandwidth against the copy bandwidth
+COPY_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
+    ("gbps", "GB/s achieved", "{:.2f}"),
+    ("copy_gbps", "copy GB/s", "{:.2f}"),
+    ("fraction_of_copy", "fraction of copy bw", "{:.2f}"),
+)
 
 
 def run_cmd(cmd: Sequence[str]) -> Optional[str]:
@@ -136,6 +146,29 @@ def copy_bandwidth(threads: int, nbytes: int = COPY_BYTES, repeats: int = 7) -> 
     return 2 * n * 8 / statistics.median(times)
 
 
+def event_seconds(cp: Any, call: Callable[[], Any]) -> float:
+    """Seconds of ``call()`` on the device, between two CUDA events.
+
+    Parameters
+    ----------
+    cp : module
+        ``cupy``.
+    call : callable
+        What is timed (no arguments); it queues work on the current stream.
+
+    Returns
+    -------
+    float
+        Elapsed device time in seconds.
+    """
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    call()
+    e1.record()
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) * 1e-3
+
+
 def cupy_or_none() -> Any:
     """The ``cupy`` module when importable with a usable device, else None."""
     try:
@@ -174,3 +207,166 @@ def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, s
 
     sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
     return "\n".join([line(heads), sep] + [line(c) for c in cells])
+
+
+def arg_parser(doc: str) -> argparse.ArgumentParser:
+    """The parser of a benchmark's command line.
+
+    Parameters
+    ----------
+    doc : str
+        The script's docstring: its first paragraph is the description,
+        and ``--help`` keeps the paragraph's line breaks.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        A parser without arguments yet.
+    """
+    return argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def print_header(title: str, info: Dict[str, Any]) -> None:
+    """Print the benchmark's title and the header fields, one a line.
+
+    Parameters
+    ----------
+    title : str
+        First line.
+    info : dict
+        Header fields (:func:`machine_info`).
+    """
+    print(title)
+    for key, val in info.items():
+        print(f"  {key:20s} {val}")
+
+
+def print_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, str]],
+                legend: str) -> None:
+    """Print the rows as a Markdown table between blank lines, then its legend.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Result rows.
+    columns : sequence of (key, heading, format)
+        Which fields to show (:func:`format_table`).
+    legend : str
+        What the columns measure and how.
+    """
+    print()
+    print(format_table(rows, columns))
+    print()
+    print(legend)
+
+
+def print_noisy(rows: List[Dict[str, Any]], limit: float, label: Callable[[Dict[str, Any]], str],
+                reps: str, unit: str) -> None:
+    """List the rows whose repetitions differ by more than `limit` (max/min).
+
+    Such a spread is a sign of a disturbed machine.  Rows without a
+    ``rep_spread`` (None: not timed) are left out.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Result rows, each with ``rep_spread`` (max/min of its repetitions).
+    limit : float
+        Largest spread that is not listed.
+    label : callable
+        ``label(row)``: the row's name at the start of its line.
+    reps : str
+        Key of the row's per-repetition times.
+    unit : str
+        Unit of those times.
+    """
+    noisy = [r for r in rows if r["rep_spread"] is not None and r["rep_spread"] > limit]
+    if noisy:
+        print(f"repetitions differing by more than {limit:.1f}x (max/min), a sign of a "
+              f"disturbed machine:")
+        for r in noisy:
+            print(f"  {label(r)}: " + " ".join(f"{x:.2f}" for x in r[reps]) + f" {unit}")
+
+
+def print_load(info: Dict[str, Any], note: str = "") -> None:
+    """Record the load average at the end in `info` and print it beside the start's.
+
+    Parameters
+    ----------
+    info : dict
+        Header fields (:func:`machine_info`); ``loadavg_at_end`` is added.
+    note : str, optional
+        Appended to the explanation (after "... means other work shared
+        the CPUs").
+    """
+    info["loadavg_at_end"] = loadavg()
+    print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
+          f"(1/5/15 min; a 1-minute load well above the thread count means other work shared "
+          f"the CPUs{note})")
+
+
+def write_json(path: Optional[str], record: Dict[str, Any], default: Any = None) -> None:
+    """Write the run's record as JSON (indented by 1) where a path was given.
+
+    Parameters
+    ----------
+    path : str or None
+        The ``--json`` option: the file, or None to write nothing.
+    record : dict
+        Header, rows and whatever else the benchmark keeps.
+    default : callable, optional
+        :func:`json.dump`'s conversion of values JSON has no type for.
+    """
+    if path:
+        with open(path, "w") as f:
+            json.dump(record, f, indent=1, default=default)
+
+
+def mode_list(parser: argparse.ArgumentParser, text: str, known: Sequence[str]) -> List[str]:
+    """The modes of a ``--modes`` option, the baseline ``none`` first.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        Reports an unknown mode (and exits).
+    text : str
+        Comma-separated modes.
+    known : sequence of str
+        The modes the benchmark has.
+
+    Returns
+    -------
+    list of str
+        The modes in the order given, ``none`` put first where missing.
+    """
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    for m in modes:
+        if m not in known:
+            parser.error(f"unknown mode {m!r}; choose among {list(known)}")
+    if "none" not in modes:
+        modes.insert(0, "none")
+    return modes
+
+
+def overheads(runs: List[Dict[str, Any]], base: List[Dict[str, Any]]) -> Dict[str, float]:
+    """Median time of a mode's runs and its overhead over the baseline's.
+
+    Parameters
+    ----------
+    runs, base : list of dict
+        The mode's and the baseline's runs (repetition by repetition, each
+        with ``seconds``).
+
+    Returns
+    -------
+    dict
+        ``median`` (s), ``overhead`` (% of the baseline's median) and
+        ``paired`` (median of the repetitions' ratios to the baseline run
+        next to them, in %: less sensitive to a drifting machine).
+    """
+    med = statistics.median(r["seconds"] for r in runs)
+    return {"median": med,
+            "overhead": 100.0 * (med / statistics.median(b["seconds"] for b in base) - 1.0),
+            "paired": 100.0 * (statistics.median(
+                r["seconds"] / b["seconds"] for r, b in zip(runs, base)) - 1.0)}

@@ -92,12 +92,7 @@ def main() -> None:
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    for m in modes:
-        if m not in MODES:
-            ap.error(f"unknown mode {m!r}; choose among {MODES}")
-    if "none" not in modes:
-        modes.insert(0, "none")
+    modes = _common.mode_list(ap, args.modes, MODES)
     shape = tuple(int(v) for v in args.shape.split(","))
     info = _common.machine_info(args.backend, threads=nl.get_num_threads())
     print(json.dumps(info, indent=1, default=str))
@@ -118,14 +113,12 @@ def main() -> None:
     base = statistics.median(r["seconds"] for r in results["none"])
     rows = []
     for m in modes:
-        secs = [r["seconds"] for r in results[m]]
-        med = statistics.median(secs)
+        cost = _common.overheads(results[m], results["none"])
         rows.append({
-            "mode": LABEL[m], "median": med, "all": " ".join(f"{s:.3f}" for s in secs),
-            "per_step": 1e3 * med / args.steps,
-            "overhead": 100.0 * (med / base - 1.0),
-            "paired": 100.0 * (statistics.median(
-                r["seconds"] / b["seconds"] for r, b in zip(results[m], results["none"])) - 1.0)})
+            "mode": LABEL[m], "median": cost["median"],
+            "all": " ".join(f"{r['seconds']:.3f}" for r in results[m]),
+            "per_step": 1e3 * cost["median"] / args.steps,
+            "overhead": cost["overhead"], "paired": cost["paired"]})
     print(f"\nDBEC-GP real3d, {'x'.join(map(str, shape))} complex128, {args.steps} real-time "
           f"steps, OUTSTPT = {args.every}, {args.backend}, {nl.get_num_threads()} thread(s), median of "
           f"{args.repeats}; baseline {base:.3f} s = {1e3 * base / args.steps:.2f} ms/step\n")
@@ -133,10 +126,8 @@ def main() -> None:
         ("mode", "mode", "{}"), ("median", "s/stage (median)", "{:.3f}"),
         ("per_step", "ms/step", "{:.2f}"), ("all", "runs (s)", "{}"),
         ("overhead", "overhead %", "{:+.1f}"), ("paired", "paired %", "{:+.1f}")]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"info": info, "args": vars(args), "results": results}, f, indent=1,
-                      default=str)
+    _common.write_json(args.json, {"info": info, "args": vars(args), "results": results},
+                       default=str)
 
 
 if __name__ == "__main__":

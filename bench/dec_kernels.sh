@@ -6,11 +6,8 @@
 #   OUT=/some/dir bash bench/dec_kernels.sh [VARIANTS] [BCC BLOCKS] [DTYPES] [TILE MIBS]
 # e.g. bash bench/dec_kernels.sh 0,3,6 189 complex128,complex64 8,2
 set -uo pipefail
-OUT=${OUT:-out/dec-kernels}
-mkdir -p "$OUT"
-PY=${PY:-python3}
 . bench/gpu_prepare.sh
-need_build || exit 1
+gpu_setup out/dec-kernels || exit 1
 variants=${1:-0,3,6}
 blocks=${2:-189}
 dtypes=${3:-complex128,complex64}

@@ -8,14 +8,11 @@
 #   OUT=/some/dir bash bench/dec_ncu.sh [GRIDS] [DTYPES] [BLOCKS]
 # e.g. bash bench/dec_ncu.sh cubic,fcc,bcc complex64,complex128 189
 set -uo pipefail
-OUT=${OUT:-out/dec-ncu}
-mkdir -p "$OUT"
-PY=${PY:-python3}
+. bench/gpu_prepare.sh
+gpu_setup out/dec-ncu || exit 1
 grids=${1:-cubic,fcc,bcc}
 dtypes=${2:-complex64,complex128}
 blocks=${3:-189}
-. bench/gpu_prepare.sh
-need_build || exit 1
 command -v ncu >/dev/null || { echo "ncu (Nsight Compute) is not on PATH"; exit 1; }
 for g in ${grids//,/ }; do
   for d in ${dtypes//,/ }; do

@@ -52,11 +52,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import os
 import statistics
 import time
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -64,7 +64,9 @@ import numpy as np
 import nlsepy as nl
 from nlsepy.reference.dipolar import SplitStepReference
 
-from _common import COPY_BYTES, copy_bandwidth, cupy_or_none, format_table, loadavg, machine_info
+from _common import (COPY_BYTES, COPY_COLUMNS, arg_parser, copy_bandwidth, cupy_or_none,
+                     event_seconds, format_table, machine_info, print_header, print_load,
+                     print_noisy, write_json)
 
 # ----------------------------------------------------------------- problem
 A0 = 5.29177210903e-11       #: Bohr radius (m)
@@ -142,12 +144,7 @@ def device_copy_bandwidth(cp: Any, nbytes: int = COPY_BYTES, repeats: int = 5
     cp.copyto(dst, src)
     times = []
     for _ in range(repeats):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        cp.copyto(dst, src)
-        e1.record()
-        e1.synchronize()
-        times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+        times.append(event_seconds(cp, partial(cp.copyto, dst, src)))
     del src, dst
     cp.get_default_memory_pool().free_all_blocks()
     return 2 * nbytes / statistics.median(times), \
@@ -228,12 +225,7 @@ def time_reference(shape: Tuple[int, int, int], h: float, mode: str, dtype: Any,
                 ref.step(1)
                 times.append(time.perf_counter() - t0)
             else:
-                e0, e1 = xp.cuda.Event(), xp.cuda.Event()
-                e0.record()
-                ref.step(1)
-                e1.record()
-                e1.synchronize()
-                times.append(xp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+                times.append(event_seconds(xp, partial(ref.step, 1)))
         return statistics.median(times)
     finally:
         del ref
@@ -287,29 +279,27 @@ COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     ("ns_per_point", "ns/point", "{:.2f}"),
     ("mbytes_per_step", "MB/step (model)", "{:.1f}"),
     ("mem_bytes_per_point", "memory B/point", "{:.1f}"),
-    ("gbps", "GB/s achieved", "{:.2f}"),
-    ("copy_gbps", "copy GB/s", "{:.2f}"),
-    ("fraction_of_copy", "fraction of copy bw", "{:.2f}"),
+    *COPY_COLUMNS,
     ("ref_ms_per_iter", "reference ms/iter", "{:.1f}"),
     ("ref_over_c", "reference / C", "{:.2f}x"),
 )
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    """Command line.
+    """The command line: grids, precision, backend, steps, the reference.
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Arguments (default ``sys.argv[1:]``).
+        Arguments (default ``sys.argv[1:]``), e.g. ``["--sizes", "small"]``.
 
     Returns
     -------
     argparse.Namespace
-        Parsed options.
+        The options, ``grids`` (a (shape, spacing) pair per grid named in
+        ``--sizes``) added.
     """
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = arg_parser(__doc__)
     p.add_argument("--sizes", default="small,large",
                    help="comma-separated grids: small (128x96x80, h=0.2), large (256^3, "
                         "h=0.1), huge (512^3, h=0.05) or NXxNYxNZ (h=0.2); default: small,large")
@@ -350,25 +340,25 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
-    """Run the benchmark, print the header and the table.
+    """Time the solver and its reference on each grid, in imaginary and in
+    real time; print the header, a line per row and the table.
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Command-line arguments.
+        Command-line arguments (default ``sys.argv[1:]``), e.g.
+        ``["--sizes", "96x96x96", "--steps", "5"]``.
 
     Returns
     -------
     list of dict
-        The result rows.
+        A row per grid and mode (None in the columns of what did not run).
     """
     args = parse_args(argv)
     t_start = time.perf_counter()
     dtype = np.dtype(args.dtype).type
     info = machine_info(args.backend, threads=args.threads)
-    print("nlsepy split-step Crank-Nicolson (dipolar GPE, 3D) benchmark")
-    for key, val in info.items():
-        print(f"  {key:20s} {val}")
+    print_header("nlsepy split-step Crank-Nicolson (dipolar GPE, 3D) benchmark", info)
     print(f"  problem: OPTION 2, trap frequencies {FREQ}, g = {G:.4f}, gdd = {GDD:.4f}, "
           f"cutoff R = {CUTOFF}, dt = {DT}")
     if args.backend == "cpu":
@@ -463,23 +453,12 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
           f"nlsepy.reference.dipolar.SplitStepReference ({ref_name}), median of {args.ref_steps} "
           f"single steps after one warm-up step; reference / C = reference time / solver "
           f"time.")
-    noisy = [r for r in rows if r["rep_spread"] is not None and r["rep_spread"] > NOISY]
-    if noisy:
-        print(f"repetitions differing by more than {NOISY:.1f}x (max/min), a sign of a "
-              f"disturbed machine:")
-        for r in noisy:
-            print(f"  {r['grid']} {r['mode']}: "
-                  + " ".join(f"{x:.2f}" for x in r["ms_per_iter_reps"]) + " ms/iter")
-    info["loadavg_at_end"] = loadavg()
-    print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
-          f"(1/5/15 min; a 1-minute load well above the thread count means other work "
-          f"shared the CPUs, and OpenMP steps slow down far more than NumPy's)")
+    print_noisy(rows, NOISY, lambda r: f"{r['grid']} {r['mode']}", "ms_per_iter_reps", "ms/iter")
+    print_load(info, ", and OpenMP steps slow down far more than NumPy's")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
     print()
     print(format_table(rows, COLUMNS, missing="n/a"))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"header": info, "rows": rows}, f, indent=1)
+    write_json(args.json, {"header": info, "rows": rows})
     return rows
 
 

@@ -52,10 +52,10 @@ uses about 4x fewer points (``2**18``, ``512 x 512``, ``80^3``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -63,7 +63,9 @@ import numpy as np
 import nlsepy as nl
 from nlsepy.reference import NLSEReference
 
-from _common import copy_bandwidth, cupy_or_none, format_table, loadavg, machine_info
+from _common import (COPY_COLUMNS, arg_parser, copy_bandwidth, cupy_or_none, event_seconds,
+                     machine_info, print_header, print_load, print_noisy, print_table,
+                     write_json)
 
 #: grid per dimension, full and ``--quick``
 SIZES: Dict[bool, Dict[int, Tuple[int, ...]]] = {
@@ -177,6 +179,38 @@ def time_reference(psi0: np.ndarray, sim: "nl.NLSE", repeats: int) -> Tuple[floa
     return statistics.median(times), diff
 
 
+def add_reference(row: Dict[str, Any], sec: float, timed: Optional[Tuple[float, float]],
+                  name: str, digits: int) -> str:
+    """Put the reference's time into the row's NumPy columns.
+
+    Parameters
+    ----------
+    row : dict
+        Result row; ``numpy_ms_per_step``, ``speedup_vs_numpy`` and
+        ``numpy_rel_diff`` are set (None where the reference did not run).
+    sec : float
+        nlsepy's seconds per step.
+    timed : (float, float) or None
+        The reference's seconds per step and its relative difference to
+        nlsepy, or None.
+    name : str
+        The reference's name in the progress line ("NumPy", "CuPy").
+    digits : int
+        Decimals of its ms/step there.
+
+    Returns
+    -------
+    str
+        The end of the row's progress line ("" without a reference).
+    """
+    if timed is None:
+        row.update(numpy_ms_per_step=None, speedup_vs_numpy=None, numpy_rel_diff=None)
+        return ""
+    rsec, diff = timed
+    row.update(numpy_ms_per_step=1e3 * rsec, speedup_vs_numpy=rsec / sec, numpy_rel_diff=diff)
+    return f", {name} {1e3 * rsec:.{digits}f} ms/step ({rsec / sec:.1f}x, rel. diff {diff:.1e})"
+
+
 # -------------------------------------------------------------------- report
 COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     # (key, heading, format)
@@ -188,29 +222,26 @@ COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     ("ms_per_step", "ms/step", "{:.3f}"),
     ("mpoint_steps_per_s", "Mpoint-steps/s", "{:.1f}"),
     ("bytes_per_point_step", "bytes/point-step (model)", "{:.0f}"),
-    ("gbps", "GB/s achieved", "{:.2f}"),
-    ("copy_gbps", "copy GB/s", "{:.2f}"),
-    ("fraction_of_copy", "fraction of copy bw", "{:.2f}"),
+    *COPY_COLUMNS,
     ("numpy_ms_per_step", "NumPy ms/step", "{:.1f}"),
     ("speedup_vs_numpy", "speed-up vs NumPy", "{:.1f}x"),
 )
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    """Command line.
+    """The command line: sizes, thread counts, backend, repetitions.
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Arguments (default ``sys.argv[1:]``).
+        Arguments (default ``sys.argv[1:]``), e.g. ``["--quick", "--threads", "1,4"]``.
 
     Returns
     -------
     argparse.Namespace
-        Parsed options.
+        The options, ``thread_list`` (the thread counts, sorted) added.
     """
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = arg_parser(__doc__)
     p.add_argument("--quick", action="store_true", help="about 4x fewer points")
     p.add_argument("--threads", default=f"1,{os.cpu_count() or 1}",
                    help="comma-separated thread counts (default: 1,os.cpu_count())")
@@ -231,17 +262,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
-    """Run the benchmark, print the header and the table.
+    """Run the benchmark (:func:`main_cuda` with ``--backend cuda``), print
+    the header and the table.
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Command-line arguments.
+        Command-line arguments (default ``sys.argv[1:]``), e.g. ``["--quick"]``.
 
     Returns
     -------
     list of dict
-        The result rows.
+        A row per dimension, precision, scheme and thread count.
     """
     args = parse_args(argv)
     if args.backend == "cuda":
@@ -249,9 +281,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     t_start = time.perf_counter()
     info = machine_info(args.backend)
     info["threads"] = args.thread_list
-    print("nlsepy FD (RK4 + CD/2SHOC) benchmark")
-    for key, val in info.items():
-        print(f"  {key:20s} {val}")
+    print_header("nlsepy FD (RK4 + CD/2SHOC) benchmark", info)
     target = 0.2 if args.quick else 0.3
     threads_max = max(args.thread_list)
 
@@ -289,44 +319,26 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                         "copy_gbps": copy_bw[t] / 1e9,
                         "copy_threads": t,
                         "fraction_of_copy": bps / sec / copy_bw[t],
-                        "numpy_ms_per_step": None, "speedup_vs_numpy": None,
-                        "numpy_rel_diff": None,
                     }
-                    if t == threads_max:
-                        nsec, diff = time_reference(psi0, sim, 3)
-                        row.update(numpy_ms_per_step=1e3 * nsec, speedup_vs_numpy=nsec / sec,
-                                   numpy_rel_diff=diff)
+                    # NumPy runs on one thread: timed once, beside the largest count
+                    timed = time_reference(psi0, sim, 3) if t == threads_max else None
+                    extra = add_reference(row, sec, timed, "NumPy", 1)
                     rows.append(row)
-                    extra = ("" if row["numpy_ms_per_step"] is None else
-                             f", NumPy {row['numpy_ms_per_step']:.1f} ms/step "
-                             f"({row['speedup_vs_numpy']:.1f}x, rel. diff {diff:.1e})")
                     print(f"{ndim}D {grid} {row['dtype']} {scheme:5s} {t} thr: "
                           f"{row['ms_per_step']:.3f} ms/step (k={k}), {row['gbps']:.2f} GB/s"
                           f"{extra}", flush=True)
 
-    print()
-    print(format_table(rows, COLUMNS))
-    print()
-    print("ms/step: median over repetitions of sim.step(k)/k after one warm-up step; "
-          "GB/s: sim.bytes_per_step()/time (traffic model, no write-allocate); "
-          "copy GB/s: np.copyto of 256 MiB float64, read + write bytes, on as many Python "
-          "threads as the row's threads; NumPy: nlsepy.reference.NLSEReference.step(1), "
-          "median of 3, max thread count rows only (NumPy itself is single-threaded).")
-    noisy = [r for r in rows if r["rep_spread"] > NOISY]
-    if noisy:
-        print(f"repetitions differing by more than {NOISY:.1f}x (max/min), a sign of a "
-              f"disturbed machine:")
-        for r in noisy:
-            print(f"  {r['dim']}D {r['grid']} {r['dtype']} {r['scheme']} {r['threads']} thr: "
-                  + " ".join(f"{x:.2f}" for x in r["ms_per_step_reps"]) + " ms/step")
-    info["loadavg_at_end"] = loadavg()
-    print(f"load average at start {info['loadavg_at_start']}, at end {info['loadavg_at_end']} "
-          f"(1/5/15 min; a 1-minute load well above the thread count means other work shared "
-          f"the CPUs)")
+    print_table(rows, COLUMNS, "ms/step: median over repetitions of sim.step(k)/k after one "
+                "warm-up step; GB/s: sim.bytes_per_step()/time (traffic model, no "
+                "write-allocate); copy GB/s: np.copyto of 256 MiB float64, read + write bytes, on "
+                "as many Python threads as the row's threads; NumPy: "
+                "nlsepy.reference.NLSEReference.step(1), median of 3, max thread count rows only "
+                "(NumPy itself is single-threaded).")
+    print_noisy(rows, NOISY, lambda r: (f"{r['dim']}D {r['grid']} {r['dtype']} {r['scheme']} "
+                                        f"{r['threads']} thr"), "ms_per_step_reps", "ms/step")
+    print_load(info)
     print(f"total time {time.perf_counter() - t_start:.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"header": info, "rows": rows}, f, indent=1)
+    write_json(args.json, {"header": info, "rows": rows})
     return rows
 
 
@@ -347,12 +359,7 @@ def time_cupy_reference(cp: Any, psi0: np.ndarray, sim: "nl.NLSE", steps: int = 
                         sim.bc, sim.dt, xp=cp)
     times = []
     for _ in range(steps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        ref.step(1)
-        e1.record()
-        e1.synchronize()
-        times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+        times.append(event_seconds(cp, partial(ref.step, 1)))
     check = nl.NLSE(psi0, sim.spacing, a=sim.a, s=sim.s, scheme=sim.scheme, bc=sim.bc,
                     dt=sim.dt, dtype=sim.dtype, backend="cuda").step(steps)
     got = cp.asnumpy(ref.psi)
@@ -380,9 +387,7 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
     t_start = time.perf_counter()
     info = machine_info(args.backend)
     info["device"] = _cuda.device_name()
-    print("nlsepy FD (RK4 + CD/2SHOC) benchmark, CUDA backend")
-    for key, val in info.items():
-        print(f"  {key:20s} {val}")
+    print_header("nlsepy FD (RK4 + CD/2SHOC) benchmark, CUDA backend", info)
     copy = _cuda.copy_bandwidth(1 << 30, 20) * 1e9
     print(f"device copy bandwidth (cudaMemcpy D2D 1 GiB, read + write, median of 20): "
           f"{copy / 1e9:.0f} GB/s", flush=True)
@@ -417,17 +422,12 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
                     # schemes (2SHOC's D never needs to leave the chip)
                     "min_bytes_per_point_step": 16 * c,
                     "fraction_minimal": 16 * c * npts / sec / copy,
-                    "numpy_ms_per_step": None, "speedup_vs_numpy": None,
-                    "numpy_rel_diff": None,
                 }
-                if cp is not None and ndim == 3 and shape != CUDA_SMALL:
-                    csec, diff = time_cupy_reference(cp, psi0, sim)
-                    row.update(numpy_ms_per_step=1e3 * csec, speedup_vs_numpy=csec / sec,
-                               numpy_rel_diff=diff)
+                # the CuPy statement on the main 3D grid only
+                timed = (time_cupy_reference(cp, psi0, sim)
+                         if cp is not None and ndim == 3 and shape != CUDA_SMALL else None)
+                extra = add_reference(row, sec, timed, "CuPy", 2)
                 rows.append(row)
-                extra = ("" if row["numpy_ms_per_step"] is None else
-                         f", CuPy {row['numpy_ms_per_step']:.2f} ms/step "
-                         f"({row['speedup_vs_numpy']:.1f}x, rel. diff {diff:.1e})")
                 print(f"{ndim}D {grid} {row['dtype']} {scheme:5s}: {row['ms_per_step']:.3f} "
                       f"ms/step (k={k}), {row['gbps']:.0f} GB/s = "
                       f"{row['fraction_of_copy']:.2f} of copy; minimal-traffic fraction "
@@ -470,20 +470,15 @@ def main_cuda(args: argparse.Namespace) -> List[Dict[str, Any]]:
     print(f"  grid {ring.shape}, {int(round(50 / 0.005))} steps, 5 frames: {table3:.2f} s "
           f"({82.0 / table3:.0f}x faster than the source's GTX 580 time)", flush=True)
 
-    print()
-    print(format_table(rows, COLUMNS))
-    print()
-    print("ms/step: median of sim.step(k)/k (each call ends with a device synchronisation); "
-          "GB/s: sim.bytes_per_step()/time under the kernels' traffic model (16 complex values "
-          "per point-step for CD and 2SHOC alike: no D array on the GPU); "
-          "copy: cudaMemcpy device-to-device, read + write; NumPy columns: the CuPy "
-          "statement of the same scheme (nlsepy.reference.NLSEReference with xp=cupy), "
-          "CUDA events, median of 3 steps.")
+    print_table(rows, COLUMNS, "ms/step: median of sim.step(k)/k (each call ends with a device "
+                "synchronisation); GB/s: sim.bytes_per_step()/time under the kernels' traffic "
+                "model (16 complex values per point-step for CD and 2SHOC alike: no D array on "
+                "the GPU); copy: cudaMemcpy device-to-device, read + write; NumPy columns: the "
+                "CuPy statement of the same scheme (nlsepy.reference.NLSEReference with "
+                "xp=cupy), CUDA events, median of 3 steps.")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"header": info, "copy_gbps": copy / 1e9, "rows": rows,
-                       "chunking": chunk_rows, "table3_seconds": table3}, f, indent=1)
+    write_json(args.json, {"header": info, "copy_gbps": copy / 1e9, "rows": rows,
+                           "chunking": chunk_rows, "table3_seconds": table3})
     return rows
 
 

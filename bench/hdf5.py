@@ -7,12 +7,12 @@ without output.  This script times ``sim.run(t_end, frames=100)`` of
 
 * without ``output`` (the baseline: the run keeps its 101 frames in memory
   either way),
-* with ``output=`` and the shipped settings (:data:`nlsepy._hdf5.COMPRESSION`),
+* with ``output=`` and the shipped settings (:data:`nlsepy.common.hdf5.COMPRESSION`),
 * the same without the scalar series (``norm``, ``energy``: what computing
   them per frame costs),
 * the same with the frames left to the page cache (``SYNC_BYTES = 0``)
   instead of put on the disk and dropped from the cache by the writer
-  thread (:data:`nlsepy._hdf5.SYNC_BYTES`),
+  thread (:data:`nlsepy.common.hdf5.SYNC_BYTES`),
 * and, for the choice of filter, with the frames compressed by HDF5's lzf
   filter and by gzip level 1 (``--modes``),
 
@@ -60,7 +60,7 @@ import numpy as np
 
 import _common
 import nlsepy as nl
-from nlsepy import _hdf5
+from nlsepy.common import hdf5 as _hdf5
 
 # mode: (write a file, compression, scalar series, SYNC_BYTES: None as shipped)
 MODES = {"none": (False, None, True, None), "h5": (True, "default", True, None),
@@ -122,12 +122,7 @@ def main() -> None:
                                                 "temporary folder)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    for m in modes:
-        if m not in MODES:
-            ap.error(f"unknown mode {m!r}; choose among {sorted(MODES)}")
-    if "none" not in modes:
-        modes.insert(0, "none")
+    modes = _common.mode_list(ap, args.modes, sorted(MODES))
     info = _common.machine_info("cpu", threads=nl.get_num_threads(),
                                 shipped_compression=_hdf5.COMPRESSION,
                                 shipped_sync_bytes=_hdf5.SYNC_BYTES)
@@ -153,16 +148,14 @@ def main() -> None:
     base = statistics.median(r["seconds"] for r in results["none"])
     rows = []
     for m in modes:
-        secs = [r["seconds"] for r in results[m]]
-        med = statistics.median(secs)
+        cost = _common.overheads(results[m], results["none"])
         r0 = results[m][0]
         rows.append({
-            "mode": LABEL[m], "median": med, "all": " ".join(f"{s:.2f}" for s in secs),
+            "mode": LABEL[m], "median": cost["median"],
+            "all": " ".join(f"{r['seconds']:.2f}" for r in results[m]),
             "cpu": statistics.median(r["cpu_seconds"] for r in results[m]),
-            "overhead": 100.0 * (med / base - 1.0),
-            "paired": 100.0 * (statistics.median(
-                r["seconds"] / b["seconds"] for r, b in zip(results[m], results["none"])) - 1.0),
-            "per_frame": 1e3 * (med - base) / (args.frames + 1),
+            "overhead": cost["overhead"], "paired": cost["paired"],
+            "per_frame": 1e3 * (cost["median"] - base) / (args.frames + 1),
             "size": r0["file_bytes"] / 2 ** 20 if r0["file_bytes"] else None,
             "ratio": r0["file_bytes"] / r0["raw_bytes"] if r0["file_bytes"] else None})
     steps = results["none"][0]["steps"]
@@ -177,10 +170,7 @@ def main() -> None:
         ("paired", "paired %", "{:+.1f}"),
         ("per_frame", "ms/frame extra", "{:+.1f}"), ("size", "file MiB", "{:.0f}"),
         ("ratio", "file / raw frames", "{:.3f}")], missing="-"))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"info": info, "results": results, "rows": rows}, f, indent=1,
-                      default=str)
+    _common.write_json(args.json, {"info": info, "results": results, "rows": rows}, default=str)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,8 @@
 #   OUT=/some/dir bash bench/mpi_dipolar_xsolve.sh [SIZES] [RANKS]
 # e.g. bash bench/mpi_dipolar_xsolve.sh 512 1,2
 set -uo pipefail
-OUT=${OUT:-out/mpi-dipolar-xsolve}
-mkdir -p "$OUT"
-PY=${PY:-python3}
 . bench/gpu_prepare.sh
-need_mpi4py
-need_build || exit 1
+gpu_setup out/mpi-dipolar-xsolve mpi || exit 1
 export OMP_NUM_THREADS=2 NLSEPY_RANKS_BACKEND=cuda
 M="mpirun --allow-run-as-root --oversubscribe"
 T="$PY -m pytest -q --color=no -p no:cacheprovider -x tests/dipolar/ranks_dipolar.py"

@@ -6,12 +6,8 @@
 # Logs and tables to $OUT.
 #   OUT=/some/dir bash bench/mpi_gpu_all.sh [TABLES] [EDGES]
 set -uo pipefail
-OUT=${OUT:-out/mpi-gpu-all}
-mkdir -p "$OUT"
-PY=${PY:-python3}
 . bench/gpu_prepare.sh
-need_mpi4py
-need_build || exit 1
+gpu_setup out/mpi-gpu-all mpi || exit 1
 export OMP_NUM_THREADS=2
 nvidia-smi -L | tee "$OUT/gpus.txt"
 

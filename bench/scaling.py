@@ -55,7 +55,7 @@ def _make(model: str, shape: Tuple[int, ...], backend: str, dtype: Any, comm: An
     """A solver of `model` on `shape` and the function that takes n steps."""
     import nlsepy as nl
     if model == "fd":
-        from nlsepy import _dist
+        from nlsepy.common import dist as _dist
         h = 0.05
         lay = _dist.Layout.of(comm, shape)  # each rank builds its own rows only
         x0 = (np.arange(lay.start, lay.start + lay.count) - shape[0] / 2) * h

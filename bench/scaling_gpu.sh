@@ -5,14 +5,10 @@
 # JSON go to $OUT.
 #   OUT=/some/dir bash bench/scaling_gpu.sh [fd|dipolar|dec|share|all] [EDGES]
 set -uo pipefail
-OUT=${OUT:-out/scaling-gpu}
-mkdir -p "$OUT"
-PY=${PY:-python3}
+. bench/gpu_prepare.sh
+gpu_setup out/scaling-gpu mpi || exit 1
 what=${1:-all}
 edges=${2:-512,1024}
-. bench/gpu_prepare.sh
-need_mpi4py
-need_build || exit 1
 ngpu=$(nvidia-smi -L | wc -l)
 ranks=1; n=2; while [ $n -le "$ngpu" ]; do ranks="$ranks,$n"; n=$((n * 2)); done
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1

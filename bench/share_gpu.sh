@@ -9,13 +9,9 @@
 # their exchanges through host memory instead of CUDA IPC.
 #   OUT=/some/dir [MODELS=dipolar] [NLSEPY_HALO=host] bash bench/share_gpu.sh [EDGE]
 set -uo pipefail
-OUT=${OUT:-out/share-gpu}
-mkdir -p "$OUT"
-PY=${PY:-python3}
-edge=${1:-512}
 . bench/gpu_prepare.sh
-need_mpi4py
-need_build || exit 1
+gpu_setup out/share-gpu mpi || exit 1
+edge=${1:-512}
 share() {
   for model in ${MODELS:-fd dipolar}; do
     echo "== $1${NLSEPY_HALO:+ (NLSEPY_HALO=$NLSEPY_HALO)}: $model ${edge}^3, 1 rank against 2 ranks on GPU 0" | tee -a "$OUT/share.md"

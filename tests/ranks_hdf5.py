@@ -37,7 +37,7 @@ import pytest
 from mpi4py import MPI
 
 import nlsepy as nl
-from nlsepy import _dist
+from nlsepy.common import dist as _dist
 
 h5py = pytest.importorskip("h5py")
 
@@ -106,7 +106,7 @@ def compare(path, ref_path, model, kept, exact=True, coords=("t",), counters=())
             if not a["psi"].is_virtual:
                 bad.append("psi is not a virtual dataset")
             files = [s.file_name for s in a["psi"].virtual_sources()]
-            names = [os.path.basename(nl._hdf5.part_name(path, r, SIZE)) for r in range(SIZE)]
+            names = [os.path.basename(nl.common.hdf5.part_name(path, r, SIZE)) for r in range(SIZE)]
             if files != names:
                 bad.append(f"virtual sources {files}, expected the relative names {names}")
             if int(a.attrs["ranks"]) != SIZE or "slabs of axis 0" not in a.attrs["layout"]:
@@ -144,7 +144,7 @@ def compare(path, ref_path, model, kept, exact=True, coords=("t",), counters=())
         own = f["psi"][(slice(None), first_rows(model))]
         same = np.array_equal(own, np.stack([s for _, s in kept]))
         series = all(f[k][-1] == v for k, v in last.items())
-        part = os.path.exists(nl._hdf5.part_name(path, RANK, SIZE))
+        part = os.path.exists(nl.common.hdf5.part_name(path, RANK, SIZE))
     everywhere(same, "this rank's rows of the run file are the frames it kept")
     everywhere(series, "the last series entries are the distributed model's observables")
     everywhere(part, "this rank's part file")
@@ -213,7 +213,7 @@ def test_nlse_run_file_equals_single_process(tmp_path, shape):
         frames = sim.run(20 * sim.dt, frames=5, output=path)
     everywhere(not calls, f"gathers while recording: {calls}")
     compare(path, ref, sim, frames, counters=("steps",))
-    with h5py.File(nl._hdf5.part_name(path, RANK, SIZE), "r") as part:
+    with h5py.File(nl.common.hdf5.part_name(path, RANK, SIZE), "r") as part:
         ok = part.attrs["format"] == "nlsepy run part" and bool(part.attrs["complete"]) and \
             part["psi"].shape == (6,) + sim.psi.shape and part["t"].shape == (6,) and \
             np.array_equal(part["slabs/V"][()], sim.V)
@@ -316,7 +316,7 @@ def test_keyboard_interrupt_from_a_callback_on_one_rank(tmp_path):
         sim.run(20 * sim.dt, frames=10, output=path, callback=stop)
     check_interrupted(path, ref, 4, info.value.frames)
     everywhere(sim._steps == 6, "every rank stopped after the same chunk")
-    with h5py.File(nl._hdf5.part_name(path, RANK, SIZE), "r") as part:
+    with h5py.File(nl.common.hdf5.part_name(path, RANK, SIZE), "r") as part:
         ok = not part.attrs["complete"] and part["t"].shape == (4,)
     everywhere(ok, "the part file of an interrupted run")
 
@@ -382,7 +382,7 @@ def test_moved_folder_missing_part_and_part_opened(tmp_path):
                 bad.append("the moved file's last frame (open_run)")
         finally:
             os.chdir(here)
-        part = nl._hdf5.part_name(os.path.join(moved, "run.h5"), SIZE - 1, SIZE)
+        part = nl.common.hdf5.part_name(os.path.join(moved, "run.h5"), SIZE - 1, SIZE)
         try:
             nl.open_run(part)
             bad.append("open_run read a part file")
@@ -405,7 +405,7 @@ def test_single_process_run_replaces_a_distributed_file(tmp_path):
     path = os.path.join(d, "run.h5")
     sim = nlse((31, 16), COMM)
     sim.run(4 * sim.dt, frames=2, output=path)
-    everywhere(os.path.exists(nl._hdf5.part_name(path, RANK, SIZE)), "part written")
+    everywhere(os.path.exists(nl.common.hdf5.part_name(path, RANK, SIZE)), "part written")
     COMM.Barrier()
     if RANK == 0:
         one = nlse((31, 16), None)
@@ -424,7 +424,7 @@ def test_a_part_that_cannot_be_made_fails_every_rank(tmp_path):
     d = shared(tmp_path)
     path = os.path.join(d, "bad.h5")
     if RANK == 0:  # a folder where the last rank's part file goes
-        os.makedirs(nl._hdf5.part_name(path, SIZE - 1, SIZE))
+        os.makedirs(nl.common.hdf5.part_name(path, SIZE - 1, SIZE))
     COMM.Barrier()
     sim = nlse((31, 16), COMM)
     with pytest.raises(OSError, match=f"rank {SIZE - 1}"):

@@ -28,7 +28,8 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy.reference import mbloch as mref
+
+from _helpers import mbloch_c_problem
 
 pytestmark = pytest.mark.cuda
 
@@ -176,20 +177,8 @@ def test_dipolar():
 
 
 def _mbloch_problem(n_g=4, n_e=3, modes=(-1, 1), n_atoms=21, n_t=120, h_t=0.02):
-    rng = np.random.default_rng(3)
-    det, w = mref.gaussian_line(n_atoms, 1.3)
-    psi0 = np.zeros((n_atoms, n_g + n_e), complex)
-    psi0[:, 0] = np.sqrt(0.7)
-    psi0[:, 1] = np.sqrt(0.3) * np.exp(1j * rng.uniform(0, 2 * np.pi, n_atoms))
-    t = mref.time_grid(h_t, n_t)
-    nf = modes[1] - modes[0] + 1
-    fields = np.zeros((n_t, nf), complex)
-    for q in range(nf):
-        fields[:, q] = mref.sech_pulse(t, 0.6, 1.0 + 0.2 * q, area=np.pi / (1 + abs(q - nf // 2)))
-    return dict(n_g=n_g, n_e=n_e, l_min=modes[0], l_max=modes[1],
-                F=mref.franck_condon(n_g, n_e, 1.1), detunings=det, weights=w,
-                initial_state=psi0, fields0=fields, h_t=h_t, h_z=0.05, beta=2.0,
-                kappa_g=0.3, kappa_e=0.25, delta=0.1, euler_substeps=4)
+    return mbloch_c_problem(n_g, n_e, modes, n_atoms, n_t, h_t, beta=2.0, area=np.pi, delay=1.0,
+                            seed=3)
 
 
 def test_mbloch():

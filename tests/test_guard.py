@@ -1,4 +1,4 @@
-"""The shared safety layer (nlsepy._guard) and the process-wide thread count."""
+"""The shared safety layer (nlsepy.common.guard) and the process-wide thread count."""
 
 import os
 import signal
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _guard
+from nlsepy.common import files as _files
+from nlsepy.common import guard as _guard
 
 
 def _sigint_after(seconds):
@@ -85,36 +86,36 @@ def test_deferred_sigint_not_lost_while_the_handler_is_put_back(monkeypatch):
 def test_checkpoint_round_trip_and_refusals(tmp_path):
     p = tmp_path / "a.npz"
     psi = np.arange(6, dtype=np.complex128).reshape(2, 3)
-    _guard.save_checkpoint(p, "Thing", psi=psi, t=1.5, n=3, name="x", flag=True)
-    keys = {"psi": _guard.Key("array", "c", ndim=(2,)), "t": _guard.Key("float"),
-            "n": _guard.Key("int"), "name": _guard.Key("str", choices=("x", "y")),
-            "flag": _guard.Key("bool"), "extra": _guard.Key("float", optional=True)}
-    d = _guard.load_checkpoint(p, "Thing", keys)
+    _files.save_checkpoint(p, "Thing", psi=psi, t=1.5, n=3, name="x", flag=True)
+    keys = {"psi": _files.Key("array", "c", ndim=(2,)), "t": _files.Key("float"),
+            "n": _files.Key("int"), "name": _files.Key("str", choices=("x", "y")),
+            "flag": _files.Key("bool"), "extra": _files.Key("float", optional=True)}
+    d = _files.load_checkpoint(p, "Thing", keys)
     assert np.array_equal(d["psi"], psi) and d["t"] == 1.5 and d["n"] == 3
     assert d["name"] == "x" and d["flag"] is True and "extra" not in d
     with pytest.raises(ValueError, match="checkpoint of Thing, not of Other"):
-        _guard.load_checkpoint(p, "Other", keys)
+        _files.load_checkpoint(p, "Other", keys)
     with pytest.raises(ValueError, match="lacks the entry 'missing'"):
-        _guard.load_checkpoint(p, "Thing", {"missing": _guard.Key("float")})
+        _files.load_checkpoint(p, "Thing", {"missing": _files.Key("float")})
     with pytest.raises(ValueError, match="'psi' has 2 dimensions"):
-        _guard.load_checkpoint(p, "Thing", {"psi": _guard.Key("array", "c", ndim=(3,))})
-    _guard.save_checkpoint(p, "Thing", psi=psi, t=np.inf, n=3, name="x", flag=True)
+        _files.load_checkpoint(p, "Thing", {"psi": _files.Key("array", "c", ndim=(3,))})
+    _files.save_checkpoint(p, "Thing", psi=psi, t=np.inf, n=3, name="x", flag=True)
     with pytest.raises(ValueError, match="'t' is not finite"):
-        _guard.load_checkpoint(p, "Thing", keys)
+        _files.load_checkpoint(p, "Thing", keys)
     bad = psi.copy()
     bad[0, 0] = np.nan
-    _guard.save_checkpoint(p, "Thing", psi=bad, t=0.0, n=3, name="z", flag=True)
+    _files.save_checkpoint(p, "Thing", psi=bad, t=0.0, n=3, name="z", flag=True)
     with pytest.raises(ValueError, match="'psi' contains non-finite"):
-        _guard.load_checkpoint(p, "Thing", keys)
+        _files.load_checkpoint(p, "Thing", keys)
     with pytest.raises(ValueError, match="must be one of"):
-        _guard.load_checkpoint(p, "Thing", {"name": keys["name"]})
+        _files.load_checkpoint(p, "Thing", {"name": keys["name"]})
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage" * 10, None, "objects", "plain"])
 def test_checkpoint_loader_refuses_what_is_not_one(tmp_path, content):
     p = tmp_path / "c.npz"
     if content is None:  # truncated archive
-        _guard.save_checkpoint(p, "Thing", psi=np.zeros(1000))
+        _files.save_checkpoint(p, "Thing", psi=np.zeros(1000))
         p.write_bytes(p.read_bytes()[:300])
     elif content == "objects":
         np.savez(p, psi=np.array([{"a": 1}], dtype=object))
@@ -123,12 +124,12 @@ def test_checkpoint_loader_refuses_what_is_not_one(tmp_path, content):
     else:
         p.write_bytes(content)
     with pytest.raises(ValueError) as info:
-        _guard.load_checkpoint(p, "Thing", {"psi": _guard.Key("array")})
+        _files.load_checkpoint(p, "Thing", {"psi": _files.Key("array")})
     msg = str(info.value)
     assert str(p) in msg
     assert "allow_" not in msg  # no advice to load unsafely
     with pytest.raises(FileNotFoundError):
-        _guard.load_checkpoint(tmp_path / "none.npz", "Thing", {})
+        _files.load_checkpoint(tmp_path / "none.npz", "Thing", {})
 
 
 def test_require_memory():

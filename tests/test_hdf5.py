@@ -355,7 +355,7 @@ def test_existing_file_is_replaced(tmp_path):
 def test_large_frames_are_split_into_chunks_below_the_limit(tmp_path, monkeypatch):
     """A frame larger than MAX_CHUNK_BYTES is chunked along its first axis
     (HDF5 refuses chunks of 4 GiB); the data still round-trip."""
-    from nlsepy import _hdf5
+    from nlsepy.common import hdf5 as _hdf5
     monkeypatch.setattr(_hdf5, "MAX_CHUNK_BYTES", 24 * 16 * 5)
     sim = nlse2d()
     frames = sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
@@ -366,7 +366,7 @@ def test_large_frames_are_split_into_chunks_below_the_limit(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("compression", ["lzf", "gzip"])
 def test_compressed_frames_round_trip(tmp_path, monkeypatch, compression):
-    from nlsepy import _hdf5
+    from nlsepy.common import hdf5 as _hdf5
     monkeypatch.setattr(_hdf5, "COMPRESSION", compression)
     sim = nlse2d()
     frames = sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
@@ -378,7 +378,7 @@ def test_compressed_frames_round_trip(tmp_path, monkeypatch, compression):
 def test_a_failed_write_is_raised_and_the_file_keeps_what_came_before(tmp_path, monkeypatch):
     """An error of the writer thread (here: the third entry) is raised by the
     run; the file is closed, not marked complete, with the entries before."""
-    from nlsepy import _hdf5
+    from nlsepy.common import hdf5 as _hdf5
     calls = []
     write = _hdf5.RunFile._write
 
@@ -400,7 +400,7 @@ def test_frames_still_on_their_way_are_written_in_order(tmp_path):
     """A frame handed over as a Future (a device copy under way) is written
     once it has arrived, before the frames after it."""
     from concurrent.futures import Future
-    from nlsepy import _hdf5
+    from nlsepy.common import hdf5 as _hdf5
     header = _hdf5.RunHeader(model="Test", parameters={"k": 1}, units="none",
                              coords={"x": (("x",), np.arange(3.0), "", "x")},
                              dims={"psi": ("x",)})
@@ -418,7 +418,7 @@ def test_frames_still_on_their_way_are_written_in_order(tmp_path):
 def test_frames_synced_to_disk_round_trip(tmp_path, monkeypatch):
     """With SYNC_BYTES the writer thread puts each frame on the disk and drops
     it from the page cache; the data are the same."""
-    from nlsepy import _hdf5
+    from nlsepy.common import hdf5 as _hdf5
     monkeypatch.setattr(_hdf5, "SYNC_BYTES", 1)
     sim = nlse2d()
     frames = sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")

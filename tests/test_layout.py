@@ -154,3 +154,97 @@ def test_cycle_finder():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"x": {"y"}, "y": {"y2"}, "y2": {"y"}}) == ["y", "y2", "y"]
+
+
+# ------------------------------------------------------------ Python imports
+PKG = ROOT / "python" / "nlsepy"
+#: compiled parts of a build that may be missing (no GPU toolkit, no MPI):
+#: imported on first use, by the shared layer's backend module only
+_OPTIONAL_EXTENSIONS = {"nlsepy._cuda", "nlsepy._mpi"}
+_EXTENSIONS = {"nlsepy._core", "nlsepy._build_config"} | _OPTIONAL_EXTENSIONS
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _python_imports():
+    """Every import statement of the package's modules, as ``(module, target,
+    line, inside_a_function)``; `target` is the nlsepy module imported (a
+    module named by ``from X import name`` when `name` is one, else ``X``)
+    or the top-level name of a third-party one.  Imports under ``if
+    TYPE_CHECKING:`` are left out: they never run."""
+    import ast
+    modules = {_module_name(p): p for p in PKG.rglob("*.py")}
+    known = set(modules) | _EXTENSIONS
+    found = []
+    for name, path in sorted(modules.items()):
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+        def targets(node):
+            if isinstance(node, ast.Import):
+                return [a.name for a in node.names]
+            base = (here[:len(here) - node.level + 1] if node.level else [])
+            mod = ".".join(base + ([node.module] if node.module else []))
+            return [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
+
+        def walk(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    for target in targets(child):
+                        if not target.startswith("nlsepy"):
+                            target = target.split(".")[0]
+                        found.append((name, target, child.lineno, in_function))
+                walk(child, in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+        walk(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def test_python_imports_inside_functions_are_optional_packages_only():
+    """An import inside a function is kept for what may be missing: an
+    optional third-party package (matplotlib, h5py, mpi4py, tqdm, scipy,
+    ...) or one of the optional extensions, which only the shared layer's
+    backend module imports.  Never a module of the package (that would hide
+    an import circle), nor of the standard library."""
+    import sys
+    # the standard library is always there; tomllib only from Python 3.11 on
+    stdlib = set(sys.stdlib_module_names) - {"tomllib"}
+    bad = [f"{m}:{line} imports {t}" for m, t, line, inside in _python_imports()
+           if inside and (t.split(".")[0] in stdlib or t.startswith("nlsepy")
+                          and not (t in _OPTIONAL_EXTENSIONS and m == "nlsepy.common.backend"))]
+    assert not bad, "imports inside functions that are not optional:\n" + "\n".join(bad)
+
+
+def test_python_import_graph_has_no_circles_and_common_imports_no_model():
+    """The package's modules import one way: the graph "A imports B" (every
+    import statement, at any level) has no cycle, and no arrow runs from the
+    shared layer ``nlsepy.common`` to a model, or to anything above it."""
+    edges = {}
+    for m, t, _, _ in _python_imports():
+        if t.startswith("nlsepy") and t != m:
+            edges.setdefault(m, set()).add(t)
+    cyc = _cycle(edges)
+    assert cyc is None, f"Python modules import each other: {' -> '.join(cyc)}"
+    up = [f"{m} -> {t}" for m, ts in edges.items() if m.startswith("nlsepy.common")
+          for t in ts if not (t.startswith("nlsepy.common") or t in _EXTENSIONS)]
+    assert not up, "the shared layer imports from above it:\n" + "\n".join(up)
+    # the checker sees real edges: a model imports the shared layer
+    assert "nlsepy.common.runner" in edges["nlsepy.fd.solver"]
+
+
+@pytest.mark.parametrize("stem", list(MODELS))
+def test_model_subpackage_shape(stem):
+    """Every model is a subpackage of the same shape: ``solver.py`` (the
+    public class), ``plot.py`` (its figures), and ``dist.py`` where it has a
+    distributed part of its own."""
+    folder = PKG / stem
+    assert (folder / "__init__.py").is_file() and (folder / "solver.py").is_file()
+    assert (folder / "plot.py").is_file() or stem == "fd", f"{stem}/plot.py is missing"
+    assert MODELS[stem].cls.__module__ == f"nlsepy.{stem}.solver"
+    top = {p.stem for p in PKG.glob("*.py")}
+    assert stem not in top, f"python/nlsepy/{stem}.py stands beside the subpackage"

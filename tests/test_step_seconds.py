@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _guard
+from nlsepy.common import guard as _guard
 
 
 class _FixedClock:

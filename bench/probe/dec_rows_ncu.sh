@@ -4,11 +4,8 @@
 # BCC-equivalent unknowns, clocks not locked.
 #   OUT=dir bash bench/probe/dec_rows_ncu.sh "a15:complex64:own a15:complex64:delta"
 set -uo pipefail
-OUT=${OUT:-out/rows-ncu}
-mkdir -p "$OUT"
-PY=${PY:-python3}
 . bench/gpu_prepare.sh
-need_build || exit 1
+gpu_setup out/rows-ncu || exit 1
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1)
 m="gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed"
 m="$m,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct"

@@ -23,6 +23,7 @@
 #include "dipolar_internal.h"
 #include "dipolar_params.h"
 #include "dipolar_mpi.h"
+#include "dipolar_tuning.h"
 
 /* Axis-0 tables (coordinates, Simpson weights, trap and obstacle factors)
  * cover the whole x axis; the slab's point into them at row i0. */
@@ -46,8 +47,9 @@ struct nlse_dipolar_mpi {
     size_t alloc_local;      /* complex values of FFTW's local buffer            */
     size_t kn1, k1;          /* ky rows of the transposed spectrum               */
     double tm[4];            /* step, transposes, FFTs, reductions (seconds)     */
+    dipolar_tuning tune;     /* the tuning switches, read at create              */
     /* the x solve by substructuring (spike_*): */
-    int xsolve;              /* NLSE_DIPOLAR_XSOLVE_*                            */
+    int xsolve;              /* NLSE_DIPOLAR_XSOLVE_* agreed by the ranks        */
     void *ext;               /* (ni + 2, ny, nz) complex: halo, own rows, halo;  */
                              /* the state lives in it from its second row       */
     void *hrow;              /* the top halo row as received, complex            */
@@ -572,12 +574,12 @@ static int create_local(struct nlse_dipolar_mpi *M)
     return make_types(M);
 }
 
-/* dipolar_xsolve_wanted on every rank; the highest choice wins (collective).
- * Substructuring is the default: 256^3 on 2 ranks of the 2-core machine,
- * 392-399 ms a step against 428-431 with the transposes (bench/RESULTS.md). */
+/* Every rank's NLSEPY_DIPOLAR_XSOLVE (M->tune); the highest choice wins
+ * (collective).  Substructuring is the default: faster than the transposes
+ * on CPU ranks (bench/RESULTS.md, dipolar section). */
 static int choose_x_solve(struct nlse_dipolar_mpi *M)
 {
-    int mine = dipolar_xsolve_wanted(), all = 0;
+    int mine = M->tune.xsolve, all = 0;
     int rc = MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, M->comm);
     if (rc != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Allreduce failed (error %d)", rc);
@@ -626,6 +628,7 @@ int nlse_dipolar_mpi_create(const nlse_dipolar_params *p, MPI_Comm comm, const n
     M->k1 = (size_t)l1;
     M->L.is_real = 1;
     M->spike_mode = -1;
+    dipolar_tuning_read(&M->tune);
     st = choose_x_solve(M);
     if (!st)
         st = agree(M, alloc_layout(M), NULL);

@@ -39,7 +39,7 @@
 
 /* The x solve's path (NLSE_DIPOLAR_XSOLVE_*, nlsepy/dipolar.h): on CPU ranks
  * substructuring unless every rank's NLSEPY_DIPOLAR_XSOLVE says
- * "transpose". */
+ * "transpose" (dipolar_tuning.h, read when the solver is created). */
 
 /* Message prefix of a call stopped because another rank failed. */
 #define NLSE_DIPOLAR_MPI_PEER NLSE_DIPOLAR_PEER

@@ -73,10 +73,6 @@ int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, 
  * order F_0, E_0, F_1, E_1, ... */
 int dipolar_spike_setup(double r, int real_time, int P, const size_t *xc, int rank, double *sv,
                         double *sw, double *kv, double *kw);
-/* This process's choice of the x solve (NLSE_DIPOLAR_XSOLVE_*, nlsepy/dipolar.h):
- * substructuring unless NLSEPY_DIPOLAR_XSOLVE=transpose.  The ranks take
- * the highest choice of any rank (the transposes only where all ask). */
-int dipolar_xsolve_wanted(void);
 
 #ifdef __cplusplus
 }

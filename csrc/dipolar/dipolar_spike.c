@@ -18,7 +18,6 @@
  */
 #include <complex.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "dipolar_params.h"
 
@@ -141,11 +140,4 @@ int dipolar_spike_setup(double r, int real_time, int P, const size_t *xc, int ra
     free(v);
     free(k);
     return st;
-}
-
-int dipolar_xsolve_wanted(void)
-{
-    const char *e = getenv("NLSEPY_DIPOLAR_XSOLVE");
-    return e && strcmp(e, "transpose") == 0 ? NLSE_DIPOLAR_XSOLVE_TRANSPOSE
-                                             : NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE;
 }

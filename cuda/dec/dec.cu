@@ -5,7 +5,8 @@
  *
  * The trap potential is computed from the circumcentre, so a leapfrog
  * step moves 48 B per unknown in complex128 (24 in complex64): read psi(n),
- * read and write psi(n-1).  Three kernel forms (bench/RESULTS.md, H100):
+ * read and write psi(n-1).  Three kernel forms (bench/RESULTS.md, DEC
+ * section):
  *
  * - z marching (k_march; cubic, FCC and BCC, 12 cells a block or fewer):
  *   a thread block takes a tile of blocks in x and y and a chunk of layers
@@ -14,11 +15,10 @@
  *   ahead) and two of psi(n-1).  Every neighbour then comes from shared
  *   memory, which replaces the seed's staging of a block's psi in shared
  *   memory and its permutation tables against bank conflicts (section
- *   4.1) with a staging of whole planes: the forms below were bound by the
- *   L2 traffic of their neighbour loads (Nsight Compute: L2 and L1 85-88 %
- *   busy at 55-74 % of DRAM bandwidth), this one reads psi(n) about once
- *   from DRAM and (TX + 2)(TY + 2) / (TX TY) times from L2.  It is then
- *   bound by the shared-memory pipe (Nsight Compute: L1 83-91 % busy), so
+ *   4.1) with a staging of whole planes: the forms below are bound by the
+ *   L2 traffic of their neighbour loads, short of the DRAM bandwidth; this
+ *   one reads psi(n) about once from DRAM and (TX + 2)(TY + 2) / (TX TY)
+ *   times from L2.  It is then bound by the shared-memory pipe, so
  *   by default (F > 0) each thread holds its cells' diagonal, neighbour
  *   count and the trap's x and y part for the whole chunk, reads a
  *   neighbour's weight and place in one conflict-free load from a q-major
@@ -39,19 +39,21 @@
  *   psi(n) and psi(n-1) loaded before its neighbours); on A15 in
  *   complex128 and on C15 and Z in complex64 psi(n-1) is read and the
  *   results written streamed (__ldcs, __stcs), so that they do not push
- *   the planes of psi(n) out of L2 (k_apply_w, the form before, under
- *   NLSEPY_DEC_KERNEL=8).  Real-time steps in complex64 on A15, C15 and
- *   Z take k_pairs instead: k_rows with two cells a lane, whose own
- *   values and results move in 16-byte loads and stores (streamed on C15
- *   and Z), at 64 registers and four thread blocks an SM; imaginary time
- *   keeps k_rows.  On A15, C15 and Z the block's cells are in the order
+ *   the planes of psi(n) out of L2 (k_apply_w, the warps' form without the
+ *   lean row, is NLSEPY_DEC_KERNEL=8).  Real-time steps in complex64 on
+ *   A15, C15 and Z take k_pairs instead: k_rows with two cells a lane,
+ *   whose own values and results move in 16-byte loads and stores
+ *   (streamed on C15 and Z), at 64 registers and four thread blocks an
+ *   SM; imaginary time keeps k_rows.  On A15, C15 and Z the block's cells are in the order
  *   of nlsepy.dec.grids._row_order, made for these gathers.
  *
  * The block table (neighbour cells and offsets, the interior index
  * distances, the weights, the diagonal, the circumcentres) is staged in
  * shared memory once per thread block.  NLSEPY_DEC_KERNEL = 0..9, 18, 21, 23..29
  * picks one form for every grid (the table of variants in launch_n); all
- * forms sum the neighbours in the same order and give the same bits.
+ * forms sum the neighbours in the same order and give the same bits.  The
+ * tuning switches (NLSEPY_DEC_*, csrc/dec/dec_tuning.h) are read once,
+ * when a solver is created, into s->tune.
  *
  * Blow-up: a kernel that produces a non-finite value records the step in a
  * device word; later launches of the chunk return at once, so the last
@@ -74,6 +76,7 @@
 #include <string.h>
 
 #include "dec/dec_internal.h"
+#include "dec/dec_tuning.h"
 #include "nlsepy/common.h"
 #include "nlsepy/dec.h"
 
@@ -960,9 +963,8 @@ __device__ __forceinline__ void held_sum(const QE<R> *qp, const unsigned char *c
  * no bank conflict; the plain form reads start, mo, w, diag and cen from
  * the table every plane: about half its shared-memory wavefronts); the
  * threads of a row take its cells in the order of march_place; in
- * complex64 three thread blocks an SM (at most 80 registers: FCC 0.65 ->
- * 0.77 of the copy bandwidth on an H100, its warps waited on latency at
- * two).  The sums
+ * complex64 three thread blocks an SM (at most 80 registers: at two its
+ * warps wait on latency; bench/RESULTS.md, DEC section).  The sums
  * and the trap are formed in the same order as in the plain form: the
  * same bits. */
 template <typename R, bool HASV, int MAXN, int CPT, int F>
@@ -1335,7 +1337,7 @@ struct nlse_dec {
     unsigned launch;         /* k_apply launches so far (counter slot)   */
     int maxn;                /* unrolled neighbour count: 4, 8, 16, or 0 */
     int all4;                /* every cell has exactly 4 neighbours (k_pairs) */
-    int variant;             /* kernel variant (NLSEPY_DEC_KERNEL), -1: by the grid */
+    dec_tuning tune;         /* the tuning switches, read at create       */
     const char *form;        /* the form of the last launch (nlse_dec_kernel) */
     char march_form[160];    /* k_march's, with its tiles, ring, blocks an SM and order */
     unsigned sms;            /* the GPU's multiprocessors                 */
@@ -1440,28 +1442,17 @@ static void march_layout(nlse_dec *s, unsigned ns)
     M->bytes = M->o_x0 + (ns - 2u) * M->tile_cells * e;
 }
 
-/* The positive integer in the environment variable `name` (a tuning
- * setting), 0 when it is unset or not positive. */
-static unsigned env_count(const char *name)
-{
-    const char *v = getenv(name);
-    const int n = v ? atoi(v) : 0;
-    return n > 0 ? (unsigned)n : 0u;
-}
-
-/* k_march's ring set by NLSEPY_DEC_MARCH_RING (4, 5 or 6 with the table
+/* k_march's ring set by NLSEPY_DEC_MARCH_RING (4, 5 or 6, with the table
  * held), 0 when unset (march_pick chooses). */
-static unsigned march_ring_env(const nlse_dec *s)
+static unsigned march_ring_set(const nlse_dec *s)
 {
-    const char *env = getenv("NLSEPY_DEC_MARCH_RING");
-    const int forced = env && *env ? atoi(env) : 0;
-    return s->M.hoist && forced >= 4 && forced <= 6 ? (unsigned)forced : 0u;
+    return s->M.hoist ? s->tune.march_ring : 0u;
 }
 
-/* k_march's first layout: the ring of the environment, else 4 slots. */
+/* k_march's first layout: the ring of the switch, else 4 slots. */
 static void march_ring(nlse_dec *s)
 {
-    const unsigned ns = march_ring_env(s);
+    const unsigned ns = march_ring_set(s);
     march_layout(s, ns ? ns : 4u);
 }
 
@@ -1472,14 +1463,14 @@ static void march_ring(nlse_dec *s)
  * grids of 2 to 12 cells a block (BCC, FCC) 8 x 8 blocks in complex64
  * and 8 x 6 in complex128 for the held table, square tiles of at most 432
  * cells a plane in complex128 and 768 in complex64 otherwise (the fastest
- * sizes tried on an H100, bench/RESULTS.md); NLSEPY_DEC_MARCH_TILE=TXxTY
- * sets them. */
+ * sizes tried; bench/RESULTS.md, DEC section); NLSEPY_DEC_MARCH_TILE=TXxTY
+ * (s->tune) sets them. */
 static void march_tiles(nlse_dec *s)
 {
     MGeo *M = &s->M;
     const unsigned C = s->G.cells;
     const bool four_eight = s->maxn == 4 || s->maxn == 8;
-    M->hoist = four_eight && C <= QC && (s->variant == 21 || s->variant < 0);
+    M->hoist = four_eight && C <= QC && (s->tune.kernel == 21 || s->tune.kernel < 0);
     unsigned tx = 64, ty = 8;
     if (C > 1 && C <= 12 && M->hoist) {
         tx = 8;
@@ -1491,11 +1482,9 @@ static void march_tiles(nlse_dec *s)
             ++tx;
         ty = tx;
     }
-    const char *env = getenv("NLSEPY_DEC_MARCH_TILE");
-    unsigned a, b;
-    if (env && sscanf(env, "%ux%u", &a, &b) == 2 && a > 0 && b > 0) {
-        tx = a;
-        ty = b;
+    if (s->tune.march_tx) {
+        tx = s->tune.march_tx;
+        ty = s->tune.march_ty;
     }
     while (tx * ty * C > 1024 && ty > 1) /* a thread takes at most 4 cells a plane */
         --ty;
@@ -1521,13 +1510,12 @@ static void march_tiles(nlse_dec *s)
  * least 16 layers, the tiles row by row.  A unit starts about band / R of
  * a unit's time after the one of its y neighbour (R thread blocks held),
  * so band zlen / R layers behind it; past about 10 layers that neighbour's
- * planes of psi(n) have left L2 before the unit reads their halo (large
- * grids: BCC complex64 563^3 0.79, complex128 452^3 0.85 of the copy
- * bandwidth on an H100).  There the tiles go in bands of 8 columns and the
- * chunks are at most 72 layers long (0.83-0.85 and 0.91-0.92;
- * bench/RESULTS.md).  NLSEPY_DEC_MARCH_BAND and NLSEPY_DEC_MARCH_CHUNKS set
- * them for tuning; the form's name (nlse_dec_kernel) gives the chunks'
- * length and the bands. */
+ * planes of psi(n) have left L2 before the unit reads their halo (the
+ * largest grids).  There the tiles go in bands of 8 columns and the chunks
+ * are at most 72 layers long, which is faster on the largest grids
+ * (bench/RESULTS.md, DEC section).  NLSEPY_DEC_MARCH_BAND and
+ * NLSEPY_DEC_MARCH_CHUNKS (s->tune) set them for tuning; the form's name
+ * (nlse_dec_kernel) gives the chunks' length and the bands. */
 static void march_units(nlse_dec *s)
 {
     MGeo *M = &s->M;
@@ -1543,8 +1531,7 @@ static void march_units(nlse_dec *s)
         M->band = 8;
         chunks = chunks > (zc + 71) / 72 ? chunks : (zc + 71) / 72;
     }
-    const unsigned ec = env_count("NLSEPY_DEC_MARCH_CHUNKS");
-    const unsigned eb = env_count("NLSEPY_DEC_MARCH_BAND");
+    const unsigned ec = s->tune.march_chunks, eb = s->tune.march_band;
     if (ec)
         chunks = ec < zc ? ec : zc;
     if (eb)
@@ -1615,14 +1602,14 @@ template <typename R> static unsigned march_resident(nlse_dec *s, int sms)
  * table held, the deepest ring of 5 or 6 (planes copied two and three
  * ahead, so that a copy has more planes' work to arrive in) that keeps as
  * many thread blocks an SM as 4 slots and leaves at least 32 KiB of the
- * SM's shared memory to L1 (on an H100 the rings that kept the blocks but
- * left less, BCC at 5 and cubic complex128 at 6, lost 0.06-0.07 of the
- * copy bandwidth against 4 slots; cubic gains 0.10 in complex64 at 6 and
- * 0.04 in complex128 at 5, bench/RESULTS.md). */
+ * SM's shared memory to L1 (the rings that keep the blocks but leave less,
+ * BCC at 5 and cubic complex128 at 6, are slower than 4 slots; the deeper
+ * rings make the cubic grid faster in both precisions; bench/RESULTS.md,
+ * DEC section).  NLSEPY_DEC_MARCH_RING (s->tune) sets the ring. */
 template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
 {
     const unsigned r4 = march_resident<R>(s, sms);
-    if (!s->M.hoist || march_ring_env(s) || sms < 1)
+    if (!s->M.hoist || march_ring_set(s) || sms < 1)
         return r4;
     int per_sm = 0, reserved = 0;
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, s->device);
@@ -1653,6 +1640,7 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_create: out of memory");
     s->p = *p;
+    dec_tuning_read(&s->tune);
     s->device = nlse_cuda_current_device();
     s->n = nlse_dec_size(p);
     if (s->n >= 2147483647ull) {
@@ -1701,18 +1689,12 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
         s->all4 &= n == 4;
     }
     s->maxn = most <= 4 ? 4 : most <= 8 ? 8 : most <= 16 ? 16 : 0;
-    const char *kv = getenv("NLSEPY_DEC_KERNEL");
-    s->variant = kv && *kv ? atoi(kv) : -1; /* -1: by the grid (launch_n) */
-    /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below) */
+    /* y tiles of at most 8 MiB of psi(n) per plane (whole planes below;
+     * NLSEPY_DEC_TILE_MIB and NLSEPY_DEC_TILE_ROWS in s->tune) */
     const size_t row_bytes = (size_t)G->row_len * 2 * rsize(s);
-    double tile_mib = 8;
-    const char *mib = getenv("NLSEPY_DEC_TILE_MIB");
-    if (mib && atof(mib) > 0)
-        tile_mib = atof(mib);
-    size_t ty = (size_t)(tile_mib * 1048576.0 / (double)(row_bytes ? row_bytes : 1));
-    const unsigned rows = env_count("NLSEPY_DEC_TILE_ROWS");
-    if (rows)
-        ty = rows;
+    size_t ty = (size_t)(s->tune.tile_mib * 1048576.0 / (double)(row_bytes ? row_bytes : 1));
+    if (s->tune.tile_rows)
+        ty = s->tune.tile_rows;
     G->ty = (unsigned)(ty < 1 ? 1 : ty > G->ny ? G->ny : ty);
     G->d_cells = fastdiv(G->cells);
     G->d_chunks = fastdiv(G->chunks);
@@ -1723,9 +1705,8 @@ int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec 
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s->device);
     cudaGetLastError();
     unsigned per_sm = 2048u / threads;
-    const unsigned forced_sm = env_count("NLSEPY_DEC_BLOCKS_PER_SM");
-    if (forced_sm)
-        per_sm = forced_sm;
+    if (s->tune.blocks_per_sm)
+        per_sm = s->tune.blocks_per_sm;
     s->resident = (unsigned)sms * per_sm;
     s->block = dim3(threads);
     march_tiles(s);
@@ -1951,23 +1932,23 @@ template <typename R, bool HASV>
 static void launch_n(nlse_dec *s, void *out, const void *x0, const void *x1, double cre,
                      double cim, unsigned long long step, double *part)
 {
-    int variant = s->variant;
-    /* by the grid: the fastest forms on an H100 (bench/RESULTS.md); z
+    int variant = s->tune.kernel;
+    /* by the grid: the fastest forms (bench/RESULTS.md, DEC section); z
      * marching where it fits, else the row form of the grid */
     if (variant < 0 && s->G.cells <= 12 && launch_m<R, HASV>(s, out, x0, x1, cre, cim, step, part))
         return;
-    /* complex64 on A15, C15 and Z, real time: two cells a lane (C15
-     * 0.813 -> 0.795 ms a step, Z 0.810 -> 0.790 with psi(n-1) and the
-     * results streamed, A15 0.815 -> 0.808 unstreamed, on an H100) */
+    /* complex64 on A15, C15 and Z, real time: two cells a lane, faster
+     * than the lean rows (on C15 and Z with psi(n-1) and the results
+     * streamed, on A15 unstreamed) */
     if (variant < 0 && sizeof(R) == 4 && s->G.cells > 12 &&
         (s->G.cells >= 64 ? launch_p<R, HASV, 4, true>(s, out, x0, x1, cre, cim, step, part)
                           : launch_p<R, HASV, 4, false>(s, out, x0, x1, cre, cim, step, part)))
         return;
-    /* complex64 on A15, C15 and Z: the lean rows (0.66-0.67 -> 0.74-0.78
-     * of the copy bandwidth on an H100); complex128 on A15: the lean rows
-     * with psi(n-1) and the results streamed past the caches (0.79 ->
-     * 0.81; on C15 and Z, and unstreamed, slower); streamed in complex64
-     * on C15 and Z too (0.5-1 % faster in three runs, A15 not) */
+    /* complex64 on A15, C15 and Z: the lean rows, faster than the units
+     * by warps; complex128 on A15: the lean rows with psi(n-1) and the
+     * results streamed past the caches (on C15 and Z, and unstreamed,
+     * slower); streamed in complex64 on C15 and Z too (slightly faster
+     * there, on A15 not) */
     if (variant < 0 && (sizeof(R) == 4 || s->G.cells < 64) &&
         launch_r<R, HASV>(s, out, x0, x1, cre, cim, step, part,
                           sizeof(R) == 8 || s->G.cells >= 64))

@@ -36,9 +36,11 @@
 #include <chrono>
 
 #include "dipolar/dipolar.cuh"
+#include "dipolar/dipolar_tuning.h"
 
 struct dipolar_dist {
     int rank, size;
+    dipolar_tuning tune;       /* the tuning switches, read at create        */
     const nlse_comm *comm;
     size_t n0, n1, n2, nh;
     size_t *xc, *xs, *yc, *ys; /* every rank's x rows and pencil y rows   */
@@ -749,11 +751,12 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
 }
 
 /* The path of the x solve, agreed by every rank at its first x solve
- * (dipolar_xsolve_wanted: the highest choice of any rank). */
+ * (every rank's NLSEPY_DIPOLAR_XSOLVE, D->tune: the highest choice of any
+ * rank). */
 static int spike_decide(nlse_dipolar *s, int st)
 {
     dipolar_dist *D = s->dist;
-    double v[2] = {0, (double)dipolar_xsolve_wanted()};
+    double v[2] = {0, (double)D->tune.xsolve};
     if ((st = agree_max(D, st, v, 2)))
         return st;
     D->xsolve = D->size > 1 ? (int)v[1] : NLSE_DIPOLAR_XSOLVE_TRANSPOSE;
@@ -1242,6 +1245,7 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->dist = D;
     s->dops = &DIST_OPS;
+    dipolar_tuning_read(&D->tune);
     D->rank = rank;
     D->size = size;
     D->comm = comm;
@@ -1335,17 +1339,15 @@ extern "C" int nlse_dipolar_slab_buffers(const nlse_dipolar *s, void *out[NLSE_D
 
 /* Which ranks' transposes the SMs copy (k_copy2d): where other ranks
  * share this GPU, the blocks for them and for this rank itself; the rest
- * go by the copy engines.  Measured on H200s at 512^3: with 2 ranks on
- * one GPU the half spectrum's transposes took 2.0 ms a step by the SMs
- * against 3.1 ms by the copy engines (15.9 against 17.4 ms a step);
- * between 2 GPUs the engines were the faster, for the blocks over NVLink
- * (9.51 against 9.86 ms a step) and with the own block by the SMs too
- * (9.76 ms).  NLSEPY_DIPOLAR_COPY=engines or =kernel takes one path for
- * every rank. */
+ * go by the copy engines.  With ranks sharing a GPU the SMs move the half
+ * spectrum's transposes faster than the copy engines; between GPUs the
+ * engines are the faster, for the blocks over NVLink and for the own
+ * block too (bench/RESULTS.md, dipolar section).  NLSEPY_DIPOLAR_COPY
+ * (D->tune) =engines or =kernel takes one path for every rank. */
 static void copy_paths(dipolar_dist *D)
 {
-    const char *e = getenv("NLSEPY_DIPOLAR_COPY");
-    const int all_ce = e && strcmp(e, "engines") == 0, all_sm = e && strcmp(e, "kernel") == 0;
+    const int all_ce = D->tune.copy == DIPOLAR_COPY_ENGINES;
+    const int all_sm = D->tune.copy == DIPOLAR_COPY_KERNEL;
     int dev = -1, shared = 0;
     if (cudaGetDevice(&dev) != cudaSuccess)
         dev = -1;

@@ -39,6 +39,9 @@
  * atoms) copies the polarisation (and populations) of each atom solve to
  * the host, adds the processes' parts with the nlse_comm table and copies
  * the total back before the fields advance; it runs one z step a launch.
+ *
+ * The tuning switches (NLSEPY_MBLOCH_*, csrc/mbloch/mbloch_tuning.h) are
+ * read once, when a solver is created, into s->tune.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -48,6 +51,7 @@
 
 #include "common/check.cuh"
 #include "mbloch/mbloch_internal.h"
+#include "mbloch/mbloch_tuning.h"
 
 #define MBLOCH_MAX_THREADS 1024
 
@@ -139,6 +143,7 @@ __device__ __forceinline__ double2 mbloch_new_field(double2 eps, double2 P, doub
 
 struct nlse_mbloch {
     nlse_mbloch_params p;
+    mbloch_tuning tune;           /* the tuning switches, read at create */
     MBArgs a;
     int nb, threads, na;
     size_t smem;
@@ -527,10 +532,11 @@ static size_t smem_bytes(const nlse_mbloch *s, int na, int tt)
            sizeof(MBRow) * (size_t)a->n_f + 16;
 }
 
-/* Atoms per block: about 512 threads of one level each (the fastest on an
- * H100 for source 004's test problem, bench/RESULTS.md), fewer when the
- * registers or the shared memory do not allow them;
- * NLSEPY_MBLOCH_ATOMS_PER_BLOCK (a power of two <= 32) overrides for tuning. */
+/* Atoms per block: about 512 threads of one level each (the fastest for
+ * source 004's test problem; bench/RESULTS.md, Maxwell-Bloch section),
+ * fewer when the registers or the shared memory do not allow them;
+ * NLSEPY_MBLOCH_ATOMS_PER_BLOCK (a power of two <= 32, s->tune) overrides
+ * for tuning. */
 static int pick_tiles(nlse_mbloch *s)
 {
     MBArgs *a = &s->a;
@@ -543,9 +549,8 @@ static int pick_tiles(nlse_mbloch *s)
     int na = 1;
     while (na < 32 && 2 * na * a->n_lev <= 512)
         na *= 2;
-    const char *ena = getenv("NLSEPY_MBLOCH_ATOMS_PER_BLOCK");
-    if (ena && atoi(ena) >= 1 && atoi(ena) <= 32 && (atoi(ena) & (atoi(ena) - 1)) == 0)
-        na = atoi(ena);
+    if (s->tune.atoms_per_block)
+        na = s->tune.atoms_per_block;
     int dev = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -602,13 +607,13 @@ static int wg_compiled(void)
 
 /* The Hopper float kernel k_atoms_wg: on an sm_90 device where the build
  * holds its sm_90a code, for 17 to 32 levels a half (the larger half),
- * where its shared memory fits; NLSEPY_MBLOCH_KERNEL=tcf keeps the mma.sync
- * float kernel k_atoms_tcf. */
-static int wg_fits(const nlse_mbloch *s, const char *env, int dev, int major, int maxsm)
+ * where its shared memory fits; NLSEPY_MBLOCH_KERNEL=tcf (s->tune) keeps
+ * the mma.sync float kernel k_atoms_tcf. */
+static int wg_fits(const nlse_mbloch *s, int dev, int major, int maxsm)
 {
     const MBArgs *a = &s->a;
     int minor = 0;
-    if (env && strcmp(env, "tcf") == 0)
+    if (s->tune.kernel == MBLOCH_KERNEL_TCF)
         return 0;
     if (major != 9 || mbloch_imax(a->n_g, a->n_e) <= 16 || mbloch_imax(a->n_g, a->n_e) > MBLOCH_WG_L)
         return 0;
@@ -653,23 +658,23 @@ static int tc_lane_table(nlse_mbloch *s, const double *F, int MT, unsigned int *
 /* The tensor-core kernel when the device has FP64 and TF32 mma (sm_80 and
  * later), both halves have at most 32 levels and its shared memory fits:
  * in double on the FP64 tensor cores, in float with split TF32 products.
- * NLSEPY_MBLOCH_KERNEL=simt forces the plain kernel, NLSEPY_MBLOCH_KERNEL=tc64
- * the FP64 tensor-core kernel for float too.  Sets s->tc (its MT, 0 when
- * not taken), s->tcf, the grid and the coupling list in fragment places. */
+ * NLSEPY_MBLOCH_KERNEL=simt (s->tune) forces the plain kernel,
+ * NLSEPY_MBLOCH_KERNEL=tc64 the FP64 tensor-core kernel for float too.
+ * Sets s->tc (its MT, 0 when not taken), s->tcf, the grid and the
+ * coupling list in fragment places. */
 static int pick_tc(nlse_mbloch *s, const double *F)
 {
     const MBArgs *a = &s->a;
     s->tc = 0;
-    const char *env = getenv("NLSEPY_MBLOCH_KERNEL");
-    if (env && strcmp(env, "simt") == 0)
+    if (s->tune.kernel == MBLOCH_KERNEL_SIMT)
         return NLSE_OK;
-    s->tcf = s->p.dtype == NLSE_COMPLEX64 && !(env && strcmp(env, "tc64") == 0);
+    s->tcf = s->p.dtype == NLSE_COMPLEX64 && s->tune.kernel != MBLOCH_KERNEL_TC64;
     int dev = 0, major = 0, maxsm = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int MT = (mbloch_imax(a->n_g, a->n_e) + 15) / 16;
-    if (s->tcf && wg_fits(s, env, dev, major, maxsm))
+    if (s->tcf && wg_fits(s, dev, major, maxsm))
         s->tcf = 2;
     const int na = s->tcf == 2 ? MBLOCH_WG_ATOMS : s->tcf ? 8 * MBLOCH_TCF_GROUPS : MBLOCH_TC_ATOMS; /* atoms a block */
     const size_t smem = s->tcf == 2 ? wg_smem_bytes(a->n_f)
@@ -784,8 +789,8 @@ static int try_alloc(void **p, size_t bytes)
 /* The z slices a launch of the tensor-core kernel holds: as many groups of
  * the grid as the device keeps resident at once (cooperative launch), at
  * most MBLOCH_PIPE_MAX, fewer when their buffers do not fit in a quarter of the
- * free memory; 1 for the plain kernel.  NLSEPY_MBLOCH_PIPE caps it (1: one z
- * step a launch). */
+ * free memory; 1 for the plain kernel.  NLSEPY_MBLOCH_PIPE (s->tune) caps
+ * it (1: one z step a launch). */
 static int setup_pipe(nlse_mbloch *s)
 {
     s->pipe = 1;
@@ -798,9 +803,8 @@ static int setup_pipe(nlse_mbloch *s)
     CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, tc_kernel(s), s->threads, s->smem));
     int S = coop ? mbloch_imin(MBLOCH_PIPE_MAX, per * nsm / s->nb) : 1;
-    const char *env = getenv("NLSEPY_MBLOCH_PIPE");
-    if (env && atoi(env) >= 1)
-        S = mbloch_imin(S, atoi(env));
+    if (s->tune.pipe)
+        S = mbloch_imin(S, s->tune.pipe);
     size_t fr = 0, tot = 0;
     CK(cudaMemGetInfo(&fr, &tot));
     const size_t nf = nfield(s) * sizeof(double2);
@@ -900,6 +904,7 @@ extern "C" int nlse_mbloch_create(const nlse_mbloch_params *p, const double *F, 
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     s->p = *p;
+    mbloch_tuning_read(&s->tune);
     s->device = nlse_cuda_current_device();
     st = create(s, F, detunings, weights, psi0, fields0);
     if (st) {

@@ -441,11 +441,11 @@ __device__ __forceinline__ void tcf_ring_put(float2 *row, const TcfRing &r, int 
 
 /* Atom groups of eight a block, and the blocks an SM the float kernel is
  * compiled for: two groups (16 atoms, 255 registers, no spills), two
- * blocks, four z slices a launch on an H100 for the benchmark problem.
- * Measured there (bench/RESULTS.md): one group in three blocks (168
- * registers, three slices) 0.41 s against 0.37 s; one group in four
- * blocks (128 registers, a few spills) or two (233-238 registers) no
- * faster, in five (96 registers) slower. */
+ * blocks, the fastest of the shapes tried for the benchmark problem
+ * (bench/RESULTS.md, Maxwell-Bloch section): one group in three blocks
+ * (168 registers) is slower; one group in four blocks (128 registers, a
+ * few spills) or two (233-238 registers) no faster, in five (96
+ * registers) slower. */
 #define MBLOCH_TCF_GROUPS 2
 #define MBLOCH_TCF_BLOCKS 2
 

@@ -36,23 +36,26 @@ scatter(a, comm)    split a global array into the slabs a model with ``comm=`` h
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import _build_config, examples, runner
-from ._backend import backends
-from ._dist import Slab, scatter
 from ._models import Model, models
+from .common.backend import backends
+from .common.backend import core as _core_module
+from .common.backend import cuda as _cuda_module
+from .common.dist import Slab, scatter
+from .common.errors import BackendError, BlowUpError
+from .common.hdf5 import open_run
+from .common.version import __version__
 from .dec import DecGPE
 from .dipolar import DipolarGPE, Obstacle, dbec
-from .errors import BackendError, BlowUpError
 from .fd import NLSE, stability_bound
 from .magnet import CoaxialMagnet, ConvergenceWarning, MagnetSolution
 from . import mbloch, plot, units
 from .mbloch import MaxwellBloch, MaxwellBlochResult
 from .runner import Frames
-from ._hdf5 import open_run
-
-__version__ = "0.1.0"
 
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
@@ -79,14 +82,13 @@ def set_num_threads(n: int) -> None:
     ValueError
         `n` is out of range.
     """
-    import operator
     if isinstance(n, (bool, np.bool_)):
         raise TypeError(f"n must be an integer, got {n!r}")
     try:
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"n must be an integer, got {n!r}") from None
-    from . import _core
+    _core = _core_module()
     most = _core.max_threads()
     if not 1 <= n <= most:
         raise ValueError(f"n (num_threads) must be in [1, {most}] (4 per processor of this "
@@ -94,7 +96,7 @@ def set_num_threads(n: int) -> None:
     _core.set_num_threads(n)
     if _build_config.cuda:
         try:
-            from . import _cuda  # type: ignore[attr-defined]
+            _cuda = _cuda_module()
         except ImportError:
             return
         _cuda.set_num_threads(n)
@@ -102,14 +104,12 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """Number of OpenMP threads the CPU kernels use."""
-    from . import _core
-    return _core.get_num_threads()
+    return _core_module().get_num_threads()
 
 
 def max_threads() -> int:
     """The most threads :func:`set_num_threads` accepts on this machine."""
-    from . import _core
-    return _core.max_threads()
+    return _core_module().max_threads()
 
 
 def build_info() -> dict:
@@ -120,5 +120,4 @@ def build_info() -> dict:
     dict
         Fields of the generated ``nlsepy._build_config`` module.
     """
-    from . import _build_config as bc
-    return {k: getattr(bc, k) for k in dir(bc) if not k.startswith("_")}
+    return {k: getattr(_build_config, k) for k in dir(_build_config) if not k.startswith("_")}

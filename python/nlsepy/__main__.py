@@ -29,9 +29,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._guard import require_memory
-from ._outputs import OutputSet, check_name
-from .errors import BackendError, BlowUpError
+from . import examples
+from .common import plot
+from .common.backend import core
+from .common.errors import BackendError, BlowUpError
+from .common.guard import require_memory
+from .common.outputs import OutputSet, check_name
+from .common.version import __version__
+from .dipolar import dbec
+from .fd import NLSE
 
 #: the default input of ``python -m nlsepy demo``
 DEFAULT_INPUT = """\
@@ -179,7 +185,6 @@ def _read_demo(text: str, source: str = "<input>") -> _Demo:
     if not isinstance(example, str) or example not in _BUILDERS:
         raise ValueError(f"{source}: [problem] example must be one of {tuple(_BUILDERS)}, "
                          f"got {_show(example)}")
-    from . import examples
     builder = inspect.signature(getattr(examples, example)).parameters
     kinds = {k: v for k, v in _PROBLEM_KEYS.items() if k in builder}
     problem = _section({"problem": problem}, "problem", kinds, source)
@@ -261,11 +266,10 @@ def run_input(text: str, out: str, source: str = "<input>",
                    f"{'x'.join(map(str, demo.shape))} grid with {demo.frames} frames "
                    f"({demo.dtype.name})")
 
-    import nlsepy as nl
-    psi0, h, params = getattr(nl.examples, demo.example)(dtype=demo.dtype, **demo.problem)
+    psi0, h, params = getattr(examples, demo.example)(dtype=demo.dtype, **demo.problem)
     solver = dict(demo.solver)
     solver.setdefault("bc", params["bc"])
-    sim = nl.NLSE(psi0, h, a=params["a"], s=params["s"], **solver)
+    sim = NLSE(psi0, h, a=params["a"], s=params["s"], **solver)
     if announce is not None:
         announce(f"running {demo.name}: {demo.example} on a {'x'.join(map(str, sim.shape))} "
                  f"grid to t = {demo.t_end:g} in {demo.frames} frames")
@@ -280,7 +284,7 @@ def run_input(text: str, out: str, source: str = "<input>",
         "spacing": list(sim.spacing), "scheme": sim.scheme, "bc": sim.bc,
         "dtype": sim.dtype.name, "dt": sim.dt, "t_end": sim.t, "frames": len(frames),
         "norm_start": n0, "norm_end": n1, "energy_start": e0, "energy_end": e1,
-        "wall_seconds": wall, "threads": nl.get_num_threads(), "version": nl.__version__,
+        "wall_seconds": wall, "threads": core().get_num_threads(), "version": __version__,
     }
     if "exact" in params:
         summary["max_error_vs_exact"] = float(np.abs(sim.psi - params["exact"](sim.t)).max())
@@ -299,8 +303,7 @@ def run_input(text: str, out: str, source: str = "<input>",
 
 def _matplotlib() -> Any:
     """matplotlib, or ImportError naming the ``plot`` extra (checked before a run)."""
-    from . import plot
-    return plot._require()
+    return plot.require()
 
 
 def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "") -> None:
@@ -319,9 +322,8 @@ def plot_frames(frames: Any, params: Dict[str, Any], path: str, title: str = "")
     title : str, optional
         Figure title.
     """
-    from . import plot
     if frames.psi.ndim == 2:
-        fig, (left, right) = plot._panels(None, 2, size=(5.5, 4.0))
+        fig, (left, right) = plot.panels(None, 2, size=(5.5, 4.0))
         plot.frames(frames, ax=left)
         x, dens = params["x"], np.abs(frames.psi[-1]) ** 2
         right.plot(x, dens, label=f"nlsepy, t = {frames.t[-1]:g}")
@@ -370,8 +372,6 @@ def _demo_main(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------- dbec
 def _dbec_main(args: argparse.Namespace) -> int:
-    from .dipolar import dbec
-
     _read_text(args.input, text=False)
     overrides = dbec.parse_overrides(args.set)
     if args.progress:

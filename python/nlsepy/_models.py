@@ -5,9 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
+from .common.backend import backends
+from .dec import DecGPE
+from .dipolar import DipolarGPE
+from .fd import NLSE
+from .magnet import CoaxialMagnet
+from .mbloch import MaxwellBloch
+
 # stem -> Python class name, in the order of the mission
 _STEMS = (("fd", "NLSE"), ("dipolar", "DipolarGPE"), ("magnet", "CoaxialMagnet"),
           ("mbloch", "MaxwellBloch"), ("dec", "DecGPE"))
+_CLASSES = {c.__name__: c for c in (NLSE, DipolarGPE, CoaxialMagnet, MaxwellBloch, DecGPE)}
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,4 @@ def models() -> Dict[str, Model]:
     >>> m.cls is nl.NLSE, m.name, "cpu" in m.backends
     (True, 'NLSE', True)
     """
-    import nlsepy
-    from ._backend import backends
-    return {stem: Model(stem, name, getattr(nlsepy, name), backends(name))
-            for stem, name in _STEMS}
+    return {stem: Model(stem, name, _CLASSES[name], backends(name)) for stem, name in _STEMS}

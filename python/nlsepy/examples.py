@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
+from .dec.vortex import vortex_state as _vortex_state
+
 __all__ = ["dark_soliton", "bright_soliton", "dark_vortex", "vortex_ring", "plane_wave", "grid",
            "vortex_state"]
 
@@ -289,6 +291,4 @@ def vortex_state(lam: float = 1.0, g: float = 300.0, kappa: int = 10, **kwargs: 
     >>> X, Y, Z = np.meshgrid(x, x, [0.0], indexing="ij")
     >>> psi = s(np.stack([X, Y, Z], axis=-1))       # complex, shape (64, 64, 1)
     """
-    from .dec.vortex import vortex_state as _solve
-
-    return _solve(lam, g, kappa, **kwargs)
+    return _vortex_state(lam, g, kappa, **kwargs)

@@ -34,7 +34,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._validate import real as _real
+from .common.checks import real as _real
 
 __all__ = ["BEC", "SPECIES", "constants", "dipolar_length"]
 

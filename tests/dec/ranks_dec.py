@@ -44,6 +44,8 @@ from mpi4py import MPI
 
 import nlsepy as nl
 
+from _helpers import check_gather_at_last_rank
+
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 BLOCKS = {"bcc": (3, 4, 7), "fcc": (3, 3, 7)}
@@ -210,12 +212,7 @@ def test_layout_gather_and_states():
     assert sim.size == ref.size and sim.psi.shape == (counts[RANK] * plane,)
     np.testing.assert_array_equal(sim.positions, ref.positions[sim.local_slice])
     np.testing.assert_array_equal(sim.volumes, ref.volumes[sim.local_slice])
-    root = SIZE - 1
-    g = sim.gather(root=root)
-    if RANK == root:
-        np.testing.assert_array_equal(g, ref.psi)
-    else:
-        assert g is None
+    check_gather_at_last_rank(sim, ref.psi, COMM)
     with pytest.raises(ValueError, match="root"):
         sim.gather(root=SIZE)
     # a state as this rank's part, as a callable of the positions

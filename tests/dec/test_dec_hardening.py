@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("scipy")
 
 import nlsepy as nl  # noqa: E402
-from nlsepy import _guard  # noqa: E402
+from nlsepy.common import files as _files  # noqa: E402
+from nlsepy.common import guard as _guard  # noqa: E402
 
 
 def make(backend="cpu", **kw):
@@ -208,7 +209,7 @@ def test_load_refuses_bad_files(tmp_path, case):
             fields["grid"] = "hcp"
         elif case == "no_psi":
             del fields["psi"]
-        _guard.save_checkpoint(p, "DecGPE", **fields)
+        _files.save_checkpoint(p, "DecGPE", **fields)
     with pytest.raises(ValueError) as info:
         nl.DecGPE.load(p, backend="cpu")
     assert str(p) in str(info.value)

@@ -1,6 +1,6 @@
 """The z-slab entry points of the DEC C API (nlse_dec_set_slab, get/set_layers,
 layers_to/from, combine, has_prev, set_comm; source 001 section 4.2) and the
-device-to-device exchange's barriers (nlsepy._dist.IpcHalo) without MPI, on every
+device-to-device exchange's barriers (nlsepy.common.dist.IpcHalo) without MPI, on every
 backend: a handle over a slab with its halo layers reproduces the whole
 grid's step on its own layers bit for bit, the RK4 start by `combine` is
 the solver's own, the observables of the slabs add up to the whole grid's,
@@ -187,10 +187,10 @@ class _Comm:
 
 
 def test_ipc_swap_barriers():
-    """The exchange protocol of nlsepy._dist.IpcHalo: copies out, a barrier,
+    """The exchange protocol of nlsepy.common.dist.IpcHalo: copies out, a barrier,
     copies in, then the closing barrier; without it (settle=False) the next
     swap opens with the barrier unless a collective settled it."""
-    from nlsepy import _dist
+    from nlsepy.common import dist as _dist
     log = []
     halo = _dist.IpcHalo(_Comm(log), None, 8, True, True)
     halo.mail, halo.peers = [10, 11], {"lower": 20, "upper": 21}

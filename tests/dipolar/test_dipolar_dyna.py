@@ -13,6 +13,8 @@ import nlsepy as nl
 from nlsepy.dipolar import dbec
 from nlsepy.dipolar import solver as dsolver
 
+from _helpers import write_real3d_input
+
 CPU = dict(backend="cpu")
 
 # geometry, shape, spacing, trap: small grids, every axis different
@@ -108,13 +110,8 @@ def test_dyna_rows_equal_those_of_a_call_per_row(geometry, shape, h, trap):
 def test_dbec_run_writes_the_same_dynaout_as_a_call_per_row(tmp_path, monkeypatch):
     """A whole real-time run (NPAS, the couplings changed, NRUN): the same
     DYNAOUT file as the run that stepped and measured row by row."""
-    items = {"OPTION": 2, "NATOMS": 5000, "AHO": 1e-6, "AS": 100.0, "ADD": 132.7,
-             "CUTOFF": 3.0, "GPAR": 1.5, "GDDPAR": 1.0, "NX": 16, "NY": 12, "NZ": 12,
-             "DX": 0.6, "DY": 0.6, "DZ": 0.6, "DT": 0.01, "GAMMA": 0.5, "NU": 1.0,
-             "LAMBDA": 1.5, "NSTP": 0, "NPAS": 7, "NRUN": 11, "OUTPUT": "real3d-out",
-             "RMSOUT": "real3d-rms", "DYNAOUT": "real3d-dyna", "OUTSTPT": 3}
     path = tmp_path / "real3d-input"
-    path.write_text("".join(f"   {k} = {v}\n" for k, v in items.items()))
+    write_real3d_input(path, (16, 12, 12), outstpt=3)
     psi = make("3d", (16, 12, 12), 0.6, (0.5, 1.0, 1.5)).psi
     for run in ("fast", "slow"):  # the published start: the density in the run's folder
         (tmp_path / run).mkdir()

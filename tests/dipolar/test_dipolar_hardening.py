@@ -3,7 +3,7 @@ construction, checkpoints, memory.
 
 Ctrl-C: a stepping call runs in blocks of ``block_steps`` whole steps, each
 one C call booked (t, step counters) before the next, with SIGINT held as a
-flag and raised between blocks (nlsepy._guard).  The blocks start at each
+flag and raised between blocks (nlsepy.common.guard).  The blocks start at each
 call's first step, so an interrupted call continued with the remaining
 steps takes the same C calls as the uninterrupted one: the results agree
 bit for bit.  SIGINT comes from a timer thread, as a user's Ctrl-C would.
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _guard
+from nlsepy.common import files as _files
+from nlsepy.common import guard as _guard
 from nlsepy.dipolar import solver as dsolver
 
 CPU = dict(backend="cpu")
@@ -347,7 +348,7 @@ def _rewrite(src, dst, model="DipolarGPE", **changes):
     f.update(changes)
     for k in [k for k, v in changes.items() if v is None]:
         del f[k]
-    _guard.save_checkpoint(dst, model, **f)
+    _files.save_checkpoint(dst, model, **f)
 
 
 @pytest.fixture

@@ -101,13 +101,9 @@ def test_dbec_real_time_dynaout_under_mpirun_is_that_of_one_process(mpirun, tmp_
     import numpy as np
 
     import nlsepy as nl
-    keys = {"OPTION": 2, "NATOMS": 5000, "AHO": 1e-6, "AS": 100.0, "ADD": 132.7,
-            "CUTOFF": 3.0, "GPAR": 1.5, "GDDPAR": 1.0, "NX": 26, "NY": 20, "NZ": 16,
-            "DX": 0.6, "DY": 0.6, "DZ": 0.6, "DT": 0.01, "GAMMA": 0.5, "NU": 1.0,
-            "LAMBDA": 1.5, "NSTP": 0, "NPAS": 7, "NRUN": 11, "OUTPUT": "real3d-out",
-            "RMSOUT": "real3d-rms", "DYNAOUT": "real3d-dyna", "OUTSTPT": 2}
+    from _helpers import write_real3d_input
     src = tmp_path / "real3d-input"
-    src.write_text("".join(f"   {k} = {v}\n" for k, v in keys.items()))
+    write_real3d_input(src, (26, 20, 16), outstpt=2)
     den = np.abs(nl.DipolarGPE((26, 20, 16), 0.6, 0.01, trap=(0.5, 1.0, 1.5),
                                backend="cpu").psi) ** 2
     one, many = tmp_path / "one", tmp_path / "many"

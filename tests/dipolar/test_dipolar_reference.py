@@ -152,11 +152,23 @@ def _fake_xp():
     return types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
 
 
+def _set_modules(monkeypatch, modules):
+    """Put `modules` into ``sys.modules`` for the test, in their order.
+
+    Parameters
+    ----------
+    monkeypatch : pytest.MonkeyPatch
+        The test's fixture (it restores ``sys.modules`` afterwards).
+    modules : dict
+        Module name: module object, or None for "not importable".
+    """
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
 def test_cupy_without_cusparse_raises(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupyx", None)
-    monkeypatch.setitem(sys.modules, "cupyx.cusparse", None)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy", None)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.fft", None)
+    _set_modules(monkeypatch, dict.fromkeys(["cupyx", "cupyx.cusparse", "cupyx.scipy",
+                                             "cupyx.scipy.fft"]))
     with pytest.raises(ImportError, match="cupyx.cusparse"):
         SplitStepReference(SHAPE, H, DT, xp=_fake_xp(), tridiag="batched")
 
@@ -164,12 +176,9 @@ def test_cupy_without_cusparse_raises(monkeypatch):
 def test_cupy_without_gtsv2_raises(monkeypatch):
     cupyx = types.ModuleType("cupyx")
     cupyx.cusparse = types.ModuleType("cupyx.cusparse")  # no gtsv2 in it
-    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
-    monkeypatch.setitem(sys.modules, "cupyx.cusparse", cupyx.cusparse)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy", None)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.fft", None)
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    monkeypatch.setitem(sys.modules, "cupy_backends", None)
+    _set_modules(monkeypatch, {"cupyx": cupyx, "cupyx.cusparse": cupyx.cusparse,
+                               "cupyx.scipy": None, "cupyx.scipy.fft": None, "cupy": None,
+                               "cupy_backends": None})
     with pytest.raises(RuntimeError, match="gtsv2"):
         SplitStepReference(SHAPE, H, DT, xp=_fake_xp(), tridiag="batched")
 

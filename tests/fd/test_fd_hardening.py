@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _guard, runner
+from nlsepy.common import files as _files
+from nlsepy.common import guard as _guard
+from nlsepy import runner
 
 
 def sigint_after(seconds):
@@ -306,12 +308,12 @@ def bad_file(tmp_path, case):
     elif case == "objects":
         np.savez(p, psi=np.array([{"a": 1}], dtype=object))
     elif case == "tagged-objects":
-        np.savez(p, _format=np.array(_guard.FORMAT), _version=np.array(_guard.VERSION),
+        np.savez(p, _format=np.array(_files.FORMAT), _version=np.array(_files.VERSION),
                  _model=np.array("NLSE"), psi=np.array([{"a": 1}], dtype=object))
     elif case == "untagged":
         np.savez(p, **good_fields(tmp_path))
     elif case == "other-model":
-        _guard.save_checkpoint(p, "DipolarGPE", **good_fields(tmp_path))
+        _files.save_checkpoint(p, "DipolarGPE", **good_fields(tmp_path))
     else:
         fields = good_fields(tmp_path)
         key, value = {
@@ -328,7 +330,7 @@ def bad_file(tmp_path, case):
         fields[key] = value
         if case == "k-above-steps":
             fields["t_base"] = fields["t"] - fields["k"] * fields["solver_dt"]
-        _guard.save_checkpoint(p, "NLSE", **fields)
+        _files.save_checkpoint(p, "NLSE", **fields)
     return p
 
 

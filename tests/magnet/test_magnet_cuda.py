@@ -39,14 +39,30 @@ def test_iterations_match_the_cpu(method):
     assert np.nanmax(np.abs(sa.phi - sb.phi)) < 1e-10 * scale
 
 
-def test_multigrid_reaches_the_same_solution():
+def check_same_solution(method, spread):
+    """`method` on the CPU and on the device reaches the same solution.
+
+    At h = 0.0125 and tol = 1e-11 both converge, within `spread` iterations
+    of each other, to Phi within 1e-10 of its largest value.
+
+    Parameters
+    ----------
+    method : str
+        The solver method.
+    spread : int
+        The largest difference of the iteration counts.
+    """
     a, b = pair(0.0125)
-    sa = a.solve("multigrid", tol=1e-11, max_iter=100)
-    sb = b.solve("multigrid", tol=1e-11, max_iter=100)
+    sa = a.solve(method, tol=1e-11, max_iter=100)
+    sb = b.solve(method, tol=1e-11, max_iter=100)
     assert sa.converged and sb.converged
-    assert abs(sa.iterations - sb.iterations) <= 3
+    assert abs(sa.iterations - sb.iterations) <= spread
     scale = np.nanmax(np.abs(sa.phi))
     assert np.nanmax(np.abs(sa.phi - sb.phi)) < 1e-10 * scale
+
+
+def test_multigrid_reaches_the_same_solution():
+    check_same_solution("multigrid", spread=3)
 
 
 def test_cycle_count_is_flat_on_the_device():
@@ -77,12 +93,6 @@ def test_mgcg_reaches_the_same_solution():
     """BiCGSTAB preconditioned by a V-cycle, on the device: the CPU's solution
     to 1e-10 in a similar number of iterations (the device's V-cycle smooths
     in four colours, the CPU's in two)."""
-    a, b = pair(0.0125)
-    sa = a.solve("mg-cg", tol=1e-11, max_iter=100)
-    sb = b.solve("mg-cg", tol=1e-11, max_iter=100)
-    assert sa.converged and sb.converged
-    assert abs(sa.iterations - sb.iterations) <= 2
-    scale = np.nanmax(np.abs(sa.phi))
-    assert np.nanmax(np.abs(sa.phi - sb.phi)) < 1e-10 * scale
+    check_same_solution("mg-cg", spread=2)
 
 

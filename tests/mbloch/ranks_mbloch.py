@@ -29,6 +29,8 @@ from mpi4py import MPI
 import nlsepy as nl
 from nlsepy.reference import mbloch as rm
 
+from _helpers import mbloch_multilevel
+
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 LAST = SIZE - 1
@@ -39,19 +41,9 @@ def model(n_atoms=N_AT, seed=3):
     """n_g = 4, n_e = 3, modes -1..2, Franck-Condon F, a Gaussian line, level
     and mode spacings, a different normalised state per atom; fields in
     three modes."""
-    rng = np.random.default_rng(seed)
-    ng, ne = 4, 3
-    det, w = rm.gaussian_line(n_atoms, 1.0, span=3.0)
-    psi0 = rng.normal(size=(n_atoms, ng + ne)) + 1j * rng.normal(size=(n_atoms, ng + ne))
-    psi0 /= np.linalg.norm(psi0, axis=1)[:, None]
-    kw = dict(n_g=ng, n_e=ne, modes=(-1, 2), F=rm.franck_condon(ng, ne, 1.1), beta=0.7,
-              kappa_g=0.3, kappa_e=0.2, delta=0.1, initial_state=psi0, h_t=H_T, n_t=N_T,
-              line=(det, w))
-    t = rm.time_grid(H_T, N_T)
-    e0 = np.zeros((N_T, 4), complex)
-    e0[:, 1] = rm.gaussian_pulse(t, 0.5, 1.8, area=np.pi)
-    e0[:, 2] = (0.5 + 0.3j) * rm.sech_pulse(t, 0.4, 2.0, area=1.0)
-    e0[:, 0] = 0.1j * rm.sech_pulse(t, 0.4, 2.0, area=1.0)
+    kw, det, w, e0 = mbloch_multilevel(n_atoms, seed, rm.time_grid(H_T, N_T),
+                                       gaussian=(0.5, 1.8), sech=(0.4, 2.0))
+    kw.update(h_t=H_T, n_t=N_T, line=(det, w))
     return kw, e0
 
 

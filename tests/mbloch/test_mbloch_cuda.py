@@ -29,6 +29,8 @@ import pytest
 import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 
+from _helpers import mbloch_c_problem
+
 pytestmark = pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
                                 reason="needs the CUDA backend and a CUDA device")
 
@@ -43,21 +45,9 @@ def problem(n_g=6, n_e=5, modes=(-2, 2), n_atoms=37, n_t=400, h_t=0.02, beta=2.0
     """A multi-level, multi-mode case with every feature on: Franck-Condon F,
     detuning spread, level spacings, a non-trivial initial state, and an
     atom count that is not a multiple of the GPU's atoms per block."""
-    rng = np.random.default_rng(seed)
-    F = ref.franck_condon(n_g, n_e, 1.1)
-    det, w = ref.gaussian_line(n_atoms, 1.3)
-    psi0 = np.zeros((n_atoms, n_g + n_e), complex)
-    psi0[:, 0] = np.sqrt(0.7)
-    psi0[:, 1] = np.sqrt(0.3) * np.exp(1j * rng.uniform(0, 2 * np.pi, n_atoms))
-    t = ref.time_grid(h_t, n_t)
-    nf = modes[1] - modes[0] + 1
-    fields = np.zeros((n_t, nf), complex)
-    for q in range(nf):
-        fields[:, q] = ref.sech_pulse(t, 0.6, 3.0 + 0.2 * q, area=area / (1 + abs(q - nf // 2)))
-    fields[:, 0] *= np.exp(0.4j)
-    kw = dict(n_g=n_g, n_e=n_e, l_min=modes[0], l_max=modes[1], F=F, detunings=det,
-              weights=w, initial_state=psi0, fields0=fields, h_t=h_t, h_z=0.05, beta=beta,
-              kappa_g=0.3, kappa_e=0.25, delta=0.1, euler_substeps=4)
+    kw = mbloch_c_problem(n_g, n_e, modes, n_atoms, n_t, h_t, beta=beta, area=area,
+                          delay=3.0, seed=seed)
+    kw["fields0"][:, 0] *= np.exp(0.4j)
     return kw
 
 

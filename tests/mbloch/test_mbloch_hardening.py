@@ -1,16 +1,13 @@
 """Safety of nl.MaxwellBloch: Ctrl-C during a run, inputs owned by the model,
 read-only parameters, memory counted before it is taken."""
 
-import os
-import signal
-import threading
-import time
-
 import numpy as np
 import pytest
 
 import nlsepy as nl
-from nlsepy import _guard
+from nlsepy.common import guard as _guard
+
+from _helpers import finishes_within, sigint_during
 
 GiB = 1 << 30
 
@@ -28,20 +25,8 @@ def pulse(mb):
 def interrupted_run(mb, after=0.4, n_z=10**7, **kw):
     """Run until a SIGINT from a timer thread stops it; return the seconds
     from the signal to the KeyboardInterrupt and the partial result."""
-    sent = []
-    timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
-                                            os.kill(os.getpid(), signal.SIGINT)))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            mb.run(pulse(mb), h_z=1e-4, n_z=n_z, **kw)
-        caught = time.perf_counter()
-    finally:
-        timer.cancel()
-        timer.join()
-    assert sent, "the run ended before the signal"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    return caught - sent[0], mb.partial_result
+    delay = sigint_during(lambda: mb.run(pulse(mb), h_z=1e-4, n_z=n_z, **kw), after, "run")
+    return delay, mb.partial_result
 
 
 def check_against_a_full_run(mb, part, save_every):
@@ -161,28 +146,27 @@ def test_replace_keeps_the_rest():
 
 def test_a_billion_atoms_are_refused_before_sampling(monkeypatch):
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 8 * GiB)
-    t0 = time.perf_counter()
-    with pytest.raises(MemoryError, match=r"MaxwellBloch with n_atoms = 1000000000 \(n_g \+ n_e "
-                                          r"= 2 levels, n_t = 401, N_F = 1\) needs \d+\.\d GiB"
-                                          r".*fewer atoms"):
-        nl.MaxwellBloch(n_atoms=10**9, h_t=0.05, n_t=401, backend="cpu")
-    with pytest.raises(MemoryError, match=r"n_atoms = 1000000000"):
-        det = np.broadcast_to(np.float32(0.5), (10**9,))  # a caller's line, to be copied
-        nl.MaxwellBloch(line=(det, det), h_t=0.05, n_t=401, backend="cpu")
-    with pytest.raises(MemoryError, match=r"n_t = 10000000000"):
-        nl.MaxwellBloch(n_atoms=4, h_t=0.05, n_t=10**10, backend="cpu")
-    assert time.perf_counter() - t0 < 1.0
+    with finishes_within(1.0):
+        with pytest.raises(MemoryError, match=r"MaxwellBloch with n_atoms = 1000000000 \(n_g "
+                                              r"\+ n_e = 2 levels, n_t = 401, N_F = 1\) needs "
+                                              r"\d+\.\d GiB.*fewer atoms"):
+            nl.MaxwellBloch(n_atoms=10**9, h_t=0.05, n_t=401, backend="cpu")
+        with pytest.raises(MemoryError, match=r"n_atoms = 1000000000"):
+            det = np.broadcast_to(np.float32(0.5), (10**9,))  # a caller's line, to be copied
+            nl.MaxwellBloch(line=(det, det), h_t=0.05, n_t=401, backend="cpu")
+        with pytest.raises(MemoryError, match=r"n_t = 10000000000"):
+            nl.MaxwellBloch(n_atoms=4, h_t=0.05, n_t=10**10, backend="cpu")
 
 
 def test_a_full_map_that_does_not_fit_is_refused_at_once(monkeypatch):
     mb = model()
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 8 * GiB)
-    t0 = time.perf_counter()
-    with pytest.raises(MemoryError, match=r"fields kept at 1000000001 z positions \(full_map\)"):
-        mb.run(pulse(mb), h_z=1e-3, n_z=10**9, full_map=True)
-    with pytest.raises(MemoryError, match=r"populations at 1000000001"):
-        mb.run(pulse(mb), h_z=1e-3, n_z=10**9)
-    assert time.perf_counter() - t0 < 1.0
+    with finishes_within(1.0):
+        with pytest.raises(MemoryError,
+                           match=r"fields kept at 1000000001 z positions \(full_map\)"):
+            mb.run(pulse(mb), h_z=1e-3, n_z=10**9, full_map=True)
+        with pytest.raises(MemoryError, match=r"populations at 1000000001"):
+            mb.run(pulse(mb), h_z=1e-3, n_z=10**9)
 
 
 def test_saved_positions_are_not_listed(monkeypatch):

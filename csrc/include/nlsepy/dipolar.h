@@ -137,7 +137,7 @@ int nlse_dipolar_step(nlse_dipolar *s, int mode, long n, double t0, double dg, d
  * order: equal to round-off).  They come from the pass that ends each step
  * (the density of the next step's dipolar term and the norm), from the
  * values it leaves in cache, so a step that records them makes no further
- * pass through memory (CPU: about 1 % of a 3D step).  In imaginary
+ * pass through memory (on the CPU a small part of a 3D step).  In imaginary
  * time the row is that of the normalised state (norm 1, <x_a^2> divided by
  * the norm), the state the call leaves when it ends after that step. */
 #define NLSE_DIPOLAR_MOMENTS 4

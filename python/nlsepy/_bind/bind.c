@@ -1,8 +1,10 @@
 /*
  * _bind/bind.c -- what every model's binding shares (declared in bind.h):
  * NumPy's C API and nlsepy's exception classes set up once, status ->
- * exception, the ready check, dtype dispatch, the array checks, adding a
- * type to the module.  The lowest file of the binding: it calls no other.
+ * exception or result, the ready check, dtype dispatch, the array checks,
+ * new arrays of a grid's shape, the argument parsers, the capsule of a
+ * reduction table, adding a type and constants to the module.  The lowest
+ * file of the binding: it calls no other.
  */
 #define NLSEPY_BIND_MODULE 1 /* NumPy's API table lives here */
 #include "bind.h"
@@ -23,6 +25,54 @@ PyObject *nlsepy_raise(int status)
     }
     PyErr_SetString(type, (msg && msg[0]) ? msg : "nlsepy: unknown error");
     return NULL;
+}
+
+PyObject *nlsepy_none(int status)
+{
+    if (status)
+        return nlsepy_raise(status);
+    Py_RETURN_NONE;
+}
+
+PyObject *nlsepy_array_result(PyObject *out, int status)
+{
+    if (status) {
+        Py_DECREF(out);
+        return nlsepy_raise(status);
+    }
+    return out;
+}
+
+PyObject *nlsepy_steps_result(int status, long done)
+{
+    if (status && status != NLSE_ERR_BLOWUP)
+        return nlsepy_raise(status);
+    return Py_BuildValue("lO", done, status == NLSE_ERR_BLOWUP ? Py_True : Py_False);
+}
+
+PyObject *nlsepy_pair_result(int status, double a, double b)
+{
+    return status ? nlsepy_raise(status) : Py_BuildValue("dd", a, b);
+}
+
+PyObject *nlsepy_new_array(int ndim, const size_t *shape, int type)
+{
+    npy_intp dims[NPY_MAXDIMS];
+    for (int q = 0; q < ndim; ++q)
+        dims[q] = (npy_intp)shape[q];
+    return PyArray_SimpleNew(ndim, dims, type);
+}
+
+int nlsepy_parse_double(PyObject *arg, double *out)
+{
+    *out = PyFloat_AsDouble(arg);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+int nlsepy_parse_long(PyObject *arg, long *out)
+{
+    *out = PyLong_AsLong(arg);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 int nlsepy_handle_ready(const void *handle, int busy)
@@ -119,6 +169,51 @@ PyArrayObject *nlsepy_check_type(PyObject *obj, const char *name, int want)
     return a;
 }
 
+PyArrayObject *nlsepy_check_array(PyObject *obj, const char *name, int want, int ndim,
+                                  const size_t *shape)
+{
+    PyArrayObject *a = nlsepy_check_type(obj, name, want);
+    return a ? nlsepy_check_grid(a, name, ndim, shape) : NULL;
+}
+
+PyArrayObject *nlsepy_as_array(PyObject *obj, int type)
+{
+    return (PyArrayObject *)PyArray_FROMANY(obj, type, 0, 0,
+                                            NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+}
+
+const nlse_comm *nlsepy_comm_table(PyObject *capsule)
+{
+    return (const nlse_comm *)PyCapsule_GetPointer(capsule, NLSEPY_COMM_CAPSULE);
+}
+
+int nlsepy_comm_arg(PyObject *arg, const nlse_comm **c)
+{
+    *c = NULL;
+    if (arg == Py_None)
+        return 0;
+    if (!PyCapsule_IsValid(arg, NLSEPY_COMM_CAPSULE)) {
+        PyErr_Format(PyExc_TypeError, "set_comm: expected the capsule \"" NLSEPY_COMM_CAPSULE
+                     "\" of nlsepy._mpi.comm_capsule(comm) or None, got %s",
+                     Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    *c = nlsepy_comm_table(arg);
+    return *c ? 0 : -1;
+}
+
+PyObject *nlsepy_keep_comm(PyObject **keep, PyObject *arg, int status)
+{
+    if (status)
+        return nlsepy_raise(status);
+    PyObject *old = *keep;
+    if (arg != Py_None)
+        Py_INCREF(arg);
+    *keep = arg == Py_None ? NULL : arg;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
 int nlsepy_add_type(PyObject *module, PyTypeObject *type, const char *name)
 {
     if (PyType_Ready(type) < 0)
@@ -131,11 +226,19 @@ int nlsepy_add_type(PyObject *module, PyTypeObject *type, const char *name)
     return 0;
 }
 
+int nlsepy_add_constants(PyObject *module, const nlsepy_constant *c, size_t n)
+{
+    for (size_t q = 0; q < n; ++q)
+        if (PyModule_AddIntConstant(module, c[q].name, c[q].value) < 0)
+            return -1;
+    return 0;
+}
+
 int nlsepy_bind_init(void)
 {
     if (_import_array() < 0)
         return -1;
-    PyObject *errors = PyImport_ImportModule("nlsepy.errors");
+    PyObject *errors = PyImport_ImportModule("nlsepy.common.errors");
     if (!errors)
         return -1;
     exc_blowup = PyObject_GetAttrString(errors, "BlowUpError");

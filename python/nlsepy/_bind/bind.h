@@ -9,8 +9,11 @@
  *
  * Written once here: the solver object's head (C handle, parameters, busy
  * flag), the ready check, running a C call with the GIL released while the
- * object is marked busy, status -> exception, dtype dispatch and the array
- * checks, adding a type to the module.
+ * object is marked busy, status -> exception or result, dtype dispatch and
+ * the array checks, new arrays of a grid's shape, the argument parsers, the
+ * reduction table of a distributed run (its capsule), the methods every
+ * solver type has in the same form (getters, set_dt), the type object,
+ * adding a type and its constants to the module.
  */
 #ifndef NLSEPY_BIND_H
 #define NLSEPY_BIND_H
@@ -71,7 +74,74 @@ int nlsepy_handle_ready(const void *handle, int busy);
         Py_TYPE(self)->tp_free((PyObject *)self);      \
     }
 
-/* NumPy's C API and nlsepy.errors' classes, once per module: 0 or -1 with
+/* tp_dealloc of a solver type that keeps a Python object its handle points
+ * into (the capsule of a reduction table): the handle first, then `keep`. */
+#define NLSEPY_DEALLOC_KEEP(fname, object_t, destroy, keep) \
+    static void fname(object_t *self)                       \
+    {                                                       \
+        destroy(self->s);                                   \
+        Py_CLEAR(self->keep);                               \
+        Py_TYPE(self)->tp_free((PyObject *)self);           \
+    }
+
+/* Before tp_init makes a handle again: the old one destroyed, s = NULL. */
+#define NLSEPY_DROP(self, destroy)        \
+    do {                                  \
+        if ((self)->s) {                  \
+            destroy((self)->s);           \
+            (self)->s = NULL;             \
+        }                                 \
+    } while (0)
+
+/* A method with no argument that returns make(get(self->s)) once the
+ * handle is ready (a number or flag of the solver). */
+#define NLSEPY_GETTER(fname, object_t, make, get)                       \
+    static PyObject *fname(object_t *self, PyObject *Py_UNUSED(ignored)) \
+    {                                                                   \
+        if (!NLSEPY_READY(self))                                        \
+            return NULL;                                                \
+        return make(get(self->s));                                      \
+    }
+
+/* A method with no argument that runs set(self->s) (with the GIL held) and
+ * returns None or raises its status. */
+#define NLSEPY_ACTION(fname, object_t, set)                             \
+    static PyObject *fname(object_t *self, PyObject *Py_UNUSED(ignored)) \
+    {                                                                   \
+        if (!NLSEPY_READY(self))                                        \
+            return NULL;                                                \
+        return nlsepy_none(set(self->s));                               \
+    }
+
+/* set_dt(dt): set(self->s, dt), the object's p.dt following on success. */
+#define NLSEPY_SET_DT(fname, object_t, set)                        \
+    static PyObject *fname(object_t *self, PyObject *arg)          \
+    {                                                              \
+        double dt;                                                 \
+        if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &dt))  \
+            return NULL;                                           \
+        const int st = set(self->s, dt);                           \
+        if (!st)                                                   \
+            self->p.dt = dt;                                       \
+        return nlsepy_none(st);                                    \
+    }
+
+/* The type object of a solver: its name in this module, the object's
+ * size, tp_init, tp_dealloc, the methods and the docstring. */
+#define NLSEPY_SOLVER_TYPE(var, name, object_t, init, dealloc, methods, doc) \
+    static PyTypeObject var = {                                             \
+        PyVarObject_HEAD_INIT(NULL, 0)                                      \
+        .tp_name = NLSEPY_TYPE_NAME(name),                                  \
+        .tp_basicsize = sizeof(object_t),                                   \
+        .tp_dealloc = (destructor)(dealloc),                                \
+        .tp_flags = Py_TPFLAGS_DEFAULT,                                     \
+        .tp_doc = doc,                                                      \
+        .tp_methods = methods,                                              \
+        .tp_init = (initproc)(init),                                        \
+        .tp_new = PyType_GenericNew,                                        \
+    }
+
+/* NumPy's C API and nlsepy.common.errors' classes, once per module: 0 or -1 with
  * an exception. */
 int nlsepy_bind_init(void);
 
@@ -80,6 +150,31 @@ int nlsepy_bind_init(void);
  * nlsepy.BackendError, else RuntimeError) with nlse_last_error()'s message;
  * returns NULL. */
 PyObject *nlsepy_raise(int status);
+
+/* None for status 0, else NULL with the status's exception. */
+PyObject *nlsepy_none(int status);
+
+/* `out` (a new reference) for status 0, else NULL with the status's
+ * exception and `out` released. */
+PyObject *nlsepy_array_result(PyObject *out, int status);
+
+/* The result of a run of steps, (done, blew_up): a blow-up is reported, not
+ * raised, so that the Python layer can attach the step and time; any other
+ * failing status raises. */
+PyObject *nlsepy_steps_result(int status, long done);
+
+/* The tuple (a, b) of two floats for status 0 (a solver's pair of
+ * observables), else NULL with the status's exception. */
+PyObject *nlsepy_pair_result(int status, double a, double b);
+
+/* A new C-ordered array of `ndim` dimensions of `shape` and NumPy type
+ * `type`, or NULL with an exception. */
+PyObject *nlsepy_new_array(int ndim, const size_t *shape, int type);
+
+/* A Python number as a double or a long: 0, or -1 with the conversion's
+ * exception. */
+int nlsepy_parse_double(PyObject *arg, double *out);
+int nlsepy_parse_long(PyObject *arg, long *out);
 
 /* Dtype dispatch: the NumPy type of a solver's arrays for its NLSE dtype
  * (NLSE_COMPLEX64 or NLSE_COMPLEX128): complex, or real of the same
@@ -104,8 +199,44 @@ PyArrayObject *nlsepy_check_grid(PyArrayObject *a, const char *name, int ndim,
  * given dtype. */
 PyArrayObject *nlsepy_check_type(PyObject *obj, const char *name, int want);
 
+/* nlsepy_check_type, then nlsepy_check_grid: `obj` is an aligned
+ * C-contiguous numpy.ndarray of the NumPy type `want` with `ndim`
+ * dimensions of `shape`; borrowed, or NULL with TypeError or ValueError. */
+PyArrayObject *nlsepy_check_array(PyObject *obj, const char *name, int want, int ndim,
+                                  const size_t *shape);
+
+/* `obj` as an aligned C-contiguous array of NumPy type `type` (converted,
+ * and cast when needed): a new reference, or NULL with an exception. */
+PyArrayObject *nlsepy_as_array(PyObject *obj, int type);
+
+/* The reduction table of a distributed run (nlsepy/common.h) crosses from
+ * the `_mpi` extension to the solvers in a capsule of this name. */
+#define NLSEPY_COMM_CAPSULE "nlsepy.nlse_comm"
+
+/* The table held by a capsule of NLSEPY_COMM_CAPSULE, or NULL with an
+ * exception. */
+const nlse_comm *nlsepy_comm_table(PyObject *capsule);
+
+/* The argument of a solver's set_comm: the table of a capsule, or NULL for
+ * None, in *c; 0, or -1 with TypeError for anything else. */
+int nlsepy_comm_arg(PyObject *arg, const nlse_comm **c);
+
+/* The end of a solver's set_comm(arg): for status 0, *keep holds arg (NULL
+ * for None; the capsule the handle now points into) and the old one is
+ * released, and None is returned; else NULL with the status's exception. */
+PyObject *nlsepy_keep_comm(PyObject **keep, PyObject *arg, int status);
+
 /* Add a solver type to the module under `name`: 0, or -1 with an exception. */
 int nlsepy_add_type(PyObject *module, PyTypeObject *type, const char *name);
+
+/* An int constant of a model's module: its name and value. */
+typedef struct nlsepy_constant {
+    const char *name;
+    int value;
+} nlsepy_constant;
+
+/* Add `n` int constants to the module: 0, or -1 with an exception. */
+int nlsepy_add_constants(PyObject *module, const nlsepy_constant *c, size_t n);
 
 /* The models' registrations (_bind/<stem>.c): add the type, its constants
  * and module functions; 0, or -1 with an exception. */

@@ -11,8 +11,6 @@
 #include "bind.h"
 #include "nlsepy/dec.h"
 
-#define COMM_CAPSULE "nlsepy.nlse_comm"
-
 typedef struct {
     NLSEPY_SOLVER_HEAD(nlse_dec, nlse_dec_params)
     size_t n;
@@ -23,8 +21,7 @@ typedef struct {
  * new reference or NULL with ValueError naming `name`. */
 static PyArrayObject *dec_array(PyObject *obj, const char *name, int type, npy_intp count)
 {
-    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, type, 0, 0,
-                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    PyArrayObject *a = nlsepy_as_array(obj, type);
     if (!a)
         return NULL;
     if (PyArray_SIZE(a) != count) {
@@ -79,10 +76,7 @@ static int dec_init(DecObject *self, PyObject *args, PyObject *kw)
         goto done;
     nlse_dec_table t = {PyArray_DATA(a[0]), PyArray_DATA(a[1]), PyArray_DATA(a[2]),
                         PyArray_DATA(w), PyArray_DATA(vol), PyArray_DATA(a[3])};
-    if (self->s) {
-        nlse_dec_destroy(self->s);
-        self->s = NULL;
-    }
+    NLSEPY_DROP(self, nlse_dec_destroy);
     Py_CLEAR(self->comm);
     int cst;
     Py_BEGIN_ALLOW_THREADS
@@ -104,26 +98,18 @@ done:
 }
 
 /* the solver first: it holds a pointer into the capsule */
-static void dec_dealloc(DecObject *self)
-{
-    nlse_dec_destroy(self->s);
-    Py_CLEAR(self->comm);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+NLSEPY_DEALLOC_KEEP(dec_dealloc, DecObject, nlse_dec_destroy, comm)
 
 /* `obj`: an aligned C-contiguous 1-d array of n values of the solver's
  * (complex, or real when `real`) type; borrowed, or NULL. */
 static PyArrayObject *state_arg(DecObject *self, PyObject *obj, const char *name, int real)
 {
-    PyArrayObject *a = nlsepy_check_type(obj, name, nlsepy_npy_type(self->p.dtype, real));
-    const size_t shape[1] = {self->n};
-    return a ? nlsepy_check_grid(a, name, 1, shape) : NULL;
+    return nlsepy_check_array(obj, name, nlsepy_npy_type(self->p.dtype, real), 1, &self->n);
 }
 
 static PyObject *new_state(DecObject *self)
 {
-    npy_intp dims[1] = {(npy_intp)self->n};
-    return PyArray_SimpleNew(1, dims, nlsepy_npy_type(self->p.dtype, 0));
+    return nlsepy_new_array(1, &self->n, nlsepy_npy_type(self->p.dtype, 0));
 }
 
 static PyObject *dec_set_state(DecObject *self, PyObject *args)
@@ -138,45 +124,30 @@ static PyObject *dec_set_state(DecObject *self, PyObject *args)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_set_state(self->s, PyArray_DATA(a), b ? PyArray_DATA(b) : NULL));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 static PyObject *dec_get_state(DecObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    PyObject *out = new_state(self);
+    PyObject *out = NLSEPY_READY(self) ? new_state(self) : NULL;
     if (!out)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_get_state(self->s, PyArray_DATA((PyArrayObject *)out)));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, st);
 }
 
 static PyObject *dec_get_prev(DecObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    PyObject *out = new_state(self);
+    PyObject *out = NLSEPY_READY(self) ? new_state(self) : NULL;
     if (!out)
         return NULL;
     int st, have = 0;
     NLSEPY_RUN(self, st, nlse_dec_get_prev(self->s, PyArray_DATA((PyArrayObject *)out), &have));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    if (!have) {
-        Py_DECREF(out);
-        Py_RETURN_NONE;
-    }
-    return out;
+    if (!(out = nlsepy_array_result(out, st)) || have)
+        return out;
+    Py_DECREF(out);
+    Py_RETURN_NONE;
 }
 
 static PyObject *dec_set_potential(DecObject *self, PyObject *obj)
@@ -188,44 +159,20 @@ static PyObject *dec_set_potential(DecObject *self, PyObject *obj)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_set_potential(self->s, a ? PyArray_DATA(a) : NULL));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
-static PyObject *dec_set_dt(DecObject *self, PyObject *arg)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double dt = PyFloat_AsDouble(arg);
-    if (dt == -1.0 && PyErr_Occurred())
-        return NULL;
-    int st = nlse_dec_set_dt(self->s, dt);
-    if (st)
-        return nlsepy_raise(st);
-    self->p.dt = dt;
-    Py_RETURN_NONE;
-}
+NLSEPY_SET_DT(dec_set_dt, DecObject, nlse_dec_set_dt)
 
-/* step(n) / imaginary(n, norm) -> (done, blew_up): blow-up is reported,
- * not raised, so that the Python layer can attach the step and time. */
-static PyObject *steps_result(int st, long done)
-{
-    if (st && st != NLSE_ERR_BLOWUP)
-        return nlsepy_raise(st);
-    return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
-}
-
+/* step(n) / imaginary(n, norm) -> (done, blew_up) */
 static PyObject *dec_step(DecObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    long n = PyLong_AsLong(arg), done = 0;
-    if (n == -1 && PyErr_Occurred())
+    long n, done = 0;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_step(self->s, n, &done));
-    return steps_result(st, done);
+    return nlsepy_steps_result(st, done);
 }
 
 static PyObject *dec_imaginary(DecObject *self, PyObject *args)
@@ -236,7 +183,7 @@ static PyObject *dec_imaginary(DecObject *self, PyObject *args)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_imaginary(self->s, n, norm, &done));
-    return steps_result(st, done);
+    return nlsepy_steps_result(st, done);
 }
 
 static PyObject *dec_observe(DecObject *self, PyObject *Py_UNUSED(ignored))
@@ -246,9 +193,7 @@ static PyObject *dec_observe(DecObject *self, PyObject *Py_UNUSED(ignored))
     double norm = 0, energy = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_observe(self->s, &norm, &energy));
-    if (st)
-        return nlsepy_raise(st);
-    return Py_BuildValue("dd", norm, energy);
+    return nlsepy_pair_result(st, norm, energy);
 }
 
 static PyObject *dec_apply(DecObject *self, PyObject *obj)
@@ -264,11 +209,7 @@ static PyObject *dec_apply(DecObject *self, PyObject *obj)
     int st;
     NLSEPY_RUN(self, st, nlse_dec_apply(self->s, PyArray_DATA(a),
                                         PyArray_DATA((PyArrayObject *)out)));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, st);
 }
 
 /* set_slab(z_offset, first, count): one z slab of a distributed grid */
@@ -279,9 +220,7 @@ static PyObject *dec_set_slab(DecObject *self, PyObject *args)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_set_slab(self->s, zoff, first, count));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 /* values per layer of blocks along z */
@@ -307,11 +246,7 @@ static PyObject *dec_get_layers(DecObject *self, PyObject *args)
     int st;
     NLSEPY_RUN(self, st, nlse_dec_get_layers(self->s, first, count,
                                              PyArray_DATA((PyArrayObject *)out)));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, st);
 }
 
 static PyObject *dec_set_layers(DecObject *self, PyObject *args)
@@ -332,9 +267,7 @@ static PyObject *dec_set_layers(DecObject *self, PyObject *args)
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_dec_set_layers(self->s, first, count, PyArray_DATA(a)));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 /* layers_to / layers_from(first, count, address): the layers to or from
@@ -352,9 +285,7 @@ static PyObject *layers_addr(DecObject *self, PyObject *args, int to)
     int st;
     NLSEPY_RUN(self, st, to ? nlse_dec_layers_to(self->s, first, count, ptr)
                             : nlse_dec_layers_from(self->s, first, count, ptr));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 static PyObject *dec_layers_to(DecObject *self, PyObject *args)
@@ -371,37 +302,13 @@ static PyObject *dec_layers_from(DecObject *self, PyObject *args)
  * run over the capsule's table (None: the whole system again) */
 static PyObject *dec_set_comm(DecObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
+    const nlse_comm *c;
+    if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))
         return NULL;
-    const nlse_comm *c = NULL;
-    if (arg != Py_None) {
-        if (!PyCapsule_IsValid(arg, COMM_CAPSULE)) {
-            PyErr_Format(PyExc_TypeError, "set_comm: expected the capsule \"" COMM_CAPSULE
-                         "\" of nlsepy._mpi.comm_capsule(comm) or None, got %s",
-                         Py_TYPE(arg)->tp_name);
-            return NULL;
-        }
-        c = (const nlse_comm *)PyCapsule_GetPointer(arg, COMM_CAPSULE);
-        if (!c)
-            return NULL;
-    }
-    const int st = nlse_dec_set_comm(self->s, c);
-    if (st)
-        return nlsepy_raise(st);
-    PyObject *old = self->comm;
-    if (arg != Py_None)
-        Py_INCREF(arg);
-    self->comm = arg == Py_None ? NULL : arg;
-    Py_XDECREF(old);
-    Py_RETURN_NONE;
+    return nlsepy_keep_comm(&self->comm, arg, nlse_dec_set_comm(self->s, c));
 }
 
-static PyObject *dec_has_prev(DecObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyBool_FromLong(nlse_dec_has_prev(self->s));
-}
+NLSEPY_GETTER(dec_has_prev, DecObject, PyBool_FromLong, nlse_dec_has_prev)
 
 /* combine(x0, x1, cre, cim) -> (out, bad): out = x0 + (cre + i cim) H(x1) x1 */
 static PyObject *dec_combine(DecObject *self, PyObject *args)
@@ -419,33 +326,14 @@ static PyObject *dec_combine(DecObject *self, PyObject *args)
     int st, bad = 0;
     NLSEPY_RUN(self, st, nlse_dec_combine(self->s, PyArray_DATA(a), PyArray_DATA(b), cre, cim,
                                           PyArray_DATA((PyArrayObject *)out), &bad));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
+    if (!nlsepy_array_result(out, st))
+        return NULL;
     return Py_BuildValue("NO", out, bad ? Py_True : Py_False);
 }
 
-static PyObject *dec_bytes(DecObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_dec_bytes_per_cell_step(self->s));
-}
-
-static PyObject *dec_seconds(DecObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_dec_last_seconds(self->s));
-}
-
-static PyObject *dec_kernel(DecObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyUnicode_FromString(nlse_dec_kernel(self->s));
-}
+NLSEPY_GETTER(dec_bytes, DecObject, PyFloat_FromDouble, nlse_dec_bytes_per_cell_step)
+NLSEPY_GETTER(dec_seconds, DecObject, PyFloat_FromDouble, nlse_dec_last_seconds)
+NLSEPY_GETTER(dec_kernel, DecObject, PyUnicode_FromString, nlse_dec_kernel)
 
 static PyMethodDef dec_methods[] = {
     {"set_state", (PyCFunction)dec_set_state, METH_VARARGS,
@@ -491,17 +379,9 @@ static PyMethodDef dec_methods[] = {
      "kernel() -> the kernel form of the last application of H ('' before the first)."},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject DecType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = NLSEPY_TYPE_NAME("Dec"),
-    .tp_basicsize = sizeof(DecObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dec(blocks, edge, origin, trap, periodic, g, dt, dtype, row_start, nbr_cell, "
-              "nbr_offset, weight, volume, centre): DEC GPE solver handle (C API nlse_dec).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)dec_init,
-    .tp_dealloc = (destructor)dec_dealloc,
-    .tp_methods = dec_methods,
-};
+NLSEPY_SOLVER_TYPE(DecType, "Dec", DecObject, dec_init, dec_dealloc, dec_methods,
+                   "Dec(blocks, edge, origin, trap, periodic, g, dt, dtype, row_start, nbr_cell, "
+                   "nbr_offset, weight, volume, centre): DEC GPE solver handle (C API nlse_dec).");
 
 int nlsepy_bind_dec(PyObject *m)
 {

@@ -1,7 +1,9 @@
 /*
  * _bind/dipolar.c -- binding of the dipolar GPE solver (split-step
  * Crank-Nicolson with the FFT dipolar term; C API nlsepy/dipolar.h): the
- * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.
+ * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.  The methods
+ * it shares with the distributed solver's `DipolarMPI` are written once in
+ * _bind/dipolar_methods.h.
  */
 #include "bind.h"
 #include <stdint.h>
@@ -13,6 +15,26 @@ typedef struct {
     size_t row0;     /* a slab: its first x row (p.shape[0] is its row count) */
     PyObject *keep;  /* a slab: the rank-sum capsule it calls              */
 } DipolarObject;
+
+/* the methods shared with `DipolarMPI` (_bind/dipolar_methods.h); arrays
+ * are copied in with the GIL held */
+#define DIPOLAR_OBJECT DipolarObject
+#define DIPOLAR_API(name) NLSE_CAT(nlse_dipolar_, name)
+#define DIPOLAR_DENSITY nlse_dipolar_density
+#define DIPOLAR_NDIM(self) ((self)->ndim)
+#define DIPOLAR_SHAPE(self) ((self)->p.shape)
+#define DIPOLAR_COPY(self, st, call) ((st) = (call))
+
+static void dtype_error(const char *name, int single, int allow_complex)
+{
+    PyErr_Format(PyExc_TypeError, "%s must have dtype %s%s", name, single ? "float32" : "float64",
+                 allow_complex ? (single ? " or complex64" : " or complex128") : "");
+}
+
+NLSEPY_GETTER(dipolar_last_seconds, DipolarObject, PyFloat_FromDouble,
+              nlse_dipolar_last_step_seconds)
+
+#include "dipolar_methods.h"
 
 #ifdef NLSEPY_WITH_CUDA
 /* n sizes from a sequence of ints (each >= 0) into out. */
@@ -51,7 +73,7 @@ static int create_slab(DipolarObject *self, const nlse_dipolar_params *p, PyObje
     size_t *xc = NULL, *yc = NULL;
     if (!PyArg_ParseTuple(slab, "iOOO", &rank, &xs, &ys, &cap))
         return -1;
-    const nlse_comm *comm = (const nlse_comm *)PyCapsule_GetPointer(cap, "nlsepy.nlse_comm");
+    const nlse_comm *comm = nlsepy_comm_table(cap);
     if (!comm)
         return -1;
     if (parse_sizes(xs, "xcounts", &xc, &nx) || parse_sizes(ys, "ycounts", &yc, &ny))
@@ -103,10 +125,7 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
         nlsepy_parse_triple(spacing, nd, "spacing", p.spacing, NULL) ||
         nlsepy_parse_triple(trap, nd, "trap", p.trap, NULL))
         return -1;
-    if (self->s) {
-        nlse_dipolar_destroy(self->s);
-        self->s = NULL;
-    }
+    NLSEPY_DROP(self, nlse_dipolar_destroy);
     Py_CLEAR(self->keep);
     self->ndim = nd;
     if (slab != Py_None) {
@@ -130,165 +149,7 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-static void dipolar_dealloc(DipolarObject *self)
-{
-    nlse_dipolar_destroy(self->s);
-    Py_CLEAR(self->keep);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* Aligned C-contiguous array of the grid's shape: complex (allow_complex)
- * or real in the solver's precision.  *is_complex tells which. */
-static PyArrayObject *dipolar_check_array(DipolarObject *self, PyObject *obj, const char *name,
-                                     int allow_complex, int *is_complex)
-{
-    if (!PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a numpy.ndarray, got %s", name,
-                     Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    PyArrayObject *a = (PyArrayObject *)obj;
-    int single = self->p.dtype == NLSE_COMPLEX64;
-    int tr = nlsepy_npy_type(self->p.dtype, 1), tc = nlsepy_npy_type(self->p.dtype, 0);
-    int t = PyArray_TYPE(a);
-    if (t == tc && allow_complex) {
-        *is_complex = 1;
-    } else if (t == tr) {
-        *is_complex = 0;
-    } else {
-        PyErr_Format(PyExc_TypeError, "%s must have dtype %s%s", name,
-                     single ? "float32" : "float64",
-                     allow_complex ? (single ? " or complex64" : " or complex128") : "");
-        return NULL;
-    }
-    return nlsepy_check_grid(a, name, self->ndim, self->p.shape);
-}
-
-static PyObject *dipolar_set_state(DipolarObject *self, PyObject *obj)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int cplx = 0;
-    PyArrayObject *a = dipolar_check_array(self, obj, "psi", 1, &cplx);
-    if (!a)
-        return NULL;
-    int st = nlse_dipolar_set_state(self->s, PyArray_DATA(a), cplx);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
-
-static PyObject *dipolar_new_array(int nd, const npy_intp *dims, int type)
-{
-    return PyArray_SimpleNew(nd, (npy_intp *)dims, type);
-}
-
-static PyObject *dipolar_get_state(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    npy_intp dims[3];
-    for (int q = 0; q < self->ndim; ++q)
-        dims[q] = (npy_intp)self->p.shape[q];
-    PyObject *out = dipolar_new_array(self->ndim, dims,
-                                 nlsepy_npy_type(self->p.dtype, 0));
-    if (!out)
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dipolar_get_state(self->s, PyArray_DATA((PyArrayObject *)out)));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
-}
-
-static PyObject *dipolar_is_real(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyBool_FromLong(nlse_dipolar_state_is_real(self->s));
-}
-
-static PyObject *dipolar_set_dt(DipolarObject *self, PyObject *arg)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double dt = PyFloat_AsDouble(arg);
-    if (dt == -1.0 && PyErr_Occurred())
-        return NULL;
-    int st = nlse_dipolar_set_dt(self->s, dt);
-    if (st)
-        return nlsepy_raise(st);
-    self->p.dt = dt;
-    Py_RETURN_NONE;
-}
-
-static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
-{
-    double g, gdd;
-    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "dd", &g, &gdd))
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dipolar_set_couplings(self->s, g, gdd));
-    if (st)
-        return nlsepy_raise(st);
-    self->p.g = g;
-    self->p.gdd = gdd;
-    Py_RETURN_NONE;
-}
-
-static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int st, cplx = 0;
-    if (obj == Py_None) {
-        st = nlse_dipolar_set_potential(self->s, NULL);
-    } else {
-        PyArrayObject *a = dipolar_check_array(self, obj, "V", 0, &cplx);
-        if (!a)
-            return NULL;
-        st = nlse_dipolar_set_potential(self->s, PyArray_DATA(a));
-    }
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
-
-static PyObject *dipolar_set_obstacle(DipolarObject *self, PyObject *obj)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int st;
-    if (obj == Py_None) {
-        st = nlse_dipolar_set_obstacle(self->s, NULL);
-    } else {
-        nlse_dipolar_obstacle o;
-        if (!PyArg_ParseTuple(obj, "ddddddii", &o.V0, &o.sigma, &o.velocity, &o.start, &o.t_move,
-                              &o.t_off, &o.beam_axis, &o.move_axis))
-            return NULL;
-        st = nlse_dipolar_set_obstacle(self->s, &o);
-    }
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
-
-/* step(mode, n, t0, dg, dgdd) -> (done, blew_up) */
-static PyObject *dipolar_step(DipolarObject *self, PyObject *args)
-{
-    int mode;
-    long n, done = 0;
-    double t0, dg, dgdd;
-    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ilddd", &mode, &n, &t0, &dg, &dgdd))
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dipolar_step(self->s, mode, n, t0, dg, dgdd, &done));
-    if (st && st != NLSE_ERR_BLOWUP)
-        return nlsepy_raise(st);
-    return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
-}
+NLSEPY_DEALLOC_KEEP(dipolar_dealloc, DipolarObject, nlse_dipolar_destroy, keep)
 
 /* step_record(mode, n, t0, dg, dgdd, every, phase) -> (done, blew_up, rows): rows a
  * float64 array (count, NLSE_DIPOLAR_MOMENTS) of the recorded steps' norm and
@@ -309,17 +170,15 @@ static PyObject *dipolar_step_record(DipolarObject *self, PyObject *args)
                             rec.phase);
     if (n < 0)
         return PyErr_Format(PyExc_ValueError, "steps must be >= 0, got %ld", n);
-    npy_intp dims[2] = {(npy_intp)nlse_dipolar_record_rows(&rec, n), NLSE_DIPOLAR_MOMENTS};
-    PyObject *out = dipolar_new_array(2, dims, NPY_FLOAT64);
+    const size_t shape[2] = {(size_t)nlse_dipolar_record_rows(&rec, n), NLSE_DIPOLAR_MOMENTS};
+    PyObject *out = nlsepy_new_array(2, shape, NPY_FLOAT64);
     if (!out)
         return NULL;
     rec.out = (double *)PyArray_DATA((PyArrayObject *)out);
     int st;
     NLSEPY_RUN(self, st, nlse_dipolar_step_record(self->s, mode, n, t0, dg, dgdd, &rec, &done));
-    if (st && st != NLSE_ERR_BLOWUP) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
+    if (st != NLSE_ERR_BLOWUP && !nlsepy_array_result(out, st))
+        return NULL;
     if (st == NLSE_ERR_BLOWUP) { /* the rows of the steps before the failing one */
         PyObject *part = PySequence_GetSlice(out, 0, nlse_dipolar_record_rows(&rec, done));
         Py_DECREF(out);
@@ -330,109 +189,14 @@ static PyObject *dipolar_step_record(DipolarObject *self, PyObject *args)
     return Py_BuildValue("lON", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False, out);
 }
 
-static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double t = PyFloat_AsDouble(arg);
-    if (t == -1.0 && PyErr_Occurred())
-        return NULL;
-    nlse_dipolar_obs o;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dipolar_observe(self->s, t, &o));
-    if (st)
-        return nlsepy_raise(st);
-    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d}", "norm", o.norm, "norm_sum",
-                         o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic", o.kinetic,
-                         "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1], o.x2[2],
-                         "psi0sq", o.psi0sq);
-}
-
-static PyObject *grid_doubles(DipolarObject *self, int nd, const npy_intp *dims,
-                              int (*fill)(DipolarObject *, double *, long, long, double), long a, long b,
-                              double t)
-{
-    PyObject *out = dipolar_new_array(nd, dims, NPY_FLOAT64);
-    if (!out)
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, fill(self, (double *)PyArray_DATA((PyArrayObject *)out), a, b, t));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
-}
-
-static int fill_dd(DipolarObject *self, double *o, long a, long b, double t)
-{
-    return nlse_dipolar_dd_potential(self->s, o);
-}
-static int fill_pot(DipolarObject *self, double *o, long a, long b, double t)
-{
-    return nlse_dipolar_potential(self->s, t, o);
-}
-static int fill_den(DipolarObject *self, double *o, long a, long b, double t)
-{
-    return nlse_dipolar_density(self->s, (int)a, o);
-}
 static int fill_phase(DipolarObject *self, double *o, long a, long b, double t)
 {
     return nlse_dipolar_phase_slice(self->s, (int)a, b, o);
 }
-static int fill_kernel(DipolarObject *self, double *o, long a, long b, double t)
-{
-    return nlse_dipolar_kernel(self->s, o);
-}
-
-static void grid_dims(DipolarObject *self, npy_intp *dims)
-{
-    for (int q = 0; q < self->ndim; ++q)
-        dims[q] = (npy_intp)self->p.shape[q];
-}
-
-static PyObject *dipolar_dd_potential(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    npy_intp dims[3];
-    if (!NLSEPY_READY(self))
-        return NULL;
-    grid_dims(self, dims);
-    return grid_doubles(self, self->ndim, dims, fill_dd, 0, 0, 0.0);
-}
-
-static PyObject *dipolar_potential(DipolarObject *self, PyObject *arg)
-{
-    npy_intp dims[3];
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double t = PyFloat_AsDouble(arg);
-    if (t == -1.0 && PyErr_Occurred())
-        return NULL;
-    grid_dims(self, dims);
-    return grid_doubles(self, self->ndim, dims, fill_pot, 0, 0, t);
-}
-
-static PyObject *dipolar_density(DipolarObject *self, PyObject *arg)
-{
-    npy_intp dims[3];
-    int nd = 0;
-    if (!NLSEPY_READY(self))
-        return NULL;
-    long keep = PyLong_AsLong(arg);
-    if (keep == -1 && PyErr_Occurred())
-        return NULL;
-    if (keep < 0 || keep >= (1L << self->ndim))
-        return PyErr_Format(PyExc_ValueError, "keep mask must be 0..%ld, got %ld",
-                            (1L << self->ndim) - 1, keep);
-    for (int q = 0; q < self->ndim; ++q)
-        if ((keep >> q) & 1)
-            dims[nd++] = (npy_intp)self->p.shape[q];
-    return grid_doubles(self, nd, dims, fill_den, keep, 0, 0.0);
-}
 
 static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
 {
-    npy_intp dims[3];
+    size_t dims[3];
     int nd = 0, axis;
     long index;
     if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "il", &axis, &index))
@@ -444,44 +208,10 @@ static PyObject *dipolar_phase_slice(DipolarObject *self, PyObject *args)
                             self->p.shape[axis] - 1, axis, index);
     for (int q = 0; q < self->ndim; ++q)
         if (q != axis)
-            dims[nd++] = (npy_intp)self->p.shape[q];
+            dims[nd++] = self->p.shape[q];
     if (axis == 0 && self->ndim == 3)
         index += (long)self->row0; /* a slab's C handle takes the grid's x row */
-    return grid_doubles(self, nd, dims, fill_phase, axis, index, 0.0);
-}
-
-static PyObject *dipolar_kernel(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    npy_intp dims[3];
-    if (!NLSEPY_READY(self))
-        return NULL;
-    grid_dims(self, dims);
-    dims[self->ndim - 1] = dims[self->ndim - 1] / 2 + 1;
-    return grid_doubles(self, self->ndim, dims, fill_kernel, 0, 0, 0.0);
-}
-
-static PyObject *dipolar_bytes(DipolarObject *self, PyObject *arg)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    long mode = PyLong_AsLong(arg);
-    if (mode == -1 && PyErr_Occurred())
-        return NULL;
-    return PyFloat_FromDouble(nlse_dipolar_bytes_per_point_step(self->s, (int)mode));
-}
-
-static PyObject *dipolar_memory(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyLong_FromSize_t(nlse_dipolar_memory_bytes(self->s));
-}
-
-static PyObject *dipolar_last_seconds(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_dipolar_last_step_seconds(self->s));
+    return dipolar_doubles(self, nd, dims, fill_phase, axis, index, 0.0);
 }
 
 #ifdef NLSEPY_WITH_CUDA
@@ -530,20 +260,10 @@ static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
     Py_DECREF(f);
     int st = nlse_dipolar_slab_connect(self->s, a);
     free(a);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
-static PyObject *dipolar_slab_stage(DipolarObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int st = nlse_dipolar_slab_stage(self->s);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
+NLSEPY_ACTION(dipolar_slab_stage, DipolarObject, nlse_dipolar_slab_stage)
 
 static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -570,48 +290,17 @@ static PyMethodDef dipolar_methods[] = {
      "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, their "
      "transposes, sums."},
 #endif
-    {"set_state", (PyCFunction)dipolar_set_state, METH_O, "set_state(psi): real or complex state."},
-    {"get_state", (PyCFunction)dipolar_get_state, METH_NOARGS, "get_state() -> complex array."},
-    {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS, "True when the state is stored real."},
-    {"set_dt", (PyCFunction)dipolar_set_dt, METH_O, "set_dt(dt)."},
-    {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS, "set_couplings(g, gdd)."},
-    {"set_potential", (PyCFunction)dipolar_set_potential, METH_O, "set_potential(U or None)."},
-    {"set_obstacle", (PyCFunction)dipolar_set_obstacle, METH_O,
-     "set_obstacle((V0, sigma, velocity, start, t_move, t_off, beam_axis, move_axis) or None)."},
-    {"step", (PyCFunction)dipolar_step, METH_VARARGS,
-     "step(mode, n, t0, dg, dgdd) -> (done, blew_up)."},
+    DIPOLAR_METHODS,
     {"step_record", (PyCFunction)dipolar_step_record, METH_VARARGS,
      "step_record(mode, n, t0, dg, dgdd, every, phase) -> (done, blew_up, rows): step(), "
      "and the norm and <x_a^2> of the states after the steps whose count (phase + k + 1) is "
      "a multiple of every."},
-    {"observe", (PyCFunction)dipolar_observe, METH_O, "observe(t) -> dict of raw observables."},
-    {"dipolar_potential", (PyCFunction)dipolar_dd_potential, METH_NOARGS,
-     "dipolar_potential() -> V_dd * |psi|^2 (float64)."},
-    {"potential", (PyCFunction)dipolar_potential, METH_O, "potential(t) -> V(r, t) (float64)."},
-    {"density", (PyCFunction)dipolar_density, METH_O,
-     "density(keep_mask) -> |psi|^2 integrated over the other axes."},
     {"phase_slice", (PyCFunction)dipolar_phase_slice, METH_VARARGS,
      "phase_slice(axis, index) -> arg(psi) on the slice."},
-    {"kernel", (PyCFunction)dipolar_kernel, METH_NOARGS, "kernel() -> dipolar kernel on the r2c grid."},
-    {"memory_bytes", (PyCFunction)dipolar_memory, METH_NOARGS,
-     "memory_bytes() -> bytes the solver holds (device memory for CUDA)."},
-    {"last_step_seconds", (PyCFunction)dipolar_last_seconds, METH_NOARGS,
-     "last_step_seconds() -> duration of the last step() call's steps."},
-    {"bytes_per_point_step", (PyCFunction)dipolar_bytes, METH_O,
-     "bytes_per_point_step(mode) -> memory traffic model."},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject DipolarType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = NLSEPY_TYPE_NAME("Dipolar"),
-    .tp_basicsize = sizeof(DipolarObject),
-    .tp_dealloc = (destructor)dipolar_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Split-step Crank-Nicolson solver of the dipolar GPE (C core).",
-    .tp_methods = dipolar_methods,
-    .tp_init = (initproc)dipolar_init,
-    .tp_new = PyType_GenericNew,
-};
+NLSEPY_SOLVER_TYPE(DipolarType, "Dipolar", DipolarObject, dipolar_init, dipolar_dealloc,
+                   dipolar_methods, "Split-step Crank-Nicolson solver of the dipolar GPE (C core).");
 
 int nlsepy_bind_dipolar(PyObject *m)
 {

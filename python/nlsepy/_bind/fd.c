@@ -29,10 +29,7 @@ static int fd_init(FDObject *self, PyObject *args, PyObject *kw)
     if (nlsepy_parse_triple(shape, p.ndim, "shape", NULL, p.shape) ||
         nlsepy_parse_triple(spacing, p.ndim, "spacing", p.spacing, NULL))
         return -1;
-    if (self->s) {
-        nlse_fd_destroy(self->s);
-        self->s = NULL;
-    }
+    NLSEPY_DROP(self, nlse_fd_destroy);
     int st = nlse_fd_create(&p, &self->s);
     if (st) {
         nlsepy_raise(st);
@@ -48,39 +45,24 @@ NLSEPY_DEALLOC(fd_dealloc, FDObject, nlse_fd_destroy)
  * with the exact dtype; returns a borrowed array or NULL with an exception. */
 static PyArrayObject *check_array(FDObject *self, PyObject *obj, const char *name, int real)
 {
-    PyArrayObject *a = nlsepy_check_type(obj, name, nlsepy_npy_type(self->p.dtype, real));
-    return a ? nlsepy_check_grid(a, name, self->p.ndim, self->p.shape) : NULL;
+    return nlsepy_check_array(obj, name, nlsepy_npy_type(self->p.dtype, real), self->p.ndim,
+                              self->p.shape);
 }
 
 static PyObject *fd_set_state(FDObject *self, PyObject *obj)
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    PyArrayObject *a = check_array(self, obj, "psi", 0);
-    if (!a)
-        return NULL;
-    int st = nlse_fd_set_state(self->s, PyArray_DATA(a));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    PyArrayObject *a = NLSEPY_READY(self) ? check_array(self, obj, "psi", 0) : NULL;
+    return a ? nlsepy_none(nlse_fd_set_state(self->s, PyArray_DATA(a))) : NULL;
 }
 
 static PyObject *fd_set_potential(FDObject *self, PyObject *obj)
 {
     if (!NLSEPY_READY(self))
         return NULL;
-    int st;
-    if (obj == Py_None) {
-        st = nlse_fd_set_potential(self->s, NULL);
-    } else {
-        PyArrayObject *a = check_array(self, obj, "V", 1);
-        if (!a)
-            return NULL;
-        st = nlse_fd_set_potential(self->s, PyArray_DATA(a));
-    }
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    if (obj == Py_None)
+        return nlsepy_none(nlse_fd_set_potential(self->s, NULL));
+    PyArrayObject *a = check_array(self, obj, "V", 1);
+    return a ? nlsepy_none(nlse_fd_set_potential(self->s, PyArray_DATA(a))) : NULL;
 }
 
 /* A new array of the solver's shape and dtype, filled by `fill(s, arg, data)`
@@ -88,11 +70,8 @@ static PyObject *fd_set_potential(FDObject *self, PyObject *obj)
 static PyObject *state_array(FDObject *self, int (*fill)(nlse_fd *, int, void *), int arg,
                              int busy)
 {
-    npy_intp dims[3];
-    for (int q = 0; q < self->p.ndim; ++q)
-        dims[q] = (npy_intp)self->p.shape[q];
-    int tn = nlsepy_npy_type(self->p.dtype, 0);
-    PyObject *out = PyArray_SimpleNew(self->p.ndim, dims, tn);
+    PyObject *out = nlsepy_new_array(self->p.ndim, self->p.shape,
+                                     nlsepy_npy_type(self->p.dtype, 0));
     if (!out)
         return NULL;
     int st;
@@ -104,11 +83,7 @@ static PyObject *state_array(FDObject *self, int (*fill)(nlse_fd *, int, void *)
     Py_END_ALLOW_THREADS
     if (busy)
         self->busy = 0;
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, st);
 }
 
 static int fill_state(nlse_fd *s, int unused, void *data)
@@ -126,15 +101,10 @@ static PyObject *fd_get_state(FDObject *self, PyObject *Py_UNUSED(ignored))
 
 static PyObject *fd_snapshot(FDObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
+    long slot;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &slot))
         return NULL;
-    long slot = PyLong_AsLong(arg);
-    if (slot == -1 && PyErr_Occurred())
-        return NULL;
-    int st = nlse_fd_snapshot(self->s, (int)slot);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(nlse_fd_snapshot(self->s, (int)slot));
 }
 
 /* fetch(slot) -> new array; may run on another thread while step() runs. */
@@ -144,43 +114,25 @@ static PyObject *fd_fetch(FDObject *self, PyObject *arg)
         PyErr_SetString(PyExc_RuntimeError, "solver is not initialised");
         return NULL;
     }
-    long slot = PyLong_AsLong(arg);
-    if (slot == -1 && PyErr_Occurred())
+    long slot;
+    if (nlsepy_parse_long(arg, &slot))
         return NULL;
     if (slot < 0 || slot > 1)
         return PyErr_Format(PyExc_ValueError, "fetch: slot must be 0 or 1, got %ld", slot);
     return state_array(self, nlse_fd_fetch, (int)slot, 0);
 }
 
-static PyObject *fd_set_dt(FDObject *self, PyObject *arg)
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double dt = PyFloat_AsDouble(arg);
-    if (dt == -1.0 && PyErr_Occurred())
-        return NULL;
-    int st = nlse_fd_set_dt(self->s, dt);
-    if (st)
-        return nlsepy_raise(st);
-    self->p.dt = dt;
-    Py_RETURN_NONE;
-}
+NLSEPY_SET_DT(fd_set_dt, FDObject, nlse_fd_set_dt)
 
-/* step(n) -> (done, blew_up): blow-up is reported, not raised, so that the
- * Python layer can attach the step and time. */
+/* step(n) -> (done, blew_up) */
 static PyObject *fd_step(FDObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
+    long n, done = 0;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))
         return NULL;
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    long done = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_fd_step(self->s, n, &done));
-    if (st && st != NLSE_ERR_BLOWUP)
-        return nlsepy_raise(st);
-    return Py_BuildValue("lO", done, st == NLSE_ERR_BLOWUP ? Py_True : Py_False);
+    return nlsepy_steps_result(st, done);
 }
 
 static PyObject *fd_observe(FDObject *self, PyObject *Py_UNUSED(ignored))
@@ -190,19 +142,16 @@ static PyObject *fd_observe(FDObject *self, PyObject *Py_UNUSED(ignored))
     double norm = 0, energy = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_fd_observe(self->s, &norm, &energy));
-    if (st)
-        return nlsepy_raise(st);
-    return Py_BuildValue("dd", norm, energy);
+    return nlsepy_pair_result(st, norm, energy);
 }
 
-/* rows first .. first + count - 1 of axis 0 (a slab of a distributed grid) */
-static int parse_rows(FDObject *self, PyObject *args, Py_ssize_t *first, Py_ssize_t *count,
-                      PyObject **obj)
+/* A method's arguments by `format` ("nn" and what follows: first, count,
+ * then *obj): rows first .. first + count - 1 of axis 0 (a slab of a
+ * distributed grid).  0, or -1 with an exception. */
+static int parse_rows(FDObject *self, PyObject *args, const char *format, Py_ssize_t *first,
+                      Py_ssize_t *count, PyObject **obj)
 {
-    if (!NLSEPY_READY(self))
-        return -1;
-    if (obj ? !PyArg_ParseTuple(args, "nnO", first, count, obj)
-            : !PyArg_ParseTuple(args, "nn", first, count))
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, format, first, count, obj))
         return -1;
     if (*first < 0 || *count < 0 || (size_t)*first > self->p.shape[0] ||
         (size_t)*count > self->p.shape[0] - (size_t)*first) {
@@ -216,81 +165,69 @@ static int parse_rows(FDObject *self, PyObject *args, Py_ssize_t *first, Py_ssiz
 static PyObject *fd_observe_rows(FDObject *self, PyObject *args)
 {
     Py_ssize_t first, count;
-    if (parse_rows(self, args, &first, &count, NULL) < 0)
+    if (parse_rows(self, args, "nn", &first, &count, NULL) < 0)
         return NULL;
     double norm = 0, energy = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_fd_observe_rows(self->s, (size_t)first, (size_t)count, &norm,
                                               &energy));
-    if (st)
-        return nlsepy_raise(st);
-    return Py_BuildValue("dd", norm, energy);
+    return nlsepy_pair_result(st, norm, energy);
+}
+
+/* `obj` as `count` rows of the state (the other axes whole) */
+static PyArrayObject *rows_arg(FDObject *self, PyObject *obj, const char *name, Py_ssize_t count)
+{
+    const size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
+    return nlsepy_check_array(obj, name, nlsepy_npy_type(self->p.dtype, 0), self->p.ndim, shape);
+}
+
+/* get_rows' array: the caller's buffer `dest`, reused across calls, or a
+ * new one (None); a new reference, or NULL */
+static PyObject *rows_out(FDObject *self, PyObject *dest, Py_ssize_t count)
+{
+    if (dest == Py_None) {
+        size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
+        return nlsepy_new_array(self->p.ndim, shape, nlsepy_npy_type(self->p.dtype, 0));
+    }
+    PyArrayObject *a = rows_arg(self, dest, "out", count);
+    if (!a)
+        return NULL;
+    if (!PyArray_ISWRITEABLE(a)) {
+        PyErr_SetString(PyExc_ValueError, "out must be writeable");
+        return NULL;
+    }
+    Py_INCREF(dest);
+    return dest;
 }
 
 static PyObject *fd_get_rows(FDObject *self, PyObject *args)
 {
     Py_ssize_t first, count;
     PyObject *dest = Py_None;
-    if (!NLSEPY_READY(self))
+    if (parse_rows(self, args, "nn|O", &first, &count, &dest) < 0)
         return NULL;
-    if (!PyArg_ParseTuple(args, "nn|O", &first, &count, &dest))
+    PyObject *out = rows_out(self, dest, count);
+    if (!out)
         return NULL;
-    PyObject *pair = Py_BuildValue("nn", first, count);
-    if (!pair)
-        return NULL;
-    int bad = parse_rows(self, pair, &first, &count, NULL);
-    Py_DECREF(pair);
-    if (bad < 0)
-        return NULL;
-    PyObject *out;
-    if (dest != Py_None) { /* the caller's buffer, reused across calls */
-        PyArrayObject *a = nlsepy_check_type(dest, "out", nlsepy_npy_type(self->p.dtype, 0));
-        size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
-        if (!a || !nlsepy_check_grid(a, "out", self->p.ndim, shape))
-            return NULL;
-        if (!PyArray_ISWRITEABLE(a)) {
-            PyErr_SetString(PyExc_ValueError, "out must be writeable");
-            return NULL;
-        }
-        Py_INCREF(dest);
-        out = dest;
-    } else {
-        npy_intp dims[3];
-        dims[0] = (npy_intp)count;
-        for (int q = 1; q < self->p.ndim; ++q)
-            dims[q] = (npy_intp)self->p.shape[q];
-        out = PyArray_SimpleNew(self->p.ndim, dims, nlsepy_npy_type(self->p.dtype, 0));
-        if (!out)
-            return NULL;
-    }
     int st;
     NLSEPY_RUN(self, st, nlse_fd_get_rows(self->s, (size_t)first, (size_t)count,
                                           PyArray_DATA((PyArrayObject *)out)));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, st);
 }
 
 static PyObject *fd_set_rows(FDObject *self, PyObject *args)
 {
     Py_ssize_t first, count;
     PyObject *obj;
-    if (parse_rows(self, args, &first, &count, &obj) < 0)
+    if (parse_rows(self, args, "nnO", &first, &count, &obj) < 0)
         return NULL;
-    PyArrayObject *a = nlsepy_check_type(obj, "rows", nlsepy_npy_type(self->p.dtype, 0));
+    PyArrayObject *a = rows_arg(self, obj, "rows", count);
     if (!a)
-        return NULL;
-    size_t shape[3] = {(size_t)count, self->p.shape[1], self->p.shape[2]};
-    if (!nlsepy_check_grid(a, "rows", self->p.ndim, shape))
         return NULL;
     int st;
     NLSEPY_RUN(self, st, nlse_fd_set_rows(self->s, (size_t)first, (size_t)count,
                                           PyArray_DATA(a)));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 /* rows to / from an address of the backend's memory (a device buffer) */
@@ -298,47 +235,21 @@ static PyObject *rows_addr(FDObject *self, PyObject *args, int to)
 {
     Py_ssize_t first, count;
     PyObject *addr;
-    if (!NLSEPY_READY(self))
-        return NULL;
-    if (!PyArg_ParseTuple(args, "nnO", &first, &count, &addr))
-        return NULL;
-    PyObject *pair = Py_BuildValue("nn", first, count);
-    if (!pair)
-        return NULL;
-    int bad = parse_rows(self, pair, &first, &count, NULL);
-    Py_DECREF(pair);
-    if (bad < 0)
-        return NULL;
     void *ptr;
-    if (nlsepy_parse_address(addr, &ptr))
+    if (parse_rows(self, args, "nnO", &first, &count, &addr) < 0 ||
+        nlsepy_parse_address(addr, &ptr))
         return NULL;
     int st;
     NLSEPY_RUN(self, st, to ? nlse_fd_rows_to(self->s, (size_t)first, (size_t)count, ptr)
                             : nlse_fd_rows_from(self->s, (size_t)first, (size_t)count, ptr));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 static PyObject *fd_rows_to(FDObject *self, PyObject *args) { return rows_addr(self, args, 1); }
 static PyObject *fd_rows_from(FDObject *self, PyObject *args) { return rows_addr(self, args, 0); }
 
-static PyObject *fd_undo_step(FDObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int st = nlse_fd_undo_step(self->s);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
-
-static PyObject *fd_bytes(FDObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_fd_bytes_per_point_step(self->s));
-}
+NLSEPY_ACTION(fd_undo_step, FDObject, nlse_fd_undo_step)
+NLSEPY_GETTER(fd_bytes, FDObject, PyFloat_FromDouble, nlse_fd_bytes_per_point_step)
 
 static PyMethodDef fd_methods[] = {
     {"set_state", (PyCFunction)fd_set_state, METH_O, "set_state(psi): copy psi into the solver."},
@@ -370,18 +281,9 @@ static PyMethodDef fd_methods[] = {
      "Bytes the kernels move per grid point and step (model)."},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject FDType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = NLSEPY_TYPE_NAME("FD"),
-    .tp_basicsize = sizeof(FDObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "FD(shape, spacing, a, s, dt, scheme, bc, dtype): RK4 finite-difference "
-              "NLSE solver handle (C API nlse_fd).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)fd_init,
-    .tp_dealloc = (destructor)fd_dealloc,
-    .tp_methods = fd_methods,
-};
-
+NLSEPY_SOLVER_TYPE(FDType, "FD", FDObject, fd_init, fd_dealloc, fd_methods,
+                   "FD(shape, spacing, a, s, dt, scheme, bc, dtype): RK4 finite-difference "
+                   "NLSE solver handle (C API nlse_fd).");
 
 static PyObject *m_fd_max_dt(PyObject *Py_UNUSED(m), PyObject *args)
 {
@@ -416,12 +318,9 @@ int nlsepy_bind_fd(PyObject *m)
 {
     if (nlsepy_add_type(m, &FDType, "FD") < 0 || PyModule_AddFunctions(m, fd_functions) < 0)
         return -1;
-    const struct { const char *name; int value; } consts[] = {
+    const nlsepy_constant consts[] = {
         {"CD", NLSE_FD_CD}, {"SHOC", NLSE_FD_2SHOC}, {"BC_DIRICHLET", NLSE_BC_DIRICHLET},
         {"BC_MSD", NLSE_BC_MSD}, {"BC_L0", NLSE_BC_L0}, {"BC_PERIODIC", NLSE_BC_PERIODIC},
         {"BC_ONE_SIDED", NLSE_BC_ONE_SIDED}};
-    for (size_t q = 0; q < sizeof consts / sizeof consts[0]; ++q)
-        if (PyModule_AddIntConstant(m, consts[q].name, consts[q].value) < 0)
-            return -1;
-    return 0;
+    return nlsepy_add_constants(m, consts, sizeof consts / sizeof consts[0]);
 }

@@ -25,10 +25,7 @@ static int magnet_init(MagnetObject *self, PyObject *args, PyObject *kw)
     nlse_magnet_params p;
     if (!magnet_parse(args, kw, &p))
         return -1;
-    if (self->s) {
-        nlse_magnet_destroy(self->s);
-        self->s = NULL;
-    }
+    NLSEPY_DROP(self, nlse_magnet_destroy);
     int st = nlse_magnet_create(&p, &self->s);
     if (st) {
         nlsepy_raise(st);
@@ -43,67 +40,47 @@ NLSEPY_DEALLOC(magnet_dealloc, MagnetObject, nlse_magnet_destroy)
 
 static PyObject *magnet_get(MagnetObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    npy_intp dims[2] = {(npy_intp)self->nr, (npy_intp)self->nz};
-    PyObject *out = PyArray_SimpleNew(2, dims, NPY_FLOAT64);
+    const size_t shape[2] = {self->nr, self->nz};
+    PyObject *out = NLSEPY_READY(self) ? nlsepy_new_array(2, shape, NPY_FLOAT64) : NULL;
     if (!out)
         return NULL;
-    int st = nlse_magnet_get_phi(self->s, (double *)PyArray_DATA((PyArrayObject *)out));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(
+        out, nlse_magnet_get_phi(self->s, (double *)PyArray_DATA((PyArrayObject *)out)));
 }
 
-static PyObject *magnet_set(MagnetObject *self, PyObject *obj)
+/* set(s, values) of a float64 (nr, nz) array `obj` (converted when needed;
+ * ValueError naming `what` for another shape) */
+static PyObject *set_grid(MagnetObject *self, PyObject *obj, const char *what,
+                          int (*set)(nlse_magnet *, const double *))
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
     PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_FLOAT64, 2, 2,
                                                         NPY_ARRAY_IN_ARRAY);
     if (!a)
         return NULL;
     if ((size_t)PyArray_DIM(a, 0) != self->nr || (size_t)PyArray_DIM(a, 1) != self->nz) {
-        PyErr_Format(PyExc_ValueError, "phi must have shape (%zu, %zu), got (%zd, %zd)", self->nr,
-                     self->nz, (Py_ssize_t)PyArray_DIM(a, 0), (Py_ssize_t)PyArray_DIM(a, 1));
+        PyErr_Format(PyExc_ValueError, "%s must have shape (%zu, %zu), got (%zd, %zd)", what,
+                     self->nr, self->nz, (Py_ssize_t)PyArray_DIM(a, 0),
+                     (Py_ssize_t)PyArray_DIM(a, 1));
         Py_DECREF(a);
         return NULL;
     }
-    int st = nlse_magnet_set_phi(self->s, (const double *)PyArray_DATA(a));
+    int st = set(self->s, (const double *)PyArray_DATA(a));
     Py_DECREF(a);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
+}
+
+static PyObject *magnet_set(MagnetObject *self, PyObject *obj)
+{
+    return NLSEPY_READY(self) ? set_grid(self, obj, "phi", nlse_magnet_set_phi) : NULL;
 }
 
 static PyObject *magnet_dirichlet(MagnetObject *self, PyObject *obj)
 {
     if (!NLSEPY_READY(self))
         return NULL;
-    if (obj == Py_None) {
-        int st = nlse_magnet_set_dirichlet(self->s, NULL);
-        if (st)
-            return nlsepy_raise(st);
-        Py_RETURN_NONE;
-    }
-    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_FLOAT64, 2, 2,
-                                                        NPY_ARRAY_IN_ARRAY);
-    if (!a)
-        return NULL;
-    if ((size_t)PyArray_DIM(a, 0) != self->nr || (size_t)PyArray_DIM(a, 1) != self->nz) {
-        PyErr_Format(PyExc_ValueError, "boundary values must have shape (%zu, %zu), got (%zd, %zd)",
-                     self->nr, self->nz, (Py_ssize_t)PyArray_DIM(a, 0),
-                     (Py_ssize_t)PyArray_DIM(a, 1));
-        Py_DECREF(a);
-        return NULL;
-    }
-    int st = nlse_magnet_set_dirichlet(self->s, (const double *)PyArray_DATA(a));
-    Py_DECREF(a);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    if (obj == Py_None)
+        return nlsepy_none(nlse_magnet_set_dirichlet(self->s, NULL));
+    return set_grid(self, obj, "boundary values", nlse_magnet_set_dirichlet);
 }
 
 /* solve(method, omega, tol, max_iter) -> (iterations, rel_residual, converged, history) */
@@ -128,10 +105,8 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
     NLSEPY_RUN(self, st, nlse_magnet_solve(self->s, method, omega, tol, max_iter,
                                            (double *)PyArray_DATA((PyArrayObject *)hist), &it,
                                            &rel, &conv));
-    if (st) {
-        Py_DECREF(hist);
-        return nlsepy_raise(st);
-    }
+    if (!nlsepy_array_result(hist, st))
+        return NULL;
     PyObject *h = PySequence_GetSlice(hist, 0, (Py_ssize_t)it);
     Py_DECREF(hist);
     if (!h)
@@ -139,29 +114,9 @@ static PyObject *magnet_solve(MagnetObject *self, PyObject *args)
     return Py_BuildValue("(ldON)", it, rel, conv ? Py_True : Py_False, h);
 }
 
-static PyObject *magnet_restart(MagnetObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    int st = nlse_magnet_restart(self->s);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
-}
-
-static PyObject *magnet_seconds(MagnetObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_magnet_last_solve_seconds(self->s));
-}
-
-static PyObject *magnet_residual(MagnetObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_magnet_rel_residual(self->s));
-}
+NLSEPY_ACTION(magnet_restart, MagnetObject, nlse_magnet_restart)
+NLSEPY_GETTER(magnet_seconds, MagnetObject, PyFloat_FromDouble, nlse_magnet_last_solve_seconds)
+NLSEPY_GETTER(magnet_residual, MagnetObject, PyFloat_FromDouble, nlse_magnet_rel_residual)
 
 static PyObject *m_magnet_omega(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
 {
@@ -190,17 +145,8 @@ static PyMethodDef magnet_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject MagnetType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = NLSEPY_TYPE_NAME("Magnet"),
-    .tp_basicsize = sizeof(MagnetObject),
-    .tp_dealloc = (destructor)magnet_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Axisymmetric Laplace solver of magnet design (C core).",
-    .tp_methods = magnet_methods,
-    .tp_init = (initproc)magnet_init,
-    .tp_new = PyType_GenericNew,
-};
+NLSEPY_SOLVER_TYPE(MagnetType, "Magnet", MagnetObject, magnet_init, magnet_dealloc,
+                   magnet_methods, "Axisymmetric Laplace solver of magnet design (C core).");
 
 static PyMethodDef magnet_functions[] = {
     {"magnet_omega_estimate", (PyCFunction)(void (*)(void))m_magnet_omega,
@@ -213,12 +159,9 @@ int nlsepy_bind_magnet(PyObject *m)
     if (nlsepy_add_type(m, &MagnetType, "Magnet") < 0 ||
         PyModule_AddFunctions(m, magnet_functions) < 0)
         return -1;
-    const struct { const char *name; int value; } consts[] = {
+    const nlsepy_constant consts[] = {
         {"MAGNET_JACOBI", NLSE_MAGNET_JACOBI}, {"MAGNET_GAUSS_SEIDEL", NLSE_MAGNET_GAUSS_SEIDEL},
         {"MAGNET_SOR", NLSE_MAGNET_SOR}, {"MAGNET_RBSOR", NLSE_MAGNET_RBSOR},
         {"MAGNET_MULTIGRID", NLSE_MAGNET_MULTIGRID}, {"MAGNET_MGCG", NLSE_MAGNET_MGCG}};
-    for (size_t q = 0; q < sizeof consts / sizeof consts[0]; ++q)
-        if (PyModule_AddIntConstant(m, consts[q].name, consts[q].value) < 0)
-            return -1;
-    return 0;
+    return nlsepy_add_constants(m, consts, sizeof consts / sizeof consts[0]);
 }

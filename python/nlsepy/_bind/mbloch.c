@@ -11,8 +11,6 @@
 #include "bind.h"
 #include "nlsepy/mbloch.h"
 
-#define COMM_CAPSULE "nlsepy.nlse_comm"
-
 typedef struct {
     NLSEPY_SOLVER_HEAD(nlse_mbloch, nlse_mbloch_params)
     PyObject *comm; /* the capsule of the table the solver uses (kept alive) */
@@ -22,8 +20,7 @@ typedef struct {
  * dims[q] >= 0 must match, dims[q] < 0 is filled in.  New reference or NULL. */
 static PyArrayObject *mbloch_array(PyObject *obj, const char *name, int type, int ndim, npy_intp *dims)
 {
-    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, type, 0, 0,
-                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    PyArrayObject *a = nlsepy_as_array(obj, type);
     if (!a)
         return NULL;
     if (PyArray_NDIM(a) != ndim) {
@@ -81,10 +78,7 @@ static int mbloch_init(MblochObject *self, PyObject *args, PyObject *kw)
     }
     p.n_atoms = (int)dd[0];
     p.n_t = (int)dfld[0];
-    if (self->s) {
-        nlse_mbloch_destroy(self->s);
-        self->s = NULL;
-    }
+    NLSEPY_DROP(self, nlse_mbloch_destroy);
     Py_CLEAR(self->comm);
     int st = nlse_mbloch_create(&p, (const double *)PyArray_DATA(aF),
                             (const double *)PyArray_DATA(adet), (const double *)PyArray_DATA(aw),
@@ -106,40 +100,16 @@ done:
 }
 
 /* the solver first: it holds a pointer into the capsule */
-static void mbloch_dealloc(MblochObject *self)
-{
-    nlse_mbloch_destroy(self->s);
-    Py_CLEAR(self->comm);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+NLSEPY_DEALLOC_KEEP(mbloch_dealloc, MblochObject, nlse_mbloch_destroy, comm)
 
 /* set_comm(capsule or None): the solver becomes one part of a distributed
  * run over the capsule's table (None: the whole system again) */
 static PyObject *mbloch_set_comm(MblochObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
+    const nlse_comm *c;
+    if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))
         return NULL;
-    const nlse_comm *c = NULL;
-    if (arg != Py_None) {
-        if (!PyCapsule_IsValid(arg, COMM_CAPSULE)) {
-            PyErr_Format(PyExc_TypeError, "set_comm: expected the capsule \"" COMM_CAPSULE
-                         "\" of nlsepy._mpi.comm_capsule(comm) or None, got %s",
-                         Py_TYPE(arg)->tp_name);
-            return NULL;
-        }
-        c = (const nlse_comm *)PyCapsule_GetPointer(arg, COMM_CAPSULE);
-        if (!c)
-            return NULL;
-    }
-    const int st = nlse_mbloch_set_comm(self->s, c);
-    if (st)
-        return nlsepy_raise(st);
-    PyObject *old = self->comm;
-    if (arg != Py_None)
-        Py_INCREF(arg);
-    self->comm = arg == Py_None ? NULL : arg;
-    Py_XDECREF(old);
-    Py_RETURN_NONE;
+    return nlsepy_keep_comm(&self->comm, arg, nlse_mbloch_set_comm(self->s, c));
 }
 
 /* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
@@ -148,9 +118,7 @@ static PyObject *mbloch_call(MblochObject *self, int (*fn)(nlse_mbloch *, int), 
 {
     int st;
     NLSEPY_RUN(self, st, fn(self->s, arg));
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(st);
 }
 
 static PyObject *mbloch_run(MblochObject *self, PyObject *arg, int (*fn)(nlse_mbloch *, int))
@@ -182,12 +150,7 @@ static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
     return mbloch_call(self, nlse_mbloch_steps, (int)n);
 }
 
-static PyObject *mbloch_pipeline(MblochObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyLong_FromLong(nlse_mbloch_pipeline(self->s));
-}
+NLSEPY_GETTER(mbloch_pipeline, MblochObject, PyLong_FromLong, nlse_mbloch_pipeline)
 
 /* A new (n_t, cols) array of `type` filled by `get`. */
 static PyObject *mbloch_get(MblochObject *self, int (*get)(const nlse_mbloch *, double *), int cols, int type)
@@ -198,12 +161,7 @@ static PyObject *mbloch_get(MblochObject *self, int (*get)(const nlse_mbloch *, 
     PyObject *out = PyArray_SimpleNew(2, dims, type);
     if (!out)
         return NULL;
-    int st = get(self->s, (double *)PyArray_DATA((PyArrayObject *)out));
-    if (st) {
-        Py_DECREF(out);
-        return nlsepy_raise(st);
-    }
-    return out;
+    return nlsepy_array_result(out, get(self->s, (double *)PyArray_DATA((PyArrayObject *)out)));
 }
 
 static PyObject *mbloch_fields(MblochObject *self, PyObject *Py_UNUSED(ignored))
@@ -222,26 +180,9 @@ static PyObject *mbloch_populations(MblochObject *self, PyObject *Py_UNUSED(igno
     return mbloch_get(self, nlse_mbloch_get_populations, self->p.n_g + self->p.n_e, NPY_FLOAT64);
 }
 
-static PyObject *mbloch_z_index(MblochObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyLong_FromLong(nlse_mbloch_z_index(self->s));
-}
-
-static PyObject *mbloch_norm_dev(MblochObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_mbloch_norm_deviation(self->s));
-}
-
-static PyObject *mbloch_seconds(MblochObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    return PyFloat_FromDouble(nlse_mbloch_last_seconds(self->s));
-}
+NLSEPY_GETTER(mbloch_z_index, MblochObject, PyLong_FromLong, nlse_mbloch_z_index)
+NLSEPY_GETTER(mbloch_norm_dev, MblochObject, PyFloat_FromDouble, nlse_mbloch_norm_deviation)
+NLSEPY_GETTER(mbloch_seconds, MblochObject, PyFloat_FromDouble, nlse_mbloch_last_seconds)
 
 static PyObject *mbloch_couplings(MblochObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -277,19 +218,11 @@ static PyMethodDef mbloch_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject MblochType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = NLSEPY_TYPE_NAME("Mbloch"),
-    .tp_basicsize = sizeof(MblochObject),
-    .tp_dealloc = (destructor)mbloch_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Mbloch(n_g, n_e, l_min, l_max, F, detunings, weights, initial_state, fields0, h_t, "
-              "h_z, beta, kappa_g, kappa_e, delta, euler_substeps, dtype): Maxwell-Bloch solver "
-              "handle (C API nlse_mbloch).",
-    .tp_methods = mbloch_methods,
-    .tp_init = (initproc)mbloch_init,
-    .tp_new = PyType_GenericNew,
-};
+NLSEPY_SOLVER_TYPE(MblochType, "Mbloch", MblochObject, mbloch_init, mbloch_dealloc,
+                   mbloch_methods,
+                   "Mbloch(n_g, n_e, l_min, l_max, F, detunings, weights, initial_state, fields0, "
+                   "h_t, h_z, beta, kappa_g, kappa_e, delta, euler_substeps, dtype): Maxwell-Bloch "
+                   "solver handle (C API nlse_mbloch).");
 
 int nlsepy_bind_mbloch(PyObject *m)
 {

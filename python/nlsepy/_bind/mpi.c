@@ -14,19 +14,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <mpi.h>
-
-#include "bind.h"
-#include <mpi4py/mpi4py.h>
+#include "bind_mpi.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
-
-#define CAPSULE_NAME "nlsepy.nlse_comm"
-
-/* The distributed dipolar GPE (_bind/dipolar_mpi.c). */
-int nlsepy_bind_dipolar_mpi(PyObject *module);
 
 typedef struct comm_ctx {
     nlse_comm vt; /* first member: the capsule holds &vt */
@@ -56,22 +48,9 @@ static int gather_all(comm_ctx *c, const double *x, size_t n)
     return NLSE_OK;
 }
 
-static int ordered_sum(void *ctx, double *x, size_t n)
-{
-    comm_ctx *c = (comm_ctx *)ctx;
-    int st = gather_all(c, x, n);
-    if (st)
-        return st;
-    for (size_t i = 0; i < n; ++i) {
-        double s = c->buf[i];
-        for (int r = 1; r < c->size; ++r)
-            s += c->buf[(size_t)r * n + i];
-        x[i] = s;
-    }
-    return NLSE_OK;
-}
-
-static int ordered_max(void *ctx, double *x, size_t n)
+/* x[i] = the ranks' x[i] combined in rank order: combine(combine(x_0, x_1),
+ * x_2) ..., the same bits on every rank. */
+static int ordered(void *ctx, double *x, size_t n, double (*combine)(double, double))
 {
     comm_ctx *c = (comm_ctx *)ctx;
     int st = gather_all(c, x, n);
@@ -79,16 +58,21 @@ static int ordered_max(void *ctx, double *x, size_t n)
         return st;
     for (size_t i = 0; i < n; ++i) {
         double m = c->buf[i];
-        for (int r = 1; r < c->size; ++r) {
-            double v = c->buf[(size_t)r * n + i];
-            /* NaN wins, so a bad value on one rank is seen by all */
-            if (v > m || v != v)
-                m = v;
-        }
+        for (int r = 1; r < c->size; ++r)
+            m = combine(m, c->buf[(size_t)r * n + i]);
         x[i] = m;
     }
     return NLSE_OK;
 }
+
+static double plus(double s, double v) { return s + v; }
+
+/* NaN wins, so a bad value on one rank is seen by all */
+static double nan_max(double m, double v) { return v > m || v != v ? v : m; }
+
+static int ordered_sum(void *ctx, double *x, size_t n) { return ordered(ctx, x, n, plus); }
+
+static int ordered_max(void *ctx, double *x, size_t n) { return ordered(ctx, x, n, nan_max); }
 
 /* MPI_Alltoallv over items of `item` bytes (a contiguous datatype, so the
  * counts stay within int for blocks of many GiB). */
@@ -128,7 +112,7 @@ static int alltoallv(void *ctx, size_t item, const void *send, const size_t *sco
 
 static void capsule_free(PyObject *cap)
 {
-    comm_ctx *c = (comm_ctx *)PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    comm_ctx *c = (comm_ctx *)PyCapsule_GetPointer(cap, NLSEPY_COMM_CAPSULE);
     if (!c)
         return;
     int fin = 0;
@@ -139,22 +123,9 @@ static void capsule_free(PyObject *cap)
     free(c);
 }
 
-/* the MPI_Comm of an mpi4py communicator, or NULL with TypeError */
-static MPI_Comm *get_comm(PyObject *obj)
-{
-    MPI_Comm *pc = PyMPIComm_Get(obj);
-    if (!pc)
-        return NULL;
-    if (*pc == MPI_COMM_NULL) {
-        PyErr_SetString(PyExc_ValueError, "comm is MPI.COMM_NULL: pass a valid communicator");
-        return NULL;
-    }
-    return pc;
-}
-
 static PyObject *m_comm_capsule(PyObject *Py_UNUSED(m), PyObject *obj)
 {
-    MPI_Comm *pc = get_comm(obj);
+    MPI_Comm *pc = nlsepy_mpi_comm(obj);
     if (!pc)
         return NULL;
     comm_ctx *c = (comm_ctx *)calloc(1, sizeof *c);
@@ -170,7 +141,7 @@ static PyObject *m_comm_capsule(PyObject *Py_UNUSED(m), PyObject *obj)
     c->vt.sum = ordered_sum;
     c->vt.max = ordered_max;
     c->vt.alltoallv = alltoallv;
-    PyObject *cap = PyCapsule_New(&c->vt, CAPSULE_NAME, capsule_free);
+    PyObject *cap = PyCapsule_New(&c->vt, NLSEPY_COMM_CAPSULE, capsule_free);
     if (!cap) {
         MPI_Comm_free(&c->comm);
         free(c);
@@ -184,7 +155,7 @@ static PyObject *reduce_py(PyObject *args, int (*fn)(void *, double *, size_t))
     PyObject *cap, *obj;
     if (!PyArg_ParseTuple(args, "OO", &cap, &obj))
         return NULL;
-    nlse_comm *vt = (nlse_comm *)PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    const nlse_comm *vt = nlsepy_comm_table(cap);
     if (!vt)
         return NULL;
     PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
@@ -227,7 +198,7 @@ static int cuda_aware(void)
 
 static PyObject *m_info(PyObject *Py_UNUSED(m), PyObject *obj)
 {
-    MPI_Comm *pc = get_comm(obj);
+    MPI_Comm *pc = nlsepy_mpi_comm(obj);
     if (!pc)
         return NULL;
     int rank, size, len, ver, sub, thread;

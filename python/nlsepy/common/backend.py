@@ -1,22 +1,58 @@
-"""Which backends this build and machine offer, and how a name is resolved."""
+"""Which backends this build and machine offer, how a name is resolved, and
+the one door to the compiled extensions.
+
+``_core`` (the CPU kernels) is always built and imported with the package;
+``_cuda`` and ``_mpi`` are optional parts of a build and are imported here
+only, on first use (:func:`cuda`, :func:`mpi`), so that ``import nlsepy``
+never fails for want of a GPU or of MPI.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Tuple
+from typing import Any, Tuple
 
-from . import _build_config
+from .. import _build_config, _core
 from .errors import BackendError
 
 _NAMES = ("auto", "cpu", "cuda")
 
 
+def core() -> Any:
+    """The CPU extension ``nlsepy._core`` (always built)."""
+    return _core
+
+
+def cuda() -> Any:
+    """The CUDA extension ``nlsepy._cuda``, imported on first use.
+
+    Raises
+    ------
+    ImportError
+        This build has no CUDA backend, or its runtime cannot be loaded.
+    """
+    if not _build_config.cuda:
+        raise ImportError("this build of nlsepy has no CUDA backend")
+    from .. import _cuda  # type: ignore[attr-defined]  # optional extension
+    return _cuda
+
+
+def mpi() -> Any:
+    """The MPI extension ``nlsepy._mpi``, imported on first use.
+
+    Raises
+    ------
+    ImportError
+        This build has no MPI layer, or MPI cannot be loaded.
+    """
+    from .. import _mpi  # type: ignore[attr-defined]  # optional extension
+    return _mpi
+
+
 def _cuda_models() -> Tuple[str, ...]:
     """Models implemented by the CUDA extension when it imports and sees a GPU."""
-    if not _build_config.cuda:
-        return ()
     try:
-        from . import _cuda  # type: ignore[attr-defined]
+        _cuda = cuda()
     except ImportError:
         return ()
     try:
@@ -51,11 +87,7 @@ def backends(model: str = "NLSE") -> Tuple[str, ...]:
 
 def module(backend: str):
     """The extension module implementing `backend` (``_core`` or ``_cuda``)."""
-    if backend == "cuda":
-        from . import _cuda  # type: ignore[attr-defined]
-        return _cuda
-    from . import _core
-    return _core
+    return cuda() if backend == "cuda" else _core
 
 
 def resolve(backend: str, model: str) -> str:

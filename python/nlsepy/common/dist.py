@@ -16,12 +16,15 @@ called by every rank of the communicator in the same order.
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from . import errors
+from .. import _build_config
+from . import backend, errors
+from .files import Key, load_checkpoint, save_checkpoint
 
 __all__ = ["as_comm", "Layout", "Slab", "scatter", "agree", "halo_exchange", "gather_rows",
            "save_parts", "load_parts"]
@@ -35,12 +38,11 @@ T = TypeVar("T")
 
 def _mpi_ext():
     """nlsepy's MPI extension, or ImportError saying what to install."""
-    from . import _build_config
     if not getattr(_build_config, "mpi", False):
         raise ImportError("comm= needs nlsepy's MPI layer, which this build does not have: "
                           + _INSTALL)
     try:
-        from . import _mpi  # type: ignore[attr-defined]
+        _mpi = backend.mpi()
     except ImportError as exc:
         raise ImportError(f"comm= needs nlsepy's MPI layer, which failed to import ({exc}): "
                           + _INSTALL) from None
@@ -287,7 +289,7 @@ def select_gpu(comm: Any) -> int:
     ``NLSEPY_CUDA_DEVICE`` set in the environment picks the device instead
     (e.g. several ranks sharing one GPU).  Collective.  Returns the device."""
     from mpi4py import MPI
-    from . import _cuda  # type: ignore[attr-defined]
+    _cuda = backend.cuda()
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     local = node.Get_rank()
     node.Free()
@@ -466,17 +468,16 @@ def save_parts(path: str, model: str, layout: Layout, slabs: Dict[str, np.ndarra
     checkpoint is whole or absent.  Any number of ranks (or one process)
     loads it back with :func:`load_parts`.
     """
-    from . import _guard
     path = os.fspath(path)
     comm = layout.comm
     part = part_name(path, layout.rank, layout.size)
-    agree(comm, lambda: _guard.save_checkpoint(
+    agree(comm, lambda: save_checkpoint(
         part, model + ".part", rows=np.array([layout.start, layout.count]), **slabs))
     names = [os.path.basename(part_name(path, r, layout.size)) for r in range(layout.size)]
     rows = np.stack([layout.starts, layout.counts], axis=1)
 
     def index() -> None:
-        _guard.save_checkpoint(path, model, distributed=True, parts=np.array(names),
+        save_checkpoint(path, model, distributed=True, parts=np.array(names),
                                part_rows=rows, global_shape=np.array(layout.shape),
                                **scalars)
     agree(comm, index, only=0)
@@ -484,7 +485,6 @@ def save_parts(path: str, model: str, layout: Layout, slabs: Dict[str, np.ndarra
 
 def is_parts_index(path: str) -> bool:
     """Whether `path` is the index of a distributed checkpoint."""
-    import zipfile
     try:
         if not zipfile.is_zipfile(path):
             return False
@@ -499,13 +499,12 @@ def load_parts(path: str, model: str, keys: Dict[str, Any], slab_keys: Dict[str,
     """Read a distributed checkpoint: the scalars of `keys` from the index and,
     for each name of `slab_keys`, the global rows ``rows = (start, count)``
     (all rows when None) stitched from the parts."""
-    from . import _guard
     path = os.fspath(path)
     idx_keys = dict(keys)
-    idx_keys.update(distributed=_guard.Key("bool"), parts=_guard.Key("array", "U", ndim=(1,)),
-                    part_rows=_guard.Key("array", "iu", ndim=(2,)),
-                    global_shape=_guard.Key("array", "iu", ndim=(1,)))
-    d = _guard.load_checkpoint(path, model, idx_keys)
+    idx_keys.update(distributed=Key("bool"), parts=Key("array", "U", ndim=(1,)),
+                    part_rows=Key("array", "iu", ndim=(2,)),
+                    global_shape=Key("array", "iu", ndim=(1,)))
+    d = load_checkpoint(path, model, idx_keys)
     shape = tuple(int(n) for n in d["global_shape"])
     prow = d["part_rows"]
     if prow.shape != (len(d["parts"]), 2) or int(prow[:, 1].sum()) != shape[0]:
@@ -520,8 +519,8 @@ def load_parts(path: str, model: str, keys: Dict[str, Any], slab_keys: Dict[str,
         if os.path.basename(str(name)) != str(name):
             raise ValueError(f"{path}: part name {str(name)!r} is not a plain file name")
         pkeys = dict(slab_keys)
-        pkeys["rows"] = _guard.Key("array", "iu", ndim=(1,))
-        part = _guard.load_checkpoint(os.path.join(folder, str(name)), model + ".part", pkeys)
+        pkeys["rows"] = Key("array", "iu", ndim=(1,))
+        part = load_checkpoint(os.path.join(folder, str(name)), model + ".part", pkeys)
         if part["rows"].tolist() != [p0, pn]:
             raise ValueError(f"{path}: part {name} holds rows {part['rows'].tolist()}, the "
                              f"index says {[p0, pn]}")

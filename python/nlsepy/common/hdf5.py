@@ -31,7 +31,7 @@ Whole or consistent
     folder, h5py installed); nothing is created for a bad argument.  The
     file is created once the run's first frame is taken and the header is
     written whole or the file is removed.  Each frame is handed, with
-    SIGINT held (:func:`nlsepy._guard.deferred_sigint`), to a writer thread
+    SIGINT held (:func:`nlsepy.common.guard.deferred_sigint`), to a writer thread
     of the file, which appends it and flushes the file after it (frames of
     :data:`SYNC_BYTES` and more it also puts on the disk and drops from the
     page cache); the run goes on meanwhile (at most :data:`QUEUE_FRAMES`
@@ -75,9 +75,13 @@ import re
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from . import dist as _dist
+from .guard import deferred_sigint
+from .version import __version__
 
 __all__ = ["RunHeader", "RunFile", "check_output", "open_run", "require_h5py",
            "EXTENSIONS", "COMPRESSION"]
@@ -225,7 +229,6 @@ class RunHeader:
 
 def _version() -> str:
     try:
-        from . import __version__
         return str(__version__)
     except ImportError:  # during the package's own import
         return "unknown"
@@ -600,7 +603,6 @@ class RunFile:
         already on its way out of an exception)."""
         if self._f is None:
             return
-        from ._guard import deferred_sigint
         with deferred_sigint() as flag:
             try:
                 if self._thread is not None:
@@ -922,7 +924,6 @@ class Recorder:
     def _open_parts(self, path: str, header: RunHeader, time: str) -> None:
         """Every rank its part file, then rank 0 the main file (a failure
         anywhere removes what was made, on every rank)."""
-        from . import _dist
         comm = self.comm
         rank, size = comm.Get_rank(), comm.Get_size()
         self.names = [os.path.basename(part_name(path, r, size)) for r in range(size)]
@@ -1005,7 +1006,6 @@ class Recorder:
 
     def _lay_out(self, state: Any) -> None:
         """At the first frame: the frames' virtual dataset in the main file."""
-        from . import _dist
         kind = (tuple(np.shape(state)), np.dtype(state.dtype).str, self._first_row())
         everyone = self.comm.allgather(kind)
 
@@ -1028,7 +1028,6 @@ class Recorder:
             self.committed += 1
 
     def _frame_parts(self, at: Any, state: Any, scalars: Dict[str, Any]) -> None:
-        from . import _dist
         comm = self.comm
         if isinstance(state, Future):
             state = state.result()
@@ -1046,7 +1045,6 @@ class Recorder:
 
     def _close_parts(self, main: Optional[RunFile], part: Optional[RunFile],
                      complete: bool) -> None:
-        from . import _dist
         comm = self.comm
         errors: List[BaseException] = []
         try:
@@ -1092,7 +1090,6 @@ class Recorder:
                 rf.close(complete)
             return
         part, self.part = self.part, None
-        from ._guard import deferred_sigint
         with deferred_sigint() as flag:  # the ranks' collectives stay paired
             try:
                 self._close_parts(rf, part, complete)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from . import runner
-from ._guard import deferred_sigint
+from .files import atomic_write
+from .guard import deferred_sigint
 
 __all__ = ["OutputSet", "check_name"]
 
@@ -139,13 +139,13 @@ class OutputSet:
 
     def stage_text(self, name: str, text: str, what: Optional[str] = None) -> str:
         """Stage a text file (UTF-8)."""
-        return self.stage(name, lambda p: runner.atomic_write(p, lambda fh: fh.write(text),
+        return self.stage(name, lambda p: atomic_write(p, lambda fh: fh.write(text),
                                                               binary=False), what)
 
     def stage_bytes(self, name: str, write: Callable[[Any], Any],
                     what: Optional[str] = None) -> str:
         """Stage a binary file filled by ``write(fh)``."""
-        return self.stage(name, lambda p: runner.atomic_write(p, write), what)
+        return self.stage(name, lambda p: atomic_write(p, write), what)
 
     def commit(self) -> List[str]:
         """Rename every staged file into place (Ctrl-C held until done).

@@ -1,4 +1,4 @@
-"""The chunked runner shared by every time-dependent model.
+"""The chunked runner shared by every time-dependent model (public as ``nl.runner``).
 
 A run from the current time to ``t_end`` is cut into ``frames`` chunks of
 whole time steps.  After each chunk the runner stores a snapshot, calls the
@@ -22,12 +22,12 @@ A model used with :func:`run` provides
     write a checkpoint (only when ``checkpoint`` is given),
 ``_record_header()``, ``_record_scalars()``
     what a run file holds besides the frames (only when ``output`` is
-    given; ``nlsepy._hdf5.Recorder``).
+    given; ``nlsepy.common.hdf5.Recorder``).
 
 Run files
     With ``output="run.h5"`` each frame and the model's scalar series
     (norm, energy, ...) are appended to an HDF5 file as they are taken
-    (``nlsepy._hdf5``, h5py); the path is checked before anything runs,
+    (``nlsepy.common.hdf5``, h5py); the path is checked before anything runs,
     the file is created with the first frame and flushed after each, and
     :func:`nlsepy.open_run` reads it back, also after an interrupt.  A
     distributed model's ranks each write their slabs to a part file and
@@ -35,9 +35,9 @@ Run files
     its callback is agreed over the ranks (``agreed_callback``).
 
 Ctrl-C
-    Each chunk runs with SIGINT held as a flag (``nlsepy._guard.deferred_sigint``,
+    Each chunk runs with SIGINT held as a flag (``nlsepy.common.guard.deferred_sigint``,
     shared with a model that cuts its own ``_advance`` into short calls through
-    ``nlsepy._guard.chunked``): ``KeyboardInterrupt`` is raised once the
+    ``nlsepy.common.guard.chunked``): ``KeyboardInterrupt`` is raised once the
     model has booked what it did, so its time and counters match its state.
     The run then does not return; the frames taken so far travel on the
     exception as its ``frames`` attribute.  Checkpoints are written whole or
@@ -53,52 +53,18 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _guard
+from . import dist as _dist
+from . import guard as _guard
+from . import hdf5 as _hdf5
+from . import plot
+from .framegrid import FrameGrid
 
 __all__ = ["Frames", "FrameGrid", "run"]
-
-
-@dataclass(frozen=True)
-class FrameGrid:
-    """Where the values of a run's states lie, and in which units.
-
-    A model gives it to the :class:`Frames` of its runs (``_frame_grid()``)
-    so that plots can label their axes; it is not needed to step.
-
-    Attributes
-    ----------
-    axes : tuple of str
-        Names of the state's array axes, e.g. ``("x",)`` or ``("x", "y",
-        "z")``; ``("cell",)`` for a state of scattered cells.
-    coords : tuple of numpy.ndarray
-        Coordinates along each array axis (for cells, the cell index).
-    length : str
-        Unit of the coordinates, as an axis label names it (e.g.
-        ``"dimensionless"``, ``"oscillator lengths"``).
-    time : str
-        Unit of the frames' times.
-    model : str
-        The model's name.
-    positions : numpy.ndarray or None
-        Positions ``(n, 3)`` of the cells of a state of scattered cells.
-    centre : tuple of float or None
-        Centre of the domain (where plots of cells cut their slice).
-    """
-
-    axes: Tuple[str, ...]
-    coords: Tuple[np.ndarray, ...]
-    length: str = "grid index"
-    time: str = ""
-    model: str = ""
-    positions: Optional[np.ndarray] = None
-    centre: Optional[Tuple[float, ...]] = None
 
 
 class Frames(Sequence):
@@ -169,7 +135,6 @@ class Frames(Sequence):
         -------
         matplotlib.figure.Figure
         """
-        from . import plot
         return plot.frames(self, **kwargs)
 
     def animate(self, path: Union[str, os.PathLike], **kwargs: Any) -> str:
@@ -188,7 +153,6 @@ class Frames(Sequence):
         str
             The path written.
         """
-        from . import plot
         return plot.animate_frames(self, path, **kwargs)
 
     def __repr__(self) -> str:
@@ -197,7 +161,7 @@ class Frames(Sequence):
         return f"Frames({len(self)} frames, t = {self._t[0]:g} .. {self._t[-1]:g})"
 
 
-def _progress_bar(enabled: bool, total: int):
+def progress_bar(enabled: bool, total: int):
     if not enabled:
         return None
     try:
@@ -245,7 +209,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     output : path-like, optional
         Stream the frames and the model's scalar series into this HDF5 file
         (``.h5`` or ``.hdf5``, replaced if it exists; needs h5py, the
-        ``hdf5`` extra): see ``nlsepy._hdf5`` for the layout and
+        ``hdf5`` extra): see ``nlsepy.common.hdf5`` for the layout and
         :func:`nlsepy.open_run` to read it.  A distributed model: each rank
         writes its slabs to its part file beside it, rank 0 the file itself
         (series, attributes, virtual datasets over the parts); nothing is
@@ -277,7 +241,7 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames must be an integer >= 1, got {frames!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-    path = None if output is None else _check_output(model, output, checkpoint)
+    path = None if output is None else check_output(model, output, checkpoint)
     comm = getattr(model, "comm", None)
     if comm is not None:
         callback = agreed_callback(comm, callback)
@@ -298,11 +262,10 @@ def run(model: Any, t_end: float, frames: int = 10,
         out.append(model.t, first)
         _require_frames(model, first, frames)
         if path is not None:
-            from . import _hdf5
             with _guard.deferred_sigint():
                 rec = _hdf5.Recorder(model, path)
                 rec.frame(model.t, first)
-        bar = _progress_bar(progress, nsteps)
+        bar = progress_bar(progress, nsteps)
         for j in range(frames):
             n = bounds[j + 1] - bounds[j]
             # SIGINT is held until the chunk is booked and its frame taken
@@ -333,7 +296,7 @@ def run(model: Any, t_end: float, frames: int = 10,
         if bar is not None:
             bar.close()
         if rec is not None:
-            _close_output(rec, done)
+            close_output(rec, done)
     out._resolve()
     return out
 
@@ -364,7 +327,6 @@ def agreed_callback(comm: Any, callback: Optional[Callable[[Any], Any]]
         return callback
 
     def agreed(model: Any) -> Any:
-        from . import _dist
         outcome: Tuple[str, str, str] = ("", "", "")
         error: Optional[BaseException] = None
         try:
@@ -396,10 +358,9 @@ def frame_grid(model: Any) -> Optional[FrameGrid]:
     return None if make is None else make()
 
 
-def _check_output(model: Any, output: Any, checkpoint: Any) -> str:
+def check_output(model: Any, output: Any, checkpoint: Any) -> str:
     """The output path checked before the run starts (on rank 0 of a
     distributed model, the error raised on every rank)."""
-    from . import _hdf5
 
     def check() -> str:
         path = _hdf5.check_output(output)
@@ -410,11 +371,10 @@ def _check_output(model: Any, output: Any, checkpoint: Any) -> str:
     comm = getattr(model, "comm", None)
     if comm is None:
         return check()
-    from . import _dist
     return _dist.agree(comm, check, only=0) or os.path.abspath(os.fspath(output))
 
 
-def _close_output(rec: Any, complete: bool) -> None:
+def close_output(rec: Any, complete: bool) -> None:
     """Close a run file, marked complete when the run returns; on the way
     out of an exception a failure to close does not replace it."""
     if complete:
@@ -438,64 +398,3 @@ def _require_frames(model: Any, state: Any, frames: int) -> None:
         frames * int(nbytes),
         f"{type(model).__name__}.run(frames={frames}), keeping {frames + 1} snapshots of shape "
         f"{shape} ({dtype}, {_guard.format_bytes(nbytes)} each),")
-
-
-def _temp_name(path: str, pid: int) -> str:
-    directory, base = os.path.split(os.path.abspath(path))
-    return os.path.join(directory, f".{base}.{pid}.tmp")
-
-
-def _remove_stale_temps(path: str) -> None:
-    """Remove temporary files of `path` left by processes that no longer run
-    (a writer killed by SIGKILL or SIGTERM cannot clean up after itself)."""
-    directory, base = os.path.split(os.path.abspath(path))
-    pattern = re.compile(r"\." + re.escape(base) + r"\.(\d+)\.tmp\Z")
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        m = pattern.match(name)
-        if not m:
-            continue
-        pid = int(m.group(1))
-        if pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-            continue  # that writer still runs
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OverflowError, OSError):
-            continue
-        try:
-            os.remove(os.path.join(directory, name))
-        except OSError:
-            pass
-
-
-def atomic_write(path: Union[str, os.PathLike], write: Callable[[Any], Any],
-                 binary: bool = True) -> None:
-    """Write a file whole or not at all: `write(fh)` fills a temporary file
-    beside `path`, which is flushed to disk and then renamed over `path`.
-
-    The temporary file is removed on any exception, ``KeyboardInterrupt``
-    included; those of writers that were killed are removed by the next
-    write of the same path."""
-    path = os.fspath(path)
-    _remove_stale_temps(path)
-    tmp = _temp_name(path, os.getpid())
-    try:
-        with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def atomic_savez(path: Union[str, os.PathLike], **arrays: Any) -> None:
-    """Write an ``.npz`` file whole or not at all (see :func:`atomic_write`)."""
-    atomic_write(path, lambda fh: np.savez(fh, **arrays))

@@ -6,6 +6,8 @@ grids   the crystal point sets, the periodic block's Delaunay complex
         (cells, circumcentres, volumes, faces, dual edges) and the Laplacian
         of eq. 8 on it
 solver  ``DecGPE``: the solver (C and CUDA kernels behind one class)
+plot    its figures (``nl.plot.dec``)
+dist    its distributed part: one rank's slab of block layers
 vortex  the stationary vortex state of eq. 14 and the cuboid of eq. 15
 """
 

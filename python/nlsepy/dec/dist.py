@@ -31,9 +31,9 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _dist
+from ..common import dist as _dist
 
-__all__ = ["SlabDec", "HALO_LAYERS"]
+__all__ = ["SlabDec", "HALO_LAYERS", "comm_info"]
 
 #: halo layers of blocks on each side: the reach of eq. 8 in one step
 HALO_LAYERS = 1
@@ -49,7 +49,7 @@ class SlabDec:
     make : callable
         ``make(layers)`` builds the single-process handle of `layers` layers
         of blocks along z.
-    layout : nlsepy._dist.Layout
+    layout : nlsepy.common.dist.Layout
         The slabs of the ``(nz, cells per layer)`` view of the state.
     periodic : bool
         Periodic boundaries (the first and last ranks are neighbours).
@@ -58,7 +58,7 @@ class SlabDec:
     device : module, optional
         On GPU ranks, nlsepy's CUDA extension (``device_alloc``, ``ipc_*``):
         the halos then go device to device when every rank is on one node
-        (:class:`nlsepy._dist.IpcHalo`; ``NLSEPY_HALO=host`` keeps them on
+        (:class:`nlsepy.common.dist.IpcHalo`; ``NLSEPY_HALO=host`` keeps them on
         the host path).  None: through host memory.
     """
 
@@ -127,7 +127,7 @@ class SlabDec:
 
     def exchange(self, settle: bool = True) -> None:
         """Refresh the halo layers of the handle's state from the neighbours
-        (collective).  `settle`: see :meth:`nlsepy._dist.IpcHalo.swap`
+        (collective).  `settle`: see :meth:`nlsepy.common.dist.IpcHalo.swap`
         (False only where every rank passes a collective before the next
         exchange or the end of the call: the next step's agreed check)."""
         if self.layout.size == 1:
@@ -281,3 +281,23 @@ class SlabDec:
 
     def kernel(self) -> str:
         return self.h.kernel()
+
+
+def comm_info(sim: Any) -> Dict[str, Any]:
+    """How a distributed DecGPE is laid out and communicates."""
+    lay, sol = sim._layout, sim._solver
+    assert lay is not None
+    info = _dist.info(sim._comm)
+    return {"ranks": lay.size, "rank": lay.rank, "axis": "z (layers of blocks)",
+            "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
+            "cells": (sim._own.start, sim._n_own), "halo_layers": HALO_LAYERS,
+            "halo": sol.halo,
+            "exchange": ("device to device through CUDA IPC (one node), one layer of "
+                         "blocks per side, once per step" if sol.ipc else
+                         "MPI_Sendrecv of one layer of blocks per side, once per step" +
+                         (" (device layers staged through the host)"
+                          if sim.backend == "cuda" else "")) +
+                        (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
+            "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
+            "cuda_aware_mpi": info["cuda_aware"],
+            "device": sim._device if sim.backend == "cuda" else None}

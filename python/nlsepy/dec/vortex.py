@@ -45,7 +45,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .._validate import real
+from ..common.checks import real
 
 __all__ = ["VortexState", "vortex_state", "thomas_fermi_mu"]
 

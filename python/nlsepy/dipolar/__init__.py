@@ -7,9 +7,15 @@ DBEC-GP input files (``nl.dbec.run``, ``python -m nlsepy dbec``).
 
 Modules
 -------
-solver   ``DipolarGPE``, ``Obstacle``: validation, backends, runs, checkpoints,
-         the memory a solver takes (``memory_parts``)
-dbec     DBEC-GP input files, stages and output files
+solver      ``DipolarGPE``: construction, parameters, state, stepping calls
+parameters  the parameters' checks, ``Obstacle``, the 2D/1D reduction
+blocks      the stepping in blocks of whole steps (Ctrl-C, chunks, frames)
+observe     observables, densities, phases, potentials, run-file contents
+checkpoint  the checkpoints' entries, ``load`` and its checks
+memory      the memory a solver takes (``memory_parts``), checked beforehand
+dist        the distributed handle (x slabs over the ranks of ``comm=``)
+plot        its figures (``nl.plot.dipolar``)
+dbec        DBEC-GP input files, stages and output files
 """
 
 from __future__ import annotations

@@ -38,8 +38,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._guard import Key, load_checkpoint, require_memory
-from .._outputs import OutputSet, check_name
+from ..common import dist as _dist
+from ..common.files import Key, load_checkpoint
+from ..common.guard import require_memory
+from ..common.outputs import OutputSet, check_name
 from .solver import DipolarGPE, Obstacle
 
 __all__ = ["read_input", "parse_overrides", "run", "DBECResult", "InputError", "BOHR_RADIUS"]
@@ -618,7 +620,7 @@ def _wf_files(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, bytes]:
     co = dict(zip(axes, gpe.coords))
     step = {a: cfg.get(f"OUTSTP{a.upper()}", 1) for a in axes}
     f8 = np.dtype("<f8")
-    lay = getattr(gpe, "_layout", None) if getattr(gpe, "comm", None) is not None else None
+    lay = gpe.layout  # None for one process
     if lay is None:
         files: Dict[str, Any] = {".bin": np.ascontiguousarray(den, dtype=f8).tobytes()}
     else:  # this rank's rows, written in place by MPI I/O (_write_slabs)
@@ -645,7 +647,6 @@ def _wf_files(gpe: DipolarGPE, cfg: Mapping[str, Any]) -> Dict[str, bytes]:
         if lay is None:
             cuts = den[:, :, nz // 2], den[:, ny // 2, :], den[nx // 2, :, :]
         else:  # the x rows of every rank; the yz plane from the rank that holds it
-            from .. import _dist
             owner = int(np.searchsorted(lay.starts, nx // 2, side="right") - 1)
             mid = den[nx // 2 - lay.start] if lay.rank == owner else None
             cuts = (_dist.gather_rows(lay, np.ascontiguousarray(den[:, :, nz // 2]), None),
@@ -886,7 +887,6 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     >>> res.rows["After NRUN iter."]["mu"]                       # doctest: +SKIP
     """
     if comm is not None:
-        from .. import _dist
         comm = _dist.as_comm(comm)
     rank0 = comm is None or comm.Get_rank() == 0
     cfg = read_input(path)
@@ -979,7 +979,6 @@ def _write_distributed(comm: Any, outs: Optional[OutputSet], base: str,
     """The outputs of a distributed run, all or none: the full-grid files by
     MPI I/O and PSIOUT by every rank (to temporary names), then rank 0 moves
     them into place with the text files it writes."""
-    from .. import _dist
     rank0 = comm.Get_rank() == 0
     written: Dict[str, str] = {}
     try:

@@ -9,18 +9,24 @@ sections 3.1-3.4).
 from __future__ import annotations
 
 import math
-import os
-import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _backend, _dist, _guard, runner
-from ._validate import Fixed
-from ._validate import complex_dtype as _complex_dtype
-from ._validate import potential as _potential
-from ._validate import real as _check_real
-from .errors import BlowUpError
+from ..common import backend as _backend
+from ..common import dist as _dist
+from ..common import files as _files
+from ..common import guard as _guard
+from ..common import runner
+from ..common.checks import complex_dtype as _complex_dtype
+from ..common.checks import potential as _potential
+from ..common.checks import real as _check_real
+from ..common.errors import BlowUpError
+from ..common.hdf5 import RunHeader
+from ..common.params import Param
+from ..common.stepper import CLOCK_KEYS, TimeStepper
+from .dist import SlabFD, grid_arrays, halo_rows, local_rows, same_everywhere
 
 __all__ = ["NLSE", "stability_bound"]
 
@@ -49,19 +55,8 @@ def _refuse(name: str, value: Any) -> str:
             f"bound were set up with it; {how}")
 
 
-def _Fixed(doc: str) -> Fixed:
-    return Fixed(doc, _refuse, table="_fixed")
-
-
-def _grid_arrays(scheme: str, backend: str) -> int:
-    """Grid-sized complex arrays a solver allocates: Psi, acc, ta, tb (RK4,
-    csrc/fd/fd.c and cuda/fd/fd.cu), plus D for 2SHOC on the CPU."""
-    return 5 if (scheme == "2shoc" and backend != "cuda") else 4
-
-
 def _core():
-    from . import _core as core
-    return core
+    return _backend.core()
 
 
 def _spacing(spacing: Union[float, Sequence[float]], ndim: int) -> Tuple[float, ...]:
@@ -119,210 +114,7 @@ def stability_bound(spacing: Union[float, Sequence[float]], ndim: int, a: float 
     a = _check_real("a", a, positive=True)
     return _core().fd_max_dt(ndim, a, h, _SCHEMES[_name("scheme", scheme, _SCHEMES)])
 
-
-def _halo_rows(scheme: str) -> int:
-    """Rows of halo a slab needs for one RK4 step: the stencil's reach (1 for
-    CD, 2 for the two sweeps of 2SHOC) for each of the four stages."""
-    return 4 * (1 if scheme == "cd" else 2)
-
-
-def _local_rows(arr: np.ndarray, slab: Optional[_dist.Slab], layout: _dist.Layout,
-                name: str) -> np.ndarray:
-    """This rank's rows of a global array, or the data of its Slab."""
-    if slab is None:
-        if arr.shape != layout.shape:
-            raise ValueError(f"{name} must have the grid's shape {layout.shape} on every rank "
-                             f"(or be this rank's nl.Slab from nl.scatter), got {arr.shape}")
-        return arr[layout.local_slice]
-    if slab.start != layout.start or tuple(slab.data.shape) != layout.local_shape:
-        raise ValueError(f"{name}: this rank's slab holds rows {slab.start} .. "
-                         f"{slab.start + slab.data.shape[0] - 1} of shape "
-                         f"{tuple(slab.data.shape)}, the layout gives rows {layout.start} .. "
-                         f"{layout.start + layout.count - 1} of shape {layout.local_shape}: "
-                         f"make it with nl.scatter over the same communicator")
-    return arr
-
-
-def _same_everywhere(comm: Any, values: Dict[str, Any]) -> None:
-    """Every rank was given the same parameters (else the same ValueError on
-    every rank, naming the first rank and parameter that differ from rank 0)."""
-    everyone = comm.allgather(values)
-    for rank, theirs in enumerate(everyone):
-        for name, value in values.items():
-            if theirs[name] != everyone[0][name]:
-                raise ValueError(f"rank {rank} was given {name} = {theirs[name]!r}, rank 0 "
-                                 f"{everyone[0][name]!r}: every rank must pass the same "
-                                 f"parameters")
-
-
-class _SlabFD:
-    """One rank's part of a distributed NLSE, with the interface of the
-    extension's ``FD`` handle.
-
-    The rank holds its rows of axis 0 plus `depth` halo rows on each side
-    that has a neighbour (both sides for periodic boundaries), in one
-    single-process handle over the extended slab.  One RK4 step reaches
-    `depth` rows, so after each step the owned rows are exactly what the
-    whole-grid solver gives (the same arithmetic, point by point), and the
-    halos are refreshed from the neighbours (``MPI_Sendrecv``) before the
-    next.  The slab's own edges are stepped with the global boundary
-    condition, which only affects the halo rows, overwritten each step.
-    Observables sum the owned rows only, reduced in rank order.
-    """
-
-    def __init__(self, module: Any, layout: _dist.Layout, depth: int, periodic: bool,
-                 args: Tuple[Any, ...], owner: "NLSE") -> None:
-        self.layout, self.depth, self.periodic = layout, depth, periodic
-        self.comm = layout.comm
-        many = layout.size > 1
-        self.lo = depth if many and (periodic or layout.rank > 0) else 0
-        self.hi = depth if many and (periodic or layout.rank < layout.size - 1) else 0
-        self.count = layout.count
-        self.module, self.args, self.owner = module, args, owner
-        self.h: Any = None
-        self.capsule: Any = None
-        # seconds of the steps since the last reset: the slab's own step
-        # (compute), the blow-up vote (waiting for the slowest rank), the
-        # halo exchange (device-host copies and MPI_Sendrecv)
-        self.timings = {"step": 0.0, "wait": 0.0, "exchange": 0.0, "steps": 0}
-        self.buffers: Optional[list] = None
-        self.dtype = owner.dtype
-        self.pin = module if owner.backend == "cuda" else None
-        self.ipc: Any = None     # the device-to-device exchange, set up at the first one
-        self.ipc_why = ""        # why not, when not
-        self.V_ext: Optional[np.ndarray] = None  # the potential with its halo rows
-
-    def __del__(self) -> None:
-        # unlock the staging buffers before they are freed
-        if getattr(self, "pin", None) is not None and getattr(self, "buffers", None):
-            for b in self.buffers:
-                try:
-                    self.pin.host_unregister(b)
-                except Exception:  # the context may be gone at exit
-                    pass
-
-    def create(self, capsule: Any) -> None:
-        """Allocate the slab's handle (no collective call)."""
-        layout, owner = self.layout, self.owner
-        shape = (self.count + self.lo + self.hi,) + layout.shape[1:]
-        state = int(np.prod(shape)) * owner.dtype.itemsize
-        arrays = _grid_arrays(owner.scheme, owner.backend)
-        what = (f"this rank's slab of the NLSE grid {layout.shape} (rows {layout.start} .. "
-                f"{layout.start + layout.count - 1} and {self.lo + self.hi} halo rows, "
-                f"{owner.dtype.name}, backend={owner.backend!r}), {arrays} state arrays,")
-        if owner.backend == "cuda":
-            _guard.require_memory(arrays * state, what, backend="cuda", host_bytes=2 * state)
-        else:
-            _guard.require_memory((arrays + 2) * state, what)
-        self.h = self.module.FD(shape, *self.args)
-        self.capsule = capsule
-        self.owner = None  # no cycle with the model
-
-    # the collective part of construction
-    def start(self, psi: np.ndarray, V: Optional[np.ndarray]) -> None:
-        self.set_potential(V)
-        self.set_state(psi)
-
-    def _halo_of(self, owned: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """The rows below and above `owned` from the neighbours (collective)."""
-        d = self.depth
-        below = np.zeros((self.lo,) + owned.shape[1:], owned.dtype)
-        above = np.zeros((self.hi,) + owned.shape[1:], owned.dtype)
-        if self.layout.size > 1:
-            recv_lo = np.empty((d,) + owned.shape[1:], owned.dtype)
-            recv_hi = np.empty_like(recv_lo)
-            _dist.halo_exchange(self.comm, np.ascontiguousarray(owned[:d]),
-                                np.ascontiguousarray(owned[-d:]), recv_lo, recv_hi,
-                                self.periodic)
-            if self.lo:
-                below = recv_lo
-            if self.hi:
-                above = recv_hi
-        return below, above
-
-    def exchange(self) -> None:
-        """Refresh the halo rows of the state from the neighbours."""
-        if self.layout.size == 1:
-            return
-        d, lo, n = self.depth, self.lo, self.count
-        if self.ipc is None and self.pin is not None:  # GPU ranks: device to device?
-            row = int(np.prod(self.layout.shape[1:])) * self.dtype.itemsize
-            halo = _dist.IpcHalo(self.comm, self.pin, d * row, bool(lo), bool(self.hi))
-            self.ipc = halo if halo.open() else False
-            self.ipc_why = halo.why
-        if self.ipc:  # my edge rows out, the neighbours' in
-            self.ipc.swap(lambda side, a: self.h.rows_to(lo if side == 0 else lo + n - d, d, a),
-                          lambda which, a: self.h.rows_from(0, lo, a) if which == "lower"
-                          else self.h.rows_from(lo + n, self.hi, a))
-            return
-        if self.buffers is None:  # four halo-sized host buffers, reused
-            shape = (d,) + self.layout.shape[1:]
-            self.buffers = [np.empty(shape, self.dtype) for _ in range(4)]
-            if self.pin is not None:  # page-locked: the device copies run at bus speed
-                for b in self.buffers:
-                    self.pin.host_register(b)
-        lower, upper, recv_lo, recv_hi = self.buffers
-        self.h.get_rows(lo, d, lower)
-        self.h.get_rows(lo + n - d, d, upper)
-        _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
-        if lo:
-            self.h.set_rows(0, lo, recv_lo)
-        if self.hi:
-            self.h.set_rows(lo + n, self.hi, recv_hi)
-
-    def set_state(self, psi: np.ndarray) -> None:
-        # (finite: checked by the caller; set_rows takes the rows as they are)
-        self.h.set_rows(self.lo, self.count, psi)
-        self.exchange()
-
-    def get_state(self) -> np.ndarray:
-        return self.h.get_rows(self.lo, self.count)
-
-    def set_potential(self, V: Optional[np.ndarray]) -> None:
-        if V is None:
-            self.h.set_potential(None)
-            return
-        below, above = self._halo_of(V)
-        self.V_ext = np.ascontiguousarray(np.concatenate([below, V, above], axis=0))
-        self.h.set_potential(self.V_ext)
-
-    def set_dt(self, dt: float) -> None:
-        self.h.set_dt(dt)
-
-    def step(self, n: int) -> Tuple[int, bool]:
-        """`n` steps, each followed by the halo exchange; at the first step
-        that blew up on any rank every rank drops it (the blown-up part keeps
-        its last finite state, the others undo the step), so all stand at
-        the same step."""
-        from mpi4py import MPI
-        clock, tm = time.perf_counter, self.timings
-        for q in range(n):
-            t0 = clock()
-            _, blew = self.h.step(1)
-            t1 = clock()
-            bad = self.comm.allreduce(bool(blew), op=MPI.LOR)
-            t2 = clock()
-            tm["step"] += t1 - t0
-            tm["wait"] += t2 - t1
-            if bad:
-                if not blew:  # this part's step was good: drop it like the others
-                    self.h.undo_step()
-                return q, True
-            self.exchange()
-            tm["exchange"] += clock() - t2
-            tm["steps"] += 1
-        return n, False
-
-    def observe(self) -> Tuple[float, float]:
-        part = self.h.observe_rows(self.lo, self.count)
-        norm, energy = _dist.ordered_sum(self.capsule, part)
-        return float(norm), float(energy)
-
-    def bytes_per_point_step(self) -> float:
-        return self.h.bytes_per_point_step()
-
-
-class NLSE:
+class NLSE(TimeStepper):
     """Nonlinear Schrödinger equation by RK4 and finite differences.
 
     Solves ``i dPsi/dt + a Lap(Psi) - V Psi + s |Psi|^2 Psi = 0`` on a
@@ -400,14 +192,24 @@ class NLSE:
     5
     """
 
-    a = _Fixed("Dispersion coefficient (read-only).")
-    s = _Fixed("Nonlinearity coefficient (read-only).")
-    spacing = _Fixed("Grid spacing per axis (read-only).")
-    scheme = _Fixed("Spatial scheme, 'cd' or '2shoc' (read-only).")
-    bc = _Fixed("Boundary condition (read-only).")
-    dtype = _Fixed("Complex dtype of the state (read-only).")
-    backend = _Fixed("Backend, 'cpu' or 'cuda' (read-only).")
-    max_dt = _Fixed("Linear stability bound of the time step (read-only).")
+    _MODEL = "NLSE"
+    _PARAM_STORE = "_fixed"
+    _TIMINGS = ("step", "wait", "exchange")
+    _REPR = (("shape", ""), ("scheme", "r"), ("bc", "r"), ("a", "g"), ("s", "g"), ("dt", "g"),
+             ("t", "g"), ("dtype", ""), ("backend", "r"))
+
+    # the parameter table: each sets up the kernels, work arrays and stability bound
+    a = Param("Dispersion coefficient (read-only).")
+    s = Param("Nonlinearity coefficient (read-only).")
+    spacing = Param("Grid spacing per axis (read-only).")
+    scheme = Param("Spatial scheme, 'cd' or '2shoc' (read-only).")
+    bc = Param("Boundary condition (read-only).")
+    dtype = Param("Complex dtype of the state (read-only).")
+    backend = Param("Backend, 'cpu' or 'cuda' (read-only).")
+    max_dt = Param("Linear stability bound of the time step (read-only).")
+
+    def _refuse(self, name: str, value: Any) -> str:
+        return _refuse(name, value)
 
     def __init__(self, psi0: Any, spacing: Union[float, Sequence[float]], a: float = 1.0,
                  s: float = -1.0, V: Optional[Any] = None, scheme: str = "2shoc",
@@ -422,7 +224,7 @@ class NLSE:
         capsule = _dist.capsule(self._comm)
         local = _dist.agree(self._comm, lambda: self._setup(
             psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend))
-        _same_everywhere(self._comm, {
+        same_everywhere(self._comm, {
             "the grid's shape": self._shape, "spacing": self.spacing, "a": self.a, "s": self.s,
             "scheme": self.scheme, "bc": self.bc, "dt": self._dt, "dtype": str(self.dtype),
             "backend": self.backend, "force": self._force, "V given": local[1] is not None})
@@ -472,10 +274,7 @@ class NLSE:
         fixed["max_dt"] = stability_bound(self.spacing, arr.ndim, self.a, self.scheme)
         self._dt = self._check_dt(DT_SAFETY * self.max_dt if dt is None else dt, force)
         self._force = bool(force)
-        self._solver_dt = self._dt
-        self._t_base = 0.0   # time at the last change of step size
-        self._k = 0          # steps since then
-        self._steps = 0      # steps since creation
+        self._start_clock(self._dt)
         self._slots_ready = False      # CUDA frame slots allocated
         self._fetcher = None           # worker bringing GPU frames to the host
         self._pending = [None, None]   # frames in flight, per device slot
@@ -499,7 +298,7 @@ class NLSE:
         """This rank's part of a distributed solver (no collective calls):
         the slab handle with its halos, the local state and potential."""
         layout = _dist.Layout.of(self._comm, self._shape)
-        local = _local_rows(arr, slab, layout, "psi0")
+        local = local_rows(arr, slab, layout, "psi0")
         if not np.all(np.isfinite(local)):
             raise ValueError(f"psi0 contains non-finite values (NaN or Inf) in rows "
                              f"{layout.start} .. {layout.start + layout.count - 1}")
@@ -512,13 +311,13 @@ class NLSE:
                                  f"{v_slab.shape}")
             if v_slab is None and v_arr.shape != self._shape:
                 raise ValueError(f"V must have the grid's shape {self._shape}, got {v_arr.shape}")
-            v_local = _potential(_local_rows(v_arr, v_slab, layout, "V"), layout.local_shape,
+            v_local = _potential(local_rows(v_arr, v_slab, layout, "V"), layout.local_shape,
                                  self.dtype).copy()
-        depth = _halo_rows(self.scheme)
+        depth = halo_rows(self.scheme)
         if layout.size > 1:
             layout.require_rows(depth, f"the {self.scheme.upper()} stencil over one RK4 step "
                                        f"(a halo of {depth} rows)")
-        self._solver = _SlabFD(_backend.module(self.backend), layout, depth, self.bc == "periodic",
+        self._solver = SlabFD(_backend.module(self.backend), layout, depth, self.bc == "periodic",
                                (self.spacing, self.a, self.s, self._dt, _SCHEMES[self.scheme],
                                 _BCS[self.bc], code), self)
         return np.ascontiguousarray(local, dtype=self.dtype), v_local
@@ -547,7 +346,7 @@ class NLSE:
         state-sized staging copy on the host."""
         state = self._state_bytes()
         v = state // 2 if with_V else 0
-        arrays = _grid_arrays(self.scheme, self.backend)
+        arrays = grid_arrays(self.scheme, self.backend)
         what = f"{self._what()}, {arrays} state arrays{' and V' if with_V else ''},"
         if self.backend == "cuda":
             _guard.require_memory(arrays * state + v, what, backend="cuda",
@@ -584,7 +383,7 @@ class NLSE:
         if slab is None and arr.shape == lay.local_shape and arr.shape != lay.shape:
             local = arr
         else:
-            local = _local_rows(arr, slab, lay, "psi")
+            local = local_rows(arr, slab, lay, "psi")
         if not np.all(np.isfinite(local)):
             raise ValueError("psi contains non-finite values (NaN or Inf)")
         return np.ascontiguousarray(local, dtype=self.dtype)
@@ -602,7 +401,7 @@ class NLSE:
                     return None
                 v_slab = value if isinstance(value, _dist.Slab) else None
                 arr = np.asarray(v_slab.data if v_slab is not None else value)
-                rows = _local_rows(arr, v_slab, self._solver.layout, "V")
+                rows = local_rows(arr, v_slab, self._solver.layout, "V")
                 return _potential(rows, self._solver.layout.local_shape, self.dtype).copy()
             v = _dist.agree(self._comm, local)
             self._solver.set_potential(v)
@@ -621,20 +420,6 @@ class NLSE:
         self._solver.set_potential(arr)
         self._V = arr
 
-    @property
-    def t(self) -> float:
-        """Current time."""
-        return self._t_base + self._k * self._solver_dt
-
-    @property
-    def dt(self) -> float:
-        """Time step used by :meth:`step` (and the largest used by :meth:`run`)."""
-        return self._dt
-
-    @dt.setter
-    def dt(self, value: float) -> None:
-        self._dt = self._check_dt(value, self._force)
-
     def _check_dt(self, dt: Any, force: bool) -> float:
         dt = _check_real("dt", dt, positive=True)
         if dt > self.max_dt and not force:
@@ -644,39 +429,13 @@ class NLSE:
         return dt
 
     # --------------------------------------------------------------- stepping
-    def _use_dt(self, dt: float) -> None:
-        if dt != self._solver_dt:
-            self._t_base = self.t
-            self._k = 0
-            self._solver.set_dt(dt)
-            self._solver_dt = dt
-
-    def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
-        """Take `n` steps of `dt` in calls of about 0.1 s, each booked on
-        ``t`` and the step counter as it returns; after the last, set the time
-        to `t_final` (the run's end, free of rounding).  Ctrl-C raises
-        ``KeyboardInterrupt`` between two calls, leaving the time at the last
-        step taken (never at `t_final`)."""
-        self._use_dt(dt)
-
-        def work(k: int) -> None:
-            done, blew_up = self._solver.step(int(k))
-            self._k += done
-            self._steps += done
-            if blew_up:
-                t_bad = self.t + dt
-                raise BlowUpError(
-                    f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
-                    f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
-                    f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
-                    step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
-
-        _guard.chunked(int(n), work, comm=self._comm)
-        if t_final is not None:  # reached only when every step was taken
-            self._t_base, self._k = float(t_final), 0
-
-    def _plan(self, t_end: float) -> Tuple[int, float]:
-        return runner.plan_steps(self.t, t_end, self._dt)
+    def _blowup(self, dt: float) -> BlowUpError:
+        t_bad = self.t + dt
+        return BlowUpError(
+            f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
+            f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
+            f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
+            step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
 
     def _frame_grid(self) -> runner.FrameGrid:
         """Coordinates of the frames: centred on the box as
@@ -694,7 +453,6 @@ class NLSE:
         # GPU: copy the state into one of two device slots in stream order and
         # bring it to the host on a worker thread while the next chunk runs
         if self._fetcher is None:
-            from concurrent.futures import ThreadPoolExecutor
             self._fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlsepy-frames")
         slot = self._slot
         if self._pending[slot] is not None:
@@ -705,102 +463,16 @@ class NLSE:
         self._slot ^= 1
         return self._pending[slot]
 
-    @property
-    def last_timings(self) -> Dict[str, float]:
-        """A distributed solver's seconds on this rank over the steps of the
-        last :meth:`step` or :meth:`run` call: ``step`` (its slab's kernels),
-        ``wait`` (the blow-up vote: waiting for the slowest rank),
-        ``exchange`` (the halo rows: device-host copies and MPI_Sendrecv)
-        and ``steps``.  Empty for one process."""
-        return {} if self._comm is None else dict(self._solver.timings)
-
-    def step(self, n: int = 1) -> "NLSE":
-        """Advance `n` RK4 steps of size :attr:`dt`.
-
-        Parameters
-        ----------
-        n : int, optional
-            Number of steps (>= 0).
-
-        Returns
-        -------
-        NLSE
-            ``self``, for chaining.
-
-        Raises
-        ------
-        BlowUpError
-            If the state becomes non-finite; the last finite state is kept.
-        KeyboardInterrupt
-            On Ctrl-C, within about 0.1 s: the steps taken until then are
-            booked (:attr:`t` and the step counter match :attr:`psi`), and
-            ``step(n - taken)`` completes the call bit for bit.
-        """
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        if self._comm is not None:
-            self._solver.timings.update(step=0.0, wait=0.0, exchange=0.0, steps=0)
-        self._advance(int(n), self._dt)
-        return self
-
-    def run(self, t_end: float, frames: int = 10, callback: Optional[Callable] = None,
-            progress: bool = False, checkpoint: Optional[Union[str, os.PathLike]] = None,
-            output: Optional[Union[str, os.PathLike]] = None) -> runner.Frames:
-        """Advance to `t_end` in `frames` chunks, returning snapshots.
-
-        The run takes the fewest equal steps no larger than :attr:`dt` that end
-        exactly at `t_end`; chunk boundaries fall on whole steps, so the result
-        does not depend on `frames`.
-
-        Parameters
-        ----------
-        t_end : float
-            Final time (> current time).
-        frames : int, optional
-            Number of chunks; ``frames + 1`` snapshots are returned.
-        callback : callable, optional
-            ``callback(sim)`` after each chunk; raise ``StopIteration`` to stop.
-        progress : bool, optional
-            Show a progress bar (needs tqdm).
-        checkpoint : path-like, optional
-            Write :meth:`save` to this path after each chunk.
-        output : path-like, optional
-            Stream the frames into this HDF5 file (``.h5``/``.hdf5``, needs
-            h5py: ``pip install 'nlsepy[hdf5]'``) as they are taken:
-            ``psi`` over ``(t, x[, y[, z]])``, the series ``norm``,
-            ``energy`` and ``steps``, the coordinates ``x_i = i h`` and every
-            parameter; flushed after each frame, readable after Ctrl-C, read
-            back by :func:`nlsepy.open_run`.  Distributed: rank 0 gathers
-            each frame (:meth:`gather`) and writes the file with h5py
-            (without MPI).
-
-        Returns
-        -------
-        Frames
-            ``(t, psi)`` snapshots, with ``.t`` and ``.psi`` array views.
-
-        Raises
-        ------
-        MemoryError
-            Before any step, when the ``frames + 1`` snapshots (or, on CUDA,
-            the two device frame slots) do not fit.
-        KeyboardInterrupt
-            On Ctrl-C, within about 0.1 s.  The run does not return: the
-            frames taken so far are the exception's ``frames`` attribute, the
-            solver stands at its last step (consistent, and it can go on) and
-            the checkpoint file holds the last whole chunk.
-        """
+    def _before_run(self) -> None:
+        """On CUDA, the two device frame slots must fit before the first step."""
         if self.backend == "cuda" and not self._slots_ready:
             state = self._state_bytes()
             _guard.require_memory(2 * state, f"{self._what()}, 2 device frame slots,",
                                   backend="cuda", host_bytes=_CUDA_STAGING_BYTES)
-        return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
-                          checkpoint=checkpoint, output=output)
 
     def _record_header(self) -> Any:
         """What a run file holds besides the frames (distributed: every rank,
         with its rows of V as a slab, nothing gathered)."""
-        from ._hdf5 import RunHeader
         axes = ("x", "y", "z")[: self.ndim]
         V = self._V
         slabs = {} if self._comm is None or V is None else {"V": V}
@@ -848,84 +520,28 @@ class NLSE:
         return self._solver.bytes_per_point_step() * int(np.prod(self._shape))
 
     # ------------------------------------------------------------ checkpoints
-    def save(self, path: Union[str, os.PathLike]) -> None:
-        """Write a checkpoint (``.npz``), whole or not at all.
-
-        The file holds the state, every parameter and the counters (time,
-        steps), so that :meth:`load` followed by stepping gives, bit for bit,
-        what this solver gives by stepping on.
-
-        Parameters
-        ----------
-        path : path-like
-            Destination file.
-        """
+    def _checkpoint(self) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         real = np.float32 if self.dtype == np.complex64 else np.float64
         V = self._V if self._V is not None else np.zeros(0, real)
-        scalars = dict(t=self.t, steps=self._steps, t_base=self._t_base, k=self._k,
-                       solver_dt=self._solver_dt, spacing=np.asarray(self.spacing), a=self.a,
-                       s=self.s, dt=self._dt, scheme=self.scheme, bc=self.bc, force=self._force)
-        if self._comm is not None:
-            _dist.save_parts(os.fspath(path), "NLSE", self._solver.layout,
-                             {"psi": self.psi, "V": V}, **scalars)
-            return
-        _guard.save_checkpoint(path, "NLSE", psi=self.psi, V=V, **scalars)
+        return {"psi": self.psi, "V": V}, dict(
+            self._clock(), spacing=np.asarray(self.spacing), a=self.a, s=self.s, dt=self._dt,
+            scheme=self.scheme, bc=self.bc, force=self._force)
 
     _KEYS = {
-        "psi": _guard.Key("array", "c", ndim=(1, 2, 3)),
-        "t": _guard.Key("float"), "steps": _guard.Key("int"),
-        "t_base": _guard.Key("float"), "k": _guard.Key("int"),
-        "solver_dt": _guard.Key("float"),
-        "spacing": _guard.Key("array", "f", ndim=(1,)),
-        "a": _guard.Key("float"), "s": _guard.Key("float"), "dt": _guard.Key("float"),
-        "scheme": _guard.Key("str", choices=tuple(_SCHEMES)),
-        "bc": _guard.Key("str", choices=tuple(_BCS)),
-        "force": _guard.Key("bool"),
-        "V": _guard.Key("array", "f", ndim=(1, 2, 3)),
+        "psi": _files.Key("array", "c", ndim=(1, 2, 3)), **CLOCK_KEYS,
+        "spacing": _files.Key("array", "f", ndim=(1,)),
+        "a": _files.Key("float"), "s": _files.Key("float"), "dt": _files.Key("float"),
+        "scheme": _files.Key("str", choices=tuple(_SCHEMES)),
+        "bc": _files.Key("str", choices=tuple(_BCS)),
+        "force": _files.Key("bool"),
+        "V": _files.Key("array", "f", ndim=(1, 2, 3)),
     }
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], backend: str = "auto",
-             comm: Any = None) -> "NLSE":
-        """Restart from a checkpoint written by :meth:`save`.
-
-        Parameters
-        ----------
-        path : path-like
-            Checkpoint file.
-        backend : {"auto", "cpu", "cuda"}, optional
-            Backend of the new solver.
-        comm : mpi4py communicator, optional
-            Load into a solver distributed over `comm` (every rank calls
-            this).  Any checkpoint loads with any number of ranks: one
-            written by one process, or the index of one written by N ranks
-            (its parts lie beside it), with M ranks or by one process.
-
-        Returns
-        -------
-        NLSE
-            A solver at the checkpoint's time, step count and state.
-
-        Raises
-        ------
-        FileNotFoundError
-            No such file.
-        ValueError
-            The file is not a whole NLSE checkpoint (empty, truncated, another
-            kind of file or another model's checkpoint) or holds a value the
-            solver refuses (non-finite time, wrong shape or dtype, unknown
-            scheme or boundary condition); the message names the file.
-        """
-        spath = os.fspath(path)
-        backend = _backend.resolve(backend, "NLSE")  # the caller's argument, not the file's
-        if comm is not None:
-            comm = _dist.as_comm(comm)
-            d = _dist.agree(comm, lambda: cls._read(spath, comm))
-        else:
-            d = cls._read(spath, None)
-
+    def _from_checkpoint(cls, where: str, d: Dict[str, Any], backend: str,
+                         comm: Any) -> "NLSE":
         def bad(what: str) -> ValueError:
-            return ValueError(f"{spath}: {what}")
+            return ValueError(f"{where}: {what}")
 
         for name in ("steps", "k"):
             if d[name] < 0:
@@ -939,7 +555,7 @@ class NLSE:
             raise bad(f"entry 't' = {d['t']!r} does not match t_base + k * solver_dt = {t!r}")
         V = d["V"] if d["V"] is not None and d["V"].size else None
         psi = d["psi"]
-        if comm is not None:
+        if comm is not None and d["parts"]:  # this rank's rows of the parts
             shape = d["global_shape"]
             start = _dist.Layout.of(comm, shape).start
             psi = _dist.Slab(psi, start, shape)
@@ -953,41 +569,10 @@ class NLSE:
         if not sim._force and d["solver_dt"] > sim.max_dt * (1 + 1e-6):
             raise bad(f"entry 'solver_dt' = {d['solver_dt']:g} exceeds the stability bound "
                       f"{sim.max_dt:g} of the saved parameters")
-        sim._use_dt(d["solver_dt"])
-        sim._t_base, sim._k, sim._steps = d["t_base"], d["k"], d["steps"]
+        sim._restore_clock(d)
         return sim
 
-    @classmethod
-    def _read(cls, spath: str, comm: Any) -> Dict[str, Any]:
-        """The checkpoint's entries; with `comm`, the state and potential
-        rows of this rank only (from a single file or from parts)."""
-        slabs = {"psi": cls._KEYS["psi"], "V": cls._KEYS["V"]}
-        scalars = {k: v for k, v in cls._KEYS.items() if k not in slabs}
-        if _dist.is_parts_index(spath):
-            rows = None
-            if comm is not None:
-                d0 = _dist.load_parts(spath, "NLSE", scalars, {}, rows=(0, 0))
-                lay = _dist.Layout.of(comm, d0["global_shape"])
-                rows = (lay.start, lay.count)
-            return _dist.load_parts(spath, "NLSE", scalars, slabs, rows=rows)
-        d = _guard.load_checkpoint(spath, "NLSE", cls._KEYS)
-        d["global_shape"] = tuple(d["psi"].shape)
-        if comm is not None:
-            sl = _dist.Layout.of(comm, d["psi"].shape).local_slice
-            d["psi"] = d["psi"][sl]
-            if d["V"].size:
-                if d["V"].shape != d["global_shape"]:
-                    raise ValueError(f"{spath}: entry 'V' has shape {d['V'].shape}, the state "
-                                     f"{d['global_shape']}")
-                d["V"] = d["V"][sl]
-        return d
-
     # ------------------------------------------------------------ distributed
-    @property
-    def comm(self) -> Any:
-        """The communicator of a distributed solver (None for one process)."""
-        return self._comm
-
     @property
     def local_slice(self) -> Tuple[slice, ...]:
         """This rank's part of the global grid: ``global_array[sim.local_slice]``
@@ -1015,26 +600,3 @@ class NLSE:
                             (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
                 "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
                 "cuda_aware_mpi": info["cuda_aware"]}
-
-    def gather(self, root: Optional[int] = 0) -> Optional[np.ndarray]:
-        """The global state from every rank's slab (collective).
-
-        Parameters
-        ----------
-        root : int or None, optional
-            The rank that receives it (the others get None), or None for
-            every rank.
-
-        Returns
-        -------
-        numpy.ndarray or None
-        """
-        if self._comm is None:
-            return self.psi
-        _dist.check_root(self._comm, root)
-        return _dist.gather_rows(self._solver.layout, self.psi, root)
-
-    def __repr__(self) -> str:
-        return (f"NLSE(shape={self._shape}, scheme={self.scheme!r}, bc={self.bc!r}, "
-                f"a={self.a:g}, s={self.s:g}, dt={self._dt:g}, t={self.t:g}, "
-                f"dtype={self.dtype.name}, backend={self.backend!r})")

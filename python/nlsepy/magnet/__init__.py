@@ -9,7 +9,10 @@ the field of the wires.
 Modules
 -------
 solver   ``CoaxialMagnet``, ``MagnetSolution``, ``ConvergenceWarning``
+memory   what the solver, each method and a solve take (checked before
+         allocation)
 post     potential jump, winding, loop fields, homogeneity, plot
+plot     the figure of a solution
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _guard
-from .._validate import count, real
+from ..common.checks import count, real
+from ..common.memory import require_memory_with
 from ..reference.magnet import MU0, whole_spacings
 
 __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", "loop_field",
@@ -61,16 +61,6 @@ LOOP_BLOCK_PAIRS = 1 << 18
 #: bytes per pair of one block at its peak (the elliptic integrals and the
 #: field terms)
 _PAIR_BYTES = 30 * 8
-
-
-def _require(nbytes: float, what: str, advice: str) -> None:
-    """:func:`nlsepy._guard.require_memory` with advice for these functions."""
-    try:
-        _guard.require_memory(nbytes, what)
-    except MemoryError as exc:
-        msg = str(exc)
-        cut = msg.rfind("; use ")
-        raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; " + advice) from None
 
 
 # ------------------------------------------------------------------ checks
@@ -359,8 +349,8 @@ def winding(phi: Any, dr: float, dz: float, r0: float, z0: float, n_turns: int,
         Side heights, cap radii, levels, current per wire and total current.
     """
     n = count("n_turns", n_turns, minimum=1)
-    _require(WINDING_BYTES_PER_TURN * n, f"a winding of n_turns = {n} wires",
-             "use fewer turns")
+    require_memory_with(WINDING_BYTES_PER_TURN * n, f"a winding of n_turns = {n} wires",
+                        "use fewer turns")
     d = delta_phi(phi, dr, dz, r0, z0, B)
     s, path = d["s"], d["path"]
     z0f, r0f = float(d["z"][-1]), float(d["r"][-1])
@@ -434,9 +424,9 @@ def loop_field(radius: Any, height: Any, current: Any, r: Any, z: Any) -> Tuple[
     npt, nloop = rr.size, a.size
     rows = max(1, LOOP_BLOCK_PAIRS // max(nloop, 1))
     cols = max(1, min(nloop, LOOP_BLOCK_PAIRS))
-    _require(16.0 * npt + _PAIR_BYTES * min(npt, rows) * cols,
-             f"the field of {nloop} loops at {npt} points (in blocks of {min(npt, rows)} x "
-             f"{cols})", "use fewer loops or points")
+    require_memory_with(16.0 * npt + _PAIR_BYTES * min(npt, rows) * cols,
+                        f"the field of {nloop} loops at {npt} points (in blocks of "
+                        f"{min(npt, rows)} x {cols})", "use fewer loops or points")
     rflat, zflat = rr.reshape(-1), zz.reshape(-1)
     if npt <= rows and nloop <= cols:  # one block
         br, bz = _loop_pairs(a, zw, cur, rflat, zflat)
@@ -638,7 +628,8 @@ def plot(phi: Any, dr: float, dz: float, r0: float, z0: float, winding: Optional
     if winding is not None and not isinstance(winding, Winding):
         raise ValueError(f"winding must be a Winding (from nlsepy.magnet.winding), got {winding!r}")
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib
+        del matplotlib  # only whether it is installed matters here
         if ax is None:
             import matplotlib.pyplot as plt
     except ImportError as exc:

@@ -26,9 +26,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _backend, _guard, _validate
-from .._validate import Fixed
-from ..errors import BlowUpError
+from ..common import backend as _backend
+from ..common import checks as _validate
+from ..common import guard as _guard
+from ..common.errors import BlowUpError
+from ..common.params import Param, Replaceable, Sealed
+from . import memory as _memory
+from . import plot as _plot
 from . import post
 
 #: permeability of free space used throughout (4 pi 1e-7 H/m)
@@ -39,36 +43,8 @@ METHODS = {"jacobi": 0, "gauss-seidel": 1, "sor": 2, "rbsor": 3, "multigrid": 4,
 #: methods with a relaxation factor
 _RELAXED = ("sor", "rbsor")
 
-#: bytes of one row descriptor of Table 2.1 (4 ints and 5 doubles, magnet_row)
-_ROW_BYTES = 56
-#: unknowns at which the multigrid stops coarsening (MAGNET_MG_COARSEST)
-_MG_COARSEST = 400
-#: bytes per node of a multigrid level: 9-point operator, mask, b, e, r
-_LEVEL_BYTES = 9 * 8 + 1 + 3 * 8
-
-
-def _Fixed(doc: str, hint: Optional[str] = None) -> Fixed:
-    """A parameter fixed at construction (:class:`nlsepy._validate.Fixed`)."""
-    def refuse(name: str, value: Any) -> str:
-        return (f"CoaxialMagnet.{name} is read-only: the solver and its solutions are built "
-                f"for the value given at construction; make a new CoaxialMagnet with "
-                f"{hint or f'mag.replace({name}=...)'}")
-    return Fixed(doc, refuse)
-
-
 class ConvergenceWarning(RuntimeWarning):
     """An iterative solve stopped at ``max_iter`` above its tolerance."""
-
-
-def require_memory(nbytes: float, what: str, advice: str, backend: str = "cpu",
-                   host_bytes: float = 0.0) -> None:
-    """:func:`nlsepy._guard.require_memory` with the magnet's own advice."""
-    try:
-        _guard.require_memory(nbytes, what, backend=backend, host_bytes=host_bytes)
-    except MemoryError as exc:
-        msg = str(exc)
-        cut = msg.rfind("; use ")
-        raise MemoryError((msg[:cut] if cut >= 0 else msg) + "; " + advice) from None
 
 
 def _later(exc: BlowUpError, done: int) -> BlowUpError:
@@ -186,11 +162,10 @@ class MagnetSolution:
         -------
         matplotlib.figure.Figure
         """
-        from .. import plot
-        return plot.magnet(self, n_turns=n_turns, **kwargs)
+        return _plot.magnet(self, n_turns=n_turns, **kwargs)
 
 
-class CoaxialMagnet:
+class CoaxialMagnet(Sealed, Replaceable):
     """The magnet-design Laplace problem of source 002 on an r-z grid.
 
     Solvers: geometric multigrid (alone or preconditioning BiCGSTAB) and the
@@ -227,19 +202,32 @@ class CoaxialMagnet:
     (True, (21, 21))
     """
 
-    r0 = _Fixed("Radius of the magnet (m).")
-    z0 = _Fixed("Half-height of the magnet (m).")
-    r1 = _Fixed("Radius of the outer cylinder (m).")
-    z1 = _Fixed("Half-height of the outer cylinder (m).")
-    dr = _Fixed("Radial spacing (m).", "mag.replace(h=(dr, dz))")
-    dz = _Fixed("Axial spacing (m).", "mag.replace(h=(dr, dz))")
-    B = _Fixed("Target field along z inside the magnet (T).")
-    dtype = _Fixed("Precision of Phi (numpy.float64 or numpy.float32).")
-    backend = _Fixed('Where the solves run ("cpu" or "cuda").')
-    nr = _Fixed("Nodes along r, ``r1 / dr + 1``.", "mag.replace(r1=..., h=...)")
-    nz = _Fixed("Nodes along z, ``z1 / dz + 1``.", "mag.replace(z1=..., h=...)")
-    i0 = _Fixed("The magnet's side in nodes, ``r0 / dr``.", "mag.replace(r0=..., h=...)")
-    j0 = _Fixed("The magnet's cap in nodes, ``z0 / dz``.", "mag.replace(z0=..., h=...)")
+    _MODEL = "CoaxialMagnet"
+    _SEALED_ADVICE = "mag.replace(...) makes a new magnet"
+    #: what the refusal of a parameter advises where ``mag.replace(name=...)`` does not fit
+    _HINTS = {"dr": "mag.replace(h=(dr, dz))", "dz": "mag.replace(h=(dr, dz))",
+              "nr": "mag.replace(r1=..., h=...)", "nz": "mag.replace(z1=..., h=...)",
+              "i0": "mag.replace(r0=..., h=...)", "j0": "mag.replace(z0=..., h=...)"}
+
+    # the parameter table: the solver and its solutions are built for these values
+    r0 = Param("Radius of the magnet (m).")
+    z0 = Param("Half-height of the magnet (m).")
+    r1 = Param("Radius of the outer cylinder (m).")
+    z1 = Param("Half-height of the outer cylinder (m).")
+    dr = Param("Radial spacing (m).")
+    dz = Param("Axial spacing (m).")
+    B = Param("Target field along z inside the magnet (T).")
+    dtype = Param("Precision of Phi (numpy.float64 or numpy.float32).")
+    backend = Param('Where the solves run ("cpu" or "cuda").')
+    nr = Param("Nodes along r, ``r1 / dr + 1``.")
+    nz = Param("Nodes along z, ``z1 / dz + 1``.")
+    i0 = Param("The magnet's side in nodes, ``r0 / dr``.")
+    j0 = Param("The magnet's cap in nodes, ``z0 / dz``.")
+
+    def _refuse(self, name: str, value: Any) -> str:
+        hint = self._HINTS.get(name, f"mag.replace({name}=...)")
+        return (f"CoaxialMagnet.{name} is read-only: the solver and its solutions are built "
+                f"for the value given at construction; make a new CoaxialMagnet with {hint}")
 
     def __init__(self, r0: float, z0: float, r1: float, z1: float,
                  h: Union[float, Sequence[float]], B: float = 1e-3, dtype: Any = np.float64,
@@ -262,7 +250,7 @@ class CoaxialMagnet:
             raise TypeError(f"dtype must be float64 or float32, got {dtype!r}")
         self._dtype = dt.type
         self._backend = _backend.resolve(backend, "CoaxialMagnet")
-        from .. import _core
+        _core = _backend.core()
         self._core = _backend.module(self.backend)
         self._args = (self.r0, self.z0, self.r1, self.z1, self.dr, self.dz, self.B,
                       _core.COMPLEX64 if dt == np.float32 else _core.COMPLEX128)
@@ -279,44 +267,54 @@ class CoaxialMagnet:
         self._solver = self._core.Magnet(*self._args)
         self._fresh = True
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or isinstance(getattr(type(self), name, None), Fixed):
-            object.__setattr__(self, name, value)  # a _Fixed parameter refuses
-            return
-        raise AttributeError(f"CoaxialMagnet has no parameter {name!r} to set: its parameters "
-                             f"are fixed at construction (mag.replace(...) makes a new magnet)")
+    def _replace_args(self) -> Dict[str, Any]:
+        """The constructor's arguments that make this magnet again."""
+        return dict(r0=self.r0, z0=self.z0, r1=self.r1, z1=self.z1, h=(self.dr, self.dz),
+                    B=self.B, dtype=self.dtype, backend=self.backend)
 
     def replace(self, **changes: Any) -> "CoaxialMagnet":
-        """A new magnet with some parameters changed.
+        """A new magnet with some parameters changed, the others this one's.
+
+        The new magnet is made afresh (its own solver, no solve done); this
+        one and its solutions are left as they are.
 
         Parameters
         ----------
         **changes
-            Any of ``r0, z0, r1, z1, h, dr, dz, B, dtype, backend``; the
-            others are this magnet's.
+            Any argument of the constructor (``r0, z0, r1, z1, h, B, dtype,
+            backend``), or ``dr`` and ``dz`` (one spacing, the other kept)
+            in place of ``h``.
 
         Returns
         -------
         CoaxialMagnet
+
+        Raises
+        ------
+        TypeError
+            A name that replace does not take, or ``h`` together with ``dr``
+            or ``dz``.
+        ValueError
+            A value the constructor refuses (e.g. a length that is not a
+            whole number of spacings).
 
         Examples
         --------
         >>> import nlsepy as nl
         >>> nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).replace(B=2e-3).B
         0.002
+        >>> nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05).replace(dz=0.025).shape
+        (21, 41)
         """
-        kw: Dict[str, Any] = dict(r0=self.r0, z0=self.z0, r1=self.r1, z1=self.z1,
-                                  h=(self.dr, self.dz), B=self.B, dtype=self.dtype,
-                                  backend=self.backend)
-        unknown = sorted(set(changes) - set(kw) - {"dr", "dz"})
+        names = set(self._replace_args()) | {"dr", "dz"}
+        unknown = sorted(set(changes) - names)
         if unknown:
-            raise TypeError(f"replace() takes {sorted(set(kw) | {'dr', 'dz'})}, got {unknown}")
+            raise TypeError(f"replace() takes {sorted(names)}, got {unknown}")
         if "dr" in changes or "dz" in changes:
             if "h" in changes:
                 raise TypeError("replace() takes h or dr/dz, not both")
             changes["h"] = (changes.pop("dr", self.dr), changes.pop("dz", self.dz))
-        kw.update(changes)
-        return CoaxialMagnet(**kw)
+        return super().replace(**changes)
 
     @property
     def partial_solution(self) -> Optional[MagnetSolution]:
@@ -335,54 +333,12 @@ class CoaxialMagnet:
         return self._partial
 
     # ------------------------------------------------------------ memory
-    def _hierarchy(self) -> Tuple[int, int]:
-        """Nodes of the multigrid's coarse levels together, and of the
-        coarsest (magnet_level_count, magnet_coarse_dim)."""
-        nr, nz, cnt = self.nr, self.nz, self.unknowns
-        nodes: List[int] = []
-        while cnt > _MG_COARSEST and nr > 3 and nz > 3:
-            nr, nz = nr // 2 + 1, nz // 2 + 1
-            cnt = nr * nz
-            nodes.append(cnt)
-        if not nodes:
-            nodes.append((nr // 2 + 1) * (nz // 2 + 1))
-        return sum(nodes), nodes[-1]
-
     def _memory(self, method: Optional[str], new_solver: bool, inputs: int) -> Tuple[int, int]:
-        """Bytes a solve takes: ``(backend bytes, other host bytes)`` (on the
-        CPU the first is host memory and the second 0).
-
-        `method` None: the solver's state and the Phi a solve returns;
-        `new_solver`: a solver is created; `inputs`: bytes of the arrays the
-        caller's arguments become (phi0, boundary values).
-        """
-        nn = self.nr * self.nz
-        rs = np.dtype(self.dtype).itemsize
-        colours = 2 * (self.nr + 2) * (self.nz // 2 + 2) * rs  # Phi by colour, with halos
-        dev = colours + self.nr * (_ROW_BYTES + 8) if new_solver else 0
-        host = 8 * nn + inputs  # the Phi returned
-        cuda = self.backend == "cuda"
-        if cuda:
-            host += self.nr * _ROW_BYTES + colours  # row table and staging on the host
-        if method == "jacobi":
-            dev += colours  # the second copy
-        if method in ("multigrid", "mg-cg"):
-            levels, last = self._hierarchy()
-            dense = 8 * last * last  # the coarsest level's dense LU (or inverse)
-            dev += 17 * nn + _LEVEL_BYTES * levels + dense + 8 * last
-            if cuda:
-                host += 2 * dense + (_LEVEL_BYTES + 4) * last
-            if method == "mg-cg":  # explicit fine operator, Krylov vectors, first Phi
-                dev += (_LEVEL_BYTES + 8 * 8) * nn + colours
-        if not cuda:
-            return dev + host, 0
-        return dev, host
+        """Bytes a solve takes (:func:`nlsepy.magnet.memory.solve_bytes`)."""
+        return _memory.solve_bytes(self, method, new_solver, inputs)
 
     def _require(self, dev: int, host: int, what: str) -> None:
-        where = (f"{what} on the {self.nr}x{self.nz} grid (r1 = {self.r1:g}, z1 = {self.z1:g}, "
-                 f"dr = {self.dr:g}, dz = {self.dz:g}, {np.dtype(self.dtype).name})")
-        require_memory(dev, where, "use a coarser grid, float32 or a method with less memory "
-                       "(rbsor)", backend=self.backend, host_bytes=host)
+        _memory.require(self, dev, host, what)
 
     # ------------------------------------------------------------ geometry
     @property
@@ -568,9 +524,9 @@ class CoaxialMagnet:
         def work(k: int) -> bool:
             # the history as one array at the end: room for all of it
             done = book["it"]
-            require_memory(8 * (done + k), f"the residual history of CoaxialMagnet.solve("
-                           f"{method!r}) at {done + k} iterations (max_iter = {max_iter})",
-                           "use a smaller max_iter or a faster method (multigrid)")
+            _memory.require_history(8 * (done + k), f"the residual history of CoaxialMagnet."
+                                    f"solve({method!r}) at {done + k} iterations (max_iter = "
+                                    f"{max_iter})")
             try:
                 it, res, conv, h = solver.solve(code, w, tol, k)
             except BlowUpError as exc:

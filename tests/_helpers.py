@@ -1,0 +1,246 @@
+"""Checks and test problems that several test files share.
+
+Imported as ``import _helpers`` (or ``from _helpers import ...``): pytest
+puts this folder on ``sys.path`` when it loads ``tests/conftest.py``, for
+the test files of every sub-folder and for the rank-side files that the MPI
+tests run under ``mpirun ... -m pytest``.  Nothing here imports mpi4py; the
+MPI helpers take the communicator.
+"""
+
+import contextlib
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from nlsepy.reference import mbloch as mref
+
+
+# ------------------------------------------------------------- time, Ctrl-C
+def sigint_during(call, after=0.4, what="call"):
+    """Run ``call()`` with a SIGINT sent from a timer thread `after` seconds in.
+
+    The call must raise KeyboardInterrupt; the signal must have gone out
+    before the call ended, and Python's own SIGINT handler must be back in
+    place afterwards.
+
+    Parameters
+    ----------
+    call : callable
+        What is interrupted (no arguments).
+    after : float, optional
+        Seconds from the start of the call to the signal.
+    what : str, optional
+        The call's name in the failure message ("the <what> ended before
+        the signal").
+
+    Returns
+    -------
+    float
+        Seconds from the signal to the KeyboardInterrupt.
+    """
+    sent = []
+    timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
+                                            os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        caught = time.perf_counter()
+    finally:
+        timer.cancel()
+        timer.join()
+    assert sent, f"the {what} ended before the signal"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    return caught - sent[0]
+
+
+@contextlib.contextmanager
+def finishes_within(seconds):
+    """Context manager: the ``with`` body must take less than `seconds`.
+
+    Used around calls that must be refused before they allocate (a refusal
+    after the allocation would take far longer, or not return at all).
+
+    Parameters
+    ----------
+    seconds : float
+        Wall-clock limit of the body.
+    """
+    t0 = time.perf_counter()
+    yield
+    assert time.perf_counter() - t0 < seconds
+
+
+# ---------------------------------------------------------------------- MPI
+def check_gather_at_last_rank(sim, full, comm):
+    """``sim.gather(root=last rank)``: the whole state there, None elsewhere.
+
+    Parameters
+    ----------
+    sim
+        A distributed solver (its ``gather(root=)``).
+    full : numpy.ndarray
+        The whole state it must gather (a single-process solver's).
+    comm : mpi4py.MPI.Comm
+        The solver's communicator.
+    """
+    root = comm.Get_size() - 1
+    g = sim.gather(root=root)
+    if comm.Get_rank() == root:
+        np.testing.assert_array_equal(g, full)
+    else:
+        assert g is None
+
+
+# ----------------------------------------------------------------- DBEC-GP
+def write_real3d_input(path, shape, outstpt):
+    """Write a real-time DBEC-GP input (OPTION 2, DYNAOUT) on a grid of `shape`.
+
+    5000 atoms of a_s = 100 a_0 and a_dd = 132.7 a_0 in the trap (0.5, 1,
+    1.5), spacing 0.6, dt = 0.01, 7 steps with the initial couplings
+    (GPAR = 1.5, GDDPAR = 1) and 11 with the final ones, a DYNAOUT row
+    every `outstpt` steps.  One ``   KEY = value`` line per key, as the
+    published inputs have them.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The input file to write.
+    shape : tuple of int
+        ``(NX, NY, NZ)``.
+    outstpt : int
+        OUTSTPT, steps between DYNAOUT rows.
+    """
+    nx, ny, nz = shape
+    items = {"OPTION": 2, "NATOMS": 5000, "AHO": 1e-6, "AS": 100.0, "ADD": 132.7,
+             "CUTOFF": 3.0, "GPAR": 1.5, "GDDPAR": 1.0, "NX": nx, "NY": ny, "NZ": nz,
+             "DX": 0.6, "DY": 0.6, "DZ": 0.6, "DT": 0.01, "GAMMA": 0.5, "NU": 1.0,
+             "LAMBDA": 1.5, "NSTP": 0, "NPAS": 7, "NRUN": 11, "OUTPUT": "real3d-out",
+             "RMSOUT": "real3d-rms", "DYNAOUT": "real3d-dyna", "OUTSTPT": outstpt}
+    path.write_text("".join(f"   {k} = {v}\n" for k, v in items.items()))
+
+
+# ----------------------------------------------------------- Maxwell-Bloch
+def mbloch_multilevel(n_atoms, seed, t, gaussian, sech):
+    """A multi-level, multi-mode Maxwell-Bloch ensemble and its input fields.
+
+    n_g = 4, n_e = 3, modes -1..2 (empty bands at the edges), Franck-Condon
+    F, a Gaussian line (sigma 1 on [-3, 3]), level and mode spacings, and a
+    random normalised state per atom.  The fields: a Gaussian pi pulse in
+    mode 0, and sech pulses of area 1 (times 0.5 + 0.3i) in mode 1 and
+    (times 0.1i) in mode -1.
+
+    Parameters
+    ----------
+    n_atoms : int
+        Number of atoms.
+    seed : int
+        Seed of the atoms' states.
+    t : numpy.ndarray
+        The time grid.
+    gaussian : (float, float)
+        Width and centre of the Gaussian pulse.
+    sech : (float, float)
+        Width and centre of the sech pulses.
+
+    Returns
+    -------
+    model : dict
+        Keyword arguments of the model (``n_g`` ... ``initial_state``).
+    det, w : numpy.ndarray
+        Detunings and weights of the line.
+    e0 : numpy.ndarray
+        Fields ``(len(t), 4)``, modes -1..2.
+    """
+    rng = np.random.default_rng(seed)
+    ng, ne = 4, 3
+    det, w = mref.gaussian_line(n_atoms, 1.0, span=3.0)
+    psi0 = rng.normal(size=(n_atoms, ng + ne)) + 1j * rng.normal(size=(n_atoms, ng + ne))
+    psi0 /= np.linalg.norm(psi0, axis=1)[:, None]
+    model = dict(n_g=ng, n_e=ne, modes=(-1, 2), F=mref.franck_condon(ng, ne, 1.1), beta=0.7,
+                 kappa_g=0.3, kappa_e=0.2, delta=0.1, initial_state=psi0)
+    e0 = np.zeros((len(t), 4), complex)
+    e0[:, 1] = mref.gaussian_pulse(t, *gaussian, area=np.pi)
+    e0[:, 2] = (0.5 + 0.3j) * mref.sech_pulse(t, *sech, area=1.0)
+    e0[:, 0] = 0.1j * mref.sech_pulse(t, *sech, area=1.0)
+    return model, det, w, e0
+
+
+def mbloch_c_problem(n_g, n_e, modes, n_atoms, n_t, h_t, beta=2.0, area=np.pi, delay=1.0,
+                     seed=3):
+    """Keyword arguments of the C API's Maxwell-Bloch solver for a multi-level case.
+
+    Franck-Condon F, a Gaussian line of width 1.3, every atom in
+    ``sqrt(0.7) |0> + sqrt(0.3) e^{i phi} |1>`` with a random phase, a sech
+    pulse of width 0.6 in every mode (centred at ``delay + 0.2 q``, area
+    `area` in the middle mode and less towards the edges), h_z = 0.05,
+    kappa_g = 0.3, kappa_e = 0.25, delta = 0.1 and 4 Euler substeps.
+
+    Parameters
+    ----------
+    n_g, n_e : int
+        Ground and excited levels.
+    modes : (int, int)
+        Lowest and highest mode.
+    n_atoms, n_t : int
+        Atoms and time points.
+    h_t, beta : float
+        Time step and coupling.
+    area, delay : float, optional
+        Area of the middle mode's pulse, centre of the lowest mode's.
+    seed : int, optional
+        Seed of the atoms' phases.
+
+    Returns
+    -------
+    dict
+        ``n_g``, ``n_e``, ``l_min``, ``l_max``, ``F``, ``detunings``,
+        ``weights``, ``initial_state``, ``fields0``, ``h_t``, ``h_z``,
+        ``beta``, ``kappa_g``, ``kappa_e``, ``delta``, ``euler_substeps``.
+    """
+    rng = np.random.default_rng(seed)
+    det, w = mref.gaussian_line(n_atoms, 1.3)
+    psi0 = np.zeros((n_atoms, n_g + n_e), complex)
+    psi0[:, 0] = np.sqrt(0.7)
+    psi0[:, 1] = np.sqrt(0.3) * np.exp(1j * rng.uniform(0, 2 * np.pi, n_atoms))
+    t = mref.time_grid(h_t, n_t)
+    nf = modes[1] - modes[0] + 1
+    fields = np.zeros((n_t, nf), complex)
+    for q in range(nf):
+        fields[:, q] = mref.sech_pulse(t, 0.6, delay + 0.2 * q, area=area / (1 + abs(q - nf // 2)))
+    return dict(n_g=n_g, n_e=n_e, l_min=modes[0], l_max=modes[1],
+                F=mref.franck_condon(n_g, n_e, 1.1), detunings=det, weights=w,
+                initial_state=psi0, fields0=fields, h_t=h_t, h_z=0.05, beta=beta,
+                kappa_g=0.3, kappa_e=0.25, delta=0.1, euler_substeps=4)
+
+
+def check_4pi_split(e, h_t):
+    """A 4 pi sech of width 1 after alpha z = 12: two pulses of area ~2 pi.
+
+    The areas are split at the intensity minimum between the two peaks
+    (so their overlap counts): each within 10 % of 2 pi, the sum within
+    1 % of 4 pi; the peaks 6 and 2 (the 2 pi solitons of widths 1/3 and 1)
+    within 10 %.
+
+    Parameters
+    ----------
+    e : numpy.ndarray
+        The real field at the end, one value per time point.
+    h_t : float
+        The time step.
+    """
+    I = e ** 2
+    peaks = [k for k in range(1, len(e) - 1)
+             if I[k] > I[k - 1] and I[k] >= I[k + 1] and I[k] > 0.05 * I.max()]
+    assert len(peaks) == 2
+    kmin = peaks[0] + int(np.argmin(I[peaks[0]:peaks[1]]))
+    a1, a2 = e[:kmin].sum() * h_t, e[kmin:].sum() * h_t
+    assert a1 == pytest.approx(2 * np.pi, rel=0.10)
+    assert a2 == pytest.approx(2 * np.pi, rel=0.10)
+    assert a1 + a2 == pytest.approx(4 * np.pi, rel=0.01)
+    assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.1)
+    assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.1)
