@@ -244,7 +244,7 @@ def test_model_subpackage_shape(stem):
     distributed part of its own."""
     folder = PKG / stem
     assert (folder / "__init__.py").is_file() and (folder / "solver.py").is_file()
-    assert (folder / "plot.py").is_file() or stem == "fd", f"{stem}/plot.py is missing"
+    assert (folder / "plot.py").is_file(), f"{stem}/plot.py is missing"
     assert MODELS[stem].cls.__module__ == f"nlsepy.{stem}.solver"
     top = {p.stem for p in PKG.glob("*.py")}
     assert stem not in top, f"python/nlsepy/{stem}.py stands beside the subpackage"

@@ -85,6 +85,27 @@ def test_nlse_2d_density_and_phase(tmp_path):
     assert "t = 0.2" in fig._suptitle.get_text()
 
 
+def test_nlse_current_state(tmp_path):
+    """sim.plot(): the state now, on the grid's own coordinates: 1D
+    |psi|^2 against x (the exact dark soliton's profile), 2D density and
+    phase."""
+    psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
+    sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], bc="msd")
+    path = tmp_path / "nlse-now-1d.png"
+    fig = sim.plot(path=path, dpi=DPI)
+    assert os.path.isfile(path)
+    (ax,) = fig.axes
+    x, dens = ax.lines[0].get_data()
+    assert np.allclose(x, p["x"]) and np.allclose(dens, np.abs(psi0) ** 2)
+    assert "x (dimensionless)" in ax.get_xlabel() and "t = 0" in fig._suptitle.get_text()
+    sim2 = nl.NLSE(gaussian(2, 16, 0.5), 0.5, s=1.0, bc="periodic")
+    path = tmp_path / "nlse-now-2d.png"
+    fig = sim2.step(3).plot(path=path, dpi=DPI)
+    check_png(fig, path, 2)
+    check_panels(fig, 2, 4, "x (dimensionless)", "y (dimensionless)")
+    assert f"t = {sim2.t:.4g}" in fig._suptitle.get_text()
+
+
 def test_nlse_3d_integrated_and_slices(tmp_path):
     sim = nl.NLSE(gaussian(3, 8, 0.75), 0.75, s=1.0, bc="periodic")
     frames = sim.run(0.05, frames=1)

@@ -1,9 +1,11 @@
 /*
- * common.c -- thread-local last error and OpenMP thread control shared by
- * every nlsepy solver (see nlsepy/common.h).
+ * common.c -- thread-local last error, the checks and host-memory helpers
+ * every solver's entry points share, and OpenMP thread control (see
+ * nlsepy/common.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "nlsepy/common.h"
 #ifdef _OPENMP
@@ -31,6 +33,24 @@ int nlse_fail(int code, const char *fmt, ...)
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
     return code;
+}
+
+int nlse_check_steps(const void *s, long n, long *done, const char *who, const char *what)
+{
+    if (done)
+        *done = 0;
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "%s: NULL solver", who);
+    if (n < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "%s must be >= 0, got %ld", what, n);
+    return NLSE_OK;
+}
+
+int nlse_drop(void **array)
+{
+    free(*array);
+    *array = NULL;
+    return NLSE_OK;
 }
 
 /* The thread count of every parallel region of the kernels, process-wide:

@@ -247,6 +247,15 @@ static char *scratch(nlse_dec *s)
     return s->tmp;
 }
 
+/* The two scratch states, *a and *b after it; NLSE_ERR_NOMEM naming `fn`
+ * when they cannot be made. */
+static int scratch_pair(nlse_dec *s, const char *fn, char **a, char **b)
+{
+    *a = scratch(s);
+    *b = *a ? *a + state_bytes(s) : NULL;
+    return *a ? NLSE_OK : nlse_fail(NLSE_ERR_NOMEM, "%s: out of memory", fn);
+}
+
 /* Bytes of x1 and psi(n-1) rows that a y tile of the sweep keeps in cache
  * per thread (dec_sweep). */
 #ifndef DEC_TILE_BYTES
@@ -496,11 +505,8 @@ int nlse_dec_set_potential(nlse_dec *s, const void *V)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    if (!V) {
-        free(s->V);
-        s->V = NULL;
-        return NLSE_OK;
-    }
+    if (!V)
+        return nlse_drop(&s->V);
     int st = dec_check_real(V, s->n, s->p.dtype, "V");
     if (st)
         return st;
@@ -673,15 +679,15 @@ int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
 
 int nlse_dec_apply(nlse_dec *s, const void *psi, void *out)
 {
+    char *y, *x;
     if (!s || !psi || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_apply: NULL argument");
     const size_t es = 2 * real_size(s);
-    char *y = scratch(s);
-    if (!y)
-        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_apply: out of memory");
+    int st = scratch_pair(s, "nlse_dec_apply", &y, &x);
+    if (st)
+        return st;
     /* psi into the second scratch state in the kernels' order, y = 0 +
      * H(psi) psi (the kernels always add to a state), y back into out */
-    char *x = y + state_bytes(s);
     reorder(s, x, psi, all_rows(s), es, 1);
     memset(y, 0, state_bytes(s));
     apply_k(s, y, y, x, 1, 0, NULL, 0);
@@ -779,14 +785,14 @@ int nlse_dec_combine(nlse_dec *s, const void *x0, const void *x1, double cre, do
     if (!(isfinite(cre) && isfinite(cim)))
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_combine: the coefficient (%g, %g) is not "
                                          "finite", cre, cim);
+    char *y, *z;
     const size_t es = 2 * real_size(s);
-    char *y = scratch(s);
-    if (!y)
-        return nlse_fail(NLSE_ERR_NOMEM, "nlse_dec_combine: out of memory");
+    int st = scratch_pair(s, "nlse_dec_combine", &y, &z);
+    if (st)
+        return st;
     /* x1 and x0 into the two scratch states in the kernels' order, then the
      * result back into out (x0 and x1 are read before out is written: either
      * may be out too) */
-    char *z = y + state_bytes(s);
     reorder(s, y, x1, all_rows(s), es, 1);
     reorder(s, z, x0, all_rows(s), es, 1);
     *bad = apply_k(s, z, z, y, cre, cim, NULL, 0);

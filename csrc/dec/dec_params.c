@@ -167,13 +167,7 @@ int dec_rows_build(const nlse_dec_params *p, const nlse_dec_table *t, dec_rows *
 
 int dec_check_steps(const void *s, long n, long *done)
 {
-    if (done)
-        *done = 0;
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    if (n < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "steps must be >= 0, got %ld", n);
-    return NLSE_OK;
+    return nlse_check_steps(s, n, done, "nlse_dec", "steps");
 }
 
 int dec_check_real(const void *v, size_t n, int dtype, const char *name)

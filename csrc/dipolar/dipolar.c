@@ -27,6 +27,45 @@ static size_t rsize(const struct nlse_dipolar *s)
     return s->p.dtype == NLSE_COMPLEX64 ? sizeof(float) : sizeof(double);
 }
 
+/* n real values as complex ones, o[2q] = p[q] and o[2q + 1] = 0: into
+ * another array (over the threads), or in place (from the end backwards),
+ * for T = float (sfx f) and double (d). */
+#define DIPOLAR_REAL_TO_COMPLEX(T, sfx)                                          \
+    static void to_complex_##sfx(const T *p, T *o, ptrdiff_t N)                 \
+    {                                                                            \
+        _Pragma("omp parallel for NLSE_THREADS schedule(static) if (N > 65536)") \
+        for (ptrdiff_t q = 0; q < N; ++q) {                                      \
+            o[2 * q] = p[q];                                                     \
+            o[2 * q + 1] = 0;                                                    \
+        }                                                                        \
+    }                                                                            \
+    static void promote_##sfx(T *p, size_t n)                                    \
+    {                                                                            \
+        for (size_t q = n; q-- > 0;) {                                           \
+            p[2 * q] = p[q];                                                     \
+            p[2 * q + 1] = 0;                                                    \
+        }                                                                        \
+    }
+DIPOLAR_REAL_TO_COMPLEX(float, f)
+DIPOLAR_REAL_TO_COMPLEX(double, d)
+#undef DIPOLAR_REAL_TO_COMPLEX
+
+void dipolar_real_to_complex(const void *psi, void *out, size_t n, int dtype)
+{
+    if (dtype == NLSE_COMPLEX64)
+        to_complex_f((const float *)psi, (float *)out, (ptrdiff_t)n);
+    else
+        to_complex_d((const double *)psi, (double *)out, (ptrdiff_t)n);
+}
+
+void dipolar_promote_real(void *psi, size_t n, int dtype)
+{
+    if (dtype == NLSE_COMPLEX64)
+        promote_f((float *)psi, n);
+    else
+        promote_d((double *)psi, n);
+}
+
 static void put(const struct nlse_dipolar *s, void *dst, size_t i, double v)
 {
     if (s->p.dtype == NLSE_COMPLEX64)
@@ -332,45 +371,16 @@ int nlse_dipolar_get_state(const nlse_dipolar *s, void *out)
         nlse_parallel_memcpy(out, s->psi, 2 * s->N * rsize(s));
         return NLSE_OK;
     }
-    const ptrdiff_t N = (ptrdiff_t)s->N;
-    if (s->p.dtype == NLSE_COMPLEX64) {
-        const float *p = (const float *)s->psi;
-        float *o = (float *)out;
-#pragma omp parallel for NLSE_THREADS schedule(static) if (N > 65536)
-        for (ptrdiff_t q = 0; q < N; ++q) {
-            o[2 * q] = p[q];
-            o[2 * q + 1] = 0;
-        }
-    } else {
-        const double *p = (const double *)s->psi;
-        double *o = (double *)out;
-#pragma omp parallel for NLSE_THREADS schedule(static) if (N > 65536)
-        for (ptrdiff_t q = 0; q < N; ++q) {
-            o[2 * q] = p[q];
-            o[2 * q + 1] = 0;
-        }
-    }
+    dipolar_real_to_complex(s->psi, out, s->N, s->p.dtype);
     return NLSE_OK;
 }
 
-/* A real state becomes complex in place (from the end backwards). */
+/* A real state becomes complex in place. */
 static void promote(struct nlse_dipolar *s)
 {
     if (!s->is_real)
         return;
-    if (s->p.dtype == NLSE_COMPLEX64) {
-        float *p = (float *)s->psi;
-        for (size_t q = s->N; q-- > 0;) {
-            p[2 * q] = p[q];
-            p[2 * q + 1] = 0;
-        }
-    } else {
-        double *p = (double *)s->psi;
-        for (size_t q = s->N; q-- > 0;) {
-            p[2 * q] = p[q];
-            p[2 * q + 1] = 0;
-        }
-    }
+    dipolar_promote_real(s->psi, s->N, s->p.dtype);
     s->is_real = 0;
 }
 

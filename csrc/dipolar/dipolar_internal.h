@@ -145,4 +145,9 @@ static inline double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t
 /* FFTW's threads, set up once (dipolar.c). */
 int dipolar_fftw_threads_init(void);
 
+/* n real values of precision `dtype` as complex ones (dipolar.c): into
+ * `out` (over the threads), or in place in `psi` (room for 2n values). */
+void dipolar_real_to_complex(const void *psi, void *out, size_t n, int dtype);
+void dipolar_promote_real(void *psi, size_t n, int dtype);
+
 #endif /* NLSEPY_DIPOLAR_INTERNAL_H */

@@ -348,6 +348,31 @@ static int make_types(struct nlse_dipolar_mpi *M)
 /* dipolar term                                                       */
 /* ------------------------------------------------------------------ */
 
+/* The threads FFTW's plans of precision P (fftwf or fftw) run on. */
+#ifdef NLSEPY_FFTW_THREADED
+#define PLAN_THREADS(P, nt) P##_plan_with_nthreads(nt)
+#else
+#define PLAN_THREADS(P, nt) ((void)(nt))
+#endif
+
+/* The density's forward (r2c, transposed out) and backward (c2r,
+ * transposed in) plans of FFTW's MPI interface in precision P (fftwf or
+ * fftw, real type R), in place in d. */
+#define MPI_PLANS(P, R)                                                                  \
+    static void plans_##P(void *d, const ptrdiff_t *nn, MPI_Comm comm, unsigned flags,  \
+                          int nt, void **pf, void **pb)                                 \
+    {                                                                                   \
+        PLAN_THREADS(P, nt);                                                            \
+        *pf = P##_mpi_plan_dft_r2c(3, nn, (R *)d, (P##_complex *)d, comm,               \
+                                   flags | FFTW_MPI_TRANSPOSED_OUT);                    \
+        *pb = P##_mpi_plan_dft_c2r(3, nn, (P##_complex *)d, (R *)d, comm,               \
+                                   flags | FFTW_MPI_TRANSPOSED_IN);                     \
+    }
+MPI_PLANS(fftwf, float)
+MPI_PLANS(fftw, double)
+#undef MPI_PLANS
+#undef PLAN_THREADS
+
 static int make_plans(struct nlse_dipolar_mpi *M)
 {
     const ptrdiff_t nn[3] = {(ptrdiff_t)M->n0, (ptrdiff_t)M->n1, (ptrdiff_t)M->n2};
@@ -358,25 +383,11 @@ static int make_plans(struct nlse_dipolar_mpi *M)
     int nt = M->L.nthreads;
 #pragma omp critical(nlsepy_fftw)
     {
-        if (single(M)) {
-#ifdef NLSEPY_FFTW_THREADED
-            fftwf_plan_with_nthreads(nt);
-#endif
-            pf = fftwf_mpi_plan_dft_r2c(3, nn, (float *)d, (fftwf_complex *)d, M->comm,
-                                        flags | FFTW_MPI_TRANSPOSED_OUT);
-            pb = fftwf_mpi_plan_dft_c2r(3, nn, (fftwf_complex *)d, (float *)d, M->comm,
-                                        flags | FFTW_MPI_TRANSPOSED_IN);
-        } else {
-#ifdef NLSEPY_FFTW_THREADED
-            fftw_plan_with_nthreads(nt);
-#endif
-            pf = fftw_mpi_plan_dft_r2c(3, nn, (double *)d, (fftw_complex *)d, M->comm,
-                                       flags | FFTW_MPI_TRANSPOSED_OUT);
-            pb = fftw_mpi_plan_dft_c2r(3, nn, (fftw_complex *)d, (double *)d, M->comm,
-                                       flags | FFTW_MPI_TRANSPOSED_IN);
-        }
+        if (single(M))
+            plans_fftwf(d, nn, M->comm, flags, nt, &pf, &pb);
+        else
+            plans_fftw(d, nn, M->comm, flags, nt, &pf, &pb);
     }
-    (void)nt;
     M->L.plan_f = pf;
     M->L.plan_b = pb;
     if (!pf || !pb)
@@ -700,35 +711,17 @@ int nlse_dipolar_mpi_get_state(const nlse_dipolar_mpi *M, void *out)
         nlse_parallel_memcpy(out, L->psi, 2 * L->N * rsize(M));
         return NLSE_OK;
     }
-    for (size_t q = 0; q < L->N; ++q) {
-        if (single(M)) {
-            ((float *)out)[2 * q] = ((const float *)L->psi)[q];
-            ((float *)out)[2 * q + 1] = 0;
-        } else {
-            ((double *)out)[2 * q] = ((const double *)L->psi)[q];
-            ((double *)out)[2 * q + 1] = 0;
-        }
-    }
+    dipolar_real_to_complex(L->psi, out, L->N, M->gp.dtype);
     return NLSE_OK;
 }
 
-/* A real state becomes complex in place (from the end backwards). */
+/* A real state becomes complex in place. */
 static void promote(struct nlse_dipolar_mpi *M)
 {
     struct nlse_dipolar *L = &M->L;
     if (!L->is_real)
         return;
-    for (size_t q = L->N; q-- > 0;) {
-        if (single(M)) {
-            float *p = (float *)L->psi;
-            p[2 * q] = p[q];
-            p[2 * q + 1] = 0;
-        } else {
-            double *p = (double *)L->psi;
-            p[2 * q] = p[q];
-            p[2 * q + 1] = 0;
-        }
-    }
+    dipolar_promote_real(L->psi, L->N, M->gp.dtype);
     L->is_real = 0;
 }
 
@@ -806,6 +799,24 @@ static void obstacle_at(struct nlse_dipolar_mpi *M, double t)
 /* the x solve on x pencils                                           */
 /* ------------------------------------------------------------------ */
 
+/* The counts and displacements, in lines, of the transposes between the
+ * slab and the pencils, for every rank r: on the slab side (slab[r],
+ * slab[P + r]) the ni x yc[r] lines of rank r's y rows, packed in rank
+ * order; on the pencil side (pencil[r], pencil[P + r]) rank r's xc[r] x
+ * rows of nj lines, in place. */
+static void transpose_counts(const struct nlse_dipolar_mpi *M, int *slab, int *pencil)
+{
+    const int P = M->size;
+    size_t off = 0;
+    for (int r = 0; r < P; ++r) {
+        slab[r] = (int)(M->ni * M->yc[r]);
+        slab[P + r] = (int)off;
+        pencil[r] = (int)(M->xc[r] * M->nj);
+        pencil[P + r] = (int)(M->xs[r] * M->nj);
+        off += M->ni * M->yc[r];
+    }
+}
+
 /* Slab (ni, ny, nz) -> pencils (nx, nj, nz): rank r gets the y rows
  * ys[r] .. of every local x row; what arrives from rank r is its x rows,
  * already in place in the pencil layout. */
@@ -814,14 +825,7 @@ static int to_pencils(struct nlse_dipolar_mpi *M)
     const int P = M->size, c = !M->L.is_real;
     const size_t line = (size_t)(c + 1) * M->n2 * rsize(M), n1 = M->n1, ni = M->ni;
     int *sc = M->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P;
-    size_t off = 0;
-    for (int r = 0; r < P; ++r) {
-        sc[r] = (int)(ni * M->yc[r]);
-        sd[r] = (int)off;
-        rc[r] = (int)(M->xc[r] * M->nj);
-        rd[r] = (int)(M->xs[r] * M->nj);
-        off += ni * M->yc[r];
-    }
+    transpose_counts(M, sc, rc);
     const char *src = (const char *)M->L.psi;
     char *buf = (char *)M->tbuf;
 #pragma omp parallel for NLSE_THREADS schedule(static) collapse(2) if (ni * n1 * line > 262144)
@@ -841,14 +845,7 @@ static int from_pencils(struct nlse_dipolar_mpi *M)
     const int P = M->size, c = !M->L.is_real;
     const size_t line = (size_t)(c + 1) * M->n2 * rsize(M), n1 = M->n1, ni = M->ni;
     int *sc = M->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P;
-    size_t off = 0;
-    for (int r = 0; r < P; ++r) {
-        sc[r] = (int)(M->xc[r] * M->nj);
-        sd[r] = (int)(M->xs[r] * M->nj);
-        rc[r] = (int)(ni * M->yc[r]);
-        rd[r] = (int)off;
-        off += ni * M->yc[r];
-    }
+    transpose_counts(M, rc, sc);
     int rcode = MPI_Alltoallv(M->pen, sc, sd, M->line[c], M->tbuf, rc, rd, M->line[c], M->comm);
     if (rcode != MPI_SUCCESS)
         return nlse_fail(NLSE_ERR_BACKEND, "MPI_Alltoallv failed (error %d)", rcode);

@@ -101,11 +101,8 @@ int nlse_fd_set_potential(nlse_fd *s, const void *V)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_potential: NULL solver");
-    if (!V) {
-        free(s->V);
-        s->V = NULL;
-        return NLSE_OK;
-    }
+    if (!V)
+        return nlse_drop(&s->V);
     if (!all_finite(s, V, 1))
         return nlse_fail(NLSE_ERR_VALUE, "V contains non-finite values (NaN or Inf)");
     size_t bytes = (size_t)s->g.npts * s->real_size;
@@ -198,30 +195,36 @@ static void row_bytes(const nlse_fd *s, size_t first, size_t count, size_t *off,
     *len = count * row;
 }
 
+/* The checks of get_rows / set_rows (`fn`, with the caller's buffer
+ * `buf`), then the bytes of those rows as row_bytes gives them. */
+static int rows_range(const nlse_fd *s, const void *buf, const char *fn, size_t first,
+                      size_t count, size_t *off, size_t *len)
+{
+    *off = *len = 0;
+    if (!s || !buf)
+        return nlse_fail(NLSE_ERR_VALUE, "%s: NULL argument", fn);
+    int st = nlse_fd_check_rows(&s->p, first, count);
+    if (!st)
+        row_bytes(s, first, count, off, len);
+    return st;
+}
+
 int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out)
 {
     size_t off, len;
-    if (!s || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_rows: NULL argument");
-    int st = nlse_fd_check_rows(&s->p, first, count);
-    if (st)
-        return st;
-    row_bytes(s, first, count, &off, &len);
-    memcpy(out, (const char *)s->psi + off, len);
-    return NLSE_OK;
+    int st = rows_range(s, out, "nlse_fd_get_rows", first, count, &off, &len);
+    if (!st)
+        memcpy(out, (const char *)s->psi + off, len);
+    return st;
 }
 
 int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
 {
     size_t off, len;
-    if (!s || !in)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
-    int st = nlse_fd_check_rows(&s->p, first, count);
-    if (st)
-        return st;
-    row_bytes(s, first, count, &off, &len);
-    memcpy((char *)s->psi + off, in, len);
-    return NLSE_OK;
+    int st = rows_range(s, in, "nlse_fd_set_rows", first, count, &off, &len);
+    if (!st)
+        memcpy((char *)s->psi + off, in, len);
+    return st;
 }
 
 double nlse_fd_bytes_per_point_step(const nlse_fd *s)

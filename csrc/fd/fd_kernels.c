@@ -5,17 +5,5 @@
 #include <math.h>
 #include "fd_internal.h"
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-
-#define REAL float
-#define FN(name) CAT(name, _f)
-#include "fd_kernels.inc"
-#undef FN
-#undef REAL
-
-#define REAL double
-#define FN(name) CAT(name, _d)
-#include "fd_kernels.inc"
-#undef FN
-#undef REAL
+#define NLSE_TEMPLATE "../fd/fd_kernels.inc"
+#include "../common/instantiate.h"

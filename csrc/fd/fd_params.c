@@ -48,13 +48,7 @@ int nlse_fd_check_dt(double dt)
 
 int nlse_fd_check_step(const void *s, long nsteps, long *done)
 {
-    if (done)
-        *done = 0;
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_step: NULL solver");
-    if (nsteps < 0)
-        return nlse_fail(NLSE_ERR_VALUE, "nsteps must be >= 0, got %ld", nsteps);
-    return NLSE_OK;
+    return nlse_check_steps(s, nsteps, done, "nlse_fd_step", "nsteps");
 }
 
 int nlse_fd_check_params(const nlse_fd_params *p)

@@ -15,22 +15,15 @@
 #include <string.h>
 #include "magnet_cpu.h"
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-
-#define REAL float
-#define FN(name) CAT(name, _f)
-#include "magnet_kernels.inc"
-#undef FN
-#undef REAL
-
-#define REAL double
-#define FN(name) CAT(name, _d)
-#include "magnet_kernels.inc"
-#undef FN
-#undef REAL
+#define NLSE_TEMPLATE "../magnet/magnet_kernels.inc"
+#include "../common/instantiate.h"
 
 static int single(const struct nlse_magnet *s) { return s->p.dtype == NLSE_COMPLEX64; }
+
+/* fn_f(...) or fn_d(...) by the precision of s (void calls included) */
+#define BY_PRECISION(s, fn, ...)                           \
+    (single(s) ? NLSE_INSTANTIATE_CAT(fn, _f)(__VA_ARGS__) \
+               : NLSE_INSTANTIATE_CAT(fn, _d)(__VA_ARGS__))
 
 double magnet_sweep(struct nlse_magnet *s, int method, double omega)
 {
@@ -43,26 +36,11 @@ double magnet_sweep(struct nlse_magnet *s, int method, double omega)
     }
 }
 
-double magnet_residual_sq(const struct nlse_magnet *s)
-{
-    return single(s) ? residual_all_f(s) : residual_all_d(s);
-}
+double magnet_residual_sq(const struct nlse_magnet *s) { return BY_PRECISION(s, residual_all, s); }
 
-void magnet_phi_out(const struct nlse_magnet *s, double *phi)
-{
-    if (single(s))
-        get_phi_f(s, phi);
-    else
-        get_phi_d(s, phi);
-}
+void magnet_phi_out(const struct nlse_magnet *s, double *phi) { BY_PRECISION(s, get_phi, s, phi); }
 
-void magnet_phi_in(struct nlse_magnet *s, const double *phi)
-{
-    if (single(s))
-        set_phi_f(s, phi);
-    else
-        set_phi_d(s, phi);
-}
+void magnet_phi_in(struct nlse_magnet *s, const double *phi) { BY_PRECISION(s, set_phi, s, phi); }
 
 void magnet_boundary_in(struct nlse_magnet *s, const double *values)
 {
@@ -75,26 +53,14 @@ void magnet_boundary_in(struct nlse_magnet *s, const double *values)
     }
 }
 
-void magnet_fine_smooth(struct nlse_magnet *s)
-{
-    if (single(s))
-        (void)sweep_rb_f(s, 1.0);
-    else
-        (void)sweep_rb_d(s, 1.0);
-}
+void magnet_fine_smooth(struct nlse_magnet *s) { (void)BY_PRECISION(s, sweep_rb, s, 1.0); }
 
 void magnet_fine_residual(const struct nlse_magnet *s, double *r)
 {
-    if (single(s))
-        residual_to_f(s, r);
-    else
-        residual_to_d(s, r);
+    BY_PRECISION(s, residual_to, s, r);
 }
 
 void magnet_fine_correct(struct nlse_magnet *s, const double *e)
 {
-    if (single(s))
-        add_correction_f(s, e);
-    else
-        add_correction_d(s, e);
+    BY_PRECISION(s, add_correction, s, e);
 }

@@ -15,6 +15,7 @@ The models' classes call these functions from thin methods:
 ``frames.plot()``              :func:`frames`: what ``NLSE.run``,
                                ``DipolarGPE.run`` and ``DecGPE.run`` return
 ``frames.animate(path)``       :func:`animate_frames`
+``sim.plot()``                 :func:`nlse`: an NLSE's current state
 ``gpe.plot()``                 :func:`dipolar`: a DipolarGPE's current state
 ``sim.plot()``                 :func:`dec`: a DecGPE's current state
 ``solution.plot()``            :func:`magnet`: a MagnetSolution
@@ -39,8 +40,9 @@ from __future__ import annotations
 from .common.plot import PANEL, PHASE_FLOOR, animate_frames, frames, save
 from .dec.plot import dec
 from .dipolar.plot import dipolar
+from .fd.plot import nlse
 from .magnet.plot import magnet
 from .mbloch.plot import animate_mbloch, mbloch
 
-__all__ = ["frames", "animate_frames", "dipolar", "dec", "magnet", "mbloch", "animate_mbloch",
-           "save"]
+__all__ = ["frames", "animate_frames", "nlse", "dipolar", "dec", "magnet", "mbloch",
+           "animate_mbloch", "save", "PANEL", "PHASE_FLOOR"]

@@ -46,6 +46,15 @@ int nlse_fail(int code, const char *fmt, ...)
 /* Clear the calling thread's last error. */
 void nlse_clear_error(void);
 
+/* The checks that start a run of n steps: *done = 0 (when done is not
+ * NULL), then NLSE_ERR_VALUE for a NULL solver s ("<who>: NULL solver") or
+ * n < 0 ("<what> must be >= 0, got n"); else NLSE_OK. */
+int nlse_check_steps(const void *s, long n, long *done, const char *who, const char *what);
+
+/* Free a solver's optional host array (a potential set to none) and clear
+ * its pointer; returns NLSE_OK. */
+int nlse_drop(void **array);
+
 /* OpenMP threads used by the CPU kernels (1 when built without OpenMP),
  * process-wide: the setting holds for every OS thread that calls nlsepy.
  * nlse_set_num_threads accepts 1 .. nlse_max_threads() (4 per processor). */

@@ -45,6 +45,13 @@ typedef struct nlse_magnet_params {
 
 typedef struct nlse_magnet nlse_magnet;
 
+/* omega of eq. 2.44 with the Jacobi spectral radius of eq. A.1 (the
+ * rectangle three times the circumscribing one). */
+double nlse_magnet_omega_estimate(const nlse_magnet_params *p);
+
+/* Check p without allocating (the errors of nlse_magnet_create). */
+int nlse_magnet_check_params(const nlse_magnet_params *p);
+
 /* Validate p (named errors) and allocate; Phi starts at 0. */
 int nlse_magnet_create(const nlse_magnet_params *p, nlse_magnet **out);
 void nlse_magnet_destroy(nlse_magnet *s);
@@ -93,13 +100,6 @@ double nlse_magnet_last_solve_seconds(const nlse_magnet *s);
 
 /* ||f - A Phi|| / ||f|| of the current Phi (all nodes at once). */
 double nlse_magnet_rel_residual(const nlse_magnet *s);
-
-/* omega of eq. 2.44 with the Jacobi spectral radius of eq. A.1 (the
- * rectangle three times the circumscribing one). */
-double nlse_magnet_omega_estimate(const nlse_magnet_params *p);
-
-/* Check p without allocating (the errors of nlse_magnet_create). */
-int nlse_magnet_check_params(const nlse_magnet_params *p);
 
 #ifdef __cplusplus
 }

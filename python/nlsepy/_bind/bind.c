@@ -34,6 +34,15 @@ PyObject *nlsepy_none(int status)
     Py_RETURN_NONE;
 }
 
+int nlsepy_init_status(int status)
+{
+    if (status) {
+        nlsepy_raise(status);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *nlsepy_array_result(PyObject *out, int status)
 {
     if (status) {

@@ -11,9 +11,10 @@
  * flag), the ready check, running a C call with the GIL released while the
  * object is marked busy, status -> exception or result, dtype dispatch and
  * the array checks, new arrays of a grid's shape, the argument parsers, the
- * reduction table of a distributed run (its capsule), the methods every
- * solver type has in the same form (getters, set_dt), the type object,
- * adding a type and its constants to the module.
+ * reduction table of a distributed run (its capsule), the methods several
+ * solver types have in the same form (getters, actions, set_dt, step(n),
+ * observe()), the type object, adding a type and its constants to the
+ * module.
  */
 #ifndef NLSEPY_BIND_H
 #define NLSEPY_BIND_H
@@ -105,12 +106,32 @@ int nlsepy_handle_ready(const void *handle, int busy);
 
 /* A method with no argument that runs set(self->s) (with the GIL held) and
  * returns None or raises its status. */
-#define NLSEPY_ACTION(fname, object_t, set)                             \
-    static PyObject *fname(object_t *self, PyObject *Py_UNUSED(ignored)) \
-    {                                                                   \
-        if (!NLSEPY_READY(self))                                        \
-            return NULL;                                                \
-        return nlsepy_none(set(self->s));                               \
+#define NLSEPY_ACTION(fname, object_t, set) NLSEPY_GETTER(fname, object_t, nlsepy_none, set)
+
+/* step(n) -> (done, blew_up): step(self->s, n, &done) with the GIL released
+ * (nlsepy_steps_result). */
+#define NLSEPY_STEP(fname, object_t, step)                           \
+    static PyObject *fname(object_t *self, PyObject *arg)            \
+    {                                                                \
+        long n, done = 0;                                            \
+        int st;                                                      \
+        if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))       \
+            return NULL;                                             \
+        NLSEPY_RUN(self, st, step(self->s, n, &done));               \
+        return nlsepy_steps_result(st, done);                        \
+    }
+
+/* observe() -> (norm, energy): observe(self->s, &norm, &energy) with the
+ * GIL released. */
+#define NLSEPY_OBSERVE(fname, object_t, observe)                              \
+    static PyObject *fname(object_t *self, PyObject *Py_UNUSED(ignored))      \
+    {                                                                         \
+        double norm = 0, energy = 0;                                          \
+        int st;                                                               \
+        if (!NLSEPY_READY(self))                                              \
+            return NULL;                                                      \
+        NLSEPY_RUN(self, st, observe(self->s, &norm, &energy));               \
+        return nlsepy_pair_result(st, norm, energy);                          \
     }
 
 /* set_dt(dt): set(self->s, dt), the object's p.dt following on success. */
@@ -153,6 +174,10 @@ PyObject *nlsepy_raise(int status);
 
 /* None for status 0, else NULL with the status's exception. */
 PyObject *nlsepy_none(int status);
+
+/* The end of a tp_init that made the handle with status `status`: 0, or -1
+ * with the status's exception. */
+int nlsepy_init_status(int status);
 
 /* `out` (a new reference) for status 0, else NULL with the status's
  * exception and `out` released. */

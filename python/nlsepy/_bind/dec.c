@@ -164,17 +164,9 @@ static PyObject *dec_set_potential(DecObject *self, PyObject *obj)
 
 NLSEPY_SET_DT(dec_set_dt, DecObject, nlse_dec_set_dt)
 
-/* step(n) / imaginary(n, norm) -> (done, blew_up) */
-static PyObject *dec_step(DecObject *self, PyObject *arg)
-{
-    long n, done = 0;
-    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dec_step(self->s, n, &done));
-    return nlsepy_steps_result(st, done);
-}
+NLSEPY_STEP(dec_step, DecObject, nlse_dec_step)
 
+/* imaginary(n, norm) -> (done, blew_up) */
 static PyObject *dec_imaginary(DecObject *self, PyObject *args)
 {
     long n, done = 0;
@@ -186,15 +178,7 @@ static PyObject *dec_imaginary(DecObject *self, PyObject *args)
     return nlsepy_steps_result(st, done);
 }
 
-static PyObject *dec_observe(DecObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double norm = 0, energy = 0;
-    int st;
-    NLSEPY_RUN(self, st, nlse_dec_observe(self->s, &norm, &energy));
-    return nlsepy_pair_result(st, norm, energy);
-}
+NLSEPY_OBSERVE(dec_observe, DecObject, nlse_dec_observe)
 
 static PyObject *dec_apply(DecObject *self, PyObject *obj)
 {

@@ -140,10 +140,8 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
     self->row0 = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_dipolar_create(&p, &self->s));
-    if (st) {
-        nlsepy_raise(st);
+    if (nlsepy_init_status(st))
         return -1;
-    }
     self->p = p;
     self->ndim = nd;
     return 0;

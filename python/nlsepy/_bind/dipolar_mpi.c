@@ -73,10 +73,8 @@ static int dmpi_init(DipolarMPIObject *self, PyObject *args, PyObject *kw)
     MPI_Comm c = *pc;
     int st;
     NLSEPY_RUN(self, st, nlse_dipolar_mpi_create(&p, c, red, &self->s));
-    if (st) {
-        nlsepy_raise(st);
+    if (nlsepy_init_status(st))
         return -1;
-    }
     Py_INCREF(cap);
     Py_XSETREF(self->capsule, cap);
     self->p = p;

@@ -30,11 +30,8 @@ static int fd_init(FDObject *self, PyObject *args, PyObject *kw)
         nlsepy_parse_triple(spacing, p.ndim, "spacing", p.spacing, NULL))
         return -1;
     NLSEPY_DROP(self, nlse_fd_destroy);
-    int st = nlse_fd_create(&p, &self->s);
-    if (st) {
-        nlsepy_raise(st);
+    if (nlsepy_init_status(nlse_fd_create(&p, &self->s)))
         return -1;
-    }
     self->p = p;
     return 0;
 }
@@ -124,26 +121,8 @@ static PyObject *fd_fetch(FDObject *self, PyObject *arg)
 
 NLSEPY_SET_DT(fd_set_dt, FDObject, nlse_fd_set_dt)
 
-/* step(n) -> (done, blew_up) */
-static PyObject *fd_step(FDObject *self, PyObject *arg)
-{
-    long n, done = 0;
-    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))
-        return NULL;
-    int st;
-    NLSEPY_RUN(self, st, nlse_fd_step(self->s, n, &done));
-    return nlsepy_steps_result(st, done);
-}
-
-static PyObject *fd_observe(FDObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!NLSEPY_READY(self))
-        return NULL;
-    double norm = 0, energy = 0;
-    int st;
-    NLSEPY_RUN(self, st, nlse_fd_observe(self->s, &norm, &energy));
-    return nlsepy_pair_result(st, norm, energy);
-}
+NLSEPY_STEP(fd_step, FDObject, nlse_fd_step)
+NLSEPY_OBSERVE(fd_observe, FDObject, nlse_fd_observe)
 
 /* A method's arguments by `format` ("nn" and what follows: first, count,
  * then *obj): rows first .. first + count - 1 of axis 0 (a slab of a

@@ -26,11 +26,8 @@ static int magnet_init(MagnetObject *self, PyObject *args, PyObject *kw)
     if (!magnet_parse(args, kw, &p))
         return -1;
     NLSEPY_DROP(self, nlse_magnet_destroy);
-    int st = nlse_magnet_create(&p, &self->s);
-    if (st) {
-        nlsepy_raise(st);
+    if (nlsepy_init_status(nlse_magnet_create(&p, &self->s)))
         return -1;
-    }
     nlse_magnet_shape(self->s, &self->nr, &self->nz);
     self->p = p;
     return 0;

@@ -138,10 +138,8 @@ static PyObject *mbloch_step(MblochObject *self, PyObject *arg) { return mbloch_
  * backend can), the GIL released */
 static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
 {
-    if (!NLSEPY_READY(self))
-        return NULL;
-    const long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
+    long n;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &n))
         return NULL;
     if (n < 0 || n > INT_MAX) {
         PyErr_Format(PyExc_ValueError, "steps: n = %ld must be in [0, %d]", n, INT_MAX);

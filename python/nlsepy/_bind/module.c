@@ -18,17 +18,14 @@
 
 static PyObject *m_set_num_threads(PyObject *Py_UNUSED(m), PyObject *arg)
 {
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
+    long n;
+    if (nlsepy_parse_long(arg, &n))
         return NULL;
     if (n < 1 || n > nlse_max_threads())
         return PyErr_Format(PyExc_ValueError,
                             "num_threads must be in [1, %d] (4 per processor of this machine), "
                             "got %ld", nlse_max_threads(), n);
-    int st = nlse_set_num_threads((int)n);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(nlse_set_num_threads((int)n));
 }
 
 static PyObject *m_get_num_threads(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
@@ -65,13 +62,10 @@ static PyObject *m_device_count(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 
 static PyObject *m_set_device(PyObject *Py_UNUSED(m), PyObject *arg)
 {
-    long i = PyLong_AsLong(arg);
-    if (i == -1 && PyErr_Occurred())
+    long i;
+    if (nlsepy_parse_long(arg, &i))
         return NULL;
-    int st = nlse_cuda_set_device((int)i);
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(nlse_cuda_set_device((int)i));
 }
 
 static PyObject *m_current_device(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
@@ -99,10 +93,7 @@ static PyObject *m_host_register(PyObject *Py_UNUSED(m), PyObject *arg)
     size_t bytes;
     if (host_buffer(arg, &ptr, &bytes) < 0)
         return NULL;
-    int st = bytes ? nlse_cuda_host_register(ptr, bytes) : NLSE_OK;
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(bytes ? nlse_cuda_host_register(ptr, bytes) : NLSE_OK);
 }
 
 static PyObject *m_host_unregister(PyObject *Py_UNUSED(m), PyObject *arg)
@@ -111,10 +102,7 @@ static PyObject *m_host_unregister(PyObject *Py_UNUSED(m), PyObject *arg)
     size_t bytes;
     if (host_buffer(arg, &ptr, &bytes) < 0)
         return NULL;
-    int st = bytes ? nlse_cuda_host_unregister(ptr) : NLSE_OK;
-    if (st)
-        return nlsepy_raise(st);
-    Py_RETURN_NONE;
+    return nlsepy_none(bytes ? nlse_cuda_host_unregister(ptr) : NLSE_OK);
 }
 
 static PyObject *addr_or_raise(int st, void *ptr)
@@ -136,19 +124,33 @@ static PyObject *m_device_alloc(PyObject *Py_UNUSED(m), PyObject *arg)
     return addr_or_raise(st, ptr);
 }
 
+/* a device address from a Python int (0 allowed): 0, or -1 with an exception */
+static int device_address(PyObject *arg, void **ptr)
+{
+    *ptr = PyLong_AsVoidPtr(arg);
+    return !*ptr && PyErr_Occurred() ? -1 : 0;
+}
+
+/* release(address) of a device buffer (freed or unmapped); its status is
+ * not raised */
+static PyObject *release_address(PyObject *arg, int (*release)(void *))
+{
+    void *ptr;
+    if (device_address(arg, &ptr))
+        return NULL;
+    (void)release(ptr);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_device_free(PyObject *Py_UNUSED(m), PyObject *arg)
 {
-    void *ptr = PyLong_AsVoidPtr(arg);
-    if (!ptr && PyErr_Occurred())
-        return NULL;
-    nlse_cuda_buffer_free(ptr);
-    Py_RETURN_NONE;
+    return release_address(arg, nlse_cuda_buffer_free);
 }
 
 static PyObject *m_ipc_handle(PyObject *Py_UNUSED(m), PyObject *arg)
 {
-    void *ptr = PyLong_AsVoidPtr(arg);
-    if (!ptr && PyErr_Occurred())
+    void *ptr;
+    if (device_address(arg, &ptr))
         return NULL;
     char h[NLSE_CUDA_IPC_BYTES];
     int st = nlse_cuda_ipc_handle(ptr, h);
@@ -173,11 +175,7 @@ static PyObject *m_ipc_open(PyObject *Py_UNUSED(m), PyObject *arg)
 
 static PyObject *m_ipc_close(PyObject *Py_UNUSED(m), PyObject *arg)
 {
-    void *ptr = PyLong_AsVoidPtr(arg);
-    if (!ptr && PyErr_Occurred())
-        return NULL;
-    nlse_cuda_ipc_close(ptr);
-    Py_RETURN_NONE;
+    return release_address(arg, nlse_cuda_ipc_close);
 }
 
 static PyObject *m_device_name(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))

@@ -3,7 +3,9 @@
 =================  ==========================================================
 ``backend``        backend names, and the one door to the compiled extensions
 ``checks``         argument checks (exceptions that name the argument and
-                   value) and read-only parameters
+                   value)
+``params``         the parameter table every model declares (``Param``), and
+                   the bases ``Parametrised``, ``Replaceable``, ``Sealed``
 ``errors``         ``BlowUpError``, ``BackendError``
 ``guard``          Ctrl-C between short C calls, memory checks before
                    allocation
@@ -15,7 +17,9 @@
                    halo exchange, gather and scatter, checkpoints in parts
 ``hdf5``           HDF5 run files (serial and collective)
 ``runner``         the chunked run protocol, ``Frames``
-``stepper``        the base class of the time-stepping models
+``stepper``        ``TimeStepper``, the base of the time-stepping models
+``tuning``         the kernels' tuning switches: their table, a context
+                   manager that sets them, a reader
 ``version``        the package's version
 =================  ==========================================================
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -50,50 +50,3 @@ def potential(value: Any, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray
     if not np.all(np.isfinite(arr)):
         raise ValueError("V contains non-finite values (NaN or Inf)")
     return np.ascontiguousarray(arr, dtype=np.float32 if dtype == np.complex64 else np.float64)
-
-
-class Fixed:
-    """A parameter fixed when a solver is made (a data descriptor).
-
-    Reading returns the instance's private attribute ``_<name>`` (or entry
-    ``name`` of the dict attribute `table`), a copy when `copy`; assigning or
-    deleting raises ``AttributeError`` with ``refuse(name, value)``, the
-    model's own words on how to change it.
-
-    Parameters
-    ----------
-    doc : str
-        The attribute's docstring.
-    refuse : callable
-        ``refuse(name, value) -> str``, the message.
-    copy : bool, optional
-        Hand out copies (for arrays).
-    table : str, optional
-        Read ``getattr(obj, table)[name]`` instead of ``obj._<name>``.
-    """
-
-    def __init__(self, doc: str, refuse: Callable[[str, Any], str], copy: bool = False,
-                 table: Optional[str] = None) -> None:
-        self.__doc__ = doc
-        self.refuse = refuse
-        self.copy = copy
-        self.table = table
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        if self.table is not None:
-            value = getattr(obj, self.table)[self.name]
-        else:
-            value = getattr(obj, "_" + self.name)
-        return value.copy() if self.copy else value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        raise AttributeError(self.refuse(self.name, value))
-
-    def __delete__(self, obj: Any) -> None:
-        self.__set__(obj, None)

@@ -223,7 +223,8 @@ def device_memory_available() -> Optional[int]:
 
 
 def require_memory(nbytes: float, what: str, backend: str = "cpu",
-                   host_bytes: float = 0.0) -> None:
+                   host_bytes: float = 0.0,
+                   advice: str = "use a smaller grid or complex64") -> None:
     """Raise MemoryError when `nbytes` will not fit.
 
     Parameters
@@ -237,17 +238,19 @@ def require_memory(nbytes: float, what: str, backend: str = "cpu",
         Where `nbytes` is taken.
     host_bytes : float, optional
         Host bytes a CUDA model takes besides (staging, frames).
+    advice : str, optional
+        What to do instead, the message's last words (a model whose size
+        comes from other parameters than a grid gives its own).
     """
     if backend == "cuda":
         free = device_memory_available()
         if free is not None and nbytes > free:
             raise MemoryError(f"{what} needs {format_bytes(nbytes)} of GPU memory, the GPU has "
-                              f"{format_bytes(free)} free; use a smaller grid or "
-                              f"complex64")
+                              f"{format_bytes(free)} free; {advice}")
         nbytes = host_bytes
     if nbytes <= 0:
         return
     avail = host_memory_available()
     if nbytes > avail:
         raise MemoryError(f"{what} needs {format_bytes(nbytes)} of memory, this machine has "
-                          f"{format_bytes(avail)} available; use a smaller grid or complex64")
+                          f"{format_bytes(avail)} available; {advice}")

@@ -382,6 +382,7 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
     """Draw the frames of a run.
 
     * 1D: space-time maps of ``|psi|^2`` and of the phase (x across, t up);
+      ``|psi|^2`` against x for a single frame;
     * 2D: density and phase of frame `index`, side by side;
     * 3D: the density of frame `index` integrated along z, y and x (or its
       central slices, ``view="slice"``) and the phase on the central z slice;
@@ -434,6 +435,10 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
         v.update(i)
         return finish(v.fig, path, dpi)
     ndim = psi.ndim - 1
+    if ndim == 1 and len(fr) == 1 and ax is None:  # one state: |psi|^2 against x
+        v = _view_line(fig, psi, t, grid, [0], title)
+        v.update(0)
+        return finish(v.fig, path, dpi)
     if ndim == 1:
         return finish(_spacetime(fig, ax, psi, t, grid, title), path, dpi)
     if ax is not None:

@@ -229,6 +229,11 @@ class TimeStepper(Parametrised):
         return runner.run(self, t_end, frames=frames, callback=callback, progress=progress,
                           checkpoint=checkpoint, output=output)
 
+    def _record_scalars(self) -> Dict[str, Any]:
+        """The series a run file keeps per frame (collective when distributed)."""
+        norm, energy = self._solver.observe()
+        return {"norm": float(norm), "energy": float(energy), "steps": int(self._steps)}
+
     # ----------------------------------------------------------- checkpoints
     def _checkpoint(self) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         """``(slabs, scalars)``: the per-point entries of the checkpoint
@@ -344,6 +349,14 @@ class TimeStepper(Parametrised):
     def comm(self) -> Any:
         """The communicator of a distributed solver (None for one process)."""
         return self._comm
+
+    @property
+    def local_slice(self) -> Any:
+        """This rank's part of the global state: ``global_array[sim.local_slice]``
+        is what :attr:`psi` holds (the whole grid for one process)."""
+        if self._comm is None:
+            return tuple(slice(None) for _ in self.shape)
+        return self._layout_of().local_slice
 
     def _gather_rows(self, local: np.ndarray) -> np.ndarray:
         """This rank's part of the state as rows of the layout."""

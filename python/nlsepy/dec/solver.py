@@ -454,11 +454,6 @@ class DecGPE(Cells, Observables, TimeStepper):
     def _record_header(self) -> Any:
         return _files_dec.run_header(self)
 
-    def _record_scalars(self) -> Dict[str, Any]:
-        """The series a run file keeps per frame (collective when distributed)."""
-        norm, energy = self._solver.observe()
-        return {"norm": float(norm), "energy": float(energy), "steps": int(self._steps)}
-
     # ----------------------------------------------------------- observables
     def norm(self) -> float:
         """``N = sum_i |B_i| |psi_i|^2``."""

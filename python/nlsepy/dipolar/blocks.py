@@ -108,8 +108,10 @@ class Blocks:
         return bool(flag.hit) if self._comm is None else self._solver.vote(flag)
 
     def _can_record(self) -> bool:
-        """Whether the stepping calls can record moments (:meth:`_steps_recording`)."""
-        return hasattr(self._solver, "step_record")
+        """Whether the stepping calls can record moments (:meth:`_steps_recording`):
+        a single-process handle that has them (a slab's moments are its own
+        rows' only, so a distributed solver takes a stepping call per row)."""
+        return self._comm is None and hasattr(self._solver, "step_record")
 
     def _steps_recording(self, mode: str, steps: int, every: int, phase: int = 0,
                          progress: bool = False) -> np.ndarray:

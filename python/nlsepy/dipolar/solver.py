@@ -136,7 +136,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         collects the state, :attr:`local_slice`, :attr:`layout` and
         :attr:`comm_info` describe the layout, and every method that
         touches the whole grid is collective (see
-        :mod:`nlsepy.dipolar.dist`).  Needs mpi4py and nlsepy's MPI layer;
+        ``nlsepy.dipolar.dist``).  Needs mpi4py and nlsepy's MPI layer;
         every rank makes the same call.
 
     Attributes
@@ -536,16 +536,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
 
     # ------------------------------------------------------------ distributed
     @property
-    def local_slice(self) -> Tuple[slice, ...]:
-        """This rank's part of a global array: ``global_array[gpe.local_slice]``
-        is what :attr:`psi` holds (the whole grid for one process)."""
-        if self._comm is None:
-            return tuple(slice(None) for _ in self._shape)
-        return self._solver.layout.local_slice
-
-    @property
     def layout(self) -> Optional[_dist.Layout]:
-        """The x slabs of every rank (:class:`nlsepy.common.dist.Layout`; None for
+        """The x slabs of every rank (``nlsepy.common.dist.Layout``; None for
         one process)."""
         return None if self._comm is None else self._solver.layout
 
@@ -553,8 +545,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
     def comm_info(self) -> Dict[str, Any]:
         """How a distributed run is laid out (empty for one process): ranks, this
         rank, the x rows per rank, the FFT, how the x solve crosses the slabs
-        (``"transpose"``) and the MPI library (:meth:`SlabDipolar.info
-        <nlsepy.dipolar.dist.SlabDipolar.info>`)."""
+        (``"transpose"``) and the MPI library (``SlabDipolar.info`` of
+        ``nlsepy.dipolar.dist``)."""
         return {} if self._comm is None else self._solver.info()
 
     def __repr__(self) -> str:

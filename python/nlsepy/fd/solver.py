@@ -26,6 +26,7 @@ from ..common.errors import BlowUpError
 from ..common.hdf5 import RunHeader
 from ..common.params import Param
 from ..common.stepper import CLOCK_KEYS, TimeStepper
+from . import plot as _plot
 from .dist import SlabFD, grid_arrays, halo_rows, local_rows, same_everywhere
 
 __all__ = ["NLSE", "stability_bound"]
@@ -437,15 +438,32 @@ class NLSE(TimeStepper):
             f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
             step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
 
-    def _frame_grid(self) -> runner.FrameGrid:
+    def _frame_grid(self, whole: bool = False) -> runner.FrameGrid:
         """Coordinates of the frames: centred on the box as
         :func:`nlsepy.examples.grid` lays them out (this rank's rows when
-        distributed)."""
+        distributed, unless `whole`)."""
         shift = [n / 2 if self.bc == "periodic" else (n - 1) / 2 for n in self._shape]
         coords = tuple((np.arange(n) - c) * h for n, c, h in zip(self._shape, shift, self.spacing))
-        return runner.FrameGrid(axes=("x", "y", "z")[:self.ndim],
-                                coords=tuple(x[s] for x, s in zip(coords, self.local_slice)),
+        if not whole:
+            coords = tuple(x[s] for x, s in zip(coords, self.local_slice))
+        return runner.FrameGrid(axes=("x", "y", "z")[:self.ndim], coords=coords,
                                 length="dimensionless", time="dimensionless", model="NLSE")
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the current state (needs matplotlib: ``pip install 'nlsepy[plot]'``):
+        :func:`nlsepy.plot.nlse`.
+
+        Parameters
+        ----------
+        **kwargs
+            ``view``, ``fig``, ``ax``, ``path``, ``dpi``, ``title``: see
+            :func:`nlsepy.plot.frames`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        return _plot.nlse(self, **kwargs)
 
     def _snapshot(self) -> Any:
         if self.backend != "cuda" or self._comm is not None:
@@ -495,11 +513,6 @@ class NLSE(TimeStepper):
                         "norm": "N = sum |Psi|^2 dV",
                         "energy": "H = sum [a |grad Psi|^2 + V |Psi|^2 - (s/2) |Psi|^4] dV",
                         "steps": "RK4 steps since the solver was made"})
-
-    def _record_scalars(self) -> Dict[str, Any]:
-        """The series a run file keeps per frame (collective when distributed)."""
-        norm, energy = self._solver.observe()
-        return {"norm": float(norm), "energy": float(energy), "steps": int(self._steps)}
 
     # ------------------------------------------------------------ observables
     def norm(self) -> float:
@@ -573,14 +586,6 @@ class NLSE(TimeStepper):
         return sim
 
     # ------------------------------------------------------------ distributed
-    @property
-    def local_slice(self) -> Tuple[slice, ...]:
-        """This rank's part of the global grid: ``global_array[sim.local_slice]``
-        is what :attr:`psi` holds (the whole grid for one process)."""
-        if self._comm is None:
-            return tuple(slice(None) for _ in self._shape)
-        return self._solver.layout.local_slice
-
     @property
     def comm_info(self) -> Dict[str, Any]:
         """How a distributed solver is laid out and communicates (empty for

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ..common.memory import require_memory_with
+from ..common.guard import require_memory
 
 __all__ = ["hierarchy", "solve_bytes", "require", "require_history"]
 
@@ -73,10 +73,10 @@ def require(mag: Any, dev: int, host: int, what: str) -> None:
     bytes of host memory besides) do not fit; the message names the grid."""
     where = (f"{what} on the {mag.nr}x{mag.nz} grid (r1 = {mag.r1:g}, z1 = {mag.z1:g}, "
              f"dr = {mag.dr:g}, dz = {mag.dz:g}, {np.dtype(mag.dtype).name})")
-    require_memory_with(dev, where, "use a coarser grid, float32 or a method with less "
-                        "memory (rbsor)", backend=mag.backend, host_bytes=host)
+    require_memory(dev, where, advice="use a coarser grid, float32 or a method with less "
+                   "memory (rbsor)", backend=mag.backend, host_bytes=host)
 
 
 def require_history(nbytes: int, what: str) -> None:
     """MemoryError when the residual history of a solve outgrows the host."""
-    require_memory_with(nbytes, what, "use a smaller max_iter or a faster method (multigrid)")
+    require_memory(nbytes, what, advice="use a smaller max_iter or a faster method (multigrid)")

@@ -45,7 +45,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..common.checks import count, real
-from ..common.memory import require_memory_with
+from ..common.guard import require_memory
 from ..reference.magnet import MU0, whole_spacings
 
 __all__ = ["MU0", "Winding", "phi_inside", "cap_field", "delta_phi", "winding", "loop_field",
@@ -349,8 +349,8 @@ def winding(phi: Any, dr: float, dz: float, r0: float, z0: float, n_turns: int,
         Side heights, cap radii, levels, current per wire and total current.
     """
     n = count("n_turns", n_turns, minimum=1)
-    require_memory_with(WINDING_BYTES_PER_TURN * n, f"a winding of n_turns = {n} wires",
-                        "use fewer turns")
+    require_memory(WINDING_BYTES_PER_TURN * n, f"a winding of n_turns = {n} wires",
+                   advice="use fewer turns")
     d = delta_phi(phi, dr, dz, r0, z0, B)
     s, path = d["s"], d["path"]
     z0f, r0f = float(d["z"][-1]), float(d["r"][-1])
@@ -424,9 +424,9 @@ def loop_field(radius: Any, height: Any, current: Any, r: Any, z: Any) -> Tuple[
     npt, nloop = rr.size, a.size
     rows = max(1, LOOP_BLOCK_PAIRS // max(nloop, 1))
     cols = max(1, min(nloop, LOOP_BLOCK_PAIRS))
-    require_memory_with(16.0 * npt + _PAIR_BYTES * min(npt, rows) * cols,
-                        f"the field of {nloop} loops at {npt} points (in blocks of "
-                        f"{min(npt, rows)} x {cols})", "use fewer loops or points")
+    require_memory(16.0 * npt + _PAIR_BYTES * min(npt, rows) * cols,
+                   f"the field of {nloop} loops at {npt} points (in blocks of "
+                   f"{min(npt, rows)} x {cols})", advice="use fewer loops or points")
     rflat, zflat = rr.reshape(-1), zz.reshape(-1)
     if npt <= rows and nloop <= cols:  # one block
         br, bz = _loop_pairs(a, zw, cur, rflat, zflat)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..common import backend as _backend
 from ..common import checks as _validate
-from ..common.memory import require_memory_with
+from ..common.guard import require_memory
 
 __all__ = ["ADVICE", "require", "require_model", "require_run", "run_bytes"]
 
@@ -20,7 +20,7 @@ ADVICE = "use fewer atoms, a shorter time grid or fewer saved positions"
 
 def require(nbytes: float, what: str, backend: str = "cpu", host_bytes: float = 0.0) -> None:
     """:func:`nlsepy.common.guard.require_memory` with the model's own advice."""
-    require_memory_with(nbytes, what, ADVICE, backend=backend, host_bytes=host_bytes)
+    require_memory(nbytes, what, advice=ADVICE, backend=backend, host_bytes=host_bytes)
 
 
 def run_bytes(mb: Any, saved_fields: int, saved_populations: int,
