@@ -492,8 +492,23 @@ class DecGPE(Cells, Observables, TimeStepper):
 
     def plot_slice(self, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] = (200, 200),
                    **kwargs: Any) -> Any:
-        """Plot ``|psi|^2`` on the plane ``z`` (needs matplotlib and scipy):
-        :func:`nlsepy.dec.plot.plot_slice`."""
+        """Plot ``|psi|^2`` on the plane ``z`` (needs matplotlib and scipy).
+
+        Parameters
+        ----------
+        z : float, optional
+            Height of the cross-section.
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+        shape : (int, int), optional
+            Interpolation grid.
+        **kwargs
+            Passed to ``imshow``.
+
+        Returns
+        -------
+        matplotlib.image.AxesImage
+        """
         return _plot.plot_slice(self, z, ax, shape, **kwargs)
 
     # ----------------------------------------------------------- checkpoints
@@ -535,7 +550,7 @@ class DecGPE(Cells, Observables, TimeStepper):
 
     @classmethod
     def _read(cls, where: str, comm: Any) -> Dict[str, Any]:
-        """The checkpoint's entries, checked (:func:`nlsepy.dec.files.check`)."""
+        """The checkpoint's entries, checked (``nlsepy.dec.files.check``)."""
         return _files_dec.check(where, super()._read(where, comm), cls._SLABS)
 
     @classmethod
@@ -571,7 +586,7 @@ class DecGPE(Cells, Observables, TimeStepper):
     @property
     def comm_info(self) -> Dict[str, Any]:
         """How a distributed solver is laid out and communicates (empty for
-        one process): :func:`nlsepy.dec.dist.comm_info`."""
+        one process): ranks, layers, cells, the halo and how it travels."""
         return {} if self._comm is None else comm_info(self)
 
     def _gather_rows(self, local: np.ndarray) -> np.ndarray:
