@@ -57,25 +57,9 @@ def dec(sim: Any, z: Optional[float] = None, width: Optional[float] = None, fig:
 
 def plot_slice(sim: Any, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] = (200, 200),
                **kwargs: Any) -> Any:
-    """Plot a DecGPE's ``|psi|^2`` on the plane ``z`` (needs matplotlib and scipy).
-
-    Parameters
-    ----------
-    sim : nlsepy.DecGPE
-        The solver.
-    z : float, optional
-        Height of the cross-section.
-    ax : matplotlib Axes, optional
-        Where to draw (default: a new figure).
-    shape : (int, int), optional
-        Interpolation grid.
-    **kwargs
-        Passed to ``imshow``.
-
-    Returns
-    -------
-    matplotlib.image.AxesImage
-    """
+    """The figure of :meth:`nlsepy.DecGPE.plot_slice` (`sim` is the solver; the
+    method's docstring gives the other arguments): ``|psi|^2`` interpolated on
+    the plane ``z`` (needs matplotlib and scipy)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover
