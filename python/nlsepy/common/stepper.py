@@ -14,8 +14,10 @@ A model supplies, besides its parameter table (:mod:`nlsepy.common.params`):
 ``_solver``
     its C handle (or the distribution layer's slab of it), with
     ``step(n) -> (done, blew_up)`` and ``set_dt(dt)``;
-``_check_dt(dt, force)``, ``_blowup(dt)``
-    its stability bound and its blow-up message;
+``max_dt``, ``_bound_text()``, ``_blowup(dt)``
+    its stability bound, in numbers and in words (``_check_dt`` refuses a
+    larger step unless ``force``; a model without one overrides it), and
+    its blow-up message;
 ``_checkpoint()``, ``_from_checkpoint(path, d, backend, comm)``, ``_KEYS``
     what its checkpoint holds and how a solver is made from one;
 ``_record_header()``, ``_record_scalars()``, ``_frame_grid()``
@@ -36,6 +38,7 @@ from . import dist as _dist
 from . import files as _files
 from . import guard as _guard
 from . import runner
+from .checks import real
 from .errors import BlowUpError
 from .params import Parametrised
 
@@ -88,7 +91,18 @@ class TimeStepper(Parametrised):
         self._dt = self._agree(lambda: self._check_dt(value, self._force))
 
     def _check_dt(self, dt: Any, force: bool) -> float:
-        raise NotImplementedError
+        """`dt` as a float, checked against the model's stability bound
+        (``max_dt``) unless `force`; the message names the bound
+        (``_bound_text``)."""
+        dt = real("dt", dt, positive=True)
+        if dt > self.max_dt and not force:
+            raise ValueError(f"dt={dt:g} exceeds {self._bound_text()}; use a smaller dt or "
+                             f"pass force=True")
+        return dt
+
+    def _bound_text(self) -> str:
+        """The stability bound, in words, for the message of a `dt` above it."""
+        return f"the stability bound {self.max_dt:g}"
 
     def _use_dt(self, dt: float) -> None:
         """Give the handle step `dt`, rebasing the clock when it changes."""

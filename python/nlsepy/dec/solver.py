@@ -314,13 +314,9 @@ class DecGPE(Cells, Observables, TimeStepper):
         return self._max_dt
 
     # ------------------------------------------------------------- geometry
-    def _check_dt(self, dt: Any, force: bool) -> float:
-        dt = _real("dt", dt, positive=True)
-        if dt > self.max_dt and not force:
-            raise ValueError(f"dt={dt:g} exceeds the stability bound {self.max_dt:g} of eq. 11 "
-                             f"(1 / (2 max M_ii)) for grid={self.grid!r} at spacing "
-                             f"{self.spacing:g}; use a smaller dt or pass force=True")
-        return dt
+    def _bound_text(self) -> str:
+        return (f"the stability bound {self.max_dt:g} of eq. 11 (1 / (2 max M_ii)) for "
+                f"grid={self.grid!r} at spacing {self.spacing:g}")
 
     # ---------------------------------------------------------------- state
     def set_state(self, psi: Any, psi_prev: Any = None) -> None:

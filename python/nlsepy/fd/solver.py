@@ -421,13 +421,9 @@ class NLSE(TimeStepper):
         self._solver.set_potential(arr)
         self._V = arr
 
-    def _check_dt(self, dt: Any, force: bool) -> float:
-        dt = _check_real("dt", dt, positive=True)
-        if dt > self.max_dt and not force:
-            raise ValueError(f"dt={dt:g} exceeds the linear stability bound {self.max_dt:g} "
-                             f"of RK4+{self.scheme.upper()} (NLSEmagic eqs. 18-19); use a "
-                             f"smaller dt or pass force=True")
-        return dt
+    def _bound_text(self) -> str:
+        return (f"the linear stability bound {self.max_dt:g} of RK4+{self.scheme.upper()} "
+                f"(NLSEmagic eqs. 18-19)")
 
     # --------------------------------------------------------------- stepping
     def _blowup(self, dt: float) -> BlowUpError:
