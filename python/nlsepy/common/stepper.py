@@ -14,10 +14,10 @@ A model supplies, besides its parameter table (:mod:`nlsepy.common.params`):
 ``_solver``
     its C handle (or the distribution layer's slab of it), with
     ``step(n) -> (done, blew_up)`` and ``set_dt(dt)``;
-``max_dt``, ``_bound_text()``, ``_blowup(dt)``
+``max_dt``, ``_bound_text()``, ``_BLOWUP_HINT``
     its stability bound, in numbers and in words (``_check_dt`` refuses a
     larger step unless ``force``; a model without one overrides it), and
-    its blow-up message;
+    the advice of its blow-up message (``_blowup``);
 ``_checkpoint()``, ``_from_checkpoint(path, d, backend, comm)``, ``_KEYS``
     what its checkpoint holds and how a solver is made from one;
 ``_record_header()``, ``_record_scalars()``, ``_frame_grid()``
@@ -122,8 +122,20 @@ class TimeStepper(Parametrised):
         return fn() if self._comm is None else _dist.agree(self._comm, fn)
 
     # -------------------------------------------------------------- stepping
-    def _blowup(self, dt: float) -> BlowUpError:
-        raise NotImplementedError
+    #: the blow-up message's words for the bound and its last advice
+    _BOUND_WORD = "stability bound"
+    _BLOWUP_HINT = "check the parameters"
+
+    def _blowup(self, dt: float, where: str = "") -> BlowUpError:
+        """The error of a step of `dt` that made the state non-finite (in
+        `where`, e.g. "imaginary time"), with the last finite state."""
+        t_bad = self.t + dt
+        at = f" in {where}" if where else ""
+        return BlowUpError(
+            f"the state became non-finite{at} at step {self._steps + 1} (t = {t_bad:g}); the "
+            f"solver keeps the last finite state at t = {self.t:g}. Reduce dt (now {dt:g}, "
+            f"{self._BOUND_WORD} {self.max_dt:g}) or {self._BLOWUP_HINT}.",
+            step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
 
     def _book(self, done: int) -> None:
         """Book `done` steps of the last call (a model may count more)."""

@@ -376,16 +376,11 @@ class DecGPE(Cells, Observables, TimeStepper):
         self._max_dt = bound
 
     # -------------------------------------------------------------- stepping
-    def _blowup_in(self, kind: str, dt: float) -> BlowUpError:
-        t_bad = self.t + dt
-        return BlowUpError(
-            f"the state became non-finite in {kind} at step {self._steps + 1} (t = {t_bad:g}); "
-            f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt (now {dt:g}, "
-            f"bound {self.max_dt:g}) or check g and the potential.",
-            step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
+    _BOUND_WORD = "bound"
+    _BLOWUP_HINT = "check g and the potential"
 
-    def _blowup(self, dt: float) -> BlowUpError:
-        return self._blowup_in("real time", dt)
+    def _blowup(self, dt: float, where: str = "real time") -> BlowUpError:
+        return super()._blowup(dt, where)
 
     def _advance(self, n: int, dt: float, t_final: Optional[float] = None) -> None:
         """`n` leapfrog steps of `dt` (the protocol's short calls), with the
@@ -442,7 +437,7 @@ class DecGPE(Cells, Observables, TimeStepper):
             self._last_seconds += self._solver.last_seconds()
             self._imaginary_steps += done
             if blew_up:
-                raise self._blowup_in("imaginary time", self._dt)
+                raise self._blowup(self._dt, "imaginary time")
 
         _guard.chunked(int(steps), work, comm=self._comm)
         return self

@@ -22,7 +22,6 @@ from ..common import runner
 from ..common.checks import complex_dtype as _complex_dtype
 from ..common.checks import potential as _potential
 from ..common.checks import real as _check_real
-from ..common.errors import BlowUpError
 from ..common.hdf5 import RunHeader
 from ..common.params import Param
 from ..common.stepper import CLOCK_KEYS, TimeStepper
@@ -426,14 +425,6 @@ class NLSE(TimeStepper):
                 f"(NLSEmagic eqs. 18-19)")
 
     # --------------------------------------------------------------- stepping
-    def _blowup(self, dt: float) -> BlowUpError:
-        t_bad = self.t + dt
-        return BlowUpError(
-            f"the state became non-finite at step {self._steps + 1} (t = {t_bad:g}); "
-            f"the solver keeps the last finite state at t = {self.t:g}. Reduce dt "
-            f"(now {dt:g}, stability bound {self.max_dt:g}) or check the parameters.",
-            step=self._steps + 1, t=t_bad, last_good=(self.t, self.psi))
-
     def _frame_grid(self, whole: bool = False) -> runner.FrameGrid:
         """Coordinates of the frames: centred on the box as
         :func:`nlsepy.examples.grid` lays them out (this rank's rows when
