@@ -44,7 +44,7 @@ def _mpi_missing():
     if not shutil.which("mpirun"):
         return "no mpirun (Debian: openmpi-bin)"
     if not getattr(_build_config, "mpi", False):
-        return "nlsepy was built without its MPI layer (needs libopenmpi-dev, libfftw3-mpi-dev, mpi4py)"
+        return "nlsepy was built without its MPI layer (needs libopenmpi-dev, mpi4py)"
     try:
         import mpi4py  # noqa: F401
     except ImportError:

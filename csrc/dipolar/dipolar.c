@@ -87,10 +87,11 @@ static int threads_now(void)
 /* parameters and tables                                              */
 /* ------------------------------------------------------------------ */
 
-/* Crank-Nicolson coefficients of internal axis q for the current dt. */
+/* Crank-Nicolson coefficients of internal axis q for the current dt (a
+ * slab's axis 0: of the whole axis). */
 static int make_cn(struct nlse_dipolar *s, int q)
 {
-    size_t n = s->n[q];
+    size_t n = dipolar_axis_len(s, q);
     dipolar_axis *X = &s->ax[q];
     if (n < 3)
         return NLSE_OK;
@@ -167,6 +168,8 @@ static int make_plans(struct nlse_dipolar *s)
 
 static void free_plans(struct nlse_dipolar *s)
 {
+    if (s->slab)
+        return; /* the slab's plans go with it (dipolar_slab_free) */
 #pragma omp critical(nlsepy_fftw)
     {
         if (s->p.dtype == NLSE_COMPLEX64)
@@ -182,6 +185,8 @@ static int enable_dipolar(struct nlse_dipolar *s)
 {
     if (s->plan_f)
         return NLSE_OK;
+    if (s->slab)
+        return dipolar_slab_enable(s);
     int st0 = dipolar_check_dipolar(&s->p);
     if (st0)
         return st0;
@@ -241,14 +246,17 @@ void nlse_dipolar_destroy(nlse_dipolar *s)
     free_plans(s);
     fftw_free(s->dens);
     free(s->kern);
-    free(s->psi);
+    if (!(s->slab && s->slab->ext)) /* else the state lies in the slab's ext */
+        free(s->psi);
+    dipolar_slab_free(s);
     free(s->backup);
     free(s->U);
     for (int q = 0; q < 3; ++q) {
-        free(s->x[q]);
-        free(s->w[q]);
-        free(s->vtrap[q]);
-        free(s->ob[q]);
+        const size_t r0 = q ? 0 : s->row0; /* a slab's axis 0: the table from row0 */
+        free(s->x[q] ? s->x[q] - r0 : NULL);
+        free(s->w[q] ? s->w[q] - r0 : NULL);
+        free(s->vtrap[q] ? (char *)s->vtrap[q] - r0 * rsize(s) : NULL);
+        free(s->ob[q] ? (char *)s->ob[q] - r0 * rsize(s) : NULL);
         free(s->ax[q].alpha_r);
         free(s->ax[q].gamma_r);
         free(s->ax[q].alpha_c);
@@ -261,43 +269,49 @@ void nlse_dipolar_destroy(nlse_dipolar *s)
     free(s);
 }
 
-int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
+/* The grid's shape: the whole grid, or this rank's x rows of a slab. */
+static void set_shape(struct nlse_dipolar *s, const nlse_dipolar_params *p)
 {
-    if (!p || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_create: NULL argument");
-    *out = NULL;
-    int st = dipolar_check_params(p);
-    if (st)
-        return st;
-    struct nlse_dipolar *s = (struct nlse_dipolar *)calloc(1, sizeof *s);
-    if (!s)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    s->p = *p;
     dipolar_layout L;
     dipolar_make_layout(p, &L);
     s->ndim = L.ndim;
     s->off = L.off;
-    s->N = L.N;
     for (int q = 0; q < 3; ++q) {
         s->n[q] = L.n[q];
         s->h[q] = L.h[q];
     }
-    s->nlp = 2 * (s->n[2] / 2 + 1);
-    s->nk = s->n[0] * s->n[1] * (s->n[2] / 2 + 1);
-    s->g = p->g;
-    s->gdd = p->gdd;
-    size_t rs = rsize(s), nmax = 0;
-    s->psi = malloc(2 * s->N * rs);
+    const size_t nh = s->n[2] / 2 + 1;
+    if (s->slab) { /* the kernel lives on the spectrum's x pencils */
+        s->n[0] = s->slab->ni;
+        s->nk = s->slab->n0 * s->slab->nj * nh;
+    } else {
+        s->nk = s->n[0] * s->n[1] * nh;
+    }
+    s->N = s->n[0] * s->n[1] * s->n[2];
+    s->nlp = 2 * nh;
+}
+
+/* The allocations and tables of create (no communication).  A slab's
+ * axis-0 tables cover the whole axis; x[0], w[0], vtrap[0], ob[0] point at
+ * its row row0. */
+static int make_tables(struct nlse_dipolar *s, const nlse_dipolar_params *p)
+{
+    int st;
+    size_t rs = rsize(s);
+    if (s->slab) {
+        if ((st = dipolar_slab_alloc(s)))
+            return st;
+    } else {
+        s->psi = malloc(2 * s->N * rs);
+    }
     s->partial = (double *)malloc(s->n[0] * s->n[1] * sizeof(double));
     s->partial_z = (double *)malloc(s->n[0] * s->n[1] * sizeof(double));
     s->wz2 = (double *)malloc(s->n[2] * sizeof(double));
     if (!s->psi || !s->partial || !s->partial_z || !s->wz2)
         goto nomem;
     for (int q = 0; q < 3; ++q) {
-        size_t n = s->n[q];
+        size_t n = dipolar_axis_len(s, q);
         int a = q - s->off;
-        if (n > nmax)
-            nmax = n;
         s->x[q] = (double *)malloc(n * sizeof(double));
         s->w[q] = (double *)malloc(n * sizeof(double));
         s->vtrap[q] = malloc(n * rs);
@@ -317,31 +331,65 @@ int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
             put(s, s->ob[q], i, 1.0);
         }
         if ((st = make_cn(s, q)))
-            goto fail;
+            return st;
     }
+    const size_t r0 = s->slab ? s->slab->i0 : 0;
+    s->row0 = r0; /* from here destroy frees the axis-0 tables from row0 back */
+    s->x[0] += r0;
+    s->w[0] += r0;
+    s->vtrap[0] = (char *)s->vtrap[0] + r0 * rs;
+    s->ob[0] = (char *)s->ob[0] + r0 * rs;
     for (size_t k = 0; k < s->n[2]; ++k)
         s->wz2[k] = s->w[2][k] * s->x[2][k] * s->x[2][k];
     {
-        size_t m01 = s->n[0] > s->n[1] ? s->n[0] : s->n[1];
+        size_t n0 = dipolar_axis_len(s, 0), m01 = n0 > s->n[1] ? n0 : s->n[1];
         s->scratch_len = s->n[2] + 2 * s->n[2] * m01 + 64;
     }
-    st = ensure_scratch(s);
-    if (st)
-        goto fail;
-    if (p->dipolar) {
+    return ensure_scratch(s);
+nomem:
+    return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-point grid", s->N);
+}
+
+int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab, nlse_dipolar **out)
+{
+    struct nlse_dipolar *s = (struct nlse_dipolar *)calloc(1, sizeof *s);
+    if (!s) {
+        struct nlse_dipolar bare;
+        memset(&bare, 0, sizeof bare);
+        bare.slab = slab;
+        dipolar_slab_free(&bare);
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    s->slab = slab;
+    s->p = *p;
+    s->g = p->g;
+    s->gdd = p->gdd;
+    set_shape(s, p);
+    int st = make_tables(s, p);
+    if (slab) /* every rank goes on, or every rank stops */
+        st = dipolar_slab_agree(s, st, NULL);
+    if (!st && p->dipolar) {
         s->p.dipolar = 0;
         st = enable_dipolar(s);
-        if (st)
-            goto fail;
+    }
+    if (st) {
+        nlse_dipolar_destroy(s);
+        return st;
     }
     gaussian_state(s);
     *out = s;
     return NLSE_OK;
-nomem:
-    st = nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-point grid", s->N);
-fail:
-    nlse_dipolar_destroy(s);
-    return st;
+}
+
+int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
+{
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_create: NULL argument");
+    *out = NULL;
+    int st = dipolar_check_params(p);
+    if (st)
+        return st;
+    return dipolar_create(p, NULL, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -446,7 +494,9 @@ static void obstacle_at(struct nlse_dipolar *s, double t)
 {
     if (!s->have_obst)
         return;
-    if (s->p.dtype == NLSE_COMPLEX64)
+    if (s->slab)
+        dipolar_slab_obstacle(s, t); /* every x row: the observables' halo rows too */
+    else if (s->p.dtype == NLSE_COMPLEX64)
         dipolar_obstacle_factors_f(s, t);
     else
         dipolar_obstacle_factors_d(s, t);
@@ -461,12 +511,55 @@ static double prepare(struct nlse_dipolar *s, int want)
     return s->p.dtype == NLSE_COMPLEX64 ? dipolar_prepare_f(s, want) : dipolar_prepare_d(s, want);
 }
 
-static void apply_fft(struct nlse_dipolar *s)
+/* dens <- V_dd * dens (a slab: collective). */
+static int apply_fft(struct nlse_dipolar *s)
 {
+    if (s->slab)
+        return dipolar_slab_convolve(s);
     if (s->p.dtype == NLSE_COMPLEX64)
         dipolar_apply_fft_f(s);
     else
         dipolar_apply_fft_d(s);
+    return NLSE_OK;
+}
+
+/* The Simpson norm of the whole grid (and the density when `want`) of the
+ * state as it is (a slab: collective). */
+static int norm_of_state(struct nlse_dipolar *s, int want, double *nrm)
+{
+    if (s->slab)
+        return dipolar_slab_norm(s, want, nrm);
+    *nrm = prepare(s, want);
+    return NLSE_OK;
+}
+
+/* One step on the grid; *nrm its norm afterwards (a slab: collective). */
+static int step_once(struct nlse_dipolar *s, const dipolar_step_args *a, double *nrm)
+{
+    if (s->slab)
+        return dipolar_slab_step(s, a, nrm);
+    *nrm = s->p.dtype == NLSE_COMPLEX64 ? dipolar_step_f(s, a) : dipolar_step_d(s, a);
+    return NLSE_OK;
+}
+
+/* The start of a call that steps or observes: the threads' buffers, and
+ * a complex state where `complex_needed` (a slab: every rank goes on or
+ * every rank returns, all with the same kind of state). */
+static int begin(struct nlse_dipolar *s, int complex_needed)
+{
+    int st = ensure_scratch(s);
+    if (s->slab)
+        return dipolar_slab_begin(s, st, complex_needed);
+    if (!st && complex_needed)
+        promote(s);
+    return st;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
 static void scale_state(struct nlse_dipolar *s, double f)
@@ -517,35 +610,36 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
 {
     if (done)
         *done = 0;
-    int st0 = dipolar_check_step(mode, n, t0, dg, dgdd);
-    if (!st0)
-        st0 = dipolar_check_record(rec, n);
-    if (st0)
-        return st0;
-    if (n == 0)
-        return NLSE_OK;
-    if (dgdd != 0 && !s->plan_f) {
-        int st = enable_dipolar(s);
-        if (st)
-            return st;
-    }
-    int st = ensure_scratch(s);
-    if (st)
+    int st = dipolar_check_step(mode, n, t0, dg, dgdd);
+    if (!st)
+        st = dipolar_check_record(rec, n);
+    if (!st && rec && s->slab)
+        st = nlse_fail(NLSE_ERR_VALUE, "a slab of a distributed run records no moments: "
+                                       "call nlse_dipolar_observe between steps");
+    if (st || n == 0)
+        return st; /* the same arguments on every rank of a slab: the same answer */
+    if (dgdd != 0 && !s->plan_f && (st = enable_dipolar(s)))
         return st;
-    if (mode == NLSE_DIPOLAR_REAL)
-        promote(s);
+    if ((st = begin(s, mode == NLSE_DIPOLAR_REAL)))
+        return st;
     size_t bytes = (s->is_real ? 1 : 2) * s->N * rsize(s);
     if (!s->backup && !(s->backup = malloc(2 * s->N * rsize(s))))
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the state backup");
     nlse_parallel_memcpy(s->backup, s->psi, bytes);
     const double g_start = s->g, gdd_start = s->gdd;
     const int want = s->plan_f != NULL && (s->gdd != 0 || dgdd != 0);
-    double nrm = prepare(s, want);
+    struct timespec t_start;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    if (s->slab)
+        memset(s->slab->tm, 0, sizeof s->slab->tm);
+    double nrm;
+    if ((st = norm_of_state(s, want, &nrm)))
+        return st;
     if (!(nrm > 0) || !isfinite(nrm))
         return nlse_fail(nrm == 0 ? NLSE_ERR_VALUE : NLSE_ERR_BLOWUP,
                          nrm == 0 ? "the state is zero everywhere" : "the state is not finite");
-    struct timespec t_start, t_end;
-    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    if (!s->slab) /* the whole grid's clock starts after the first norm */
+        clock_gettime(CLOCK_MONOTONIC, &t_start);
     dipolar_step_args a;
     a.mode = mode;
     a.dt = s->p.dt;
@@ -563,9 +657,8 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
         a.g = s->g;
         a.gdd = want ? s->gdd : 0.0;
         a.want_moments = rec && (rec->phase + k + 1) % rec->every == 0;
-        if (want && s->gdd != 0)
-            apply_fft(s);
-        nrm = s->p.dtype == NLSE_COMPLEX64 ? dipolar_step_f(s, &a) : dipolar_step_d(s, &a);
+        if ((want && s->gdd != 0 && (st = apply_fft(s))) || (st = step_once(s, &a, &nrm)))
+            return st;
         if (!isfinite(nrm) || !(nrm > 0)) {
             nlse_parallel_memcpy(s->psi, s->backup, bytes);
             s->g = g_start;
@@ -584,8 +677,9 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
     }
     if (mode == NLSE_DIPOLAR_IMAG)
         scale_state(s, a.scale);
-    clock_gettime(CLOCK_MONOTONIC, &t_end);
-    s->last_seconds = (double)(t_end.tv_sec - t_start.tv_sec) + 1e-9 * (double)(t_end.tv_nsec - t_start.tv_nsec);
+    s->last_seconds = seconds_since(&t_start);
+    if (s->slab)
+        s->slab->tm[0] = s->last_seconds;
     if (done)
         *done = n;
     return NLSE_OK;
@@ -595,25 +689,26 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
 /* observables                                                        */
 /* ------------------------------------------------------------------ */
 
-/* dens <- V_dd * |Psi|^2 of the current state (when the term is on). */
-static void dipolar_of_state(struct nlse_dipolar *s)
+/* dens <- V_dd * |Psi|^2 of the current state (when the term is on; a
+ * slab: collective). */
+static int dipolar_of_state(struct nlse_dipolar *s)
 {
     if (!s->plan_f)
-        return;
+        return NLSE_OK;
     prepare(s, 1);
-    apply_fft(s);
+    return apply_fft(s);
 }
 
 int nlse_dipolar_observe(nlse_dipolar *s, double t, nlse_dipolar_obs *out)
 {
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_observe: NULL argument");
-    int st = ensure_scratch(s);
-    if (st)
+    int st = begin(s, 0);
+    if (st || (s->gdd != 0 && (st = dipolar_of_state(s))))
         return st;
-    if (s->gdd != 0)
-        dipolar_of_state(s);
     obstacle_at(s, t);
+    if (s->slab)
+        return dipolar_slab_observe(s, t, out);
     return s->p.dtype == NLSE_COMPLEX64 ? dipolar_observe_f(s, t, out) : dipolar_observe_d(s, t, out);
 }
 
@@ -621,12 +716,9 @@ int nlse_dipolar_dd_potential(nlse_dipolar *s, double *out)
 {
     if (!out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_dd_potential: NULL argument");
-    if (!s->plan_f) {
-        int st = enable_dipolar(s);
-        if (st)
-            return st;
-    }
-    dipolar_of_state(s);
+    int st = s->plan_f ? NLSE_OK : enable_dipolar(s);
+    if (st || (s->slab && (st = begin(s, 0))) || (st = dipolar_of_state(s)))
+        return st;
     const size_t rows = s->n[0] * s->n[1], n2 = s->n[2];
     for (size_t r = 0; r < rows; ++r)
         for (size_t k = 0; k < n2; ++k)
@@ -664,9 +756,12 @@ int nlse_dipolar_phase_slice(const nlse_dipolar *s, int axis, long index, double
 {
     if (axis < 0 || axis >= s->ndim)
         return nlse_fail(NLSE_ERR_VALUE, "axis must be 0..%d, got %d", s->ndim - 1, axis);
-    if (index < 0 || (size_t)index >= s->p.shape[axis])
-        return nlse_fail(NLSE_ERR_VALUE, "index must be 0..%zu on axis %d, got %ld",
-                         s->p.shape[axis] - 1, axis, index);
+    const int q = axis + s->off;
+    const size_t lo = q == 0 ? s->row0 : 0, len = s->n[q]; /* a slab: its own x rows */
+    if (index < (long)lo || (size_t)index >= lo + len)
+        return nlse_fail(NLSE_ERR_VALUE, "index must be %zu..%zu on axis %d, got %ld", lo,
+                         lo + len - 1, axis, index);
+    index -= (long)lo;
     if (s->p.dtype == NLSE_COMPLEX64)
         dipolar_phase_f(s, axis + s->off, index, out);
     else
@@ -682,14 +777,17 @@ int nlse_dipolar_kernel(const nlse_dipolar *s, double *out)
     for (size_t i = 0; i < s->n[0]; ++i)
         for (size_t j = 0; j < s->n[1]; ++j)
             for (size_t k = 0; k < nh; ++k)
-                out[(i * s->n[1] + j) * nh + k] = dipolar_kernel_value(&s->p, &L, i, j, k);
+                out[(i * s->n[1] + j) * nh + k] =
+                    dipolar_kernel_value(&s->p, &L, s->row0 + i, j, k);
     return NLSE_OK;
 }
 
 /* Traffic model per point and step: pass A reads and writes Psi, reads the
  * dipolar potential (and U); pass B (3D) reads and writes Psi and writes the
  * density; each r2c/c2r transform is counted as one read and one write of
- * the half spectrum per dimension, plus the kernel multiply. */
+ * the half spectrum per dimension, plus the kernel multiply.  A slab adds
+ * the x solve's two transposes, each reading and writing the state twice
+ * (packing and the message). */
 double nlse_dipolar_bytes_per_point_step(const nlse_dipolar *s, int mode)
 {
     double r = (double)rsize(s);
@@ -700,13 +798,17 @@ double nlse_dipolar_bytes_per_point_step(const nlse_dipolar *s, int mode)
         b += 2 * v;
     if (dd)
         b += r + 2 * (2.0 * s->ndim * r) + 2.5 * r;
+    if (s->slab)
+        b += 8 * v;
     return b;
 }
 
 size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s)
 {
     const size_t rs = rsize(s), N = s->N;
-    size_t b = 4 * N * rs; /* state and its backup */
+    size_t b = (s->slab ? 2 : 4) * N * rs; /* state and its backup (a slab: its backup) */
+    if (s->slab)
+        b += dipolar_slab_memory(s);
     if (s->dens)
         b += s->n[0] * s->n[1] * s->nlp * rs + s->nk * rs;
     if (s->U)

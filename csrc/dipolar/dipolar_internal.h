@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include "nlsepy/dipolar.h"
 #include "dipolar_params.h"
+#include "dipolar_tuning.h"
 
 /* Precomputed Thomas coefficients of one axis (eqs. 2.32-2.34): alpha_i,
  * gamma_i for i = 0..n-2 and the scalars A (off-diagonal) and A0r (the
@@ -34,8 +35,13 @@ typedef struct {
     double A_c[2], A0r_c[2];  /* real time                        */
 } dipolar_axis;
 
+struct dipolar_slab;
+
 struct nlse_dipolar {
-    nlse_dipolar_params p;
+    nlse_dipolar_params p;  /* the whole grid's problem (a slab's too)   */
+    struct dipolar_slab *slab; /* NULL: the whole grid in this process;  */
+                            /* else this rank's slab plan (dipolar_slab.c) */
+    size_t row0;            /* global index of internal row 0 (a slab's i0) */
     int ndim, off;
     size_t n[3];        /* internal shape                              */
     double h[3];        /* internal spacing (1 on padded axes)         */
@@ -48,7 +54,8 @@ struct nlse_dipolar {
     void *dens;         /* n0 n1 nlp REALs: |Psi|^2, then V_dd * |Psi|^2 */
     void *kern;         /* nk REALs: the kernel times 1/N              */
     void *U;            /* N REALs or NULL                             */
-    double *x[3];       /* coordinates per internal axis               */
+    double *x[3];       /* coordinates per internal axis (axis 0 of a  */
+                        /* slab: the whole axis's table from row0 on) */
     double *w[3];       /* Simpson weights times h/3 per internal axis */
     void *vtrap[3];     /* trap[a] x^2 per internal axis (REAL)        */
     void *ob[3];        /* obstacle factors per internal axis (REAL)   */
@@ -64,6 +71,37 @@ struct nlse_dipolar {
     double *wz2;        /* w[2] x[2]^2 (the moment along axis 2)       */
     double g, gdd;      /* current couplings                           */
     double last_seconds; /* wall time of the last step call            */
+};
+
+/* A slab of a distributed run (dipolar_slab.c): x rows [i0, i0 + ni) of n0
+ * on rank `rank` of `size`; the x pencils (of the x solve's transposes and
+ * of the dipolar spectrum) hold y rows [j0, j0 + nj) of every x row. */
+struct dipolar_slab {
+    const nlse_comm *comm;  /* rank-ordered sums, all-to-all (kept, not owned) */
+    int rank, size;
+    size_t n0, ni, i0, nj, j0;
+    size_t *xc, *xs, *yc, *ys; /* x rows and y rows of every rank          */
+    size_t *cnt;            /* 4 size: send counts, displacements, receive */
+                            /* counts, displacements of one all-to-all     */
+    dipolar_tuning tune;    /* the switches, read at create                */
+    int xsolve;             /* NLSE_DIPOLAR_XSOLVE_*, agreed by the ranks  */
+    void *tbuf;             /* packing buffer, the slab's complex size     */
+    void *pen;              /* x pencils (n0, nj, n2) of the state, complex */
+    void *spec;             /* x pencils (n0, nj, n2/2+1) of the spectrum  */
+    void *fplan[4];         /* rows r2c, rows c2r, x forward, x backward   */
+    /* the x solve by substructuring: */
+    void *ext;              /* (ni + 2, n1, n2) complex: halo, own rows,   */
+                            /* halo; the state lives in it from row 1     */
+    void *hrow;             /* the top halo row as received, complex      */
+    double *sv, *sw;        /* bottom and top responses on the own rows    */
+    double *kv, *kw;        /* rows of K^-1 giving E(p-1) and F(p+1)       */
+    double *dsend, *drecv, *coef; /* the lines' ends, every rank's         */
+    int spike_mode;         /* mode the responses were made for, -1: none  */
+    double spike_dt;
+    int norm_ready;         /* the x solve left this rank's norm part:     */
+    double norm_part;
+    double tm[5];           /* step, x transposes, dipolar FFTs, their     */
+                            /* transposes, norm sums (seconds)             */
 };
 
 /* One step's run-time inputs for the kernels. */
@@ -102,7 +140,12 @@ typedef struct {
                                    const double *kw, const REAL *h, int vals, double *coef);     \
     double dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals, \
                                      const double *v, const double *w, const double *coef,        \
-                                     struct nlse_dipolar *s, int want);
+                                     struct nlse_dipolar *s, int want);                           \
+    int dipolar_slab_plans_##sfx(struct nlse_dipolar *s, void *spec, size_t n0, size_t nj,        \
+                                 void *pl[4]);                                                    \
+    void dipolar_slab_free_plans_##sfx(void *pl[4]);                                              \
+    void dipolar_fft_execute_##sfx(void *plan);                                                   \
+    void dipolar_slab_kernel_##sfx(void *spec, const void *kern, size_t m);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
@@ -140,6 +183,30 @@ static inline double dipolar_obstacle_centre(const struct nlse_dipolar *s, doubl
 static inline double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t)
 {
     return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
+}
+
+/* Create (dipolar.c): the whole grid (slab NULL), or the slab `slab`
+ * (collective; taken over, freed on failure); p checked. */
+int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab, struct nlse_dipolar **out);
+
+/* The slab plan's parts of the one solver's entry points (dipolar_slab.c):
+ * every one collective but free, memory and obstacle. */
+void dipolar_slab_free(struct nlse_dipolar *s);
+int dipolar_slab_alloc(struct nlse_dipolar *s);      /* the state and the x solve's buffers */
+int dipolar_slab_agree(struct nlse_dipolar *s, int st, int *any_complex);
+int dipolar_slab_begin(struct nlse_dipolar *s, int st, int complex_needed);
+int dipolar_slab_enable(struct nlse_dipolar *s);     /* the dipolar term's buffers and plans */
+int dipolar_slab_convolve(struct nlse_dipolar *s);   /* dens <- V_dd * dens */
+int dipolar_slab_norm(struct nlse_dipolar *s, int want, double *nrm);
+int dipolar_slab_step(struct nlse_dipolar *s, const dipolar_step_args *a, double *nrm);
+int dipolar_slab_observe(struct nlse_dipolar *s, double t, nlse_dipolar_obs *out);
+void dipolar_slab_obstacle(struct nlse_dipolar *s, double t);
+size_t dipolar_slab_memory(const struct nlse_dipolar *s); /* what the slab plan adds */
+
+/* The whole length of internal axis q (a slab's axis 0: every rank's rows). */
+static inline size_t dipolar_axis_len(const struct nlse_dipolar *s, int q)
+{
+    return q == 0 && s->slab ? s->slab->n0 : s->n[q];
 }
 
 /* FFTW's threads, set up once (dipolar.c). */

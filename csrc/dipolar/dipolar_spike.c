@@ -4,14 +4,14 @@
  * 2.29-2.34 and 2.42 solved slab by slab): the responses of a slab's local
  * tridiagonal system to unit boundary values, and the rows of the inverse
  * of the 2P x 2P system that couples the slabs' end values.  Shared by the
- * CPU ranks (dipolar_mpi.c) and the GPU slabs (dipolar_dist.cu).
+ * CPU ranks (dipolar_slab.c) and the GPU slabs (dipolar_dist.cu).
  *
  * The system of one line is A x_(i-1) + A0 x_i + A x_(i+1) = c_i with
  * constant A, A0 (imaginary time A = -r/2, A0 = 1 + r; real time A = -i r/2,
  * A0 = 1 + i r; r = dt kin / h^2).  Rank q holds xc[q] rows; its local
  * system adds the neighbours' rows at its ends (xc[q] + 2 points, one fewer
  * at a global end, whose own row is the fixed boundary).  Its solution on
- * the own rows is u = y + L v + (R - h) w (dipolar_mpi.c), and the first
+ * the own rows is u = y + L v + (R - h) w (dipolar_slab.c), and the first
  * and last values F_q, E_q of every rank satisfy
  *     F_q - w_q(first) F_(q+1) - v_q(first) E_(q-1) = d_(q,0)
  *     E_q - w_q(last)  F_(q+1) - v_q(last)  E_(q-1) = d_(q,1).

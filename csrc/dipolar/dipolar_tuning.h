@@ -1,6 +1,6 @@
 /*
  * dipolar_tuning.h -- the tuning switches of the distributed dipolar GPE
- * (the CPU ranks of dipolar_mpi.c and the GPU slabs of
+ * (the CPU ranks of dipolar_slab.c and the GPU slabs of
  * cuda/dipolar/dipolar_dist.cu): the path of the x solve across the slabs
  * and the path of the GPU slabs' transposes.  They are read from the
  * environment once, by dipolar_tuning_read when a distributed solver is

@@ -9,7 +9,7 @@
  *               x pencils (n0, yc[r], nz)
  *   x solve     each slab solves its own rows and the slabs are coupled
  *               through their lines' end values (spike_x, the scheme of
- *               dipolar_mpi.c); or, with NLSEPY_DIPOLAR_XSOLVE=transpose,
+ *               dipolar_slab.c); or, with NLSEPY_DIPOLAR_XSOLVE=transpose,
  *               the lines go to the pencils of their y rows on every rank,
  *               the Crank-Nicolson solve along x runs on whole x lines, and
  *               the lines come back (the transpose of section 6.2)

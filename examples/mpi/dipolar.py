@@ -2,8 +2,9 @@
 100 a0, a_dd = 132.7 a0), then real time after the scattering length is
 raised by 20 % (lowering it would take eps_dd = a_dd / a_s above 1.6 and the
 cloud collapses), the 3D grid split over MPI ranks
-(nl.DipolarGPE with comm=: slabs of x rows, FFTW's MPI transforms for the
-dipolar term, the x solve slab by slab, coupled through the lines' ends).
+(nl.DipolarGPE with comm=: slabs of x rows, the dipolar term by row
+transforms, one transpose of the spectrum and transforms along x, the x
+solve slab by slab, coupled through the lines' ends).
 
 Run with, e.g.,
 

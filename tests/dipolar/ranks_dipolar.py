@@ -1,7 +1,7 @@
 """The distributed dipolar GPE, rank side: every rank of ``mpirun -n N`` runs
 these tests (driver: test_dipolar_mpi.py).  Each test compares with the
 single-process solver that every rank also runs, on a grid whose x rows the
-rank count does not divide evenly (FFTW's slabs of ceil(nx / N) rows), and
+rank count does not always divide evenly (3 ranks: 8 + 7 + 7), and
 every assertion is agreed between the ranks so that a failure on one rank
 fails the test on all of them instead of hanging the next collective."""
 
@@ -16,17 +16,14 @@ import nlsepy as nl
 MPI = pytest.importorskip("mpi4py.MPI")
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
-#: the ranks' backend: "cpu" (FFTW's MPI interface) or "cuda" (GPU ranks,
-#: compared with one GPU); the driver sets it
+#: the ranks' backend: "cpu" or "cuda" (GPU ranks, compared with one GPU);
+#: the driver sets it
 BACKEND = os.environ.get("NLSEPY_RANKS_BACKEND", "cpu")
 if BACKEND not in nl.backends("DipolarGPE"):
     pytest.skip(f"no {BACKEND} backend here", allow_module_level=True)
-if BACKEND == "cpu" and not nl._build_config.fftw_mpi:
-    pytest.skip("this build's MPI layer has no FFTW-MPI (CPU ranks of the dipolar GPE)",
-                allow_module_level=True)
 GPU = BACKEND == "cuda"
 
-SHAPE = (22, 16, 12)  # 2 ranks: FFTW 11 + 11; 3 ranks: 8 + 8 + 6 (nl.scatter: 8 + 7 + 7)
+SHAPE = (22, 16, 12)  # x rows: 2 ranks 11 + 11; 3 ranks 8 + 7 + 7 (as nl.scatter)
 BASE = dict(shape=SHAPE, spacing=(0.45, 0.5, 0.6), dt=0.004, g=4.0, gdd=3.0,
             trap=(1.0, 1.3, 0.8), cutoff=3.5)
 TOL = 1e-12
@@ -78,7 +75,9 @@ def test_layout_and_info():
     assert info["mpi"]
     counts = info["layout"]["counts"]
     sub = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose"  # the default on 2+ ranks
-    if GPU:  # an even split; transposes into the other ranks' buffers
+    # an even split, the first nx % ranks ranks one row more
+    assert counts == [SHAPE[0] // SIZE + (r < SHAPE[0] % SIZE) for r in range(SIZE)]
+    if GPU:  # transposes into the other ranks' buffers
         staged = os.environ.get("NLSEPY_HALO", "").lower() == "host"
         assert info["fft"] == "cufft-slabs"
         path = info["transpose"]
@@ -86,12 +85,9 @@ def test_layout_and_info():
             assert path.startswith("substructured over ")
             path = path[len("substructured over "):]
         assert path.startswith("host-staged" if staged else "cuda-ipc")
-        assert max(counts) - min(counts) <= 1 and sum(counts) == SHAPE[0]
     else:
-        assert info["fft"] == "fftw-mpi"
+        assert info["fft"] == "fftw-slabs"
         assert info["transpose"] == ("substructured" if sub else "MPI_Alltoallv")
-        block = -(-SHAPE[0] // SIZE)
-        assert counts[:-1] == [block] * (SIZE - 1) and sum(counts) == SHAPE[0]
     assert gpe.psi.shape == (counts[RANK],) + SHAPE[1:]
     assert gpe.local_slice[0] == slice(gpe.layout.start, gpe.layout.start + counts[RANK])
 
@@ -306,7 +302,7 @@ def test_refusals():
     if "cuda" not in nl.backends("DipolarGPE"):
         with pytest.raises(nl.BackendError, match="cuda"):
             nl.DipolarGPE(comm=COMM, backend="cuda", **BASE)
-    if SIZE >= 3 and not GPU:  # FFTW's slabs of 4 rows over 3 ranks: 2, 2, 0
+    if SIZE >= 3:  # 4 x rows over 3 ranks: 2, 1, 1
         with pytest.raises(ValueError, match="needs at least 2 per rank: use 2 ranks or fewer"):
             nl.DipolarGPE(comm=COMM, backend=BACKEND, **dict(BASE, shape=(4, 8, 8), gdd=0.0))
     with pytest.raises(TypeError, match="mpi4py intracommunicator"):

@@ -1,5 +1,5 @@
 """The distributed dipolar GPE under mpirun (the tests proper: ranks_dipolar.py):
-2 ranks, and 3 ranks, which FFTW's slabs split unevenly; CPU ranks, and GPU
+2 ranks, and 3 ranks, which split the x rows unevenly; CPU ranks, and GPU
 ranks where a GPU is present (every rank on its own GPU, or sharing one)."""
 
 import pathlib

@@ -28,7 +28,7 @@ def test_comm_without_the_mpi_layer_names_what_to_install(monkeypatch):
     pytest.importorskip("mpi4py")
     from nlsepy import _build_config
     monkeypatch.setattr(_build_config, "mpi", False)
-    with pytest.raises(ImportError, match="libfftw3-mpi-dev"):
+    with pytest.raises(ImportError, match="libopenmpi-dev"):
         nl.NLSE(np.ones((16, 16), complex), 0.1, comm=object())
 
 

@@ -1,9 +1,11 @@
 /*
  * _bind/dipolar.c -- binding of the dipolar GPE solver (split-step
  * Crank-Nicolson with the FFT dipolar term; C API nlsepy/dipolar.h): the
- * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.  The methods
- * it shares with the distributed solver's `DipolarMPI` are written once in
- * _bind/dipolar_methods.h.
+ * `Dipolar` type and its constants DIPOLAR_IMAG, DIPOLAR_REAL.  Made with
+ * `slab=`, it is one rank's x rows of a distributed run (the slab plan of
+ * the same C handle: csrc/dipolar/dipolar_slab.c on CPU ranks,
+ * cuda/dipolar/dipolar_dist.cu on GPU ranks); the arrays in and out are
+ * then the slab's.
  */
 #include "bind.h"
 #include <stdint.h>
@@ -16,15 +18,6 @@ typedef struct {
     PyObject *keep;  /* a slab: the rank-sum capsule it calls              */
 } DipolarObject;
 
-/* the methods shared with `DipolarMPI` (_bind/dipolar_methods.h); arrays
- * are copied in with the GIL held */
-#define DIPOLAR_OBJECT DipolarObject
-#define DIPOLAR_API(name) NLSE_CAT(nlse_dipolar_, name)
-#define DIPOLAR_DENSITY nlse_dipolar_density
-#define DIPOLAR_NDIM(self) ((self)->ndim)
-#define DIPOLAR_SHAPE(self) ((self)->p.shape)
-#define DIPOLAR_COPY(self, st, call) ((st) = (call))
-
 static void dtype_error(const char *name, int single, int allow_complex)
 {
     PyErr_Format(PyExc_TypeError, "%s must have dtype %s%s", name, single ? "float32" : "float64",
@@ -34,9 +27,211 @@ static void dtype_error(const char *name, int single, int allow_complex)
 NLSEPY_GETTER(dipolar_last_seconds, DipolarObject, PyFloat_FromDouble,
               nlse_dipolar_last_step_seconds)
 
-#include "dipolar_methods.h"
 
-#ifdef NLSEPY_WITH_CUDA
+/* An aligned C-contiguous array of the grid's shape: complex (allow_complex)
+ * or real in the solver's precision; *is_complex says which.  Borrowed, or
+ * NULL with an exception. */
+static PyArrayObject *dipolar_array(DipolarObject *self, PyObject *obj, const char *name,
+                                    int allow_complex, int *is_complex)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a numpy.ndarray, got %s", name,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    const int t = PyArray_TYPE(a);
+    if (t == nlsepy_npy_type(self->p.dtype, 0) && allow_complex) {
+        *is_complex = 1;
+    } else if (t == nlsepy_npy_type(self->p.dtype, 1)) {
+        *is_complex = 0;
+    } else {
+        dtype_error(name, self->p.dtype == NLSE_COMPLEX64, allow_complex);
+        return NULL;
+    }
+    return nlsepy_check_grid(a, name, self->ndim, self->p.shape);
+}
+
+static PyObject *dipolar_set_state(DipolarObject *self, PyObject *obj)
+{
+    int cplx = 0, st;
+    PyArrayObject *a = NLSEPY_READY(self) ? dipolar_array(self, obj, "psi", 1, &cplx) : NULL;
+    if (!a)
+        return NULL;
+    st = nlse_dipolar_set_state(self->s, PyArray_DATA(a), cplx);
+    return nlsepy_none(st);
+}
+
+static PyObject *dipolar_get_state(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = NLSEPY_READY(self) ? nlsepy_new_array(self->ndim, self->p.shape,
+                                                          nlsepy_npy_type(self->p.dtype, 0))
+                                       : NULL;
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dipolar_get_state(self->s, PyArray_DATA((PyArrayObject *)out)));
+    return nlsepy_array_result(out, st);
+}
+
+NLSEPY_GETTER(dipolar_is_real, DipolarObject, PyBool_FromLong, nlse_dipolar_state_is_real)
+NLSEPY_GETTER(dipolar_memory, DipolarObject, PyLong_FromSize_t, nlse_dipolar_memory_bytes)
+NLSEPY_SET_DT(dipolar_set_dt, DipolarObject, nlse_dipolar_set_dt)
+
+static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
+{
+    double g, gdd;
+    int st;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "dd", &g, &gdd))
+        return NULL;
+    NLSEPY_RUN(self, st, nlse_dipolar_set_couplings(self->s, g, gdd));
+    if (!st) {
+        self->p.g = g;
+        self->p.gdd = gdd;
+    }
+    return nlsepy_none(st);
+}
+
+static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
+{
+    int st, cplx = 0;
+    if (!NLSEPY_READY(self))
+        return NULL;
+    if (obj == Py_None)
+        return nlsepy_none(nlse_dipolar_set_potential(self->s, NULL));
+    PyArrayObject *a = dipolar_array(self, obj, "V", 0, &cplx);
+    if (!a)
+        return NULL;
+    st = nlse_dipolar_set_potential(self->s, PyArray_DATA(a));
+    return nlsepy_none(st);
+}
+
+static PyObject *dipolar_set_obstacle(DipolarObject *self, PyObject *obj)
+{
+    nlse_dipolar_obstacle o;
+    if (!NLSEPY_READY(self))
+        return NULL;
+    if (obj == Py_None)
+        return nlsepy_none(nlse_dipolar_set_obstacle(self->s, NULL));
+    if (!PyArg_ParseTuple(obj, "ddddddii", &o.V0, &o.sigma, &o.velocity, &o.start, &o.t_move,
+                          &o.t_off, &o.beam_axis, &o.move_axis))
+        return NULL;
+    return nlsepy_none(nlse_dipolar_set_obstacle(self->s, &o));
+}
+
+/* step(mode, n, t0, dg, dgdd) -> (done, blew_up) */
+static PyObject *dipolar_step(DipolarObject *self, PyObject *args)
+{
+    int mode, st;
+    long n, done = 0;
+    double t0, dg, dgdd;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "ilddd", &mode, &n, &t0, &dg, &dgdd))
+        return NULL;
+    NLSEPY_RUN(self, st, nlse_dipolar_step(self->s, mode, n, t0, dg, dgdd, &done));
+    return nlsepy_steps_result(st, done);
+}
+
+static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
+{
+    double t;
+    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &t))
+        return NULL;
+    nlse_dipolar_obs o;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dipolar_observe(self->s, t, &o));
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d}", "norm", o.norm, "norm_sum",
+                         o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic", o.kinetic,
+                         "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1], o.x2[2],
+                         "psi0sq", o.psi0sq);
+}
+
+/* A new float64 array of `nd` dimensions of `shape` filled by
+ * fill(self, data, a, b, t) with the GIL released. */
+static PyObject *dipolar_doubles(DipolarObject *self, int nd, const size_t *shape,
+                                 int (*fill)(DipolarObject *, double *, long, long, double),
+                                 long a, long b, double t)
+{
+    PyObject *out = nlsepy_new_array(nd, shape, NPY_FLOAT64);
+    if (!out)
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, fill(self, (double *)PyArray_DATA((PyArrayObject *)out), a, b, t));
+    return nlsepy_array_result(out, st);
+}
+
+static int fill_dd(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_dd_potential(self->s, o);
+}
+static int fill_pot(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_potential(self->s, t, o);
+}
+static int fill_den(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_density(self->s, (int)a, o);
+}
+static int fill_kernel(DipolarObject *self, double *o, long a, long b, double t)
+{
+    return nlse_dipolar_kernel(self->s, o);
+}
+
+static PyObject *dipolar_dd_potential(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    return dipolar_doubles(self, self->ndim, self->p.shape, fill_dd, 0, 0, 0.0);
+}
+
+static PyObject *dipolar_potential(DipolarObject *self, PyObject *arg)
+{
+    double t;
+    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &t))
+        return NULL;
+    return dipolar_doubles(self, self->ndim, self->p.shape, fill_pot, 0, 0, t);
+}
+
+/* density(keep_mask): |psi|^2 integrated over the axes not kept (the
+ * handle's part: a slab's x rows when x is kept) */
+static PyObject *dipolar_density(DipolarObject *self, PyObject *arg)
+{
+    size_t dims[3];
+    int nd = 0;
+    long keep;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &keep))
+        return NULL;
+    const int ndim = self->ndim;
+    if (keep < 0 || keep >= (1L << ndim))
+        return PyErr_Format(PyExc_ValueError, "keep mask must be 0..%ld, got %ld",
+                            (1L << ndim) - 1, keep);
+    for (int q = 0; q < ndim; ++q)
+        if ((keep >> q) & 1)
+            dims[nd++] = self->p.shape[q];
+    return dipolar_doubles(self, nd, dims, fill_den, keep, 0, 0.0);
+}
+
+/* kernel(): the dipolar kernel on the r2c grid (the last axis n/2 + 1) */
+static PyObject *dipolar_kernel(DipolarObject *self, PyObject *Py_UNUSED(ignored))
+{
+    size_t dims[3];
+    if (!NLSEPY_READY(self))
+        return NULL;
+    const int ndim = self->ndim;
+    memcpy(dims, self->p.shape, (size_t)ndim * sizeof dims[0]);
+    dims[ndim - 1] = dims[ndim - 1] / 2 + 1;
+    return dipolar_doubles(self, ndim, dims, fill_kernel, 0, 0, 0.0);
+}
+
+static PyObject *dipolar_bytes(DipolarObject *self, PyObject *arg)
+{
+    long mode;
+    if (!NLSEPY_READY(self) || nlsepy_parse_long(arg, &mode))
+        return NULL;
+    return PyFloat_FromDouble(nlse_dipolar_bytes_per_point_step(self->s, (int)mode));
+}
+
 /* n sizes from a sequence of ints (each >= 0) into out. */
 static int parse_sizes(PyObject *seq, const char *name, size_t **out, int *n)
 {
@@ -103,7 +298,6 @@ fail:
     free(yc);
     return -1;
 }
-#endif
 
 static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
 {
@@ -128,15 +322,8 @@ static int dipolar_init(DipolarObject *self, PyObject *args, PyObject *kw)
     NLSEPY_DROP(self, nlse_dipolar_destroy);
     Py_CLEAR(self->keep);
     self->ndim = nd;
-    if (slab != Py_None) {
-#ifdef NLSEPY_WITH_CUDA
+    if (slab != Py_None)
         return create_slab(self, &p, slab);
-#else
-        PyErr_SetString(PyExc_ValueError, "slabs of a distributed run are made by the CUDA "
-                        "extension; the CPU ranks use nlsepy._mpi");
-        return -1;
-#endif
-    }
     self->row0 = 0;
     int st;
     NLSEPY_RUN(self, st, nlse_dipolar_create(&p, &self->s));
@@ -262,6 +449,7 @@ static PyObject *dipolar_slab_connect(DipolarObject *self, PyObject *arg)
 }
 
 NLSEPY_ACTION(dipolar_slab_stage, DipolarObject, nlse_dipolar_slab_stage)
+#endif
 
 static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -273,7 +461,6 @@ static PyObject *dipolar_slab_timings(DipolarObject *self, PyObject *Py_UNUSED(i
         return nlsepy_raise(st);
     return Py_BuildValue("(ddddd)", t[0], t[1], t[2], t[3], t[4]);
 }
-#endif
 
 static PyMethodDef dipolar_methods[] = {
 #ifdef NLSEPY_WITH_CUDA
@@ -284,11 +471,43 @@ static PyMethodDef dipolar_methods[] = {
      "slab_connect(addresses): buffer b of rank r at addresses[b * ranks + r]."},
     {"slab_stage", (PyCFunction)dipolar_slab_stage, METH_NOARGS,
      "slab_stage(): transposes through host memory and MPI instead of CUDA IPC."},
-    {"timings", (PyCFunction)dipolar_slab_timings, METH_NOARGS,
-     "timings() -> seconds of the last step call: all, x transposes, dipolar FFTs, their "
-     "transposes, sums."},
 #endif
-    DIPOLAR_METHODS,
+    {"timings", (PyCFunction)dipolar_slab_timings, METH_NOARGS,
+     "timings() -> a slab's seconds of the last step call: all, x transposes, dipolar FFTs, "
+     "their transposes, sums."},
+    {"set_state", (PyCFunction)dipolar_set_state, METH_O,
+     "set_state(psi): the state, real or complex."},
+    {"get_state", (PyCFunction)dipolar_get_state, METH_NOARGS,
+     "get_state() -> the state, complex."},
+    {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS,
+     "True when the state is stored real."},
+    {"set_dt", (PyCFunction)dipolar_set_dt, METH_O, "set_dt(dt)."},
+    {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS,
+     "set_couplings(g, gdd) (a slab: collective when it makes the FFT plans)."},
+    {"set_potential", (PyCFunction)dipolar_set_potential, METH_O,
+     "set_potential(U or None)."},
+    {"set_obstacle", (PyCFunction)dipolar_set_obstacle, METH_O,
+     "set_obstacle((V0, sigma, velocity, start, t_move, t_off, beam_axis, move_axis) or "
+     "None)."},
+    {"step", (PyCFunction)dipolar_step, METH_VARARGS,
+     "step(mode, n, t0, dg, dgdd) -> (done, blew_up)."},
+    {"observe", (PyCFunction)dipolar_observe, METH_O,
+     "observe(t) -> dict of raw observables of the whole grid."},
+    {"dipolar_potential", (PyCFunction)dipolar_dd_potential, METH_NOARGS,
+     "dipolar_potential() -> V_dd * |psi|^2 (float64; distributed: the slab, collective)."},
+    {"potential", (PyCFunction)dipolar_potential, METH_O,
+     "potential(t) -> V(r, t) (float64; distributed: this rank's slab)."},
+    {"density", (PyCFunction)dipolar_density, METH_O,
+     "density(keep_mask) -> |psi|^2 integrated over the other axes (a slab: this "
+     "rank's part)."},
+    {"kernel", (PyCFunction)dipolar_kernel, METH_NOARGS,
+     "kernel() -> the dipolar kernel on the r2c grid (a slab: this rank's x rows)."},
+    {"memory_bytes", (PyCFunction)dipolar_memory, METH_NOARGS,
+     "memory_bytes() -> bytes the solver holds (device memory for CUDA)."},
+    {"last_step_seconds", (PyCFunction)dipolar_last_seconds, METH_NOARGS,
+     "last_step_seconds() -> duration of the last step() call's steps."},
+    {"bytes_per_point_step", (PyCFunction)dipolar_bytes, METH_O,
+     "bytes_per_point_step(mode) -> memory traffic model."},
     {"step_record", (PyCFunction)dipolar_step_record, METH_VARARGS,
      "step_record(mode, n, t0, dg, dgdd, every, phase) -> (done, blew_up, rows): step(), "
      "and the norm and <x_a^2> of the states after the steps whose count (phase + k + 1) is "

@@ -1,24 +1,41 @@
 /*
  * _bind/mpi.c -- the optional MPI extension `_mpi`.
  *
- * Built only when CMake finds MPI, FFTW's MPI interface and mpi4py's C API.
+ * Built only when CMake finds MPI and mpi4py's C API.
  * It takes communicators from mpi4py (PyMPIComm_Get) and never initialises
  * MPI itself (importing mpi4py.MPI does).  What it gives the C core is the
  * reduction table of nlsepy/common.h (nlse_comm) over a duplicate of the
  * caller's communicator, wrapped in a capsule that the single-process
  * extensions' solvers accept (`set_comm`); the sums add the ranks' parts
  * in rank order, so a run's results do not depend on message timing and are
- * bit-identical across runs with the same number of ranks.  The distributed
- * dipolar GPE (slabs along x, FFTW-MPI) registers its solver type here too.
+ * bit-identical across runs with the same number of ranks.  The table's
+ * all-to-all carries the transposes and halo rows of the distributed
+ * dipolar GPE.
  */
 #include <limits.h>
 #include <stdlib.h>
 
-#include "bind_mpi.h"
+#include "bind.h"
+#include <mpi.h>
+#include <mpi4py/mpi4py.h>
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
+
+/* The MPI_Comm of an mpi4py communicator, or NULL with TypeError (not a
+ * communicator) or ValueError (MPI.COMM_NULL). */
+static MPI_Comm *nlsepy_mpi_comm(PyObject *obj)
+{
+    MPI_Comm *pc = PyMPIComm_Get(obj);
+    if (!pc)
+        return NULL;
+    if (*pc == MPI_COMM_NULL) {
+        PyErr_SetString(PyExc_ValueError, "comm is MPI.COMM_NULL: pass a valid communicator");
+        return NULL;
+    }
+    return pc;
+}
 
 typedef struct comm_ctx {
     nlse_comm vt; /* first member: the capsule holds &vt */
@@ -235,8 +252,8 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
     .m_name = MODULE_NAME,
-    .m_doc = "nlsepy MPI layer (reductions, the distributed dipolar GPE) over mpi4py "
-             "communicators.",
+    .m_doc = "nlsepy MPI layer: the communicator table (rank-ordered sums, all-to-all) "
+             "over mpi4py communicators.",
     .m_size = -1,
     .m_methods = module_methods,
 };
@@ -250,11 +267,5 @@ PyMODINIT_FUNC NLSE_CAT(PyInit_, NLSEPY_MODULE)(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
-#ifdef NLSEPY_MPI_DIPOLAR
-    if (nlsepy_bind_dipolar_mpi(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-#endif
     return m;
 }

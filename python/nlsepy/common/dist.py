@@ -4,8 +4,8 @@ and checkpoints in parts.
 
 MPI is optional.  Nothing here imports mpi4py until a model is given
 ``comm=``; then :func:`as_comm` checks that mpi4py and nlsepy's own MPI
-extension (``nlsepy._mpi``, built when MPI, FFTW's MPI interface and mpi4py
-were present at build time) are there, and says what to install otherwise.
+extension (``nlsepy._mpi``, built when MPI and mpi4py were present at build
+time) are there, and says what to install otherwise.
 
 Layout: a global array of ``n`` rows along axis 0 is split into contiguous
 slabs, rank ``r`` holding rows ``start[r] .. start[r] + count[r]``; the
@@ -29,9 +29,9 @@ from .files import Key, load_checkpoint, save_checkpoint
 __all__ = ["as_comm", "Layout", "Slab", "scatter", "agree", "halo_exchange", "gather_rows",
            "save_parts", "load_parts"]
 
-_INSTALL = ("install MPI and mpi4py (Debian: apt-get install libopenmpi-dev openmpi-bin "
-            "libfftw3-mpi-dev; then pip install mpi4py) and reinstall nlsepy from source so that "
-            "its MPI extension is built")
+_INSTALL = ("install MPI and mpi4py (Debian: apt-get install libopenmpi-dev openmpi-bin; "
+            "then pip install mpi4py) and reinstall nlsepy from source so that its MPI "
+            "extension is built")
 
 T = TypeVar("T")
 

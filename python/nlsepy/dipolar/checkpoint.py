@@ -16,7 +16,6 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ..common import backend as _backend
 from ..common import dist as _dist
 from ..common import files as _files
 from .dist import even_rows
@@ -146,7 +145,7 @@ def arguments(where: str, d: Dict[str, Any], overrides: Dict[str, Any],
     return kw
 
 
-def checkpoint_rows(where: str, comm: Any, backend: str) -> Optional[Tuple[int, int]]:
+def checkpoint_rows(where: str, comm: Any) -> Optional[Tuple[int, int]]:
     """The global x rows ``(start, count)`` this rank reads from a distributed
     checkpoint's parts (None for a single-process file: every rank reads it
     whole); ValueError unless the checkpoint holds a 3D grid."""
@@ -157,12 +156,9 @@ def checkpoint_rows(where: str, comm: Any, backend: str) -> Optional[Tuple[int, 
                          f"3d geometry")
     if not _dist.is_parts_index(where):
         return None
-    if _backend.resolve(backend, MODEL) == "cuda":
-        counts = even_rows(shape[0], comm.Get_size())
-        r = comm.Get_rank()
-        return (int(np.sum(counts[:r])), int(counts[r]))
-    ni, i0 = _backend.mpi().dipolar_slab(comm, shape)
-    return (int(i0), int(ni))
+    counts = even_rows(shape[0], comm.Get_size())
+    r = comm.Get_rank()
+    return (int(np.sum(counts[:r])), int(counts[r]))
 
 
 class Checkpoints:
@@ -229,7 +225,7 @@ class Checkpoints:
         """The checkpoint's entries (with `comm`: ``psi`` and ``V`` of this
         rank's rows of a distributed one), checked, and the constructor's
         arguments they give with `overrides` (``"arguments"``)."""
-        rows = None if comm is None else checkpoint_rows(where, comm, backend)
+        rows = None if comm is None else checkpoint_rows(where, comm)
         d = read(where, rows)
         d["arguments"] = arguments(where, d, overrides or {}, rows)
         return d

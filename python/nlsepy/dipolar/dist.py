@@ -1,23 +1,23 @@
 """The dipolar GPE over MPI ranks: ``nl.DipolarGPE(..., comm=MPI.COMM_WORLD)``.
 
 The OpenMP/MPI edition of DBEC-GP (Loncar, thesis, chapter 6) on nlsepy's C
-core: the 3D grid is cut into slabs of x rows, one per rank, as FFTW's MPI
-interface lays out its real-to-complex transform (blocks of ``ceil(nx /
-ranks)`` rows); the dipolar term uses FFTW's MPI transforms in transposed
-order, the Crank-Nicolson solve along x by substructuring
-(each slab solves its own rows, the slabs coupled through their lines' end
-values: one halo row each way and an ``MPI_Allgather`` of two values a line;
-``NLSEPY_DIPOLAR_XSOLVE=transpose`` takes the thesis's transpose with
-``MPI_Alltoallv`` (CPU ranks) or device copies (GPU ranks) to x pencils and
-back), and every sum
-over the grid (the norm of each step, the observables) adds the ranks' parts
-in rank order.  The same rank count gives the same bits on every run;
-results agree with one process to rounding.
+core: the 3D grid is cut into slabs of x rows, one per rank (an even split);
+the dipolar term transforms each slab's rows in 2D, moves the spectrum to x
+pencils (an all-to-all) and transforms along x; the Crank-Nicolson solve
+along x is by substructuring (each slab solves its own rows, the slabs
+coupled through their lines' end values: one halo row each way and two
+values a line from every rank; ``NLSEPY_DIPOLAR_XSOLVE=transpose`` takes
+the thesis's transpose to x pencils and back instead), and every sum over
+the grid (the norm of each step, the observables) adds the ranks' parts in
+rank order.  The same rank count gives the same bits on every run; results
+agree with one process to rounding.
 
 :class:`SlabDipolar` is the handle of a ``DipolarGPE`` made with ``comm=``
-(or loaded with it): this rank's slab in the C solver of the MPI layer
-(CPU ranks) or on the rank's GPU (:class:`_GpuSlab`), with the interface of
-the single-process handle, its collective calls agreed over the ranks.
+(or loaded with it): this rank's slab, the slab plan of the one C solver
+(``Dipolar`` made with ``slab=``, :class:`_Slab`) on the CPU or on the
+rank's GPU, every message through the MPI layer's communicator table, with
+the interface of the single-process handle, its collective calls agreed
+over the ranks.
 
 Every rank runs the same script, with the same parameters.  ``psi0`` and
 ``V`` are the global array (the same on every rank), this rank's slab
@@ -31,9 +31,9 @@ Local: ``psi`` (this rank's slab), ``local_slice``, ``comm_info``,
 wrong shape, a blow-up, a file it cannot read) raises the same exception
 on every rank.
 
-*Layout.*  Rank r holds the x rows of FFTW's MPI slab (``comm_info
-["layout"]``; ``local_slice`` indexes a global array; an even split on GPU
-ranks); every rank needs at least 2 rows (the five-point derivatives of
+*Layout.*  Rank r holds the x rows of an even split (``comm_info
+["layout"]``; ``local_slice`` indexes a global array; the first ``nx %
+ranks`` ranks one row more); every rank needs at least 2 rows (the five-point derivatives of
 the observables take two rows from each neighbour).  The layout is not
 that of :func:`nlsepy.scatter` in general: a :class:`~nlsepy.Slab` is
 moved to it (one ``Alltoallv``).
@@ -98,25 +98,17 @@ def same(comm: Any, what: str, value: Any) -> None:
 
 
 def require_distributed(geometry: str, backend: str) -> str:
-    """What ``comm=`` needs besides the parameters: the 3d geometry and, on
-    CPU ranks, FFTW's MPI interface in the MPI layer; the backend resolved."""
+    """What ``comm=`` needs besides the parameters (and the MPI layer, which
+    ``nl.as_comm`` checks): the 3d geometry; the backend resolved."""
     if geometry != "3d":
         raise ValueError(f"comm= runs the 3d geometry; geometry {geometry!r} (an "
                          f"effective 2D or 1D grid) runs in one process: leave comm out")
-    backend = _backend.resolve(backend, MODEL)
-    if backend == "cpu":
-        _mpi = _backend.mpi()
-        if not hasattr(_mpi, "DipolarMPI"):
-            raise ImportError("the distributed dipolar GPE on CPU ranks needs FFTW's MPI "
-                              "interface, which this build of nlsepy's MPI layer lacks: "
-                              "install it (Debian: libfftw3-mpi-dev) and reinstall nlsepy "
-                              "from source, or run on GPU ranks (backend='cuda')")
-    return backend
+    return _backend.resolve(backend, MODEL)
 
 
 class SlabDipolar:
     """This rank's part of a distributed ``DipolarGPE``: its slab of x rows in
-    the distributed C solver, with the interface of the single-process
+    the C solver's slab plan, with the interface of the single-process
     handle (collective methods agreed over the ranks: an error on one rank
     is raised on all), and what the distribution adds (the layout, the
     inputs' rows, the reductions of densities and phases, the vote on
@@ -139,7 +131,8 @@ class SlabDipolar:
         self.pending_sigint = False  # a SIGINT that came after the last vote
         #: seconds on this rank of the steps of the last stepping call
         self.timings: Dict[str, float] = {}
-        counts, starts = _slab_rows(comm, owner.shape, self.backend)
+        counts = even_rows(int(owner.shape[0]), self.size)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         self.layout = _dist.Layout(comm, owner.shape, self.rank, self.size, counts, starts)
         _dist.agree(comm, self._require_two_rows)
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -150,15 +143,11 @@ class SlabDipolar:
             self.device = _dist.select_gpu(comm)
         _dist.agree(comm, lambda: self.require_memory(owner, owner._dipolar, V, psi0))
         self.capsule = _dist.capsule(comm)
-        args = owner._c_args
-        if self.backend == "cpu":
-            _mpi = _backend.mpi()
-            self._c = _agree(comm, lambda: _mpi.DipolarMPI(comm, self.capsule, *args))
-        else:
-            ycounts = even_rows(owner.shape[1], self.size)
-            slab = _agree(comm, lambda: _GpuSlab(comm, self.capsule, args, counts, ycounts))
-            _dist.agree(comm, slab.connect)
-            self._c = slab
+        args, ycounts = owner._c_args, even_rows(owner.shape[1], self.size)
+        slab = _agree(comm, lambda: _Slab(comm, self.capsule, args, counts, ycounts,
+                                          self.backend))
+        _dist.agree(comm, slab.connect)
+        self._c = slab
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -175,16 +164,10 @@ class SlabDipolar:
         n0 = shape[0]
         if counts.min() >= 2:
             return
-        if self.backend == "cpu":
-            fits = [p for p in range(1, self.size + 1) if _fftw_rows(n0, p).min() >= 2]
-            how = "FFTW's slabs of ceil(nx / ranks) rows"
-        else:
-            fits = [p for p in range(1, self.size + 1) if even_rows(n0, p).min() >= 2]
-            how = "slabs"
         raise ValueError(
-            f"{self.size} ranks split the {n0} x rows of the grid {shape} into {how}, "
+            f"{self.size} ranks split the {n0} x rows of the grid {shape} into slabs "
             f"{counts.tolist()}; the distributed solver needs at least 2 per rank: use "
-            f"{max(fits)} ranks or fewer, or a larger nx")
+            f"{max(1, n0 // 2)} ranks or fewer, or a larger nx")
 
     def require_memory(self, owner: Any, use_dd: bool, V: bool, psi0: bool) -> None:
         """MemoryError when the slabs of the ranks on this host (or this rank's
@@ -209,9 +192,12 @@ class SlabDipolar:
             parts["solver"]["transpose buffers"] = 2 * rs * (ni * n1 * n2 + shape[0] * nj * n2)
         else:  # the substructured x solve: the state lies in the local systems' buffer
             # (counted with the state), its 2 rows more, the top halo row and
-            # every rank's line ends (nlse_dipolar_mpi_memory_bytes)
+            # every rank's line ends (dipolar_slab_memory)
             parts["solver"]["x solve buffers"] = (2 * rs * 3 * n1 * n2
                                                   + 8 * (8 + 4 * size) * n1 * n2)
+        if use_dd:  # the spectrum's x pencils and their packing buffer
+            nh = n2 // 2 + 1
+            parts["solver"]["spectrum pencils"] = 2 * rs * (shape[0] * nj * nh + ni * n1 * nh)
         total = sum(parts["solver"].values()) + sum(parts["host"].values())
         k = self.node_ranks
         _guard.require_memory(
@@ -349,8 +335,8 @@ class SlabDipolar:
                "layout": {"axis": "x", "counts": self.layout.counts.tolist(),
                           "starts": self.layout.starts.tolist(),
                           "pencil_y_rows": (int(j0), int(nj))},
-               "fft": "cufft-slabs" if gpu else "fftw-mpi",
-               "transpose": self._c.x_path() if gpu else self._c.x_solve(),
+               "fft": "cufft-slabs" if gpu else "fftw-slabs",
+               "transpose": self._c.x_path(),
                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
                "ranks_on_this_host": self.node_ranks}
         if gpu:
@@ -358,35 +344,38 @@ class SlabDipolar:
         return out
 
 
-class _GpuSlab:
-    """This rank's slab on its GPU (``_cuda.Dipolar`` made with ``slab=``) with
-    the interface of the CPU ranks' ``_mpi.DipolarMPI``: the other ranks'
-    buffers are mapped by CUDA IPC (all ranks on one host), the transposes
-    are device-to-device copies into them."""
+class _Slab:
+    """This rank's slab: the C solver ``Dipolar`` of the backend's extension
+    made with ``slab=`` (its slab plan), every message through the MPI
+    layer's communicator table.  On GPU ranks the transposes copy into the
+    other ranks' device buffers, mapped by CUDA IPC (all ranks on one host),
+    or go through host memory (:meth:`connect`)."""
 
     _opened: Any = ()
-    path = ""
+    path = "MPI_Alltoallv"
 
     def __init__(self, comm: Any, capsule: Any, args: Tuple[Any, ...], counts: np.ndarray,
-                 ycounts: np.ndarray) -> None:
-        _cuda = _backend.cuda()
-        self._cuda, self._comm = _cuda, comm
+                 ycounts: np.ndarray, backend: str) -> None:
+        ext = _backend.module(backend)
+        self._ext, self._comm, self._gpu = ext, comm, backend == "cuda"
         rank = comm.Get_rank()
-        self._c = _cuda.Dipolar(*args, slab=(rank, [int(c) for c in counts],
-                                             [int(c) for c in ycounts], capsule))
+        self._c = ext.Dipolar(*args, slab=(rank, [int(c) for c in counts],
+                                           [int(c) for c in ycounts], capsule))
         self._local = (int(counts[rank]), int(np.sum(counts[:rank])), int(ycounts[rank]),
                        int(np.sum(ycounts[:rank])))
         self._opened = []
 
     def connect(self) -> None:
-        """Swap the IPC handles of every rank's buffers and map them; on
-        several hosts, with ``NLSEPY_HALO=host`` or where a rank cannot share
-        its buffers, stage the transposes through host memory instead
-        (collective).  :attr:`path` says which."""
+        """GPU ranks: swap the IPC handles of every rank's buffers and map them;
+        on several hosts, with ``NLSEPY_HALO=host`` or where a rank cannot
+        share its buffers, stage the transposes through host memory instead
+        (collective).  :attr:`path` says which.  CPU ranks: nothing to do."""
+        if not self._gpu:
+            return
         why, handles = _dist.no_ipc_reason(self._comm), None
         if not why:
             try:
-                handles = tuple(self._cuda.ipc_handle(a) for a in self._c.slab_buffers())
+                handles = tuple(self._ext.ipc_handle(a) for a in self._c.slab_buffers())
             except Exception as exc:  # noqa: BLE001 - any rank's failure: every rank stages
                 why = str(exc)
         everyone = self._comm.allgather((handles, why))
@@ -404,7 +393,7 @@ class _GpuSlab:
                 if r == rank:
                     addrs[b * size + r] = mine[b]
                 else:
-                    a = self._cuda.ipc_open(h[b])
+                    a = self._ext.ipc_open(h[b])
                     self._opened.append(a)
                     addrs[b * size + r] = a
         self._c.slab_connect(addrs)
@@ -412,7 +401,7 @@ class _GpuSlab:
     def close(self) -> None:
         for a in self._opened:
             try:
-                self._cuda.ipc_close(a)
+                self._ext.ipc_close(a)
             except Exception:  # noqa: BLE001 - at exit
                 pass
         self._opened = []
@@ -424,13 +413,14 @@ class _GpuSlab:
         return self._local
 
     def x_path(self) -> str:
-        """How the x solve crosses the slabs: :attr:`path` (the transposes'),
-        with ``NLSEPY_DIPOLAR_XSOLVE=transpose``, or ``"substructured over "
-        + path`` (the default on two or more ranks)."""
-        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") != "transpose" and \
-                self._comm.Get_size() > 1:
-            return f"substructured over {self.path}"
-        return self.path
+        """How the x solve crosses the slabs: with ``NLSEPY_DIPOLAR_XSOLVE=
+        transpose``, :attr:`path` (the transposes'); else substructured (on GPU
+        ranks: ``"substructured over " + path`` on two or more ranks)."""
+        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "transpose":
+            return self.path
+        if not self._gpu:
+            return "substructured"
+        return f"substructured over {self.path}" if self._comm.Get_size() > 1 else self.path
 
     def timings(self) -> Dict[str, float]:
         t = self._c.timings()
@@ -447,27 +437,6 @@ def even_rows(n: int, ranks: int) -> np.ndarray:
     """Rows per rank of an even split of `n` (the first ``n % ranks`` ranks one more)."""
     base, extra = divmod(n, ranks)
     return np.array([base + (1 if r < extra else 0) for r in range(ranks)], dtype=np.int64)
-
-
-def _slab_rows(comm: Any, shape: Tuple[int, ...], backend: str
-               ) -> Tuple[np.ndarray, np.ndarray]:
-    """x rows and first rows of every rank: FFTW's MPI slabs on CPU ranks
-    (collective: FFTW's answers are gathered), an even split on GPU ranks."""
-    if backend == "cuda":
-        counts = even_rows(int(shape[0]), comm.Get_size())
-        return counts, np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    _mpi = _backend.mpi()
-    rows = comm.allgather(_mpi.dipolar_slab(comm, tuple(shape)))
-    counts = np.array([r[0] for r in rows], dtype=np.int64)
-    return counts, np.array([r[1] for r in rows], dtype=np.int64)
-
-
-def _fftw_rows(n0: int, ranks: int) -> np.ndarray:
-    """x rows per rank of FFTW's default MPI slabs (blocks of ceil(n0 / ranks)),
-    for messages; the layout itself comes from FFTW."""
-    block = -(-n0 // ranks)
-    starts = np.minimum(np.arange(ranks) * block, n0)
-    return np.minimum(starts + block, n0) - starts
 
 
 def _move_rows(comm: Any, data: np.ndarray, src_starts: np.ndarray, src_counts: np.ndarray,
