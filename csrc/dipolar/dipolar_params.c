@@ -374,3 +374,27 @@ int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, 
     }
     return NLSE_OK;
 }
+
+/* A slab's layout (dipolar_params.h). */
+int dipolar_check_slab(const nlse_dipolar_params *p, int rank, int size, const size_t *xcount,
+                       const size_t *ycount)
+{
+    if (p->geometry != NLSE_DIPOLAR_3D)
+        return nlse_fail(NLSE_ERR_VALUE, "a distributed run is of the 3d geometry, got %s",
+                         dipolar_geometry_name(p->geometry));
+    if (size < 1 || rank < 0 || rank >= size)
+        return nlse_fail(NLSE_ERR_VALUE, "rank must be 0..%d, got %d", size - 1, rank);
+    size_t sx = 0, sy = 0;
+    for (int r = 0; r < size; ++r) {
+        if (xcount[r] < 2)
+            return nlse_fail(NLSE_ERR_VALUE, "every rank needs 2 x rows or more (the five-point "
+                             "derivative of the observables), rank %d has %zu of the %zu: use "
+                             "at most %zu ranks", r, xcount[r], p->shape[0], p->shape[0] / 2);
+        sx += xcount[r];
+        sy += ycount[r];
+    }
+    if (sx != p->shape[0] || sy != p->shape[1])
+        return nlse_fail(NLSE_ERR_VALUE, "the ranks' rows must tile the grid: %zu x rows and "
+                         "%zu y rows for a grid of %zu x %zu", sx, sy, p->shape[0], p->shape[1]);
+    return NLSE_OK;
+}

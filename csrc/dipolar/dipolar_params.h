@@ -62,6 +62,11 @@ int dipolar_check_record(const nlse_dipolar_record *rec, long n);
 void dipolar_record_row(double *row, double nrm, const double *T, int off, int imag);
 int dipolar_check_couplings(double g, double gdd);
 int dipolar_check_dt(double dt);
+/* A slab of a distributed run (nlse_dipolar_slab_create, either backend):
+ * the 3d geometry, rank in 0..size-1, every rank 2 x rows or more, the
+ * ranks' x and y rows tiling the grid. */
+int dipolar_check_slab(const nlse_dipolar_params *p, int rank, int size, const size_t *xcount,
+                       const size_t *ycount);
 /* First non-finite value of `count` REALs (dtype's precision) -> error. */
 int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, const char *name);
 

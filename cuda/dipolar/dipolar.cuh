@@ -138,6 +138,71 @@ template <typename C> struct CN {
     const C *al, *ga;
 };
 
+/* Loads in flight per thread in the line sweeps: 64 bytes (4 complex
+ * doubles, 8 complex floats or real doubles, 16 floats). */
+#define UNR_OF(V) (64 / (int)sizeof(V))
+#define UNR_MAX 16
+
+/* The forward recursion of a Crank-Nicolson solve (eqs. 2.32-2.34) along one
+ * line of n points, stride rs, from p: beta_{i-1} = gamma_i (A beta_i -
+ * rhs_i), stored in slot i + 1, with UNR_OF(V) loads in flight; at(i, rhs_i)
+ * sees each interior point's right-hand side.  Returns beta_0.  The line
+ * solves of one process (k_lanes) and of a slab (k_spike_fwd) share it. */
+template <typename V, typename C, typename At>
+__device__ __forceinline__ V cn_forward(V *p, long long rs, int n, const CN<C> &cn, At at)
+{
+    constexpr int UNR = UNR_OF(V);
+    const C A = cn.A, A0r = cn.A0r;
+    V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
+    for (int i = n - 2; i >= 1;) {
+        const int cnt = min(UNR, i);
+        V buf[UNR];
+#pragma unroll
+        for (int u = 0; u < UNR; ++u)
+            if (u < cnt)
+                buf[u] = p[(i - 1 - u) * rs];
+#pragma unroll
+        for (int u = 0; u < UNR; ++u)
+            if (u < cnt) {
+                const int ii = i - u;
+                const V pm = buf[u];
+                const V cc = A0r * pc - A * (pp + pm);
+                beta = cn.ga[ii] * (A * beta - cc);
+                p[(ii + 1) * rs] = beta;
+                at(ii, cc);
+                pp = pc;
+                pc = pm;
+            }
+        i -= cnt;
+    }
+    return beta;
+}
+
+/* The back substitution of the same solve: x_m = alpha_{m-1} x_{m-1} +
+ * beta_{m-1} (beta in slot m + 1) for m = 1 .. n - 2 from x_0 = 0, UNR_OF(V)
+ * loads in flight; at(m, x_m) stores (or uses) each value. */
+template <typename V, typename C, typename At>
+__device__ __forceinline__ void cn_back(const V *p, long long rs, int n, const CN<C> &cn, At at)
+{
+    constexpr int UNR = UNR_OF(V);
+    V x = zero<V>();
+    for (int m = 1; m <= n - 2;) {
+        const int cnt = min(UNR, n - 1 - m);
+        V buf[UNR];
+#pragma unroll
+        for (int u = 0; u < UNR; ++u)
+            if (u < cnt)
+                buf[u] = p[(m + 1 + u) * rs];
+#pragma unroll
+        for (int u = 0; u < UNR; ++u)
+            if (u < cnt) {
+                x = cn.al[m + u - 1] * x + buf[u];
+                at(m + u, x);
+            }
+        m += cnt;
+    }
+}
+
 /* Density output of the last solve of a step. */
 template <typename T> struct Dens {
     T *dens;            /* NULL: no density wanted                  */

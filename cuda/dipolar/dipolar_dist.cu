@@ -619,10 +619,6 @@ __device__ __forceinline__ V spike_value(V y, int r, int lo, int hi, const doubl
     return from_d2<V>(make_double2(yv.x + cr, yv.y + ci));
 }
 
-#ifndef UNR_OF /* loads in flight per thread in the line sweeps (dipolar_lanes.cu) */
-#define UNR_OF(V) (64 / (int)sizeof(V))
-#endif
-
 /* The forward sweep of the substructured x solve: the local systems'
  * forward sweep (k_lanes' recursion, beta stored in the
  * state shifted by one row) also gives both ends of every line, so no pass
@@ -637,41 +633,19 @@ __global__ void __launch_bounds__(BLK)
 k_spike_fwd(V *p0, long long lanes, int n, CN<C> cn, const double *sw, int lo, int hi,
             const V *h, double2 mia, double *d)
 {
-    const C A = cn.A, A0r = cn.A0r;
     const int o = lo ? 0 : 1; /* local point of own row 0 */
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
         V *p = p0 + l;
-        const long long rs = lanes;
-        V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
         double ar = 0, ai = 0; /* sum_i w_i c_i over the interior points */
-        constexpr int UNR = UNR_OF(V);
-        for (int i = n - 2; i >= 1;) {
-            const int cnt = min(UNR, i);
-            V buf[UNR];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt)
-                    buf[u] = p[(i - 1 - u) * rs];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt) {
-                    const int ii = i - u;
-                    const V pm = buf[u];
-                    const V cc = A0r * pc - A * (pp + pm);
-                    beta = cn.ga[ii] * (A * beta - cc);
-                    p[(ii + 1) * rs] = beta;
-                    if (!hi) {
-                        const double2 c2 = to_d2(cc);
-                        const double wr = sw[2 * (ii - o)], wi = sw[2 * (ii - o) + 1];
-                        ar += wr * c2.x - wi * c2.y;
-                        ai += wr * c2.y + wi * c2.x;
-                    }
-                    pp = pc;
-                    pc = pm;
-                }
-            i -= cnt;
-        }
+        const V beta = cn_forward(p, lanes, n, cn, [&](int ii, V cc) {
+            if (!hi) {
+                const double2 c2 = to_d2(cc);
+                const double wr = sw[2 * (ii - o)], wi = sw[2 * (ii - o) + 1];
+                ar += wr * c2.x - wi * c2.y;
+                ai += wr * c2.y + wi * c2.x;
+            }
+        });
         double *e = d + 4 * l;
         if (lo) { /* the own first row is the grid's boundary: 0 */
             e[0] = 0;
@@ -713,7 +687,6 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
         const long long j = l / G.n2, k = l - j * G.n2;
         V *p = p0 + l;
         const long long rs = lanes;
-        V x = zero<V>();
         double ls = 0;
         /* psi at local point m from y there (0 at the system's end points) */
         auto put = [&](int m, V y) {
@@ -728,22 +701,7 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
             ls += G.w0[r] * (double)dv;
         };
         put(0, zero<V>());
-        constexpr int UNR = UNR_OF(V);
-        for (int m = 1; m <= n - 2;) {
-            const int cnt = min(UNR, n - 1 - m);
-            V buf[UNR];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt)
-                    buf[u] = p[(m + 1 + u) * rs];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt) {
-                    x = cn.al[m + u - 1] * x + buf[u];
-                    put(m + u, x);
-                }
-            m += cnt;
-        }
+        cn_back(p, rs, n, cn, put);
         put(n - 1, zero<V>());
         nsum += ls * G.w1[j] * G.w2[k];
     }
@@ -1196,28 +1154,6 @@ static void dipolar_dist_free(nlse_dipolar *s)
 static const dipolar_dist_ops DIST_OPS = {dipolar_dist_free, dipolar_dist_enable, dipolar_dist_step,
                                           dipolar_dist_observe, dipolar_dist_of_state};
 
-static int check_counts(const nlse_dipolar_params *p, int rank, int size, const size_t *xc,
-                        const size_t *yc)
-{
-    if (p->geometry != NLSE_DIPOLAR_3D)
-        return nlse_fail(NLSE_ERR_VALUE, "a slab runs the 3d geometry only, got %s",
-                         dipolar_geometry_name(p->geometry));
-    if (size < 1 || rank < 0 || rank >= size)
-        return nlse_fail(NLSE_ERR_VALUE, "rank %d of %d ranks", rank, size);
-    size_t sx = 0, sy = 0;
-    for (int r = 0; r < size; ++r) {
-        if (xc[r] < 2)
-            return nlse_fail(NLSE_ERR_VALUE, "rank %d holds %zu x rows; a slab needs 2 or more", r,
-                             xc[r]);
-        sx += xc[r];
-        sy += yc[r];
-    }
-    if (sx != p->shape[0] || sy != p->shape[1])
-        return nlse_fail(NLSE_ERR_VALUE, "the ranks' rows (%zu x, %zu y) do not tile the grid's "
-                         "%zu x %zu", sx, sy, p->shape[0], p->shape[1]);
-    return NLSE_OK;
-}
-
 /* Move the state into D->ext, two complex rows from its start, so that the
  * neighbours' rows land around it and the x solve and the observables read
  * one array without copying the slab. */
@@ -1302,7 +1238,7 @@ extern "C" int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, 
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_create: NULL argument");
     *out = NULL;
     CKS(dipolar_check_params(p));
-    CKS(check_counts(p, rank, size, xcount, ycount));
+    CKS(dipolar_check_slab(p, rank, size, xcount, ycount));
     if (p->dipolar)
         CKS(dipolar_check_dipolar(p));
     nlse_dipolar_params q = *p;

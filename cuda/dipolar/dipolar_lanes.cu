@@ -38,11 +38,6 @@ template <int Q> struct LaneMap {
     }
 };
 
-/* Loads in flight per thread in the lane sweeps: 64 bytes (4 complex
- * doubles, 8 complex floats or real doubles, 16 floats). */
-#define UNR_OF(V) (64 / (int)sizeof(V))
-#define UNR_MAX 16
-
 template <typename T, typename V, typename C, int Q, bool LAST, bool MOM>
 __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
 {
@@ -50,8 +45,6 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
     const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
                                                                    : (long long)n0 * n1;
-    const C A = cn.A, A0r = cn.A0r;
-    constexpr int UNR = UNR_OF(V);
     double nsum = 0, mom[3] = {0, 0, 0};
     const double *wxq = Q == 0 ? G.q0 : Q == 1 ? G.q1 : G.q2; /* w x^2 along the lane */
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
@@ -60,58 +53,24 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
         V *p = psi + L.base;
         const long long rs = L.rs;
         /* forward: beta_{i-1} = gamma_i (A beta_i - rhs_i), stored in slot i + 1 */
-        V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
-        for (int i = n - 2; i >= 1;) {
-            const int cnt = min(UNR, i);
-            V buf[UNR];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt)
-                    buf[u] = p[(i - 1 - u) * rs];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt) {
-                    const int ii = i - u;
-                    V pm = buf[u];
-                    V cc = A0r * pc - A * (pp + pm);
-                    beta = cn.ga[ii] * (A * beta - cc);
-                    p[(ii + 1) * rs] = beta;
-                    pp = pc;
-                    pc = pm;
-                }
-            i -= cnt;
-        }
+        cn_forward(p, rs, n, cn, [](int, V) {});
         /* back: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (slot m + 1), x_0 = 0 */
-        V x = zero<V>();
-        p[0] = x;
+        p[0] = zero<V>();
         double ls = 0, lq = 0;
-        for (int m = 1; m <= n - 2;) {
-            const int cnt = min(UNR, n - 1 - m);
-            V buf[UNR];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt)
-                    buf[u] = p[(m + 1 + u) * rs];
-#pragma unroll
-            for (int u = 0; u < UNR; ++u)
-                if (u < cnt) {
-                    const int mm = m + u;
-                    x = cn.al[mm - 1] * x + buf[u];
-                    p[mm * rs] = x;
-                    if (LAST) {
-                        int i, j, k;
-                        L.ijk(mm, &i, &j, &k);
-                        T d = abs2(x);
-                        if (out.dens)
-                            out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
-                        const double wq = Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k];
-                        ls += wq * (double)d;
-                        if (MOM)
-                            lq += wxq[mm] * (double)d;
-                    }
-                }
-            m += cnt;
-        }
+        cn_back(p, rs, n, cn, [&](int mm, V x) {
+            p[mm * rs] = x;
+            if (LAST) {
+                int i, j, k;
+                L.ijk(mm, &i, &j, &k);
+                T d = abs2(x);
+                if (out.dens)
+                    out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
+                const double wq = Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k];
+                ls += wq * (double)d;
+                if (MOM)
+                    lq += wxq[mm] * (double)d;
+            }
+        });
         p[(n - 1) * rs] = zero<V>();
         if (LAST) {
             int i, j, k;
