@@ -440,7 +440,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                       f"{ref_name} reference {row['ref_ms_per_iter']:.1f} ms/iter"
                       + ("" if row["ref_over_c"] is None else f" ({row['ref_over_c']:.2f}x)"))
             print(f"{grid} {mode:9s} {row['dtype']}: {c_part}; {r_part}", flush=True)
-        del gpe
+        gpe = None  # free the solver before the next grid
         gc.collect()
 
     print()
