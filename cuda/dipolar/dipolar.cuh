@@ -145,63 +145,51 @@ template <typename C> struct CN {
 
 /* The forward recursion of a Crank-Nicolson solve (eqs. 2.32-2.34) along one
  * line of n points, stride rs, from p: beta_{i-1} = gamma_i (A beta_i -
- * rhs_i), stored in slot i + 1, with UNR_OF(V) loads in flight; at(i, rhs_i)
- * sees each interior point's right-hand side.  Returns beta_0.  The line
- * solves of one process (k_lanes) and of a slab (k_spike_fwd) share it. */
-template <typename V, typename C, typename At>
-__device__ __forceinline__ V cn_forward(V *p, long long rs, int n, const CN<C> &cn, At at)
-{
-    constexpr int UNR = UNR_OF(V);
-    const C A = cn.A, A0r = cn.A0r;
-    V pp = p[(n - 1) * rs], pc = p[(n - 2) * rs], beta = pp;
-    for (int i = n - 2; i >= 1;) {
-        const int cnt = min(UNR, i);
-        V buf[UNR];
-#pragma unroll
-        for (int u = 0; u < UNR; ++u)
-            if (u < cnt)
-                buf[u] = p[(i - 1 - u) * rs];
-#pragma unroll
-        for (int u = 0; u < UNR; ++u)
-            if (u < cnt) {
-                const int ii = i - u;
-                const V pm = buf[u];
-                const V cc = A0r * pc - A * (pp + pm);
-                beta = cn.ga[ii] * (A * beta - cc);
-                p[(ii + 1) * rs] = beta;
-                at(ii, cc);
-                pp = pc;
-                pc = pm;
-            }
-        i -= cnt;
+ * rhs_i), stored in slot i + 1, UNR loads in flight (V the value type, A,
+ * A0r and the gamma table ga the coefficients); the statement (the last
+ * argument) runs at each interior point ii with its right-hand side cc; beta ends as beta_0.
+ * The back substitution: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (beta in
+ * slot m + 1) for m = 1 .. n - 2 from x = 0, the statement run
+ * with mm and x.  The line solves of one process (k_lanes) and of a slab
+ * (k_spike_fwd, k_spike_back) expand them; macros rather than functions,
+ * so each kernel compiles as if the loop were written in it. */
+#define CN_FORWARD(V, p, rs, n, A, A0r, ga, UNR, beta, ...)                                   \
+    {                                                                                          \
+        V pp_ = p[(n - 1) * rs], pc_ = p[(n - 2) * rs];                                        \
+        beta = pp_;                                                                            \
+        for (int i_ = n - 2; i_ >= 1;) {                                                       \
+            const int cnt_ = min(UNR, i_);                                                     \
+            V buf_[UNR];                                                                       \
+            _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) buf_[u_] =      \
+                p[(i_ - 1 - u_) * rs];                                                         \
+            _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_)                 \
+            {                                                                                  \
+                const int ii = i_ - u_;                                                        \
+                V pm_ = buf_[u_];                                                              \
+                V cc = A0r * pc_ - A * (pp_ + pm_);                                            \
+                beta = ga[ii] * (A * beta - cc);                                               \
+                p[(ii + 1) * rs] = beta;                                                       \
+                __VA_ARGS__;                                                                   \
+                pp_ = pc_;                                                                     \
+                pc_ = pm_;                                                                     \
+            }                                                                                  \
+            i_ -= cnt_;                                                                        \
+        }                                                                                      \
     }
-    return beta;
-}
-
-/* The back substitution of the same solve: x_m = alpha_{m-1} x_{m-1} +
- * beta_{m-1} (beta in slot m + 1) for m = 1 .. n - 2 from x_0 = 0, UNR_OF(V)
- * loads in flight; at(m, x_m) stores (or uses) each value. */
-template <typename V, typename C, typename At>
-__device__ __forceinline__ void cn_back(const V *p, long long rs, int n, const CN<C> &cn, At at)
-{
-    constexpr int UNR = UNR_OF(V);
-    V x = zero<V>();
-    for (int m = 1; m <= n - 2;) {
-        const int cnt = min(UNR, n - 1 - m);
-        V buf[UNR];
-#pragma unroll
-        for (int u = 0; u < UNR; ++u)
-            if (u < cnt)
-                buf[u] = p[(m + 1 + u) * rs];
-#pragma unroll
-        for (int u = 0; u < UNR; ++u)
-            if (u < cnt) {
-                x = cn.al[m + u - 1] * x + buf[u];
-                at(m + u, x);
-            }
-        m += cnt;
+#define CN_BACK(V, p, rs, n, al, UNR, x, ...)                                                 \
+    for (int m_ = 1; m_ <= n - 2;) {                                                           \
+        const int cnt_ = min(UNR, n - 1 - m_);                                                 \
+        V buf_[UNR];                                                                           \
+        _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) buf_[u_] =          \
+            p[(m_ + 1 + u_) * rs];                                                             \
+        _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_)                     \
+        {                                                                                      \
+            const int mm = m_ + u_;                                                            \
+            x = al[mm - 1] * x + buf_[u_];                                                     \
+            __VA_ARGS__;                                                                       \
+        }                                                                                      \
+        m_ += cnt_;                                                                            \
     }
-}
 
 /* Density output of the last solve of a step. */
 template <typename T> struct Dens {

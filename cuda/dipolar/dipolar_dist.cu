@@ -633,18 +633,20 @@ __global__ void __launch_bounds__(BLK)
 k_spike_fwd(V *p0, long long lanes, int n, CN<C> cn, const double *sw, int lo, int hi,
             const V *h, double2 mia, double *d)
 {
+    const C A = cn.A, A0r = cn.A0r;
     const int o = lo ? 0 : 1; /* local point of own row 0 */
+    constexpr int UNR = UNR_OF(V);
     for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < lanes;
          l += (long long)gridDim.x * blockDim.x) {
         V *p = p0 + l;
+        const long long rs = lanes;
         double ar = 0, ai = 0; /* sum_i w_i c_i over the interior points */
-        const V beta = cn_forward(p, lanes, n, cn, [&](int ii, V cc) {
-            if (!hi) {
-                const double2 c2 = to_d2(cc);
-                const double wr = sw[2 * (ii - o)], wi = sw[2 * (ii - o) + 1];
-                ar += wr * c2.x - wi * c2.y;
-                ai += wr * c2.y + wi * c2.x;
-            }
+        V beta;
+        CN_FORWARD(V, p, rs, n, A, A0r, cn.ga, UNR, beta, if (!hi) {
+            const double2 c2 = to_d2(cc);
+            const double wr = sw[2 * (ii - o)], wi = sw[2 * (ii - o) + 1];
+            ar += wr * c2.x - wi * c2.y;
+            ai += wr * c2.y + wi * c2.x;
         });
         double *e = d + 4 * l;
         if (lo) { /* the own first row is the grid's boundary: 0 */
@@ -701,7 +703,9 @@ k_spike_back(V *p0, int ni, long long lanes, int n, CN<C> cn, const double *d, i
             ls += G.w0[r] * (double)dv;
         };
         put(0, zero<V>());
-        cn_back(p, rs, n, cn, put);
+        V x = zero<V>();
+        constexpr int UNR = UNR_OF(V);
+        CN_BACK(V, p, rs, n, cn.al, UNR, x, put(mm, x));
         put(n - 1, zero<V>());
         nsum += ls * G.w1[j] * G.w2[k];
     }

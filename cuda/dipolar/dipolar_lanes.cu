@@ -45,6 +45,8 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
     const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
                                                                    : (long long)n0 * n1;
+    const C A = cn.A, A0r = cn.A0r;
+    constexpr int UNR = UNR_OF(V);
     double nsum = 0, mom[3] = {0, 0, 0};
     const double *wxq = Q == 0 ? G.q0 : Q == 1 ? G.q1 : G.q2; /* w x^2 along the lane */
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
@@ -53,11 +55,13 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
         V *p = psi + L.base;
         const long long rs = L.rs;
         /* forward: beta_{i-1} = gamma_i (A beta_i - rhs_i), stored in slot i + 1 */
-        cn_forward(p, rs, n, cn, [](int, V) {});
+        V beta;
+        CN_FORWARD(V, p, rs, n, A, A0r, cn.ga, UNR, beta, (void)cc);
         /* back: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (slot m + 1), x_0 = 0 */
-        p[0] = zero<V>();
+        V x = zero<V>();
+        p[0] = x;
         double ls = 0, lq = 0;
-        cn_back(p, rs, n, cn, [&](int mm, V x) {
+        CN_BACK(V, p, rs, n, cn.al, UNR, x, {
             p[mm * rs] = x;
             if (LAST) {
                 int i, j, k;
