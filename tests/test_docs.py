@@ -240,8 +240,6 @@ def _check_written(blocks, folder, where):
     """Every file the blocks name (figures, animations, checkpoints) was written."""
     for block in blocks:
         for name in WRITTEN.findall(block):
-            if name in ("imag3d-psi.npz",):
-                continue
             assert (folder / name).is_file() and (folder / name).stat().st_size > 0, (
                 f"{where}: {name} was not written")
 
