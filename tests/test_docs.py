@@ -139,7 +139,7 @@ def test_demo_installs_only_what_it_needs():
 README = ROOT / "README.md"
 #: the README's sections whose blocks take more than a few seconds on 2 cores
 #: (their run times are stated in the README); run by `make test-all`
-SLOW_SECTIONS = ("The dipolar GPE", "Physical units", "GPE on crystal grids")
+SLOW_SECTIONS = ("The dipolar GPE", "GPE on crystal grids")
 #: files the blocks write, named in them as string literals
 WRITTEN = re.compile(r"""["']([\w.-]+\.(?:png|gif|npz|h5))["']""")
 
