@@ -1,6 +1,9 @@
-# Thin wrappers: each target sets up what is missing, then does its job.
+# Thin wrappers: each target sets up what it needs and is missing, then does its job.
 #   make demo   build, run the default simulation, write frames/summary/plot to out/
-#   make test   build, run the whole pytest suite
+#               (installs only the build's and the demo's needs: DEBS, DEMO_DEPS)
+#   make test   build with the MPI layer, run the default suite (not the tests marked slow)
+#   make test-all  the same, every test
+#   make mpi    the MPI layer: MPI_DEBS, mpi4py, nlsepy rebuilt with its _mpi extension
 #   make bench  build, run the benchmarks (bench/*.py)
 #   make docs   build, then the HTML documentation (Sphinx, warnings as errors) in docs/_build/html
 #   make notebooks  build, then execute notebooks/*.ipynb in place and store their outputs
@@ -8,64 +11,117 @@
 #   make sanitize  the C core with AddressSanitizer + UBSan (no CUDA) in build/sanitize,
 #               the CPU tests and the hostile-input battery against it
 # Set-up: Debian packages (when root), a .venv with pip, the package built
-# from this tree with scikit-build-core.
+# from this tree with scikit-build-core.  Each step says what it installs.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-PIP    := $(PY) -m pip
+PIP    := $(PY) -m pip -q --disable-pip-version-check
+# what every target needs: a C toolchain, CMake and FFTW
 DEBS   := build-essential pkg-config cmake libfftw3-dev
-# optional: the MPI layer (nlsepy._mpi) and its tests under mpirun
+# the MPI layer (nlsepy._mpi) and its tests under mpirun: `make mpi`, `make test`
 MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
+# `make demo`: the build, the run and its figure
+DEMO_DEPS := numpy scikit-build-core matplotlib tqdm
+# `make test`: the suite's own needs (HDF5 runs, SciPy oracles, the wheel test)
+TEST_DEPS := pytest hypothesis h5py scipy build
 # the `docs` extra of pyproject.toml (tests/test_docs.py checks they agree)
 DOCS_DEPS := sphinx numpydoc myst-parser myst-nb
 # the `notebooks` extra of pyproject.toml (tests/test_docs.py checks they agree)
 NOTEBOOK_DEPS := nbclient nbformat ipykernel matplotlib scipy
-PYDEPS := numpy scikit-build-core pytest tqdm hypothesis build h5py $(DOCS_DEPS) $(NOTEBOOK_DEPS)
 OUT    ?= out
 PYTEST_ARGS ?=
+# the default suite leaves out the cases marked slow; `make test-all` runs them
+PYTEST_SELECT ?= -m "not slow"
 
-.PHONY: all sysdeps venv build demo test bench docs notebooks wheel sanitize clean
+.PHONY: all sysdeps mpi-sysdeps venv test-venv mpi-venv build demo test test-all mpi bench docs \
+	notebooks wheel sanitize clean
 
 all: build
 
-sysdeps:
-	@missing=""; for p in $(DEBS) $(MPI_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Debian packages (installed when run as root; a warning otherwise)
+define debs
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian packages:$$missing"; \
+	    echo "== installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
 	    echo "warning: missing Debian packages:$$missing (run as root to install them)"; \
 	  fi; \
 	fi
+endef
+
+# Python packages into the .venv, only those whose import fails:
+# $(call pydeps,what for,pip names)
+define pydeps
+	@need=""; for p in $(2); do m=$$(echo $$p | tr - _); \
+	  $(PY) -c "import $$m" 2>/dev/null || need="$$need $$p"; done; \
+	if [ -n "$$need" ]; then echo "== pip install ($(1)):$$need"; $(PIP) install $$need; fi
+endef
+
+sysdeps:
+	$(call debs,$(DEBS))
 	@$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; \
 	  else echo "error: $(PYTHON) lacks venv/ensurepip (Debian: apt-get install python3-venv)"; exit 1; fi; }
 
+mpi-sysdeps:
+	$(call debs,$(MPI_DEBS))
+
 $(PY):
-	$(MAKE) sysdeps
+	$(MAKE) --no-print-directory sysdeps
+	@echo "== creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 
 venv: $(PY)
-	@$(PY) -c "import numpy, scikit_build_core, pytest, matplotlib, tqdm, scipy, hypothesis, build, h5py, \
-	  sphinx, numpydoc, myst_parser, myst_nb, nbclient, nbformat, ipykernel" 2>/dev/null || \
-	  $(PIP) install -q --disable-pip-version-check $(PYDEPS)
-	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
-	  $(PIP) install -q --disable-pip-version-check mpi4py || \
-	  echo "note: no mpi4py (needs MPI: $(MPI_DEBS)); the MPI layer is not built"; }
+	$(call pydeps,build and demo,$(DEMO_DEPS))
 	@cmake_ok=$$(cmake --version 2>/dev/null | awk 'NR==1{split($$3,v,"."); print (v[1]>3 || (v[1]==3 && v[2]>=24))}'); \
-	if [ "$$cmake_ok" != 1 ]; then $(PIP) install -q "cmake>=3.24" ninja; fi
+	if [ "$$cmake_ok" != 1 ]; then echo "== pip install cmake ninja (CMake >= 3.24)"; $(PIP) install "cmake>=3.24" ninja; fi
+
+test-venv: venv
+	$(call pydeps,tests,$(TEST_DEPS))
+
+# mpi4py, built against the MPI of MPI_DEBS
+mpi-venv: mpi-sysdeps venv
+	@$(PY) -c "import mpi4py" 2>/dev/null || { command -v mpicc >/dev/null && \
+	  { echo "== pip install (MPI layer): mpi4py"; $(PIP) install mpi4py; } || \
+	  echo "note: no mpi4py (needs MPI: $(MPI_DEBS)); the MPI layer is not built"; }
+
+# The package from this tree (scikit-build-core, incremental in build/); the
+# MPI layer is built when mpi4py is in the .venv (`make mpi`).
+BUILD = @echo "== building nlsepy (CMake; build/ keeps the objects for the next build)"; \
+	$(PIP) install --no-build-isolation .
 
 build: sysdeps venv
-	$(PIP) install -q --disable-pip-version-check --no-build-isolation .
+	$(BUILD)
 
-demo: build
+# The demo builds the CUDA backend only where a GPU can run it: nvcc alone
+# (a CI machine) would add minutes of compilation for nothing the demo uses.
+# NLSEPY_CUDA in the environment overrides this.
+DEMO_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo AUTO || echo OFF)
+
+demo: sysdeps venv
+	@echo "== building nlsepy (CMake; CUDA backend: $${NLSEPY_CUDA:-$(DEMO_CUDA)})"
+	NLSEPY_CUDA=$${NLSEPY_CUDA:-$(DEMO_CUDA)} $(PIP) install --no-build-isolation .
+	@echo "== running the demo (writes $(OUT)/)"
 	$(PY) -m nlsepy demo --out $(OUT)
 
-test: build
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+# the MPI layer: the Debian MPI packages, mpi4py, and nlsepy rebuilt with it
+mpi: sysdeps mpi-venv
+	$(BUILD)
+	@$(PY) -c "from nlsepy import _build_config as c; print('MPI layer built:', bool(getattr(c, 'mpi', False)))"
+
+# The default suite (tests marked slow left out); it includes the MPI tests
+# under mpirun, so the MPI layer is set up too.
+test: sysdeps test-venv mpi-venv
+	$(BUILD)
+	$(PY) -m pytest -q $(PYTEST_SELECT) $(PYTEST_ARGS)
+
+# every test, the slow ones included
+test-all:
+	$(MAKE) --no-print-directory test PYTEST_SELECT=
 
 bench: build
 	$(PY) bench/fd.py
@@ -73,8 +129,7 @@ bench: build
 # The API pages come from the docstrings of the installed package; the
 # notebooks are rendered as stored (never executed here).
 docs: build
-	@$(PY) -c "import sphinx, numpydoc, myst_parser, myst_nb" 2>/dev/null || \
-	  $(PIP) install -q --disable-pip-version-check $(DOCS_DEPS)
+	$(call pydeps,docs,$(DOCS_DEPS))
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 # Every notebook (or those named in NOTEBOOKS=...) run top to bottom in a fresh
@@ -85,14 +140,13 @@ docs: build
 # NLSEPY_BACKEND or NLSEPY_NOTEBOOK_FULL.  `make docs` then shows these outputs.
 NOTEBOOKS ?=
 notebooks: build
-	@$(PY) -c "import nbclient, nbformat, ipykernel, matplotlib, scipy" 2>/dev/null || \
-	  $(PIP) install -q --disable-pip-version-check $(NOTEBOOK_DEPS)
+	$(call pydeps,notebooks,$(NOTEBOOK_DEPS))
 	@test -f $(VENV)/share/jupyter/kernels/python3/kernel.json || \
 	  $(PY) -m ipykernel install --sys-prefix --name python3
 	$(PY) notebooks/execute.py $(NOTEBOOKS)
 
 # sdist, then the wheel built from it (NLSEPY_CUDA / NLSEPY_MPI choose the parts)
-wheel: sysdeps venv
+wheel: sysdeps test-venv
 	$(PY) -m build --no-isolation -o dist .
 
 # The C core built with -fsanitize=address,undefined (UBSan fatal, no CUDA)
@@ -104,8 +158,8 @@ SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -
 SANITIZE_TESTS ?= tests -m "not slow and not cuda and not mpi"
 CC ?= cc
 
-sanitize: sysdeps venv
-	$(PIP) install -q --disable-pip-version-check --no-deps --no-build-isolation --upgrade \
+sanitize: sysdeps test-venv
+	$(PIP) install --no-deps --no-build-isolation --upgrade \
 	  --target $(SANITIZE_DIR)/site -Cbuild-dir=$(SANITIZE_DIR)/cmake \
 	  -Ccmake.define.NLSEPY_CUDA=OFF -Ccmake.build-type=RelWithDebInfo \
 	  "-Ccmake.define.CMAKE_C_FLAGS=$(SANITIZE_FLAGS)" \

@@ -33,7 +33,7 @@ import os
 import pathlib
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -130,8 +130,21 @@ def _read(path: pathlib.Path):
     return nbformat.reads(json.dumps(raw), as_version=4)
 
 
-def execute(path: pathlib.Path, timeout: int) -> float:
-    """Run `path` in a fresh kernel and write it back with its outputs; wall seconds."""
+#: a code cell that runs longer than this says so in the markdown above it
+LONG_CELL_SECONDS = 30.0
+
+
+def execute(path: pathlib.Path, timeout: int) -> Tuple[float, List[Tuple[int, float]]]:
+    """Run `path` in a fresh kernel and write it back with its outputs.
+
+    Returns
+    -------
+    seconds : float
+        Wall time of the whole notebook.
+    long_cells : list of (int, float)
+        The code cells (numbered 1, 2, ... as their execution counts) that
+        ran longer than :data:`LONG_CELL_SECONDS`, with their wall times.
+    """
     import nbformat
     from nbclient import NotebookClient
 
@@ -150,13 +163,20 @@ def execute(path: pathlib.Path, timeout: int) -> float:
         nb.cells.append(setup)          # nbclient stores outputs by index: run it in place
         client.execute_cell(setup, len(nb.cells) - 1, store_history=False)
         nb.cells.pop()
+        code = 0
+        long_cells = []
         for index, cell in enumerate(nb.cells):
+            t_cell = time.perf_counter()
             client.execute_cell(cell, index)
+            if cell.cell_type == "code":
+                code += 1
+                if time.perf_counter() - t_cell > LONG_CELL_SECONDS:
+                    long_cells.append((code, time.perf_counter() - t_cell))
     seconds = time.perf_counter() - t0
     normalize(nb, path.stem)
     nbformat.validate(nb)
     path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
-    return seconds
+    return seconds, long_cells
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -168,14 +188,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     os.environ.setdefault("JUPYTER_PREFER_ENV_PATH", "1")
     paths: List[pathlib.Path] = args.notebooks or sorted(HERE.glob("*.ipynb"))
     failed = []
+    t0 = time.perf_counter()
     for path in paths:
+        print(f"{path}: running", flush=True)
         try:
-            seconds = execute(path, args.timeout)
+            seconds, long_cells = execute(path, args.timeout)
         except Exception as exc:  # noqa: BLE001 - report and go on with the others
             print(f"{path}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed.append(path)
             continue
-        print(f"{path}: {seconds:.1f} s, {path.stat().st_size / 1024:.0f} KiB")
+        print(f"{path}: {seconds:.1f} s, {path.stat().st_size / 1024:.0f} KiB", flush=True)
+        for n, cell_seconds in long_cells:
+            print(f"    code cell {n}: {cell_seconds:.1f} s (over {LONG_CELL_SECONDS:g} s: the "
+                  f"markdown above it gives its run time)", flush=True)
+    print(f"{len(paths)} notebook(s) in {time.perf_counter() - t0:.1f} s")
     return 1 if failed else 0
 
 

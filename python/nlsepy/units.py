@@ -8,7 +8,7 @@ converts its results back (chemical potential in nK or Hz, lengths in um,
 times in ms).
 
 Conventions (Loncar, thesis, section 2.1, eqs. 2.6-2.9; the DBEC-GP input
-keys; nlsepy's PHYSICS.md section 2).  A reference frequency ``omega`` sets
+keys; docs/physics.md section 2).  A reference frequency ``omega`` sets
 the unit of length ``l = sqrt(hbar / (m omega))`` and the trap ratios
 ``(gamma, nu, lambda) = (omega_x, omega_y, omega_z) / omega``.  DBEC-GP's
 couplings are ``G0 = 4 pi a_s N / l`` and ``GDD0 = 3 a_dd N / l``; with

@@ -1,7 +1,7 @@
 """nl.NLSE (RK4 + CD / 2SHOC) against exact solutions, measured orders,
 invariants and an independent NumPy statement of the scheme.
 
-Sources: Caplan, NLSEmagic, sections 3-4 (eqs. 3-22); PHYSICS.md section 1.
+Sources: Caplan, NLSEmagic, sections 3-4 (eqs. 3-22); docs/physics.md section 1.
 """
 
 import numpy as np

@@ -7,7 +7,7 @@ Every test runs on each backend of this build (the ``backend`` fixture).
   multi-mode ensemble (Franck-Condon F, level and mode spacings, a spread of
   detunings, a different normalised initial state per atom), over thread
   counts that select each block size and partial blocks.
-- The physics of PHYSICS.md section 5 in the two-level reduction, with the
+- The physics of docs/physics.md section 5 in the two-level reduction, with the
   parameters of tests/mbloch/test_mbloch_reference.py (Gaussian line sigma = 1 by 128
   atoms on [-4, 4], sech pulses of width 1, h_t = 0.05, beta = 1, so
   alpha = pi beta g(0) = 1.2533): Beer's law for a weak pulse, the McCall-Hahn

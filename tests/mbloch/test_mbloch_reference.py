@@ -1,4 +1,4 @@
-"""nlsepy.reference.mbloch: the physics checks PHYSICS.md section 5 asks of the Maxwell-Bloch model.
+"""nlsepy.reference.mbloch: the physics checks docs/physics.md section 5 asks of the Maxwell-Bloch model.
 
 Two-level reduction (n_g = n_e = 1, F = 1, one mode), Gaussian line of rms width
 sigma = 1 sampled by 128 atoms on [-4, 4] (rephasing time 2 pi / dDelta = 100 > window 40),

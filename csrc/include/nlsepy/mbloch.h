@@ -7,7 +7,7 @@
  * n_g ground amplitudes a_m and n_e excited amplitudes b_n (psi = (a, b),
  * n_lev = n_g + n_e), driven by the field modes eps_l, l = l_min .. l_max
  * (N_F = l_max - l_min + 1), on the time grid t_k = k h_t, k = 0 .. n_t-1,
- * in retarded time.  Fields in Rabi-frequency units (PHYSICS.md section 5):
+ * in retarded time.  Fields in Rabi-frequency units (docs/physics.md section 5):
  *
  *   d a_m/dt = i (m (kappa_g - delta) + Delta_D) a_m
  *              + (i/2) sum_l conj(eps_l) F[m][m+l] b_{m+l}          (eq. 4)

@@ -7,7 +7,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ..common.checks import real as _real
-from ..common.plot import finish, require, view_cells, PathLike
+from ..common.plot import axis_label, finish, require, view_cells, PathLike
 
 
 def dec(sim: Any, z: Optional[float] = None, width: Optional[float] = None, fig: Any = None,
@@ -73,7 +73,8 @@ def plot_slice(sim: Any, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] 
         _, ax = plt.subplots()
     kwargs.setdefault("cmap", "viridis")
     im = ax.imshow(dens.T, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), **kwargs)
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    ax.set_title(f"|psi|^2 at z = {z:g}, t = {sim.t:g} ({sim.grid})")
+    unit = sim._frame_grid().length
+    ax.set_xlabel(axis_label("x", unit))
+    ax.set_ylabel(axis_label("y", unit))
+    ax.set_title(f"|ψ|² at z = {z:g}, t = {sim.t:g} ({sim.grid})")
     return im

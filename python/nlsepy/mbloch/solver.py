@@ -6,7 +6,7 @@ resonant nonlinear optics using GPUs" (source 004): field modes
 propagate by eq. 2 through an inhomogeneously broadened ensemble of atoms
 with ``n_g`` ground and ``n_e`` excited levels obeying the optical Bloch
 equations (eq. 4) with the polarisation of eq. 6.  Units and equations are
-those of :mod:`nlsepy.reference.mbloch` (PHYSICS.md section 5): fields in
+those of :mod:`nlsepy.reference.mbloch` (docs/physics.md section 5): fields in
 Rabi-frequency units, :math:`\\partial_z\\varepsilon_l = iP_l`,
 :math:`P_l = \\beta\\sum_{D,m} w_D F_{m,m+l} a^{D*}_m b^D_{m+l}`.
 

@@ -8,7 +8,7 @@ and weight :math:`w_D \\approx g(\\Delta_D)\\,d\\Delta`, and field modes
 :math:`\\varepsilon_l`, :math:`l \\in \\{l_{min}, \\dots, l_{max}\\}`, in
 retarded time :math:`t = t' - z/c`.
 
-Units (PHYSICS.md section 5).  Fields are measured in Rabi-frequency units,
+Units (docs/physics.md section 5).  Fields are measured in Rabi-frequency units,
 :math:`\\varepsilon_l \\to d_{eg}\\varepsilon_l/\\hbar`, so the coupling of
 eq. 4 reads :math:`\\tfrac12 \\varepsilon_l`, and eqs. 2 and 6 combine into
 the form of algorithm 1, lines 5 and 10,
