@@ -9,7 +9,8 @@ NSTP (g and gdd ramp from 0), NPAS and NRUN (real time: g and gdd multiplied
 by GPAR and GDDPAR first).  Outputs, named and laid out as the published
 programs write them (docs/DBEC_FILES.md): the summary (``OUTPUT.txt``, the
 layout of source listing 3.11), the rms table (``RMSOUT.txt``), the real-time
-dynamics (``DYNAOUT.txt``, every OUTSTPT iterations), the density files of
+dynamics (``DYNAOUT.txt``, after iterations 1, 1 + OUTSTPT, ..., labelled from
+0), the density files of
 INITOUT, NSTPOUT, NPASOUT and NRUNOUT (``NAME.bin`` and its sections); and
 nlsepy's own: integrated densities as text (``FINALOUT``) and the full
 complex state (``PSIOUT``, an ``.npz`` that an input may name as ``INPUT``).
@@ -714,8 +715,10 @@ def _dyna_line(t: float, r: float, rms: Sequence[float]) -> str:
 def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float, option: int,
            lines: Optional[List[str]], progress: bool = False, per_call: bool = False) -> int:
     """`n` steps of `mode` (``"imag"`` or ``"real"``) from iteration `done`
-    of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after every
-    iteration that is a multiple of `every` (time ``iteration * dt * option``).
+    of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after
+    iterations 1, 1 + `every`, 1 + 2 `every`, ..., labelled
+    ``(iteration - 1) * dt * option``: the published programs' time column,
+    which counts from 0 and whose first row holds the state after one step.
 
     The rows' moments (<x_a^2> per axis) are recorded by the stepping calls
     themselves, from the pass that ends each step (from what it leaves in
@@ -737,22 +740,31 @@ def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float,
     if per_call or not gpe._can_record():
         end = done + n
         while done < end:
-            k = min(every - done % every, end - done)
+            row = _next_row(done, every)
+            k = min(row - done, end - done)
             advance(k)
             done += k
-            if done % every == 0:
+            if done == row:
                 r, rms = _rms(gpe)
-                lines.append(_dyna_line(done * dt * option, r, rms))
+                lines.append(_dyna_line((done - 1) * dt * option, r, rms))
         return done
+    # a row after iteration i when (i - 1) % every == 0: the recording's step
+    # count runs every - 1 ahead of the iterations
     rows = gpe._steps_recording("imaginary" if mode == "imag" else "real", n, every,
-                                done % every, progress=progress)
-    lines.extend(_dyna_lines(rows, (done // every + 1) * every, every, dt, option))
+                                (done + every - 1) % every, progress=progress)
+    lines.extend(_dyna_lines(rows, _next_row(done, every) - 1, every, dt, option))
     return done + n
+
+
+def _next_row(done: int, every: int) -> int:
+    """The first iteration after `done` that ends with a DYNAOUT row: the
+    smallest i > `done` with (i - 1) a multiple of `every`."""
+    return -(-done // every) * every + 1
 
 
 def _dyna_lines(rows: np.ndarray, first: int, every: int, dt: float, option: int) -> List[str]:
     """The DYNAOUT rows of recorded moments (``norm, <x_a^2>...`` per row),
-    the first at iteration `first`, then every `every`: the values of
+    the first labelled `first` iterations, then every `every`: the values of
     :func:`_dyna_line` (the same operations in the same order), formatted
     with one ``%`` per row (a GPU run writes a row every 0.2 ms)."""
     if len(rows) == 0:
