@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common import dist as _dist
-from ..common.files import Key, load_checkpoint
+from ..common.files import Key, check_npz, load_checkpoint
 from ..common.guard import require_memory
 from ..common.outputs import OutputSet, check_name
 from .solver import DipolarGPE, Obstacle
@@ -154,7 +154,8 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     lines: Dict[str, int] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (written by some Windows editors) is dropped
+        with open(path, encoding="utf-8-sig") as fh:
             text_lines = fh.read().splitlines()
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a DBEC-GP input file (not UTF-8 text: {exc.reason} at "
@@ -339,6 +340,10 @@ def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
     if os.path.getsize(src) == 0 or not zipfile.is_zipfile(src):
         raise InputError(f"{bad} (empty, truncated or another kind of file)")
     try:
+        check_npz(src)
+    except ValueError as exc:
+        raise InputError(f"{where}: INPUT {exc}") from None
+    try:
         with np.load(src) as d:  # plain arrays only (NumPy's default)
             tagged = "_format" in d.files
             if not tagged:
@@ -347,7 +352,8 @@ def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
                 psi = d["psi"]
     except InputError:
         raise
-    except (ValueError, KeyError, EOFError, OSError, zipfile.BadZipFile) as exc:
+    except (ValueError, KeyError, EOFError, OSError, zipfile.BadZipFile, NotImplementedError,
+            MemoryError) as exc:
         msg = " ".join(str(exc).split())[:200]
         if "Object arrays" in msg:
             msg = "it holds Python objects, which nlsepy never reads"
@@ -804,6 +810,9 @@ def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str,
         for suffix in suffixes:
             names[f"FINALOUT:{suffix}"] = cfg["FINALOUT"] + suffix
     names["PSIOUT"] = cfg.get("PSIOUT", f"{tag}-psi.npz")
+    if not names["PSIOUT"].lower().endswith(".npz"):  # the checkpoint INPUT reads back
+        raise InputError(f"{_where(cfg, 'PSIOUT')}: key PSIOUT must name an .npz file (the "
+                         f"state as a checkpoint), got {names['PSIOUT']!r}")
     return names
 
 
