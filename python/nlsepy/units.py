@@ -380,7 +380,8 @@ class BEC:
             freqs = self._triple("trap_hz", trap_hz, "Hz")
             f_ref, ref = self._reference(freqs, reference)
             omega = 2 * math.pi * f_ref
-            ell = math.sqrt(c["hbar"] / (self.mass_kg * omega))
+            denom = self.mass_kg * omega  # 0 when a tiny frequency underflows it
+            ell = math.sqrt(c["hbar"] / denom) if 0 < denom < math.inf else math.inf
             trap_ratios = tuple(f / f_ref for f in freqs)
             if not (1e-9 <= ell <= 1e-2 and all(math.isfinite(r) for r in trap_ratios)):
                 raise ValueError(f"trap_hz = {trap_hz!r} (reference {reference!r}: {f_ref:g} "
