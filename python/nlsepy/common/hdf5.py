@@ -229,10 +229,10 @@ def refuse_in_use(path: str, what: str = "output") -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise OSError(errno.EBUSY, f"{what} = {path!r} is open in another run or program "
-                                       f"that writes it (HDF5 holds its lock); it is left as it "
-                                       f"is: choose another file, or wait for that run to end",
-                          path) from None
+            raise OSError(errno.EBUSY, f"{what} = {path!r} is held open by another run or "
+                                       f"program (HDF5's lock); it is left as it is: choose "
+                                       f"another file, or wait for that run to end", path) \
+                from None
         except OSError:
             return  # a file system without locks: as HDF5 itself then does
         fcntl.flock(fd, fcntl.LOCK_UN)

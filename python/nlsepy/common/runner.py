@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from . import dist as _dist
+from . import files as _files
 from . import guard as _guard
 from . import hdf5 as _hdf5
 from . import plot
@@ -205,6 +206,8 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames must be an integer >= 1, got {frames!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+    if checkpoint is not None:  # its format, from its ending, before any step
+        _files.save_format(checkpoint, "checkpoint")
     path = None if output is None else check_output(model, output, checkpoint)
     comm = getattr(model, "comm", None)
     if comm is not None:
