@@ -5,6 +5,7 @@ wrote in either format, and ``nl.open_run`` and plain h5py read the HDF5
 files."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -143,3 +144,13 @@ def test_every_model_plots(tmp_path, name):
     model = MAKE[name]()
     fig = model.plot(path=tmp_path / "fig.png")
     assert fig.axes and os.path.getsize(tmp_path / "fig.png") > 0
+
+
+def test_h5_without_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
+    sim = nlse()
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py fails
+    with pytest.raises(ImportError, match=r"h5py.*pip install 'nlsepy\[hdf5\]'"):
+        sim.save(tmp_path / "state.h5")
+    assert os.listdir(tmp_path) == []
+    sim.save(tmp_path / "state.npz")  # the other format needs nothing more
+    assert np.array_equal(nl.NLSE.load(tmp_path / "state.npz").psi, sim.psi)

@@ -120,7 +120,7 @@ def atomic_write(path: Union[str, os.PathLike], write: Callable[[Any], Any],
 
     A symbolic link is written through (its target is replaced and the link
     stays); a destination that is not a regular file (a device, a FIFO, a
-    socket, a folder) is refused with ValueError (:func:`check_target`).
+    socket, a folder) is refused with ValueError (``check_target``).
 
     The temporary file is removed on any exception, ``KeyboardInterrupt``
     included; those of writers that were killed are removed by the next
