@@ -9,7 +9,10 @@ Layout
                         frame (split along the grid's first axis only where a
                         frame exceeds :data:`MAX_CHUNK_BYTES`), written
                         uncompressed by default (:data:`COMPRESSION`; see
-                        bench/RESULTS.md for the measurement behind it).
+                        bench/RESULTS.md for the measurement behind it),
+                        each chunk with its Fletcher32 checksum
+                        (:data:`FLETCHER32`): a changed byte is an error
+                        when read, not a wrong state.
     ``/t``              the frames' times, written *last* for each frame:
                         its length is the number of whole frames.
     ``/norm`` ...       one dataset per scalar time series (the model's
@@ -28,7 +31,13 @@ Layout
 
 Whole or consistent
     The output path is checked before the run starts (type, extension,
-    folder, h5py installed); nothing is created for a bad argument.  The
+    folder, a regular file or a link to one, h5py installed, no other
+    writer holding HDF5's lock on it: HDF5 would truncate the file before
+    failing on the lock); nothing is created or changed for a bad argument.
+    Before each frame the writer checks this process's file-size limit
+    (``RLIMIT_FSIZE``) and stops with ``EFBIG`` while the file still holds
+    the frames before it (a write cut short by the limit would leave HDF5's
+    metadata pointing past the end of the file).  The
     file is created once the run's first frame is taken and the header is
     written whole or the file is removed.  Each frame is handed, with
     SIGINT held (:func:`nlsepy.common.guard.deferred_sigint`), to a writer thread
@@ -175,11 +184,15 @@ def check_output(output: Any, what: str = "output") -> str:
     TypeError
         `output` is not a path.
     ValueError
-        A wrong extension, or the path names a folder.
+        A wrong extension, or the path names a folder, a device, a FIFO or
+        a socket (a link is followed to its target).
     FileNotFoundError
         The folder does not exist.
     PermissionError
         The folder or the existing file cannot be written.
+    OSError
+        ``errno.EBUSY``: another run or program holds the file open (HDF5's
+        lock); the file is left as it is.
     ImportError
         h5py is not installed.
     """
