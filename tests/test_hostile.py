@@ -220,7 +220,6 @@ import tracemalloc  # noqa: E402
 import zipfile  # noqa: E402
 
 from nlsepy.common import files as _files  # noqa: E402
-from nlsepy.common import hdf5 as _hdf5  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 ENV.pop("NLSEPY_TRACEBACK", None)
