@@ -958,7 +958,7 @@ def _read_open(spath: str, f: Any, h5py: Any, frames: Any) -> Dict[str, Any]:
 
 
 class Run(dict):
-    """A run file's contents as :func:`open_run` returns them, with or
+    """A run file's contents as :func:`nlsepy.open_run` returns them, with or
     without xarray: a dict of NumPy arrays (every dataset by name) and
     ``"attrs"``, whose entries are also attributes (``run.psi``, ``run.t``,
     ``run.attrs``).
