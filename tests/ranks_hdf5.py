@@ -275,7 +275,7 @@ def check_interrupted(path, ref, n, kept, exact=True):
             if not np.array_equal(f["t"][:], r["t"][:n]):
                 bad.append("times differ")
         saved = sys.modules.get("xarray")
-        sys.modules["xarray"] = None  # as if not installed: the dict
+        sys.modules["xarray"] = None  # as if not installed: the same Run
         try:
             run = nl.open_run(path)
         finally:
@@ -290,7 +290,7 @@ def check_interrupted(path, ref, n, kept, exact=True):
             import xarray  # noqa: F401
         except ImportError:
             return bad
-        ds = nl.open_run(path)
+        ds = nl.open_run(path).to_xarray()
         if ds["psi"].shape[0] != n or ds["psi"].dims[0] != "t" or ds.sizes["t"] != n:
             bad.append(f"open_run (xarray): psi {ds['psi'].shape}")
         return bad

@@ -388,3 +388,35 @@ def test_dbec_published_output_keys_accepted(tmp_path):
     # the real-time program starts from it with no INPUT key ... when named so
     r = run_dbec(tmp_path, DBEC, name="real1d-z-input")
     assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------- byte-order marks
+BOM = "\ufeff"
+
+
+def test_demo_input_with_a_byte_order_mark_runs(tmp_path):
+    """An input saved by an editor that starts UTF-8 files with a byte-order
+    mark: the same run as without it (was: invalid TOML)."""
+    (tmp_path / "in.toml").write_text(BOM + demo_input(), encoding="utf-8")
+    r = cli(tmp_path, "demo", "--input", "in.toml", "--out", "out")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "plain.toml").write_text(demo_input(), encoding="utf-8")
+    r = cli(tmp_path, "demo", "--input", "plain.toml", "--out", "plain")
+    assert r.returncode == 0, r.stderr
+    a, b = np.load(tmp_path / "out" / "frames.npz"), np.load(tmp_path / "plain" / "frames.npz")
+    assert sorted(a.files) == sorted(b.files)
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_dbec_input_with_a_byte_order_mark_is_read(tmp_path):
+    """The dbec parser read the mark as part of the first key ('unknown key
+    \\ufeffOPTION'); the file now gives the same keys as without it."""
+    (tmp_path / "bom").write_text(BOM + DBEC, encoding="utf-8")
+    (tmp_path / "plain").write_text(DBEC, encoding="utf-8")
+    with_bom = nl.dbec.read_input(tmp_path / "bom")
+    plain = nl.dbec.read_input(tmp_path / "plain")
+    assert {k: v for k, v in with_bom.items() if not k.startswith("_")} == \
+        {k: v for k, v in plain.items() if not k.startswith("_")}
+    assert with_bom["_line"] == plain["_line"]
+    r = run_dbec(tmp_path, BOM + DBEC)
+    assert r.returncode == 0, r.stderr

@@ -260,25 +260,38 @@ def test_open_run_without_xarray(tmp_path, monkeypatch):
     frames = sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
     monkeypatch.setitem(sys.modules, "xarray", None)  # import xarray fails
     run = nl.open_run(tmp_path / "run.h5")
-    assert isinstance(run, dict)
+    assert isinstance(run, nl.common.hdf5.Run) and isinstance(run, dict)
     assert np.array_equal(run["psi"], frames.psi) and np.array_equal(run["t"], frames.t)
-    assert run["attrs"]["model"] == "NLSE"
-    assert run["attrs"]["dims"]["psi"] == ("t", "x", "y")
+    # attribute access, as on an xarray Dataset
+    assert run.psi is run["psi"] and np.array_equal(run.t, frames.t)
+    assert run.attrs["model"] == "NLSE" and run.attrs is run["attrs"]
+    assert run["attrs"]["dims"]["psi"] == ("t", "x", "y") == run.dims["psi"]
     assert run["attrs"]["parameters"]["scheme"] == "2shoc"
     assert set(run) >= {"psi", "t", "x", "y", "norm", "energy", "steps", "attrs"}
+    assert set(run.coords) == {"t", "x", "y"}
+    with pytest.raises(AttributeError, match="no 'rho'"):
+        run.rho
+    with pytest.raises(ImportError, match="xarray"):
+        run.to_xarray()
 
 
-def test_open_run_with_xarray(tmp_path):
+def test_open_run_is_the_same_object_with_xarray(tmp_path):
+    """With xarray installed open_run returns the same Run; to_xarray()
+    gives the Dataset with the coordinates and units."""
     try:
         import xarray as xr
     except ImportError:
-        pytest.skip("xarray is not installed (optional: pip install 'nlsepy[xarray]')")
+        pytest.skip("xarray is not installed (optional: pip install xarray)")
     sim = nlse2d()
-    sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
+    frames = sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
     run = nl.open_run(tmp_path / "run.h5")
-    assert isinstance(run, xr.Dataset)
-    assert set(run.coords) == {"t", "x", "y"}
-    assert run["norm"].dims == ("t",) and run["norm"].attrs["units"] == ""
+    assert type(run) is nl.common.hdf5.Run
+    assert np.array_equal(run.psi, frames.psi)
+    ds = run.to_xarray()
+    assert isinstance(ds, xr.Dataset)
+    assert set(ds.coords) == {"t", "x", "y"}
+    assert ds["norm"].dims == ("t",) and ds["norm"].attrs["units"] == ""
+    assert np.array_equal(ds.psi.values, frames.psi)
 
 
 def test_open_run_refuses_what_is_not_a_run(tmp_path):

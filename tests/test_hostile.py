@@ -206,3 +206,416 @@ def test_set_num_threads(n):
         nl.NLSE(np.ones(16, complex), 0.1, bc="periodic", backend="cpu").step(2)
     finally:
         nl.set_num_threads(before)
+
+
+# ===================================================== the review's defects
+# Each test below is one defect of the hostile-input review (issue 45):
+# what went wrong, and that it is now refused clearly or handled.
+import errno  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+import tracemalloc  # noqa: E402
+import zipfile  # noqa: E402
+
+from nlsepy.common import files as _files  # noqa: E402
+
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+ENV.pop("NLSEPY_TRACEBACK", None)
+
+
+def h5py_or_skip():
+    return pytest.importorskip("h5py", reason="run files need h5py (the 'hdf5' extra)")
+
+
+def nlse1d(n=64, dtype=np.complex128):
+    x = np.linspace(-3, 3, n)
+    return nl.NLSE((np.exp(-x ** 2) * np.exp(0.5j * x)).astype(dtype), 0.1, bc="periodic",
+                   dtype=dtype, backend="cpu")
+
+
+# 1 -------------------------------------------------------------------------
+_SECOND_RUN = textwrap.dedent("""
+    import sys, numpy as np, nlsepy as nl
+    sim = nl.NLSE(np.ones(64, complex), 0.1, bc="periodic", backend="cpu")
+    try:
+        sim.run(10 * sim.dt, frames=2, output=sys.argv[1])
+    except OSError as exc:
+        print(f"refused errno={exc.errno}: {exc}")
+        sys.exit(3)
+""")
+
+
+def test_second_run_on_the_same_output_is_refused_without_touching_it(tmp_path):
+    """A run writing run.h5; another run, in this process and in another
+    one, asks for run.h5: both are refused with EBUSY naming the file, the
+    file's bytes stay as they were, the first run ends normally and its
+    file holds all its frames."""
+    h5py_or_skip()
+    path = tmp_path / "run.h5"
+    sim, other = nlse1d(), nlse1d()
+    seen = {}
+
+    def second_runs(_):
+        if seen:
+            return
+        # the first run's writer thread may still be appending: the file
+        # only grows, in place (a truncation would shrink it)
+        before = os.stat(path)
+        with pytest.raises(OSError) as exc:
+            other.run(other.t + 10 * other.dt, frames=2, output=path)
+        seen["here"] = (exc.value.errno, str(exc.value))
+        r = subprocess.run([sys.executable, "-c", _SECOND_RUN, str(path)], capture_output=True,
+                           text=True, timeout=120, env=ENV)
+        seen["process"] = (r.returncode, r.stdout + r.stderr)
+        after = os.stat(path)
+        seen["same"] = after.st_ino == before.st_ino and after.st_size >= before.st_size
+
+    frames = sim.run(sim.t + 50 * sim.dt, frames=5, output=path, callback=second_runs)
+    assert seen["here"][0] == errno.EBUSY and str(path) in seen["here"][1]
+    assert seen["process"][0] == 3 and f"errno={errno.EBUSY}" in seen["process"][1], seen
+    assert seen["same"]
+    assert other.t == 0.0  # the refused run took no step
+    run = nl.open_run(path)
+    assert np.array_equal(run.psi, frames.psi) and np.array_equal(run.t, frames.t)
+    assert run.attrs["complete"] is True
+
+
+# 2 -------------------------------------------------------------------------
+_LIMITED = textwrap.dedent("""
+    import resource, signal, sys, numpy as np, nlsepy as nl
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal
+    x = np.linspace(-3, 3, 4096)
+    sim = nl.NLSE(np.exp(-x ** 2).astype(complex), 0.1, bc="periodic", backend="cpu")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+    try:
+        sim.run(60 * sim.dt, frames=30, output=sys.argv[1])
+    except OSError as exc:
+        print(f"errno={exc.errno}")
+        sys.exit(3)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="POSIX limits")
+def test_file_size_limit_mid_run_keeps_the_frames_written(tmp_path):
+    """Under RLIMIT_FSIZE the run stops with EFBIG, and the file opens with
+    the frames written before, equal to those of the same run unlimited."""
+    h5py_or_skip()
+    path = tmp_path / "big.h5"
+    r = subprocess.run([sys.executable, "-c", _LIMITED, str(path), str(1 << 20)],
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 3 and f"errno={errno.EFBIG}" in r.stdout, r.stdout + r.stderr
+    assert os.path.getsize(path) <= 1 << 20
+    run = nl.open_run(path)
+    n = len(run.t)
+    assert 2 <= n < 31 and run.psi.shape[0] == n and run.attrs["complete"] is False
+    x = np.linspace(-3, 3, 4096)
+    sim = nl.NLSE(np.exp(-x ** 2).astype(complex), 0.1, bc="periodic", backend="cpu")
+    ref = sim.run(60 * sim.dt, frames=30)
+    assert np.array_equal(run.t, ref.t[:n]) and np.array_equal(run.psi, ref.psi[:n])
+
+
+# 3 -------------------------------------------------------------------------
+def test_a_frame_without_its_time_is_not_read(tmp_path):
+    """A file whose first frame was cut off before its time was written (a
+    full disk): no frame, not one of zeros."""
+    h5py = h5py_or_skip()
+    path = tmp_path / "cut.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = "nlsepy run"
+        f.attrs["model"] = "NLSE"
+        x = f.create_dataset("x", data=np.arange(8.0))
+        x.attrs["dims"] = "x"
+        x.attrs["coordinate"] = True
+        psi = f.create_dataset("psi", shape=(1, 8), maxshape=(None, 8), dtype=complex,
+                               chunks=(1, 8))
+        psi.attrs["dims"] = "t,x"
+    run = nl.open_run(path)
+    assert run.psi.shape == (0, 8) and "t" not in run
+
+
+def test_full_disk_at_the_first_frame_leaves_no_frame(tmp_path, monkeypatch):
+    """ENOSPC while the first frame's time is written: the run raises it and
+    the file reads with no frame."""
+    h5py = h5py_or_skip()
+    real = h5py.Group.create_dataset
+
+    def full(self, name, *args, **kw):
+        if name == "t":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, name, *args, **kw)
+
+    monkeypatch.setattr(h5py.Group, "create_dataset", full)
+    sim = nlse1d()
+    with pytest.raises(OSError) as exc:
+        sim.run(10 * sim.dt, frames=2, output=tmp_path / "run.h5")
+    assert exc.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    run = nl.open_run(tmp_path / "run.h5")
+    assert run.psi.shape[0] == 0 and np.all(run.psi == 0)
+
+
+# 4 -------------------------------------------------------------------------
+class _Refusing:
+    """A C handle that refuses one call (as the binding does while the
+    solver is busy in another thread), everything else passed through."""
+
+    def __init__(self, inner, name):
+        self._inner, self._name = inner, name
+
+    def __getattr__(self, name):
+        if name == self._name:
+            def refuse(*args, **kw):
+                raise RuntimeError("the solver is busy in another thread")
+            return refuse
+        return getattr(self._inner, name)
+
+
+def _dec():
+    sim = nl.DecGPE("bcc", 3, trap=1.0, g=1.0, backend="cpu")
+    sim.psi = np.exp(-np.sum(sim.positions ** 2, axis=1)).astype(complex)
+    return sim
+
+
+def _dipolar():
+    return nl.DipolarGPE((8, 8, 8), 0.5, 0.01, g=5.0, gdd=1.0, trap=(1, 1, 1), backend="cpu")
+
+
+@pytest.mark.parametrize("make, name, value, call_name", [
+    (_dec, "V", "ones", "set_potential"),
+    (nlse1d, "V", "ones", "set_potential"),
+    (_dipolar, "V", "ones", "set_potential"),
+    (_dipolar, "g", 7.0, "set_couplings"),
+    (_dipolar, "gdd", 0.5, "set_couplings"),
+], ids=["dec-V", "nlse-V", "dipolar-V", "dipolar-g", "dipolar-gdd"])
+def test_a_setting_the_c_layer_refuses_changes_nothing(tmp_path, make, name, value, call_name):
+    """When the C layer refuses an assignment, the model reports, steps and
+    saves what it had before (DecGPE.V kept the refused array)."""
+    sim = make()
+    before = getattr(sim, name)
+    before = before.copy() if isinstance(before, np.ndarray) else before
+    bound = getattr(sim, "max_dt", None)
+    ref = make()
+    if isinstance(value, str):
+        value = np.ones(np.shape(sim.psi), float)
+    sim._solver = _Refusing(sim._solver, call_name)
+    with pytest.raises(RuntimeError, match="busy"):
+        setattr(sim, name, value)
+    sim._solver = sim._solver._inner
+    after = getattr(sim, name)
+    if before is None:
+        assert after is None
+    else:
+        assert np.array_equal(after, before)
+    assert getattr(sim, "max_dt", None) == bound
+    sim.save(tmp_path / "ck.npz")
+    got = getattr(type(sim).load(tmp_path / "ck.npz", backend="cpu"), name)
+    assert (got is None and before is None) or np.array_equal(got, before)
+    stepper = getattr(sim, "real_time", None) or sim.step
+    stepper(2)
+    (getattr(ref, "real_time", None) or ref.step)(2)
+    assert np.array_equal(sim.psi, ref.psi)
+
+
+def test_a_step_size_the_c_layer_refuses_leaves_the_clock():
+    """A new dt reaches the handle at the next step; refused there, the
+    clock (t, the handle's step) is as before and stepping on is exact."""
+    sim, ref = nlse1d(), nlse1d()
+    sim.step(2)
+    ref.step(2)
+    t0, dt0 = sim.t, sim._solver_dt
+    sim.dt = ref.dt = sim.dt / 2
+    sim._solver = _Refusing(sim._solver, "set_dt")
+    with pytest.raises(RuntimeError, match="busy"):
+        sim.step(1)
+    sim._solver = sim._solver._inner
+    assert sim.t == t0 and sim._solver_dt == dt0
+    sim.step(3)
+    ref.step(3)
+    assert sim.t == ref.t and np.array_equal(sim.psi, ref.psi)
+
+
+# 5 -------------------------------------------------------------------------
+def test_save_writes_through_a_link_and_refuses_devices_and_fifos(tmp_path):
+    sim = nlse1d()
+    target = tmp_path / "real.npz"
+    link = tmp_path / "link.npz"
+    os.symlink(target, link)
+    sim.save(link)
+    assert os.path.islink(link) and os.path.isfile(target)
+    assert np.array_equal(nl.NLSE.load(link).psi, sim.psi)
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="FIFO") as exc:
+        sim.save(fifo)
+    assert str(fifo) in str(exc.value)
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)
+    via = tmp_path / "via.h5"
+    os.symlink(fifo, via)
+    with pytest.raises(ValueError, match=r"the target of the link.*FIFO"):
+        sim.save(via)
+    # the check itself, on device nodes (nothing is written here)
+    for dev in ("/dev/null", "/dev/zero"):
+        if os.path.exists(dev):
+            with pytest.raises(ValueError, match="character device") as exc:
+                _files.check_target(dev)
+            assert dev in str(exc.value)
+    assert os.path.isdir(tmp_path)
+    with pytest.raises(ValueError, match="a folder"):
+        _files.check_target(str(tmp_path))
+
+
+def test_run_output_refuses_a_fifo(tmp_path):
+    h5py_or_skip()
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    sim = nlse1d()
+    with pytest.raises(ValueError, match="FIFO"):
+        sim.run(4 * sim.dt, frames=2, output=fifo)
+    assert sim.t == 0.0
+
+
+# 6 -------------------------------------------------------------------------
+def test_absurd_frame_counts_are_refused_from_arithmetic():
+    """frames = 10**8 of a 4096-point state (6.6 TB of snapshots):
+    MemoryError at once, with no list of chunk bounds or frames built
+    first (10**8 frames took 57 s before the refusal)."""
+    sim = nlse1d(4096)
+    tracemalloc.start()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(MemoryError, match="frames=100000000"):
+            sim.run(sim.t + 2 * 10 ** 8 * sim.dt, frames=10 ** 8)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak} bytes allocated before the refusal"
+    assert time.perf_counter() - t0 < 30
+    assert sim.t == 0.0
+
+
+# 7 -------------------------------------------------------------------------
+def _damage_version(path):
+    """Make the zip directory claim a version no reader extracts."""
+    data = bytearray(open(path, "rb").read())
+    at = data.rfind(b"PK\x01\x02")  # the last central-directory entry
+    data[at + 6:at + 8] = (99).to_bytes(2, "little")  # version needed: 9.9
+    open(path, "wb").write(bytes(data))
+
+
+def _absurd_shape(path, entry):
+    """Rewrite the archive with the header of `entry` edited to a huge shape
+    (a whole archive, its checksums right: only the shape lies)."""
+    with zipfile.ZipFile(path) as z:
+        members = {name: z.read(name) for name in z.namelist()}
+    npy = members[entry + ".npy"]
+    head = npy.index(b"'shape': (")
+    end = npy.index(b")", head) + 1
+    huge = b"'shape': (10000000000000,)"
+    pad = npy.index(b"}", end) + 1
+    grow = len(huge) - (end - head)
+    assert npy[pad:pad + grow].strip() == b""  # the header keeps its length
+    members[entry + ".npy"] = npy[:head] + huge + npy[end:pad] + npy[pad + grow:]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def test_damaged_checkpoint_directory_is_a_value_error_naming_the_file(tmp_path):
+    sim = nlse1d()
+    path = tmp_path / "ck.npz"
+    sim.save(path)
+    _damage_version(path)
+    with pytest.raises(ValueError) as exc:
+        nl.NLSE.load(path)
+    assert str(path) in str(exc.value)
+
+
+def test_edited_array_size_is_a_value_error_naming_the_file(tmp_path):
+    sim = nlse1d()
+    path = tmp_path / "ck.npz"
+    sim.save(path)
+    _absurd_shape(path, "psi")
+    with pytest.raises(ValueError, match="declares shape") as exc:
+        nl.NLSE.load(path)
+    assert str(path) in str(exc.value)
+
+
+def test_cli_exit_2_for_a_damaged_checkpoint(tmp_path):
+    """dbec with INPUT a checkpoint whose zip directory is damaged: one line
+    naming the file, exit 2."""
+    gpe = nl.DipolarGPE((32,), 0.25, 0.01, geometry="1d-z", backend="cpu")
+    gpe.save(tmp_path / "state.npz")
+    _damage_version(tmp_path / "state.npz")
+    (tmp_path / "real1d-z-input").write_text(
+        "OPTION = 2\nNATOMS = 100\nAHO = 1.e-6\nAS = 10.\nADD = 0.\nNZ = 32\nDZ = 0.25\n"
+        "DT = 0.01\nGAMMA = 1.\nNU = 1.\nLAMBDA = 1.\nNSTP = 0\nNPAS = 2\nNRUN = 2\n"
+        "INPUT = state.npz\n")
+    r = subprocess.run([sys.executable, "-m", "nlsepy", "dbec", "real1d-z-input"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 2, r.stderr
+    assert "state.npz" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+
+
+# 8 -------------------------------------------------------------------------
+def test_open_run_on_damaged_files_names_the_file(tmp_path):
+    """Bytes flipped anywhere in a run file: open_run reads it (where the
+    damage missed what it reads) or raises ValueError naming the file,
+    never a raw KeyError or OSError of h5py."""
+    h5py_or_skip()
+    sim = nlse1d(32)
+    good = tmp_path / "good.h5"
+    sim.run(6 * sim.dt, frames=3, output=good)
+    data = open(good, "rb").read()
+    refused = 0
+    for k, at in enumerate(np.linspace(0, len(data) - 8, 48).astype(int)):
+        bad = tmp_path / f"bad{k}.h5"
+        damaged = bytearray(data)
+        damaged[at:at + 8] = bytes(b ^ 0xFF for b in damaged[at:at + 8])
+        open(bad, "wb").write(bytes(damaged))
+        try:
+            nl.open_run(bad)
+        except ValueError as exc:
+            assert str(bad) in str(exc), exc
+            refused += 1
+    assert refused > 0
+
+
+# 9 -------------------------------------------------------------------------
+@pytest.mark.parametrize("frames", [2.5, np.float64(1.9), [True, False], np.array([0.0, 1.0]),
+                                    "0", slice(0.5, 2), {0: 1}, [[0, 1]]])
+def test_open_run_frames_must_be_integers(tmp_path, frames):
+    h5py_or_skip()
+    sim = nlse1d(16)
+    sim.run(4 * sim.dt, frames=2, output=tmp_path / "run.h5")
+    with pytest.raises(TypeError, match="frames"):
+        nl.open_run(tmp_path / "run.h5", frames=frames)
+    run = nl.open_run(tmp_path / "run.h5", frames=[np.int64(2), 0])
+    assert run.psi.shape[0] == 2
+
+
+# 13 ------------------------------------------------------------------------
+def test_a_flipped_byte_in_a_frame_is_detected(tmp_path):
+    """The frame datasets carry HDF5's Fletcher32 checksum: a byte changed
+    inside a frame's stored chunk makes open_run raise ValueError naming
+    the file, instead of returning a wrong state."""
+    h5py = h5py_or_skip()
+    sim = nlse1d(256)
+    path = tmp_path / "run.h5"
+    frames = sim.run(6 * sim.dt, frames=3, output=path)
+    with h5py.File(path, "r") as f:
+        assert f["psi"].fletcher32
+        info = f["psi"].id.get_chunk_info(2)  # the third frame's chunk
+        offset, size = info.byte_offset, info.size
+    assert size == frames.psi[2].nbytes + 4  # the values and the checksum
+    assert np.array_equal(nl.open_run(path).psi, frames.psi)
+    data = bytearray(open(path, "rb").read())
+    data[offset + size // 3] ^= 0x01
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(ValueError) as exc:
+        nl.open_run(path)
+    assert str(path) in str(exc.value)
+    # the frames before it are still read one by one
+    assert np.array_equal(nl.open_run(path, frames=[0, 1]).psi, frames.psi[:2])

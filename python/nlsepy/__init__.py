@@ -28,8 +28,10 @@ plot                plots and animations of every model's results (matplotlib):
                     ``frames.plot()``, ``frames.animate("run.gif")``, ``gpe.plot()``...
 units               physical units of the GPE models: ``units.BEC(species, a_s=, n_atoms=,
                     trap_hz=)`` gives DipolarGPE's g, gdd, trap and converts results back
-open_run(path)      a run file written by ``run(..., output="run.h5")`` (HDF5, h5py): an
-                    xarray Dataset when xarray is installed, else a dict of arrays
+open_run(path)      a run file written by ``run(..., output="run.h5")`` or ``save("x.h5")``
+                    (HDF5, h5py): a dict of arrays with attribute access (``run.psi``,
+                    ``run.t``, ``run.attrs``), the same with or without xarray;
+                    ``run.to_xarray()`` gives an xarray Dataset
 scatter(a, comm)    split a global array into the slabs a model with ``comm=`` holds
                     (MPI, optional: mpi4py and nlsepy's MPI layer)
 """

@@ -341,7 +341,8 @@ def _read_text(path: str, text: bool = True) -> str:
     """The input file's text (or, with ``text=False``, only a check that it
     can be opened); ValueError naming the file."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (written by some Windows editors) is dropped
+        with open(path, encoding="utf-8-sig") as fh:
             return fh.read() if text else ""
     except UnicodeDecodeError as exc:
         raise ValueError(f"cannot read the input {path!r}: not UTF-8 text ({exc.reason} at "

@@ -289,6 +289,8 @@ class BEC:
         self._set("option", self._check_option(option))
         self._set("a_s", _real("a_s (Bohr radii)", a_s))
         self._set("n_atoms", _real("n_atoms", n_atoms, positive=True))
+        if self.n_atoms < 1:
+            raise ValueError(f"n_atoms is a number of atoms, at least 1, got {n_atoms!r}")
         self._set_mass(mass, mass_kg, c)
         self._set_dipole(a_dd, mu)
         self._set_frame(trap_hz, reference, length, trap, c)
@@ -299,6 +301,12 @@ class BEC:
         self._set("gdd", self.option * self.gdd0)
         self._set("time", self.option / self.omega)
         self._set("energy", c["hbar"] * self.omega)
+        for name, source in (("g", f"a_s = {a_s!r}"), ("gdd", f"the dipolar length a_dd = "
+                                                              f"{self.a_dd!r} (from a_dd or mu)")):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{source} with n_atoms = {n_atoms!r} and the unit of length "
+                                 f"{self.length:g} m gives {name} = {getattr(self, name)!r}, "
+                                 f"not a finite coupling")
 
     # ------------------------------------------------------------ construction
     def _set(self, name: str, value: Any) -> None:
@@ -329,6 +337,9 @@ class BEC:
             if mass_u < 0.5:
                 raise ValueError(f"mass is in atomic mass units (u), got {mass!r}, less than "
                                  f"half a nucleon; for kilograms use mass_kg=")
+            if mass_u > 1e4:  # the range mass_kg accepts
+                raise ValueError(f"mass = {mass!r} u is not the mass of an atom (at most "
+                                 f"1e4 u)")
         else:
             kg = _real("mass_kg", mass_kg, positive=True)
             mass_u = kg / c["u"]
@@ -369,8 +380,16 @@ class BEC:
             freqs = self._triple("trap_hz", trap_hz, "Hz")
             f_ref, ref = self._reference(freqs, reference)
             omega = 2 * math.pi * f_ref
-            self._set("length", math.sqrt(c["hbar"] / (self.mass_kg * omega)))
-            self._set("trap", tuple(f / f_ref for f in freqs))
+            denom = self.mass_kg * omega  # 0 when a tiny frequency underflows it
+            ell = math.sqrt(c["hbar"] / denom) if 0 < denom < math.inf else math.inf
+            trap_ratios = tuple(f / f_ref for f in freqs)
+            if not (1e-9 <= ell <= 1e-2 and all(math.isfinite(r) for r in trap_ratios)):
+                raise ValueError(f"trap_hz = {trap_hz!r} (reference {reference!r}: {f_ref:g} "
+                                 f"Hz) gives the unit of length {ell:g} m and the trap ratios "
+                                 f"{trap_ratios}; a trap of an atom gas has a length between "
+                                 f"1e-9 and 1e-2 m (as length= accepts)")
+            self._set("length", ell)
+            self._set("trap", trap_ratios)
         else:
             if not (isinstance(reference, str) and reference == "x"):
                 raise ValueError(f"reference goes with trap_hz=; with length= the reference "
@@ -417,7 +436,9 @@ class BEC:
                 if min(freqs) <= 0:
                     raise ValueError(f"reference = 'geometric' needs three trap frequencies > 0, "
                                      f"got trap_hz = {freqs!r}")
-                return float(np.prod(freqs) ** (1 / 3)), key
+                # the mean of the logarithms: a product of three tiny
+                # frequencies would underflow to 0
+                return float(math.exp(sum(math.log(f) for f in freqs) / 3)), key
             raise ValueError(f"reference must be 'x', 'y', 'z', 'geometric' or a frequency in "
                              f"Hz, got {reference!r}")
         f = _real("reference (Hz)", reference, positive=True)

@@ -226,3 +226,41 @@ def test_memory_is_checked_before_it_is_taken(monkeypatch):
         nl.DecGPE("bcc", blocks=300, backend="cpu")
     assert time.perf_counter() - t0 < 1.0
     nl.DecGPE("bcc", blocks=4, backend="cpu")  # small grids still fit
+
+
+@pytest.mark.parametrize("kw, argument", [
+    (dict(spacing=1e200, trap=1.0), "spacing"),      # OverflowError before
+    (dict(spacing=1e-200), "spacing"),               # "dt ... got 0.0" before, no dt given
+    (dict(spacing=1e200), "spacing"),
+    (dict(spacing=1e90, trap=1e80), "spacing"),      # the trap's potential overflows
+    (dict(centre=(1e200, 0.0, 0.0), trap=1.0), "centre"),
+    (dict(centre=(1e308, 0.0, 0.0), spacing=1e10), "centre"),
+    (dict(trap=1e200), "trap"),
+])
+def test_extreme_scales_are_value_errors_naming_the_argument(kw, argument):
+    with pytest.raises(ValueError) as exc:
+        nl.DecGPE("bcc", 2, backend="cpu", **kw)
+    assert argument in str(exc.value)
+    assert "dt must be" not in str(exc.value)
+
+
+def test_extreme_but_finite_scales_still_step():
+    """The ends of the accepted spacings make solvers that step."""
+    for h in (1e-100, 1e100):
+        sim = nl.DecGPE("bcc", 2, spacing=h, backend="cpu")
+        sim.psi = np.ones(sim.size)
+        sim.step(2)
+        assert np.all(np.isfinite(sim.psi)) and 0 < sim.dt <= sim.max_dt
+
+
+def test_density_at_far_points_is_a_value_error_naming_points():
+    pytest.importorskip("scipy")
+    sim = nl.DecGPE("bcc", 2, trap=1.0, backend="cpu")
+    sim.psi = np.exp(-np.sum(sim.positions ** 2, axis=1)).astype(complex)
+    near = sim.density_at(np.array([[0.1, 0.0, 0.0], [1e140, 0.0, 0.0]]))
+    assert np.all(np.isfinite(near))
+    for far in ([1e156, 0.0, 0.0], [0.0, -1e200, 0.0], [np.nan, 0.0, 0.0],
+                [np.inf, 0.0, 0.0]):
+        with pytest.raises(ValueError, match="points") as exc:
+            sim.density_at(np.array([[0.0, 0.0, 0.0], far]))
+        assert "IndexError" not in str(exc.value)

@@ -617,9 +617,10 @@ def test_dbec_cli_end_to_end_coarse(tmp_path, backend):
     assert np.allclose(got[:3], want[:3], rtol=0.015), got
     assert got[3] == pytest.approx(want[3], rel=0.03), got
     assert got[4] == pytest.approx(want[4], rel=0.12), got
-    # rows every OUTSTPT = 50 iterations through NPAS and NRUN; time = iteration DT par
+    # rows after iterations 1, 51, ..., 451 of NPAS and NRUN; time = (iteration - 1) DT par
     dyna = np.loadtxt(tmp_path / "real3d-dyna.txt")
-    assert dyna.shape == (10, 5) and dyna[-1, 0] == pytest.approx(500 * 0.01 * 2)
+    assert dyna.shape == (10, 5) and dyna[0, 0] == 0.0
+    assert dyna[-1, 0] == pytest.approx(450 * 0.01 * 2)
     assert (tmp_path / "imag3d-den1d_x.txt").exists() and (tmp_path / "real3d-rms.txt").exists()
 
 

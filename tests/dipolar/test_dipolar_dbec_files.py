@@ -147,10 +147,11 @@ def test_published_style_pair_runs_and_writes_the_published_files(tmp_path, dims
                 for ln in (tmp_path / f"{p}-out.txt").read_text().splitlines()
                 if ln.startswith(("Initial", "After"))} for p in (imag, real)}
     assert rows[real]["Initial"] == rows[imag]["After NRUN iter."]
-    # DYNAOUT: every OUTSTPT = 4 iterations through NPAS (8) and NRUN (12)
+    # DYNAOUT: after iterations 1, 5, ..., 17 of NPAS (8) and NRUN (12),
+    # labelled (iteration - 1) DT OPTION from 0 as the published programs do
     dyna = np.loadtxt(tmp_path / f"{real}-dyna.txt")
     assert dyna.shape == (5, 2 + dims)
-    assert np.allclose(dyna[:, 0], np.arange(4, 21, 4) * 0.01 * 2, rtol=1e-12)
+    assert np.allclose(dyna[:, 0], np.arange(0, 20, 4) * 0.01 * 2, rtol=1e-12)
 
 
 def test_density_file_layouts(tmp_path):
@@ -329,4 +330,4 @@ def test_published_style_3d_pair_gives_listing_3_11(tmp_path):
                        rtol=0, atol=3e-5)
     dyna = np.loadtxt(tmp_path / "real3d-dyna.txt")
     assert dyna.shape == (100, 5)
-    assert np.allclose(dyna[:, 0], np.arange(1, 101) * 10 * 0.005 * 2, rtol=1e-12)
+    assert np.allclose(dyna[:, 0], np.arange(0, 100) * 10 * 0.005 * 2, rtol=1e-12)

@@ -5,6 +5,7 @@ call per row) to round-off, in every geometry; the state is that of plain
 stepping, bit for bit (CPU backend)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from nlsepy.dipolar import dbec
 from nlsepy.dipolar import solver as dsolver
 
 from _helpers import write_real3d_input
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dbec")
 
 CPU = dict(backend="cpu")
 
@@ -101,7 +104,8 @@ def test_dyna_rows_equal_those_of_a_call_per_row(geometry, shape, h, trap):
     fast, slow = [], []
     done_a = dbec._stage(a, "real", 14, 3, 4, 0.01, 2, fast)
     done_b = dbec._stage(b, "real", 14, 3, 4, 0.01, 2, slow, per_call=True)
-    assert done_a == done_b == 17 and len(fast) == len(slow) == 4  # rows at 4, 8, 12, 16
+    # rows after iterations 5, 9, 13, 17, labelled (iteration - 1) DT OPTION
+    assert done_a == done_b == 17 and len(fast) == len(slow) == 4
     assert fast == slow
     assert [float(ln.split()[0]) for ln in fast] == pytest.approx([0.08, 0.16, 0.24, 0.32])
     assert np.array_equal(a.psi, b.psi)
@@ -122,7 +126,7 @@ def test_dbec_run_writes_the_same_dynaout_as_a_call_per_row(tmp_path, monkeypatc
     dbec.run(str(path), out_dir=str(tmp_path / "slow"), backend="cpu")
     fast = (tmp_path / "fast" / "real3d-dyna.txt").read_text()
     slow = (tmp_path / "slow" / "real3d-dyna.txt").read_text()
-    assert fast == slow and len(fast.splitlines()) == 6  # iterations 3, 6, ..., 18
+    assert fast == slow and len(fast.splitlines()) == 6  # after iterations 1, 4, ..., 16
 
 
 def test_bad_recording_requests_are_refused():
@@ -153,3 +157,28 @@ def test_dyna_lines_from_a_table_are_those_of_dyna_line(axes):
                 for q, r in enumerate(rows.tolist())]
         assert dbec._dyna_lines(rows, first, every, dt, option) == want
     assert dbec._dyna_lines(rows[:0], 1, 1, 0.1, 1) == []
+
+
+@pytest.mark.parametrize("outstpt", [None, 1, 7], ids=["file", "every-step", "every-7"])
+def test_repository_sample_dynaout_is_labelled_as_published(tmp_path, outstpt):
+    """examples/dbec/real3d-input (its NPAS, NRUN, DT and OPTION; a coarse
+    grid): the DYNAOUT rows come after iterations 1, 1 + OUTSTPT, ...,
+    labelled (iteration - 1) DT OPTION, so the first label is 0 and there
+    are ceil((NPAS + NRUN) / OUTSTPT) rows, as in the published real3d run."""
+    sample = os.path.join(EXAMPLES, "real3d-input")
+    cfg = dbec.read_input(sample)
+    shape = (16, 12, 12)
+    over = {"NX": shape[0], "NY": shape[1], "NZ": shape[2], "DX": 0.6, "DY": 0.6, "DZ": 0.6}
+    if outstpt is not None:
+        over["OUTSTPT"] = outstpt
+    every = over.get("OUTSTPT", cfg["OUTSTPT"])
+    psi = make("3d", shape, 0.6, (cfg["GAMMA"], cfg["NU"], cfg["LAMBDA"])).psi
+    np.savez(tmp_path / cfg["INPUT"], psi=psi)
+    dbec.run(sample, out_dir=str(tmp_path), backend="cpu", overrides=over)
+    dyna = np.loadtxt(tmp_path / (cfg["DYNAOUT"] + ".txt"))
+    steps = cfg["NPAS"] + cfg["NRUN"]
+    assert dyna.shape[0] == -(-steps // every)
+    assert dyna[0, 0] == 0.0
+    iterations = 1 + every * np.arange(dyna.shape[0])
+    assert np.allclose(dyna[:, 0], (iterations - 1) * cfg["DT"] * cfg["OPTION"], rtol=1e-12)
+    assert iterations[-1] <= steps

@@ -355,3 +355,37 @@ def test_not_numbers_and_frozen():
     text = b.summary()
     assert "G0 = 332.4918" in text and "GDD0 = 105.3327" in text
     assert "BEC('164Dy'" in repr(b)
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    (dict(a_s=1e307), "a_s = 1e+307"),                    # g = inf
+    (dict(a_dd=1e308), "a_dd = 1e+308"),                  # gdd = inf
+    (dict(n_atoms=0.001), "n_atoms"),                     # not a number of atoms
+    (dict(n_atoms=0.5), "n_atoms"),
+    (dict(trap_hz=(1e-300, 1e-300, 1e-300)), "trap_hz"),  # the unit of length overflows
+    (dict(trap_hz=(1e-300, 1e-300, 1e-300), reference="geometric"), "trap_hz"),
+    (dict(trap_hz=(1e300, 45, 133)), "trap_hz"),
+    (dict(species=None, mass=1e6), "mass = 1000000.0 u"),  # mass_kg refuses the same mass
+])
+def test_extreme_values_are_value_errors_naming_the_argument(kwargs, argument):
+    """Values that gave an infinite coupling, a fraction of an atom, a
+    ZeroDivisionError or a mass refused through mass_kg: each a ValueError
+    naming the argument."""
+    args = dict(species="164Dy", a_s=90, n_atoms=20_000, trap_hz=(45, 45, 133))
+    args.update(kwargs)
+    species = args.pop("species")
+    with pytest.raises(ValueError) as exc:
+        units.BEC(species, **args)
+    assert argument in str(exc.value)
+    if "mass" in kwargs:  # the same mass through mass_kg is refused alike
+        with pytest.raises(ValueError, match="mass_kg"):
+            units.BEC(a_s=90, n_atoms=20_000, trap_hz=(45, 45, 133),
+                      mass_kg=kwargs["mass"] * units.constants()["u"])
+
+
+def test_the_edges_of_the_ranges_are_accepted():
+    """One atom, 1e4 u, and the largest a_s whose coupling is finite."""
+    one = units.BEC(a_s=90, n_atoms=1, mass=1e4, trap_hz=(45, 45, 133))
+    assert one.n_atoms == 1 and one.mass_u == 1e4 and math.isfinite(one.g)
+    big = units.BEC("164Dy", a_s=1e290, n_atoms=20_000, trap_hz=(45, 45, 133))
+    assert math.isfinite(big.g) and big.g > 0

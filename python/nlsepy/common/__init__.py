@@ -15,7 +15,10 @@
 ``plot``           figure helpers, and the figures of a run's frames
 ``dist``           the distribution layer: communicator, slab layout, agree,
                    halo exchange, gather and scatter, checkpoints in parts
-``hdf5``           HDF5 run files (serial and collective)
+``hdf5``           HDF5 run files (serial and collective), ``open_run``,
+                   ``save`` as HDF5
+``results``        ``plot()`` and ``save()`` of the models whose work returns
+                   a result
 ``runner``         the chunked run protocol, ``Frames``
 ``stepper``        ``TimeStepper``, the base of the time-stepping models
 ``tuning``         the kernels' tuning switches: their table, a context

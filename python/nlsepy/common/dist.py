@@ -490,7 +490,7 @@ def is_parts_index(path: str) -> bool:
             return False
         with np.load(path) as d:
             return "distributed" in d.files and "parts" in d.files
-    except (OSError, ValueError):
+    except (OSError, ValueError, NotImplementedError):  # damaged: load_checkpoint says how
         return False
 
 

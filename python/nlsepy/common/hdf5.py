@@ -9,7 +9,10 @@ Layout
                         frame (split along the grid's first axis only where a
                         frame exceeds :data:`MAX_CHUNK_BYTES`), written
                         uncompressed by default (:data:`COMPRESSION`; see
-                        bench/RESULTS.md for the measurement behind it).
+                        bench/RESULTS.md for the measurement behind it),
+                        each chunk with its Fletcher32 checksum
+                        (:data:`FLETCHER32`): a changed byte is an error
+                        when read, not a wrong state.
     ``/t``              the frames' times, written *last* for each frame:
                         its length is the number of whole frames.
     ``/norm`` ...       one dataset per scalar time series (the model's
@@ -28,7 +31,13 @@ Layout
 
 Whole or consistent
     The output path is checked before the run starts (type, extension,
-    folder, h5py installed); nothing is created for a bad argument.  The
+    folder, a regular file or a link to one, h5py installed, no other
+    writer holding HDF5's lock on it: HDF5 would truncate the file before
+    failing on the lock); nothing is created or changed for a bad argument.
+    Before each frame the writer checks this process's file-size limit
+    (``RLIMIT_FSIZE``) and stops with ``EFBIG`` while the file still holds
+    the frames before it (a write cut short by the limit would leave HDF5's
+    metadata pointing past the end of the file).  The
     file is created once the run's first frame is taken and the header is
     written whole or the file is removed.  Each frame is handed, with
     SIGINT held (:func:`nlsepy.common.guard.deferred_sigint`), to a writer thread
@@ -69,6 +78,7 @@ Distributed runs (``comm=``)
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import queue
 import re
@@ -80,11 +90,20 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import dist as _dist
+from .files import HDF5_GROUP, atomic_path, check_target
 from .guard import deferred_sigint
 from .version import __version__
 
-__all__ = ["RunHeader", "RunFile", "check_output", "open_run", "require_h5py",
-           "EXTENSIONS", "COMPRESSION"]
+try:  # POSIX: the file-size limit a writer checks before each frame, and file locks
+    import fcntl
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]
+
+__all__ = ["RunHeader", "RunFile", "Run", "check_output", "check_target", "open_run",
+           "save_state", "save_arrays", "require_h5py", "EXTENSIONS", "COMPRESSION",
+           "FLETCHER32"]
 
 #: file name endings :func:`check_output` accepts
 EXTENSIONS = (".h5", ".hdf5")
@@ -97,6 +116,18 @@ EXTENSIONS = (".h5", ".hdf5")
 #: and four times as much with them (bench/hdf5.py, bench/RESULTS.md).
 COMPRESSION: Optional[str] = None
 GZIP_LEVEL = 1
+
+#: HDF5's Fletcher32 checksum filter on the frame datasets: each chunk (a
+#: frame) is stored with its checksum, and HDF5 refuses to read a chunk
+#: whose bytes no longer match it (a flipped bit on the disk is an error,
+#: not a wrong state).  The frames then go through HDF5's filter pipeline
+#: instead of being written as raw chunks (bench/hdf5.py measures the cost).
+FLETCHER32 = True
+
+#: bytes a frame's write may add to the file besides the frame's values (the
+#: series, the chunk index, the metadata flushed after it and at the close):
+#: the room a writer leaves under a file-size limit (RLIMIT_FSIZE)
+FRAME_SLACK = 256 << 10
 
 #: largest chunk of a frame dataset (HDF5 refuses chunks of 4 GiB and more)
 MAX_CHUNK_BYTES = 1 << 30
@@ -153,11 +184,15 @@ def check_output(output: Any, what: str = "output") -> str:
     TypeError
         `output` is not a path.
     ValueError
-        A wrong extension, or the path names a folder.
+        A wrong extension, or the path names a folder, a device, a FIFO or
+        a socket (a link is followed to its target).
     FileNotFoundError
         The folder does not exist.
     PermissionError
         The folder or the existing file cannot be written.
+    OSError
+        ``errno.EBUSY``: another run or program holds the file open (HDF5's
+        lock); the file is left as it is.
     ImportError
         h5py is not installed.
     """
@@ -172,7 +207,7 @@ def check_output(output: Any, what: str = "output") -> str:
     if not path.lower().endswith(EXTENSIONS):
         raise ValueError(f"{what} = {path!r} must name an HDF5 file ending in "
                          f"{' or '.join(EXTENSIONS)} (checkpoints stay .npz: checkpoint=)")
-    path = os.path.abspath(path)
+    path = check_target(os.path.abspath(path), what)
     if os.path.isdir(path):
         raise ValueError(f"{what} = {path!r} is a folder, not a file")
     folder = os.path.dirname(path)
@@ -182,8 +217,40 @@ def check_output(output: Any, what: str = "output") -> str:
         raise PermissionError(f"{what} = {output!r}: cannot write in the folder {folder!r}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise PermissionError(f"{what} = {output!r}: the existing file cannot be replaced")
+    refuse_in_use(path, what)
     require_h5py()
     return path
+
+
+def refuse_in_use(path: str, what: str = "output") -> None:
+    """Raise when another writer holds the HDF5 file `path` open (HDF5's
+    lock), before anything opens it for writing: HDF5 would truncate it
+    first and fail on the lock after, leaving that run's file unreadable.
+
+    Raises
+    ------
+    OSError
+        ``errno.EBUSY``, naming the file.
+    """
+    if fcntl is None:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # no such file (or unreadable: the open for writing says why)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OSError(errno.EBUSY, f"{what} = {path!r} is held open by another run or "
+                                       f"program (HDF5's lock); it is left as it is: choose "
+                                       f"another file, or wait for that run to end", path) \
+                from None
+        except OSError:
+            return  # a file system without locks: as HDF5 itself then does
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -305,6 +372,7 @@ class RunFile:
         self._ds: Dict[str, Any] = {}  # growing datasets by name, with their raw flag
         self._virtual: List[Any] = []  # growing virtual datasets and their axis names
         self._h5 = h5py
+        refuse_in_use(path, "the run file")  # HDF5 truncates before it locks
         self._f: Any = h5py.File(path, "w")
         try:
             self._write_header(time)
@@ -380,6 +448,8 @@ class RunFile:
             opts["compression"] = self.compression
             if self.compression == "gzip":
                 opts["compression_opts"] = GZIP_LEVEL
+        if shape and FLETCHER32:
+            opts["fletcher32"] = True
         ds = f.create_dataset(name, shape=(0,) + shape, maxshape=(None,) + shape,
                               dtype=value.dtype, chunks=chunks, **opts)
         dims = (dim,) + tuple(hd.dims.get(name, ()))[: len(shape)]
@@ -543,19 +613,54 @@ class RunFile:
                 self._error = exc
 
     def _write(self, dim: str, value: Any, data: Mapping[str, Any]) -> None:
-        f = self._f
+        """Append one entry; on a failure, the datasets grown for it are
+        shrunk back, so the file closes with the entries written before."""
         n = self._counts.get(dim, 0)
+        self._room(data)
+        grown: List[Any] = []
+        try:
+            self._append(dim, value, data, n, grown)
+        except BaseException:
+            for ds in grown:
+                try:
+                    ds.resize(n, axis=0)
+                except Exception:  # the failure under way says more
+                    pass
+            raise
+
+    def _room(self, data: Mapping[str, Any]) -> None:
+        """Raise ``OSError(EFBIG)`` before writing an entry that would take
+        the file past this process's file-size limit (``RLIMIT_FSIZE``):
+        a write cut short there leaves HDF5's metadata pointing past the
+        end of the file, which then never opens again."""
+        if resource is None:
+            return
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit == resource.RLIM_INFINITY or limit < 0:
+            return
+        need = sum(int(np.asarray(v).nbytes) for v in data.values()) + FRAME_SLACK
+        size = int(self._f.id.get_filesize())
+        if size + need > limit:
+            raise OSError(errno.EFBIG, f"{self.path}: the next frame would take the file past "
+                                       f"this process's file-size limit ({limit} bytes, now "
+                                       f"{size}); the file holds the frames written before it",
+                          self.path)
+
+    def _append(self, dim: str, value: Any, data: Mapping[str, Any], n: int,
+                grown: List[Any]) -> None:
+        f = self._f
         for name, v in data.items():
             arr = np.asarray(v)
             if name not in self._ds:
                 ds = self._create(dim, name, arr)
                 # a whole frame in one unfiltered chunk is written as it is
                 # (no conversion buffer; several times faster than ds[n] = arr)
-                raw = bool(arr.ndim) and self.compression is None and \
+                raw = bool(arr.ndim) and self.compression is None and not ds.fletcher32 and \
                     ds.chunks == (1,) + arr.shape
                 self._ds[name] = (ds, raw, ds.dtype)
             ds, raw, dtype = self._ds[name]
             ds.resize(n + 1, axis=0)
+            grown.append(ds)
             if raw and arr.dtype == dtype and arr.shape == ds.shape[1:]:
                 ds.id.write_direct_chunk((n,) + (0,) * arr.ndim,
                                          np.ascontiguousarray(arr).data)
@@ -573,6 +678,7 @@ class RunFile:
             self._ds[dim] = (ds, False, ds.dtype)
         ds = self._ds[dim][0]
         ds.resize(n + 1, axis=0)
+        grown.append(ds)
         ds[n] = value
         self._counts[dim] = n + 1
         f.flush()
@@ -639,6 +745,85 @@ class RunFile:
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         self.close(complete=kind is None)
+
+
+# ------------------------------------------------------------------ saving
+def _store(group: Any, arrays: Mapping[str, Any], h5py: Any) -> None:
+    """`arrays` as datasets of `group` (text as UTF-8 strings)."""
+    for name, value in arrays.items():
+        arr = np.asarray(value)
+        if arr.dtype.kind == "U":
+            group.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype())
+        else:
+            group.create_dataset(name, data=arr)
+
+
+def save_state(path: str, model: Any, state: Any, arrays: Mapping[str, Any]) -> None:
+    """Write a model's state as an HDF5 file, whole or not at all: a run
+    file of one frame (`state` at ``model.t``, the model's series,
+    parameters and coordinates, read back by :func:`open_run` and plain
+    h5py) whose group ``checkpoint`` holds `arrays`, the checkpoint's
+    entries as the ``.npz`` holds them (read back, bit for bit, by the
+    model's ``load``).
+
+    Parameters
+    ----------
+    path : str
+        The destination (``.h5`` or ``.hdf5``).
+    model : object
+        A model with ``_record_header()`` and ``_record_scalars()``.
+    state : numpy.ndarray
+        The frame.
+    arrays : mapping
+        The checkpoint's entries (:func:`nlsepy.common.files.checkpoint_arrays`).
+    """
+    h5py = require_h5py()
+    header = model._record_header()
+    scalars = model._record_scalars() if RECORD_SCALARS else {}
+    with atomic_path(path) as tmp:
+        rf = RunFile(tmp, header, "real")
+        try:
+            rf.append("t", float(model.t), {"psi": np.asarray(state), **scalars})
+        finally:
+            rf.close(True)
+        with h5py.File(tmp, "a") as f:
+            _store(f.create_group(HDF5_GROUP), arrays, h5py)
+
+
+def save_arrays(path: str, model: str, arrays: Mapping[str, Any],
+                attrs: Mapping[str, Any]) -> None:
+    """Write named arrays as an HDF5 file, whole or not at all: a run file
+    with no frames (root attributes ``format`` ``"nlsepy run"``, ``model``
+    and `attrs`; the arrays as datasets, parameters under ``/parameters``),
+    read back by :func:`open_run` and plain h5py.
+
+    Parameters
+    ----------
+    path : str
+        The destination (``.h5`` or ``.hdf5``).
+    model : str
+        The model's name.
+    arrays : mapping
+        name -> array; a name ``parameters/<p>`` goes to the group.
+    attrs : mapping
+        More root attributes (numbers, strings).
+    """
+    h5py = require_h5py()
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = "nlsepy run"
+            f.attrs["model"] = model
+            f.attrs["nlsepy_version"] = _version()
+            f.attrs["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds")
+            f.attrs["complete"] = True
+            for key, value in attrs.items():
+                f.attrs[key] = _attr_value(value)
+            params = f.create_group("parameters")
+            _store(params, {k.split("/", 1)[1]: v for k, v in arrays.items()
+                            if k.startswith("parameters/")}, h5py)
+            _store(f, {k: v for k, v in arrays.items() if not k.startswith("parameters/")},
+                   h5py)
 
 
 # ------------------------------------------------------------------ reading
@@ -708,51 +893,188 @@ def _read(path: Union[str, os.PathLike], frames: Any) -> Dict[str, Any]:
         f = h5py.File(spath, "r")
     except OSError as exc:
         raise ValueError(f"{spath}: not a readable HDF5 file ({exc})") from None
-    with f:
-        kind = _text(f.attrs.get("format"))
-        if kind == PART_FORMAT:
-            main = os.path.join(os.path.dirname(spath), str(_text(f.attrs.get("main_file"))))
-            raise ValueError(f"{spath}: one rank's part of the distributed run file {main!r}; "
-                             f"open that file")
-        if kind != "nlsepy run":
-            raise ValueError(f"{spath}: not an nlsepy run file (no 'format' attribute "
-                             f"'nlsepy run')")
-        attrs = {k: _text(v) for k, v in f.attrs.items()}
-        params: Dict[str, Any] = {}
-        if "parameters" in f:
-            g = f["parameters"]
-            for k, v in g.attrs.items():
-                v = _text(v)
-                params[k] = None if isinstance(v, str) and v == "None" else v
-            params.update({k: g[k][()] for k in g})
-        attrs["parameters"] = params
-        info: Dict[str, Dict[str, Any]] = {}
-        growing = {}
-        for name, ds in f.items():
-            if not isinstance(ds, h5py.Dataset):
-                continue
-            dims = tuple(d for d in _text(ds.attrs.get("dims", "")).split(",") if d)
-            info[name] = {"dims": dims, "coordinate": bool(ds.attrs.get("coordinate", False)),
-                          "attrs": {k: _text(v) for k, v in ds.attrs.items()
-                                    if k not in ("dims", "coordinate", "DIMENSION_LIST",
-                                                 "REFERENCE_LIST", "CLASS", "NAME")}}
-            if ds.maxshape and ds.maxshape[0] is None and info[name]["coordinate"]:
-                growing[name] = ds.shape[0]
-        for dim, n in _whole_in_parts(spath, f, h5py, growing).items():
-            growing[dim] = min(growing[dim], n)
-        for name, ds in f.items():
-            if name not in info:
-                continue
-            dims = info[name]["dims"]
-            if dims and dims[0] in growing and ds.maxshape[0] is None:
-                n = min(growing[dims[0]], ds.shape[0])  # whole entries only
-                info[name]["data"] = _take(ds, n, frames)
-            else:
-                info[name]["data"] = ds[()]
+    try:
+        with f:
+            return _read_open(spath, f, h5py, frames)
+    except (ValueError, FileNotFoundError) as exc:
+        if spath in str(exc):
+            raise
+        raise ValueError(f"{spath}: damaged run file ({type(exc).__name__}: {exc})") from None
+    except (KeyError, OSError, RuntimeError, TypeError, AttributeError) as exc:
+        # HDF5's own complaints (a missing object, a bad checksum, a chunk
+        # that cannot be read) say nothing of the file
+        what = " ".join(str(exc).split())[:300]
+        raise ValueError(f"{spath}: damaged run file ({type(exc).__name__}: {what})") from None
+
+
+def _read_open(spath: str, f: Any, h5py: Any, frames: Any) -> Dict[str, Any]:
+    """:func:`_read` of the open file `f`."""
+    kind = _text(f.attrs.get("format"))
+    if kind == PART_FORMAT:
+        main = os.path.join(os.path.dirname(spath), str(_text(f.attrs.get("main_file"))))
+        raise ValueError(f"{spath}: one rank's part of the distributed run file {main!r}; "
+                         f"open that file")
+    if kind != "nlsepy run":
+        raise ValueError(f"{spath}: not an nlsepy run file (no 'format' attribute "
+                         f"'nlsepy run')")
+    attrs = {k: _text(v) for k, v in f.attrs.items()}
+    params: Dict[str, Any] = {}
+    if "parameters" in f:
+        g = f["parameters"]
+        for k, v in g.attrs.items():
+            v = _text(v)
+            params[k] = None if isinstance(v, str) and v == "None" else v
+        params.update({k: g[k][()] for k in g})
+    attrs["parameters"] = params
+    info: Dict[str, Dict[str, Any]] = {}
+    growing = {}
+    for name, ds in f.items():
+        if not isinstance(ds, h5py.Dataset):
+            continue
+        dims = tuple(d for d in _text(ds.attrs.get("dims", "")).split(",") if d)
+        info[name] = {"dims": dims, "coordinate": bool(ds.attrs.get("coordinate", False)),
+                      "attrs": {k: _text(v) for k, v in ds.attrs.items()
+                                if k not in ("dims", "coordinate", "DIMENSION_LIST",
+                                             "REFERENCE_LIST", "CLASS", "NAME")}}
+        if ds.maxshape and ds.maxshape[0] is None and info[name]["coordinate"]:
+            growing[name] = ds.shape[0]
+    for dim, n in _whole_in_parts(spath, f, h5py, growing).items():
+        growing[dim] = min(growing[dim], n)
+    for name, ds in f.items():
+        if name not in info:
+            continue
+        dims = info[name]["dims"]
+        if ds.maxshape and ds.maxshape[0] is None and not info[name]["coordinate"]:
+            # a per-frame variable counts the entries of its coordinate,
+            # written last: none when the first entry never got one
+            n = min(growing.get(dims[0], 0) if dims else 0, ds.shape[0])
+            info[name]["data"] = _take(ds, n, frames)
+        elif dims and dims[0] in growing and ds.maxshape[0] is None:
+            n = min(growing[dims[0]], ds.shape[0])  # whole entries only
+            info[name]["data"] = _take(ds, n, frames)
+        else:
+            info[name]["data"] = ds[()]
     return {"attrs": attrs, "vars": info}
 
 
-def open_run(path: Union[str, os.PathLike], frames: Any = None) -> Any:
+class Run(dict):
+    """A run file's contents as :func:`nlsepy.open_run` returns them, with or
+    without xarray: a dict of NumPy arrays (every dataset by name) and
+    ``"attrs"``, whose entries are also attributes (``run.psi``, ``run.t``,
+    ``run.attrs``).
+
+    Attributes
+    ----------
+    attrs : dict
+        The file's attributes, a dict ``parameters`` (every parameter of the
+        model), ``dims`` (each array's axis names) and ``units_of`` (each
+        array's units).
+    dims : dict
+        ``attrs["dims"]``.
+    coords : tuple of str
+        The names of the coordinates (``t``, ``x``, ...); the other arrays
+        are the frames and the series over them.
+    """
+
+    def __init__(self, data: Mapping[str, Any], attrs: Mapping[str, Any],
+                 variables: Mapping[str, Dict[str, Any]]) -> None:
+        super().__init__(data)
+        self["attrs"] = dict(attrs)
+        self._variables = dict(variables)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"this run has no {name!r}; it has "
+                                 f"{', '.join(sorted(k for k in self if k != 'attrs'))} and "
+                                 f"attrs") from None
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | {k for k in self if k.isidentifier()})
+
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        """The file's attributes (see the class's docstring)."""
+        return self["attrs"]
+
+    @property
+    def dims(self) -> Dict[str, Tuple[str, ...]]:
+        """Each array's axis names."""
+        return self["attrs"]["dims"]
+
+    @property
+    def coords(self) -> Tuple[str, ...]:
+        """The names of the coordinate arrays."""
+        return tuple(n for n, v in self._variables.items() if v["coordinate"])
+
+    def to_xarray(self) -> Any:
+        """The same contents as an ``xarray.Dataset`` (needs xarray:
+        ``pip install xarray``): the frames (``psi`` over ``t`` and the
+        grid axes ``x``, ``y``, ``z``; over ``t`` and ``cell`` for DecGPE,
+        with the circumcentres as coordinates ``x``, ``y``, ``z`` along
+        ``cell``), the scalar series over ``t`` and the coordinates, each
+        with its ``units`` and ``long_name``; ``attrs`` the file's
+        attributes and ``parameters``.
+
+        Returns
+        -------
+        xarray.Dataset
+        """
+        try:
+            import xarray as xr
+        except ImportError as exc:  # optional dependency
+            raise ImportError("Run.to_xarray() needs xarray: pip install xarray") from exc
+        coords: Dict[str, Any] = {}
+        data_vars: Dict[str, Any] = {}
+        for name, v in self._variables.items():
+            data = self[name]
+            dims = v["dims"] or tuple(f"{name}_{q}" for q in range(np.ndim(data)))
+            item = (dims, data, v["attrs"])
+            if v["coordinate"]:
+                coords[name] = item
+            else:
+                data_vars[name] = item
+        attrs = {k: v for k, v in self.attrs.items() if k not in ("dims", "units_of")}
+        return xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in self.items() if k != "attrs")
+        return f"Run({self.attrs.get('model', '?')}: {shapes})"
+
+
+def _check_frames(frames: Any) -> Any:
+    """`frames` of :func:`open_run` as None, a slice or a list of ints;
+    TypeError for anything that is not one (a float would be truncated, a
+    list of bools read as 0 and 1)."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    if frames is None:
+        return None
+    if whole(frames):
+        return [int(frames)]
+    if isinstance(frames, slice):
+        for part in ("start", "stop", "step"):
+            v = getattr(frames, part)
+            if v is not None and not whole(v):
+                raise TypeError(f"frames: the slice's {part} must be an integer or None, got "
+                                f"{v!r}")
+        if frames.step == 0:
+            raise ValueError("frames: the slice's step must not be 0")
+        return frames
+    if isinstance(frames, (str, bytes, Mapping)) or not hasattr(frames, "__len__"):
+        raise TypeError(f"frames must be an integer, a slice or a sequence of integers, got "
+                        f"{type(frames).__name__}: {frames!r}")
+    arr = np.asarray(frames)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu") or \
+            (arr.size == 0 and arr.dtype.kind not in "iuf"):
+        raise TypeError(f"frames must be a sequence of integers (not floats or bools), got "
+                        f"{frames!r}")
+    return [int(v) for v in arr.tolist()]
+
+
+def open_run(path: Union[str, os.PathLike], frames: Any = None) -> Run:
     """Read a run file written by ``run(..., output=path)``.
 
     Parameters
@@ -767,15 +1089,15 @@ def open_run(path: Union[str, os.PathLike], frames: Any = None) -> Any:
 
     Returns
     -------
-    xarray.Dataset or dict
-        With xarray installed: a Dataset with the frames (``psi`` over
-        ``t`` and the grid axes ``x``, ``y``, ``z``; over ``t`` and
-        ``cell`` for DecGPE, with the circumcentres as coordinates ``x``,
-        ``y``, ``z`` along ``cell``), the scalar series over ``t`` and the
-        coordinates; ``attrs`` holds the file's attributes and a dict
-        ``parameters``.  Without xarray: a dict of NumPy arrays (every
-        dataset by name) and ``"attrs"``, the same attributes plus
-        ``"dims"``, each array's axis names.
+    Run
+        The same object with or without xarray: a dict of NumPy arrays
+        (every dataset by name: ``psi``, of shape ``(frames,) + grid``,
+        the coordinates ``t``, ``x``, ..., the scalar series ``norm``,
+        ``energy``, ...) and ``"attrs"`` (the file's attributes, a dict
+        ``parameters``, and ``dims``, each array's axis names), each also
+        an attribute (``run.psi``, ``run.attrs``).
+        ``run.to_xarray()`` gives them as an ``xarray.Dataset`` (needs
+        xarray).
 
     Raises
     ------
@@ -783,39 +1105,24 @@ def open_run(path: Union[str, os.PathLike], frames: Any = None) -> Any:
         h5py is not installed.
     FileNotFoundError
         No such file.
+    TypeError
+        `frames` is not an integer, a slice or a sequence of integers.
     ValueError
-        Not an HDF5 file written by nlsepy.
+        Not an HDF5 file written by nlsepy, or a damaged one (the message
+        names the file); a frame whose checksum does not match its bytes.
 
     Examples
     --------
     >>> run = nl.open_run("run.h5")                        # doctest: +SKIP
-    >>> run.psi.sel(t=2.0, method="nearest")               # doctest: +SKIP
+    >>> run.psi.shape, run.t[-1]                           # doctest: +SKIP
+    >>> run.to_xarray().psi.sel(t=2.0, method="nearest")   # doctest: +SKIP
     """
-    if isinstance(frames, (int, np.integer)) and not isinstance(frames, bool):
-        frames = [int(frames)]
+    frames = _check_frames(frames)
     d = _read(path, frames)
-    try:
-        import xarray as xr
-    except ImportError:
-        xr = None
-    info, attrs = d["vars"], d["attrs"]
-    if xr is None:
-        out: Dict[str, Any] = {name: v["data"] for name, v in info.items()}
-        attrs = dict(attrs)
-        attrs["dims"] = {name: v["dims"] for name, v in info.items()}
-        attrs["units_of"] = {name: v["attrs"].get("units", "") for name, v in info.items()}
-        out["attrs"] = attrs
-        return out
-    coords: Dict[str, Any] = {}
-    data_vars: Dict[str, Any] = {}
-    for name, v in info.items():
-        dims = v["dims"] or tuple(f"{name}_{q}" for q in range(np.ndim(v["data"])))
-        item = (dims, v["data"], v["attrs"])
-        if v["coordinate"]:
-            coords[name] = item
-        else:
-            data_vars[name] = item
-    return xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
+    info, attrs = d["vars"], dict(d["attrs"])
+    attrs["dims"] = {name: v["dims"] for name, v in info.items()}
+    attrs["units_of"] = {name: v["attrs"].get("units", "") for name, v in info.items()}
+    return Run({name: v.pop("data") for name, v in info.items()}, attrs, info)
 
 
 # ------------------------------------------------------- distributed runs

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from . import dist as _dist
+from . import files as _files
 from . import guard as _guard
 from . import hdf5 as _hdf5
 from . import plot
@@ -132,7 +133,19 @@ def plan_steps(t: float, t_end: float, dt: float) -> Tuple[int, float]:
 
 def chunk_bounds(nsteps: int, frames: int) -> List[int]:
     """Step indices that end each of `frames` nearly equal chunks of `nsteps`."""
-    return [(j * nsteps) // frames for j in range(frames + 1)]
+    return [chunk_bound(j, nsteps, frames) for j in range(frames + 1)]
+
+
+def chunk_bound(j: int, nsteps: int, frames: int) -> int:
+    """The step index that ends chunk `j` of `frames` nearly equal chunks of
+    `nsteps` (0 for ``j = 0``): :func:`chunk_bounds` one at a time, so a run
+    holds no list of them."""
+    return (j * nsteps) // frames
+
+
+#: bytes a kept snapshot costs besides its values (the array object, its
+#: entries in the frame lists, its time)
+FRAME_OVERHEAD = 256
 
 
 def run(model: Any, t_end: float, frames: int = 10,
@@ -193,6 +206,8 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames must be an integer >= 1, got {frames!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+    if checkpoint is not None:  # its format, from its ending, before any step
+        _files.save_format(checkpoint, "checkpoint")
     path = None if output is None else check_output(model, output, checkpoint)
     comm = getattr(model, "comm", None)
     if comm is not None:
@@ -202,7 +217,7 @@ def run(model: Any, t_end: float, frames: int = 10,
     if frames > nsteps:
         raise ValueError(f"frames={frames} exceeds the {nsteps} time steps to t_end={t_end:g}; "
                          f"ask for at most {nsteps} frames or a later t_end")
-    bounds = chunk_bounds(nsteps, frames)
+    _require_frames(model, _state_size(model), frames)  # arithmetic only, before any snapshot
     out = Frames(frame_grid(model))
     bar = None
     rec = None
@@ -212,14 +227,14 @@ def run(model: Any, t_end: float, frames: int = 10,
         if isinstance(first, Future):
             first = first.result()
         out.append(model.t, first)
-        _require_frames(model, first, frames)
+        _require_frames(model, first, frames)  # the snapshot's own size, when not foreseen
         if path is not None:
             with _guard.deferred_sigint():
                 rec = _hdf5.Recorder(model, path)
                 rec.frame(model.t, first)
         bar = progress_bar(progress, nsteps)
         for j in range(frames):
-            n = bounds[j + 1] - bounds[j]
+            n = chunk_bound(j + 1, nsteps, frames) - chunk_bound(j, nsteps, frames)
             # SIGINT is held until the chunk is booked and its frame taken
             # (and written to the output file)
             with _guard.deferred_sigint():
@@ -338,15 +353,40 @@ def close_output(rec: Any, complete: bool) -> None:
         pass
 
 
+def _state_size(model: Any) -> Any:
+    """What one snapshot of `model` will hold, from its shape and dtype
+    (``shape``, ``dtype`` and ``nbytes``, with no array made), or None when
+    the model does not say (its first snapshot is then measured)."""
+    shape = getattr(model, "_snapshot_shape", None)
+    shape = shape() if callable(shape) else None
+    dtype = getattr(model, "dtype", None)
+    if shape is None or dtype is None:
+        return None
+    try:
+        dtype = np.dtype(dtype)
+        shape = tuple(int(n) for n in shape)
+    except (TypeError, ValueError):
+        return None
+    return _Size(shape, dtype, dtype.itemsize * math.prod(shape))
+
+
+class _Size:
+    """The shape, dtype and bytes of a snapshot still to be taken."""
+
+    def __init__(self, shape: Tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
+        self.shape, self.dtype, self.nbytes = shape, dtype, nbytes
+
+
 def _require_frames(model: Any, state: Any, frames: int) -> None:
     """Raise MemoryError before the first step when the `frames` snapshots
-    still to come (of the size of `state`) do not fit in host memory."""
+    still to come (of the size of `state`, each with
+    :data:`FRAME_OVERHEAD`) do not fit in host memory."""
     nbytes = getattr(state, "nbytes", None)
     if not nbytes:
         return
     shape = getattr(state, "shape", "?")
     dtype = getattr(state, "dtype", "?")
     _guard.require_memory(
-        frames * int(nbytes),
+        frames * (int(nbytes) + FRAME_OVERHEAD),
         f"{type(model).__name__}.run(frames={frames}), keeping {frames + 1} snapshots of shape "
         f"{shape} ({dtype}, {_guard.format_bytes(nbytes)} each),")

@@ -37,6 +37,7 @@ from . import backend as _backend
 from . import dist as _dist
 from . import files as _files
 from . import guard as _guard
+from . import hdf5 as _hdf5
 from . import runner
 from .checks import real
 from .errors import BlowUpError
@@ -107,9 +108,9 @@ class TimeStepper(Parametrised):
     def _use_dt(self, dt: float) -> None:
         """Give the handle step `dt`, rebasing the clock when it changes."""
         if dt != self._solver_dt:
+            self._solver.set_dt(dt)  # first: a refusal leaves the clock as it was
             self._t_base = self.t
             self._k = 0
-            self._solver.set_dt(dt)
             self._solver_dt = dt
 
     def _clock(self) -> Dict[str, Any]:
@@ -164,6 +165,15 @@ class TimeStepper(Parametrised):
 
     def _snapshot(self) -> Any:
         return self.psi
+
+    def _snapshot_shape(self) -> Optional[Tuple[int, ...]]:
+        """The shape of one snapshot, known without taking one (a run checks
+        the memory its frames take from it before any is made), or None:
+        then the first snapshot is measured."""
+        shape = getattr(self, "shape", None)
+        if self._comm is not None or shape is None:
+            return None
+        return tuple(shape)
 
     def step(self, n: int = 1) -> Any:
         """Advance `n` steps of size :attr:`dt`.
@@ -271,25 +281,47 @@ class TimeStepper(Parametrised):
         return self._solver.layout
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """Write a checkpoint (``.npz``), whole or not at all.
+        """Write a checkpoint, whole or not at all, in the format the file's
+        ending names: ``.npz`` (a NumPy archive) or ``.h5`` / ``.hdf5``
+        (HDF5, needs h5py: a run file of one frame, the current state, that
+        :func:`nlsepy.open_run` and plain h5py read, with the checkpoint's
+        entries in its group ``checkpoint``).
 
-        The file holds the state, every parameter and the counters (time,
+        Either file holds the state, every parameter and the counters (time,
         steps), so that :meth:`load` followed by stepping gives, bit for bit,
         what this solver gives by stepping on.  A distributed solver
-        (collective) writes one part per rank beside `path`
-        (``<stem>.partRRRRofNNNN.npz``, its rows) and the index `path`,
-        which :meth:`load` reads with any number of ranks or one process.
+        (collective) writes ``.npz`` files only: one part per rank beside
+        `path` (``<stem>.partRRRRofNNNN.npz``, its rows) and the index
+        `path`, which :meth:`load` reads with any number of ranks or one
+        process.  A symbolic link is written through; a destination that is
+        not a regular file (a device, a FIFO) is refused.
 
         Parameters
         ----------
         path : path-like
-            Destination file.
+            Destination file, ending in ``.npz``, ``.h5`` or ``.hdf5``.
+
+        Raises
+        ------
+        ValueError
+            Another ending (the message names the path and the endings
+            accepted); a destination that is not a regular file.
+        ImportError
+            ``.h5`` without h5py.
         """
+        kind = self._agree(lambda: _files.save_format(path))
         slabs, scalars = self._checkpoint()
         if self._comm is not None:
+            if kind != "npz":
+                raise ValueError(f"path = {os.fspath(path)!r}: a distributed solver writes its "
+                                 f"checkpoint as .npz parts; name an .npz file")
             _dist.save_parts(os.fspath(path), self._MODEL, self._layout_of(), slabs, **scalars)
             return
-        _files.save_checkpoint(path, self._MODEL, **slabs, **scalars)
+        if kind == "npz":
+            _files.save_checkpoint(path, self._MODEL, **slabs, **scalars)
+            return
+        arrays = _files.checkpoint_arrays(self._MODEL, **slabs, **scalars)
+        _hdf5.save_state(os.fspath(path), self, self.psi, arrays)
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], backend: str = "auto",

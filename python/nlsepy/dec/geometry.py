@@ -131,10 +131,13 @@ class Cells:
         """max over blocks of the trap at each cell of the block, shape (C,)."""
         out = np.zeros(self.cells_per_block)
         cen = self._block.centres * self.spacing
-        for q in range(3):
-            ends = self._origin[q] + np.array([0, self.blocks[q] - 1]) * self._edge[q]
-            x = ends[:, None] + cen[None, :, q]
-            out += 0.5 * self.trap[q] ** 2 * np.max(x ** 2, axis=0)
+        # beyond double range the bound becomes 0, which the solver refuses
+        # naming spacing and centre (DecGPE._checked_bound)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for q in range(3):
+                ends = self._origin[q] + np.array([0, self.blocks[q] - 1]) * self._edge[q]
+                x = ends[:, None] + cen[None, :, q]
+                out += 0.5 * np.float64(self.trap[q]) ** 2 * np.max(x ** 2, axis=0)
         return out
 
     def _stability_bound(self) -> float:

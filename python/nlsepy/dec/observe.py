@@ -13,6 +13,11 @@ from ..common import dist as _dist
 __all__ = ["Observables"]
 
 
+
+#: the largest distance from the centre along an axis that density_at takes
+#: (its squares, summed over three axes, stay finite doubles)
+MAX_DISTANCE = 1e150
+
 class Observables:
     """The observables of :class:`nlsepy.DecGPE` (a base of that class: its
     methods use the solver's state, cells and communicator)."""
@@ -136,6 +141,14 @@ class Observables:
             pts = np.asarray(points, dtype=float)
             if pts.shape[-1:] != (3,):
                 raise ValueError(f"points must have shape (..., 3), got {pts.shape}")
+            # the nearest-neighbour search squares the distances: farther
+            # than this from the centre they overflow and no cell is found
+            far = np.abs(pts - np.asarray(self.centre)) if pts.size else np.zeros(1)
+            if not np.all(np.isfinite(far)) or far.max() > MAX_DISTANCE:
+                bad = pts.reshape(-1, 3)[~np.all(far.reshape(-1, 3) <= MAX_DISTANCE, axis=1)]
+                raise ValueError(f"points must be finite and within {MAX_DISTANCE:g} of the "
+                                 f"centre {self.centre} along each axis, got {bad[0].tolist()} "
+                                 f"(and {len(bad) - 1} more)")
             if self._tree is None:
                 try:
                     from scipy.spatial import cKDTree

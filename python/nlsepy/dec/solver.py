@@ -24,6 +24,7 @@ plus one halo layer per neighbour (:mod:`nlsepy.dec.dist`).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -50,6 +51,10 @@ __all__ = ["DecGPE", "DT_SAFETY"]
 
 #: fraction of the stability bound of eq. 11 used when dt is not given
 DT_SAFETY = 0.8
+
+#: the spacings a grid may have: its cell volumes (h^3) and the Laplacian's
+#: weights (1/h^2) stay finite, normal doubles
+SPACING_RANGE = (1e-100, 1e100)
 
 
 
@@ -195,7 +200,7 @@ class DecGPE(Cells, Observables, TimeStepper):
             raise ValueError("psi_prev needs psi0")
         if self._comm is None:
             self._params(grid, blocks, spacing, g, trap, V, bc, centre, dtype, force, backend)
-            self._max_dt = self._stability_bound()
+            self._max_dt = self._checked_bound(self._stability_bound())
             self._make_solver(dt)
             if psi0 is not None:
                 self.set_state(psi0, psi_prev)
@@ -206,7 +211,8 @@ class DecGPE(Cells, Observables, TimeStepper):
         # every rank checks its part; one rank's bad input is every rank's error
         _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
                                                      centre, dtype, force, backend))
-        self._max_dt = self._stability_bound()  # collective: the largest over the ranks
+        # collective: the largest over the ranks
+        self._max_dt = self._checked_bound(self._stability_bound())
         states = _dist.agree(self._comm, lambda: self._make_solver(dt, psi0, psi_prev))
         self._solver.connect()  # collective: the reduction table
         self._solver.set_potential(self._V)
@@ -219,6 +225,10 @@ class DecGPE(Cells, Observables, TimeStepper):
         self._grid = _grids._grid_name(grid)
         self._blocks = _blocks(blocks)
         self._spacing = _real("spacing", spacing, positive=True)
+        if not SPACING_RANGE[0] <= self._spacing <= SPACING_RANGE[1]:
+            raise ValueError(f"spacing must lie between {SPACING_RANGE[0]:g} and "
+                             f"{SPACING_RANGE[1]:g} (the cell volumes h^3 and the Laplacian's "
+                             f"weights 1/h^2 must be finite doubles), got {spacing!r}")
         self._g = _real("g", g)
         self._trap = (0.0, 0.0, 0.0) if trap is None else _triple("trap", trap)
         if not isinstance(bc, str) or bc.lower() not in _BCS:
@@ -246,6 +256,9 @@ class DecGPE(Cells, Observables, TimeStepper):
         self._edge = np.asarray(blk.edge, float) * h
         self._box = tuple(float(x) for x in self._edge * np.asarray(self.blocks))
         self._origin = np.asarray(self.centre) - 0.5 * np.asarray(self.box)
+        if not np.all(np.isfinite(self._origin)):
+            raise ValueError(f"centre = {centre!r} with spacing = {spacing!r} puts the domain "
+                             f"beyond the range of doubles")
         C = blk.cells
         self._n = C * int(np.prod(self.blocks))
         # the block table with the spacing applied: w = |F| / (2 |E*| |B|)
@@ -258,6 +271,17 @@ class DecGPE(Cells, Observables, TimeStepper):
         self._volumes: Optional[np.ndarray] = None
         if V is not None:
             self._V = self._potential_array(V)
+
+    def _checked_bound(self, bound: float) -> float:
+        """The stability bound of eq. 11, refused when the trap's potential
+        over the domain is beyond double range (the bound is then 0 and no
+        time step could be made)."""
+        if math.isfinite(bound) and bound > 0:
+            return bound
+        raise ValueError(f"spacing = {self.spacing!r} and centre = {self.centre!r} with trap = "
+                         f"{self.trap!r} make the trap's potential over the domain exceed the "
+                         f"range of doubles (the stability bound of eq. 11 is {bound!r}); use a "
+                         f"smaller spacing, a centre nearer the trap's or a weaker trap")
 
     def _handle(self, layers: int) -> Any:
         """The C handle of the grid with `layers` layers of blocks along z."""
@@ -365,14 +389,19 @@ class DecGPE(Cells, Observables, TimeStepper):
     def V(self, value: Any) -> None:
         new = self._agree(lambda: None if value is None else self._potential_array(value))
         old = self._V
-        self._V = new
-        bound = self._stability_bound()  # collective when distributed
-        if self._dt > bound and not self._force:
+        self._V = new  # the bound is computed from self._V
+        try:
+            bound = self._stability_bound()  # collective when distributed
+            if self._dt > bound and not self._force:
+                raise ValueError(f"with this V the stability bound of eq. 11 is {bound:g}, "
+                                 f"below dt={self._dt:g}; lower dt first or make the solver "
+                                 f"with force=True")
+            # the C layer may still refuse it (a step under way in another
+            # thread, a value that overflows complex64): then nothing changes
+            self._solver.set_potential(new)
+        except BaseException:
             self._V = old
-            raise ValueError(f"with this V the stability bound of eq. 11 is {bound:g}, below "
-                             f"dt={self._dt:g}; lower dt first or make the solver with "
-                             f"force=True")
-        self._solver.set_potential(new)
+            raise
         self._max_dt = bound
 
     # -------------------------------------------------------------- stepping

@@ -208,7 +208,6 @@ class Blocks:
             self._require_frames(nchunks + 1)
             out = runner.Frames(self._frame_grid())
         bar = runner.progress_bar(progress, steps)
-        bounds = runner.chunk_bounds(steps, nchunks)
         rec = None
         done = False
         with _guard.deferred_sigint():
@@ -219,7 +218,9 @@ class Blocks:
                     rec = Recorder(self, path, time=mode)
                     rec.frame(self._record_at(mode), out._s[-1] if out is not None else self.psi)
                 for j in range(nchunks):
-                    n = bounds[j + 1] - bounds[j]
+                    # one bound at a time: no list of nchunks + 1 of them
+                    n = runner.chunk_bound(j + 1, steps, nchunks) - \
+                        runner.chunk_bound(j, steps, nchunks)
                     self._run(mode, n, self._dt, ramp,
                               on_block=None if bar is None else bar.update)
                     if out is not None:

@@ -9,7 +9,8 @@ NSTP (g and gdd ramp from 0), NPAS and NRUN (real time: g and gdd multiplied
 by GPAR and GDDPAR first).  Outputs, named and laid out as the published
 programs write them (docs/DBEC_FILES.md): the summary (``OUTPUT.txt``, the
 layout of source listing 3.11), the rms table (``RMSOUT.txt``), the real-time
-dynamics (``DYNAOUT.txt``, every OUTSTPT iterations), the density files of
+dynamics (``DYNAOUT.txt``, after iterations 1, 1 + OUTSTPT, ..., labelled from
+0), the density files of
 INITOUT, NSTPOUT, NPASOUT and NRUNOUT (``NAME.bin`` and its sections); and
 nlsepy's own: integrated densities as text (``FINALOUT``) and the full
 complex state (``PSIOUT``, an ``.npz`` that an input may name as ``INPUT``).
@@ -39,7 +40,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common import dist as _dist
-from ..common.files import Key, load_checkpoint
+from ..common.files import Key, check_npz, load_checkpoint
 from ..common.guard import require_memory
 from ..common.outputs import OutputSet, check_name
 from .solver import DipolarGPE, Obstacle
@@ -153,7 +154,8 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     lines: Dict[str, int] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (written by some Windows editors) is dropped
+        with open(path, encoding="utf-8-sig") as fh:
             text_lines = fh.read().splitlines()
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a DBEC-GP input file (not UTF-8 text: {exc.reason} at "
@@ -338,6 +340,10 @@ def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
     if os.path.getsize(src) == 0 or not zipfile.is_zipfile(src):
         raise InputError(f"{bad} (empty, truncated or another kind of file)")
     try:
+        check_npz(src)
+    except ValueError as exc:
+        raise InputError(f"{where}: INPUT {exc}") from None
+    try:
         with np.load(src) as d:  # plain arrays only (NumPy's default)
             tagged = "_format" in d.files
             if not tagged:
@@ -346,7 +352,8 @@ def _read_state(src: str, where: str, shape: Tuple[int, ...]) -> np.ndarray:
                 psi = d["psi"]
     except InputError:
         raise
-    except (ValueError, KeyError, EOFError, OSError, zipfile.BadZipFile) as exc:
+    except (ValueError, KeyError, EOFError, OSError, zipfile.BadZipFile, NotImplementedError,
+            MemoryError) as exc:
         msg = " ".join(str(exc).split())[:200]
         if "Object arrays" in msg:
             msg = "it holds Python objects, which nlsepy never reads"
@@ -714,8 +721,10 @@ def _dyna_line(t: float, r: float, rms: Sequence[float]) -> str:
 def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float, option: int,
            lines: Optional[List[str]], progress: bool = False, per_call: bool = False) -> int:
     """`n` steps of `mode` (``"imag"`` or ``"real"``) from iteration `done`
-    of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after every
-    iteration that is a multiple of `every` (time ``iteration * dt * option``).
+    of the DYNAOUT clock; with `lines`, a DYNAOUT row appended after
+    iterations 1, 1 + `every`, 1 + 2 `every`, ..., labelled
+    ``(iteration - 1) * dt * option``: the published programs' time column,
+    which counts from 0 and whose first row holds the state after one step.
 
     The rows' moments (<x_a^2> per axis) are recorded by the stepping calls
     themselves, from the pass that ends each step (from what it leaves in
@@ -737,22 +746,31 @@ def _stage(gpe: DipolarGPE, mode: str, n: int, done: int, every: int, dt: float,
     if per_call or not gpe._can_record():
         end = done + n
         while done < end:
-            k = min(every - done % every, end - done)
+            row = _next_row(done, every)
+            k = min(row - done, end - done)
             advance(k)
             done += k
-            if done % every == 0:
+            if done == row:
                 r, rms = _rms(gpe)
-                lines.append(_dyna_line(done * dt * option, r, rms))
+                lines.append(_dyna_line((done - 1) * dt * option, r, rms))
         return done
+    # a row after iteration i when (i - 1) % every == 0: the recording's step
+    # count runs every - 1 ahead of the iterations
     rows = gpe._steps_recording("imaginary" if mode == "imag" else "real", n, every,
-                                done % every, progress=progress)
-    lines.extend(_dyna_lines(rows, (done // every + 1) * every, every, dt, option))
+                                (done + every - 1) % every, progress=progress)
+    lines.extend(_dyna_lines(rows, _next_row(done, every) - 1, every, dt, option))
     return done + n
+
+
+def _next_row(done: int, every: int) -> int:
+    """The first iteration after `done` that ends with a DYNAOUT row: the
+    smallest i > `done` with (i - 1) a multiple of `every`."""
+    return -(-done // every) * every + 1
 
 
 def _dyna_lines(rows: np.ndarray, first: int, every: int, dt: float, option: int) -> List[str]:
     """The DYNAOUT rows of recorded moments (``norm, <x_a^2>...`` per row),
-    the first at iteration `first`, then every `every`: the values of
+    the first labelled `first` iterations, then every `every`: the values of
     :func:`_dyna_line` (the same operations in the same order), formatted
     with one ``%`` per row (a GPU run writes a row every 0.2 ms)."""
     if len(rows) == 0:
@@ -792,6 +810,9 @@ def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str,
         for suffix in suffixes:
             names[f"FINALOUT:{suffix}"] = cfg["FINALOUT"] + suffix
     names["PSIOUT"] = cfg.get("PSIOUT", f"{tag}-psi.npz")
+    if not names["PSIOUT"].lower().endswith(".npz"):  # the checkpoint INPUT reads back
+        raise InputError(f"{_where(cfg, 'PSIOUT')}: key PSIOUT must name an .npz file (the "
+                         f"state as a checkpoint), got {names['PSIOUT']!r}")
     return names
 
 

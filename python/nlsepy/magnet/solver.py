@@ -31,6 +31,7 @@ from ..common import checks as _validate
 from ..common import guard as _guard
 from ..common.errors import BlowUpError
 from ..common.params import Param, Replaceable, Sealed
+from ..common.results import Results
 from . import memory as _memory
 from . import plot as _plot
 from . import post
@@ -165,7 +166,7 @@ class MagnetSolution:
         return _plot.magnet(self, n_turns=n_turns, **kwargs)
 
 
-class CoaxialMagnet(Sealed, Replaceable):
+class CoaxialMagnet(Results, Sealed, Replaceable):
     """The magnet-design Laplace problem of source 002 on an r-z grid.
 
     Solvers: geometric multigrid (alone or preconditioning BiCGSTAB) and the
@@ -203,6 +204,8 @@ class CoaxialMagnet(Sealed, Replaceable):
     """
 
     _MODEL = "CoaxialMagnet"
+    #: what makes the result that plot() and save() use
+    _RESULT_CALL = "solve()"
     _SEALED_ADVICE = "mag.replace(...) makes a new magnet"
     #: what the refusal of a parameter advises where ``mag.replace(name=...)`` does not fit
     _HINTS = {"dr": "mag.replace(h=(dr, dz))", "dz": "mag.replace(h=(dr, dz))",
@@ -552,7 +555,7 @@ class CoaxialMagnet(Sealed, Replaceable):
             warnings.warn(f"{method} stopped after max_iter = {max_iter} iterations at "
                           f"||r||/||f|| = {book['res']:.3g} > tol = {tol:g}", ConvergenceWarning,
                           stacklevel=3)
-        return self._solution(solver, hist, book, seconds, method, omega)
+        return self._keep(self._solution(solver, hist, book, seconds, method, omega))
 
     def _solution(self, solver: Any, hist: List[np.ndarray], book: Dict[str, Any],
                   seconds: float, method: str, omega: Optional[float],

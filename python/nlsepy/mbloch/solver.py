@@ -36,6 +36,7 @@ from ..common import backend as _backend
 from ..common import checks as _validate
 from ..common import dist as _dist
 from ..common.params import Param, Replaceable, Sealed
+from ..common.results import Results
 from ..reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
 from . import checks as _checks
@@ -50,7 +51,7 @@ __all__ = ["MaxwellBloch", "MaxwellBlochResult", "LINES", "franck_condon", "sech
            "area_theorem"]
 
 
-class MaxwellBloch(Sealed, Replaceable):
+class MaxwellBloch(Results, Sealed, Replaceable):
     """Maxwell-Bloch propagation of multimode pulses through an inhomogeneously
     broadened ensemble of multi-level atoms (source 004, eqs. 1-6, algorithms 1-2).
 
@@ -132,6 +133,8 @@ class MaxwellBloch(Sealed, Replaceable):
     """
 
     _MODEL = "MaxwellBloch"
+    #: what makes the result that plot() and save() use
+    _RESULT_CALL = "run()"
     _SEALED_ADVICE = "mb.replace(...) makes a new model"
     #: what the refusal of a parameter advises where ``mb.replace(name=...)`` does not fit
     _HINTS = {"detunings": "mb.replace(line=(detunings, weights))",
@@ -449,7 +452,7 @@ class MaxwellBloch(Sealed, Replaceable):
                                "full_map": bool(full_map), "populations": bool(populations),
                                "euler_substeps": euler_substeps, "fields0": eps0})
         try:
-            return march.march(progress)
+            return self._keep(march.march(progress))
         finally:
             self._partial = march.partial  # set when Ctrl-C stopped the run
 

@@ -1,0 +1,156 @@
+"""One API for saving and plotting: every model has ``save(path)``, whose
+format the file's ending chooses (``.npz`` or ``.h5``/``.hdf5``, any other
+refused), and ``plot()``; ``load`` reads back, bit for bit, what ``save``
+wrote in either format, and ``nl.open_run`` and plain h5py read the HDF5
+files."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+MODELS = ("NLSE", "DipolarGPE", "DecGPE", "CoaxialMagnet", "MaxwellBloch")
+
+
+def nlse():
+    x = np.linspace(-4, 4, 48)
+    sim = nl.NLSE((np.exp(-x ** 2) * np.exp(0.7j * x)).astype(complex), 0.1, bc="periodic",
+                  V=0.1 * x ** 2, backend="cpu")
+    sim.step(7)
+    return sim
+
+
+def dipolar():
+    gpe = nl.DipolarGPE((10, 8, 8), 0.5, 0.01, g=5.0, gdd=2.0, trap=(1.0, 1.2, 1.4),
+                        backend="cpu")
+    gpe.imaginary_time(4)
+    gpe.real_time(3)
+    return gpe
+
+
+def dec():
+    sim = nl.DecGPE("bcc", 3, g=1.0, trap=1.0, backend="cpu")
+    sim.psi = (np.exp(-np.sum(sim.positions ** 2, axis=1)) *
+               np.exp(0.3j * sim.positions[:, 0])).astype(complex)
+    sim.step(5)
+    return sim
+
+
+def magnet():
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=1e-3)
+    mag.solve("rbsor", tol=1e-6)
+    return mag
+
+
+def mbloch():
+    mb = nl.MaxwellBloch(h_t=0.05, n_t=81, line=("gaussian", 1.0), n_atoms=6)
+    mb.run(nl.mbloch.sech_pulse(mb.t, 1.0, 2.0, area=np.pi), h_z=0.1, n_z=3)
+    return mb
+
+
+MAKE = {"NLSE": nlse, "DipolarGPE": dipolar, "DecGPE": dec, "CoaxialMagnet": magnet,
+        "MaxwellBloch": mbloch}
+STEPPERS = ("NLSE", "DipolarGPE", "DecGPE")
+
+
+def test_every_model_has_plot_and_save():
+    for name in MODELS:
+        cls = getattr(nl, name)
+        assert callable(getattr(cls, "plot", None)), name
+        assert callable(getattr(cls, "save", None)), name
+
+
+def advance(sim, n):
+    (getattr(sim, "real_time", None) or sim.step)(n)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".h5", ".hdf5"])
+@pytest.mark.parametrize("name", STEPPERS)
+def test_load_reads_what_save_wrote_bit_for_bit(tmp_path, name, suffix):
+    sim = MAKE[name]()
+    path = tmp_path / f"state{suffix}"
+    sim.save(path)
+    back = type(sim).load(path, backend="cpu")
+    assert np.array_equal(back.psi, sim.psi) and back.psi.dtype == sim.psi.dtype
+    assert back.t == sim.t
+    assert (back.V is None and sim.V is None) or np.array_equal(back.V, sim.V)
+    advance(sim, 3)
+    advance(back, 3)
+    assert np.array_equal(back.psi, sim.psi) and back.t == sim.t
+
+
+@pytest.mark.parametrize("name", STEPPERS)
+def test_h5_save_is_a_run_file_of_one_frame(tmp_path, name):
+    h5py = pytest.importorskip("h5py")
+    sim = MAKE[name]()
+    sim.save(tmp_path / "state.h5")
+    run = nl.open_run(tmp_path / "state.h5")
+    assert run.attrs["model"] == name and run.attrs["complete"] is True
+    assert run.psi.shape == (1,) + sim.psi.shape
+    assert np.array_equal(run.psi[0], sim.psi) and run.t.tolist() == [sim.t]
+    with h5py.File(tmp_path / "state.h5", "r") as f:  # plain h5py reads it too
+        assert np.array_equal(f["psi"][0], sim.psi)
+        assert str(f["checkpoint"]["_model"].asstr()[()]) == name
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("bad", ["state.txt", "state", "state.npy", "state.h5.bak"])
+def test_save_refuses_an_ending_it_does_not_write(tmp_path, name, bad):
+    sim = MAKE[name]()
+    with pytest.raises(ValueError) as exc:
+        sim.save(tmp_path / bad)
+    msg = str(exc.value)
+    assert bad in msg and ".npz" in msg and ".h5" in msg
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["CoaxialMagnet", "MaxwellBloch"])
+def test_result_models_save_their_last_result(tmp_path, name):
+    h5py = pytest.importorskip("h5py")
+    model = MAKE[name]()
+    result = model._last_result
+    big = "phi" if name == "CoaxialMagnet" else "fields"
+    model.save(tmp_path / "r.npz")
+    with np.load(tmp_path / "r.npz") as d:
+        assert str(d["_model"]) == name
+        assert np.array_equal(d[big], getattr(result, big), equal_nan=True)
+    model.save(tmp_path / "r.h5")
+    run = nl.open_run(tmp_path / "r.h5")
+    assert run.attrs["model"] == name
+    assert np.array_equal(run[big], getattr(result, big), equal_nan=True)
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        assert np.array_equal(f[big][()], getattr(result, big), equal_nan=True)
+        assert "parameters" in f
+
+
+@pytest.mark.parametrize("name", ["CoaxialMagnet", "MaxwellBloch"])
+def test_result_models_need_a_result_to_plot_or_save(tmp_path, name):
+    model = (nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05) if name == "CoaxialMagnet" else
+             nl.MaxwellBloch(h_t=0.05, n_t=81, n_atoms=6))
+    for call in (model.plot, lambda: model.save(tmp_path / "r.npz")):
+        with pytest.raises(RuntimeError, match="first"):
+            call()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_model_plots(tmp_path, name):
+    pytest.importorskip("matplotlib")
+    model = MAKE[name]()
+    fig = model.plot(path=tmp_path / "fig.png")
+    assert fig.axes and os.path.getsize(tmp_path / "fig.png") > 0
+
+
+def test_h5_without_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
+    sim = nlse()
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py fails
+    with pytest.raises(ImportError, match=r"h5py.*pip install 'nlsepy\[hdf5\]'"):
+        sim.save(tmp_path / "state.h5")
+    assert os.listdir(tmp_path) == []
+    sim.save(tmp_path / "state.npz")  # the other format needs nothing more
+    assert np.array_equal(nl.NLSE.load(tmp_path / "state.npz").psi, sim.psi)
