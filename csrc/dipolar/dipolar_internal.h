@@ -89,6 +89,9 @@ struct dipolar_slab {
     void *pen;              /* x pencils (n0, nj, n2) of the state, complex */
     void *spec;             /* x pencils (n0, nj, n2/2+1) of the spectrum  */
     void *fplan[4];         /* rows r2c, rows c2r, x forward, x backward   */
+                            /* (the x plans on one block of DIPOLAR_XBLOCK lines) */
+    void *xwork;            /* per thread one block of x lines, complex    */
+    int xwork_threads;      /* threads xwork has room for                  */
     /* the x solve by substructuring: */
     void *ext;              /* (ni + 2, n1, n2) complex: halo, own rows,   */
                             /* halo; the state lives in it from row 1     */
@@ -141,8 +144,9 @@ typedef struct {
     double dipolar_spike_apply_##sfx(REAL *psi, const REAL *y, size_t ni, size_t lanes, int vals, \
                                      const double *v, const double *w, const double *coef,        \
                                      struct nlse_dipolar *s, int want);                           \
-    int dipolar_slab_plans_##sfx(struct nlse_dipolar *s, void *spec, size_t n0, size_t nj,        \
-                                 void *pl[4]);                                                    \
+    int dipolar_slab_plans_##sfx(struct nlse_dipolar *s, void *work, size_t n0, void *pl[4]);   \
+    void dipolar_slab_xconv_##sfx(void *spec, const void *kern, size_t n0, size_t lines,          \
+                                  void *pf, void *pb, void *work);                                \
     void dipolar_slab_free_plans_##sfx(void *pl[4]);                                              \
     void dipolar_fft_execute_##sfx(void *plan);                                                   \
     void dipolar_slab_kernel_##sfx(void *spec, const void *kern, size_t m);
@@ -184,6 +188,10 @@ static inline double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t
 {
     return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
 }
+
+/* Lines along x a slab's spectrum transforms at once, in one thread's
+ * buffer (dipolar_slab_xconv): 16 complex values a row of the block. */
+#define DIPOLAR_XBLOCK 16
 
 /* Create (dipolar.c): the whole grid (slab NULL), or the slab `slab`
  * (collective; taken over, freed on failure); p checked. */

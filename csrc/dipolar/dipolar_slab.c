@@ -135,9 +135,13 @@ int dipolar_slab_agree(struct nlse_dipolar *s, int st, int *any_complex)
     return NLSE_OK;
 }
 
+static int ensure_xwork(struct nlse_dipolar *s);
+
 int dipolar_slab_begin(struct nlse_dipolar *s, int st, int complex_needed)
 {
     int any_complex = 0;
+    if (!st && s->dens) /* the threads may have grown since the last call */
+        st = ensure_xwork(s);
     st = dipolar_slab_agree(s, st, &any_complex);
     if (!st && (any_complex || complex_needed) && s->is_real) {
         /* the transposes move the same kind of values everywhere */
@@ -218,6 +222,7 @@ void dipolar_slab_free(struct nlse_dipolar *s)
         return;
     free_plans(s);
     fftw_free(S->spec);
+    fftw_free(S->xwork);
     free(S->tbuf);
     free(S->pen);
     free(S->ext);
@@ -245,9 +250,10 @@ size_t dipolar_slab_memory(const struct nlse_dipolar *s)
     else /* the state inside the local systems' buffer, the top halo row; the
             lines' ends of every rank */
         b += 2 * (S->ni + 3) * lanes * rs + (8 + 4 * (size_t)S->size) * lanes * sizeof(double);
-    if (S->spec) /* the spectrum's pencils, and the packing buffer they need */
+    if (S->spec) /* the spectrum's pencils and the packing buffer they need */
         b += 2 * S->n0 * S->nj * (s->n[2] / 2 + 1) * rs +
              (S->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE ? 0 : s->n[0] * s->n[1] * s->nlp * rs);
+    b += (size_t)S->xwork_threads * 2 * S->n0 * DIPOLAR_XBLOCK * rs; /* the x blocks */
     return b;
 }
 
@@ -275,16 +281,20 @@ static void transpose_counts(const struct dipolar_slab *S, size_t *slab, size_t 
 /* Between the slab (ni rows of n1 lines of `line` bytes at `slab`) and the
  * packing buffer, where rank r's y rows of every local x row lie together
  * in rank order (displacements disp, in lines): into the buffer (`in`) or
- * out of it. */
-static void pack(struct nlse_dipolar *s, char *slab, size_t line, const size_t *disp, int in)
+ * out of it.  This rank's own block goes straight to (or comes straight
+ * from) its place in the pencils `pen`, at line pdisp, and is left out of
+ * the all-to-all (counts c1, c2 of this rank set to 0). */
+static void pack(struct nlse_dipolar *s, char *slab, size_t line, const size_t *disp, int in,
+                 char *pen, size_t pdisp)
 {
     struct dipolar_slab *S = s->slab;
-    const size_t P = (size_t)S->size, ni = S->ni, n1 = s->n[1];
+    const size_t P = (size_t)S->size, ni = S->ni, n1 = s->n[1], me = (size_t)S->rank;
     char *buf = (char *)S->tbuf;
 #pragma omp parallel for NLSE_THREADS schedule(static) collapse(2) if (ni * n1 * line > 262144)
     for (ptrdiff_t r = 0; r < (ptrdiff_t)P; ++r)
         for (ptrdiff_t i = 0; i < (ptrdiff_t)ni; ++i) {
-            char *b = buf + (disp[r] + (size_t)i * S->yc[r]) * line;
+            char *b = ((size_t)r == me ? pen + pdisp * line : buf + disp[r] * line) +
+                      (size_t)i * S->yc[r] * line;
             char *a = slab + ((size_t)i * n1 + S->ys[r]) * line;
             memcpy(in ? b : a, in ? a : b, S->yc[r] * line);
         }
@@ -296,23 +306,26 @@ static void pack(struct nlse_dipolar *s, char *slab, size_t line, const size_t *
 static int to_pencils(struct nlse_dipolar *s, char *src, size_t line, char *pen)
 {
     struct dipolar_slab *S = s->slab;
-    const size_t P = (size_t)S->size;
+    const size_t P = (size_t)S->size, me = (size_t)S->rank;
     size_t *sc = S->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P;
     transpose_counts(S, sc, rc);
-    pack(s, src, line, sd, 1);
+    pack(s, src, line, sd, 1, pen, rd[me]);
+    sc[me] = rc[me] = 0;
     return S->comm->alltoallv(S->comm->ctx, line, S->tbuf, sc, sd, pen, rc, rd);
 }
 
 /* Pencils -> slab: the reverse of to_pencils. */
-static int from_pencils(struct nlse_dipolar *s, const char *pen, size_t line, char *dst)
+static int from_pencils(struct nlse_dipolar *s, char *pen, size_t line, char *dst)
 {
     struct dipolar_slab *S = s->slab;
-    const size_t P = (size_t)S->size;
+    const size_t P = (size_t)S->size, me = (size_t)S->rank;
     size_t *sc = S->cnt, *sd = sc + P, *rc = sd + P, *rd = rc + P;
     transpose_counts(S, rc, sc);
+    const size_t own = sd[me];
+    sc[me] = rc[me] = 0;
     int st = S->comm->alltoallv(S->comm->ctx, line, pen, sc, sd, S->tbuf, rc, rd);
     if (!st)
-        pack(s, dst, line, rd, 0);
+        pack(s, dst, line, rd, 0, pen, own);
     return st;
 }
 
@@ -368,11 +381,30 @@ static int make_plans(struct nlse_dipolar *s)
     int st;
     dipolar_fftw_threads_init();
 #pragma omp critical(nlsepy_fftw)
-    st = single(s) ? dipolar_slab_plans_f(s, S->spec, S->n0, S->nj, S->fplan)
-                   : dipolar_slab_plans_d(s, S->spec, S->n0, S->nj, S->fplan);
+    st = single(s) ? dipolar_slab_plans_f(s, S->xwork, S->n0, S->fplan)
+                   : dipolar_slab_plans_d(s, S->xwork, S->n0, S->fplan);
     s->plan_f = S->fplan[0]; /* the solver's "dipolar term is on" */
     s->plan_b = S->fplan[1];
     return st;
+}
+
+/* Room in xwork for every thread's block of x lines (zeroed: the lanes
+ * past the last line hold finite values). */
+static int ensure_xwork(struct nlse_dipolar *s)
+{
+    struct dipolar_slab *S = s->slab;
+    const int nt = s->nthreads > 0 ? s->nthreads : 1;
+    if (S->xwork && S->xwork_threads >= nt)
+        return NLSE_OK;
+    const size_t bytes = (size_t)nt * 2 * S->n0 * DIPOLAR_XBLOCK * rsize(s);
+    void *w = fftw_malloc(bytes);
+    if (!w)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for %d threads' x transforms", nt);
+    memset(w, 0, bytes); /* fftw_malloc's alignment, as the block the plans were made on */
+    fftw_free(S->xwork);
+    S->xwork = w;
+    S->xwork_threads = nt;
+    return NLSE_OK;
 }
 
 int dipolar_slab_enable(struct nlse_dipolar *s)
@@ -386,11 +418,15 @@ int dipolar_slab_enable(struct nlse_dipolar *s)
         s->dens = fftw_malloc(s->n[0] * s->n[1] * s->nlp * rs);
     if (!s->kern)
         s->kern = malloc((s->nk ? s->nk : 1) * rs);
-    if (!S->spec)
+    /* one rank: its slab is the whole spectrum's x pencils, nothing moves */
+    const int moves = S->size > 1;
+    if (moves && !S->spec)
         S->spec = fftw_malloc((S->nj ? 2 * S->n0 * S->nj * nh : 2) * rs);
-    if (!S->tbuf) /* the spectrum's packing (the x solve's when it transposes) */
+    if (moves && !S->tbuf) /* the spectrum's packing (the x solve's when it transposes) */
         S->tbuf = malloc(s->n[0] * s->n[1] * s->nlp * rs);
-    if (!s->dens || !s->kern || !S->spec || !S->tbuf)
+    if (!st)
+        st = ensure_xwork(s);
+    if (!s->dens || !s->kern || (moves && (!S->spec || !S->tbuf)))
         st = nlse_fail(NLSE_ERR_NOMEM, "out of memory for the dipolar buffers of a slab of %zu "
                        "points", s->N);
     if ((st = dipolar_slab_agree(s, st, NULL)))
@@ -416,23 +452,22 @@ int dipolar_slab_convolve(struct nlse_dipolar *s)
 {
     struct dipolar_slab *S = s->slab;
     const size_t line = s->nlp * rsize(s); /* nz/2 + 1 complex values */
+    const int moves = S->size > 1; /* one rank: the slab is the pencils */
+    void *spec = moves ? S->spec : s->dens;
     const double t0 = now();
     execute(s, S->fplan[0]);
     double t = now();
-    int st = to_pencils(s, (char *)s->dens, line, (char *)S->spec);
+    int st = moves ? to_pencils(s, (char *)s->dens, line, (char *)spec) : NLSE_OK;
     S->tm[3] += now() - t;
     if (st)
         return st;
-    if (S->nj) {
-        execute(s, S->fplan[2]);
-        if (single(s))
-            dipolar_slab_kernel_f(S->spec, s->kern, s->nk);
-        else
-            dipolar_slab_kernel_d(S->spec, s->kern, s->nk);
-        execute(s, S->fplan[3]);
-    }
+    const size_t lines = S->nj * (s->n[2] / 2 + 1);
+    if (single(s))
+        dipolar_slab_xconv_f(spec, s->kern, S->n0, lines, S->fplan[2], S->fplan[3], S->xwork);
+    else
+        dipolar_slab_xconv_d(spec, s->kern, S->n0, lines, S->fplan[2], S->fplan[3], S->xwork);
     t = now();
-    st = from_pencils(s, (const char *)S->spec, line, (char *)s->dens);
+    st = moves ? from_pencils(s, (char *)spec, line, (char *)s->dens) : NLSE_OK;
     S->tm[3] += now() - t;
     if (st)
         return st;
@@ -563,7 +598,7 @@ static int solve_x(struct nlse_dipolar *s, int mode, int want)
     else
         dipolar_solve_x_pencils_d(s, mode, S->pen, S->n0, S->nj, 0);
     t = now();
-    st = from_pencils(s, (const char *)S->pen, line, (char *)s->psi);
+    st = from_pencils(s, (char *)S->pen, line, (char *)s->psi);
     S->tm[1] += now() - t;
     return st;
 }
