@@ -20,7 +20,7 @@ PIP    := $(PY) -m pip -q --disable-pip-version-check
 # what every target needs: a C toolchain, CMake and FFTW
 DEBS   := build-essential pkg-config cmake libfftw3-dev
 # the MPI layer (nlsepy._mpi) and its tests under mpirun: `make mpi`, `make test`
-MPI_DEBS := libopenmpi-dev openmpi-bin libfftw3-mpi-dev
+MPI_DEBS := libopenmpi-dev openmpi-bin
 # `make demo`: the build, the run and its figure
 DEMO_DEPS := numpy scikit-build-core matplotlib tqdm
 # `make test`: the suite's own needs (HDF5 runs, SciPy oracles, the wheel test)
