@@ -318,32 +318,9 @@ def load_checkpoint(path: Union[str, os.PathLike], model: str,
         raise _bad(spath, "is not an nlsepy checkpoint (not an .npz archive; truncated or "
                           "another kind of file)")
     check_npz(spath)
-    out: Dict[str, Any] = {}
     try:
         with np.load(spath) as d:  # plain arrays only (NumPy's default)
-            names = set(d.files)
-            if "_format" not in names:
-                raise _bad(spath, "is an .npz archive but not an nlsepy checkpoint (no "
-                                  "format tag)")
-            tag = d["_format"]
-            if tag.dtype.kind != "U" or str(tag) != FORMAT:
-                raise _bad(spath, f"has format tag {str(tag)!r}, not {FORMAT!r}")
-            version = d["_version"] if "_version" in names else None
-            if version is None or version.dtype.kind not in "iu" or version.ndim != 0:
-                raise _bad(spath, "has no valid format version")
-            if int(version) > VERSION:
-                raise _bad(spath, f"is of checkpoint version {int(version)}; this nlsepy "
-                                  f"reads up to version {VERSION} (upgrade nlsepy)")
-            got = str(d["_model"]) if "_model" in names else "?"
-            if got != model:
-                raise _bad(spath, f"is a checkpoint of {got}, not of {model}; load it with "
-                                  f"nl.{got}.load")
-            for name, key in keys.items():
-                if name not in names:
-                    if key.optional:
-                        continue
-                    raise _bad(spath, f"lacks the entry {name!r}")
-                out[name] = _check_key(spath, name, d[name], key)
+            out = _entries(spath, model, keys, set(d.files), d.__getitem__, "an .npz archive")
     except ValueError as exc:
         if str(exc).startswith(spath):
             raise
@@ -353,6 +330,36 @@ def load_checkpoint(path: Union[str, os.PathLike], model: str,
     except (zipfile.BadZipFile, EOFError, OSError, KeyError, NotImplementedError,
             MemoryError) as exc:
         raise _bad(spath, f"is damaged or truncated ({type(exc).__name__}: {exc})") from None
+    return out
+
+
+def _entries(spath: str, model: str, keys: Mapping[str, Key], names: set,
+             entry: Callable[[str], np.ndarray], what: str) -> Dict[str, Any]:
+    """The checked entries of a checkpoint whose entry names are `names` and
+    whose arrays ``entry(name)`` gives (an ``.npz`` archive or the group of
+    an HDF5 file, `what`): its format tag, version and model first."""
+    if "_format" not in names:
+        raise _bad(spath, f"is {what} but not an nlsepy checkpoint (no format tag)")
+    tag = entry("_format")
+    if tag.dtype.kind != "U" or str(tag) != FORMAT:
+        raise _bad(spath, f"has format tag {str(tag)!r}, not {FORMAT!r}")
+    version = entry("_version") if "_version" in names else None
+    if version is None or version.dtype.kind not in "iu" or version.ndim != 0:
+        raise _bad(spath, "has no valid format version")
+    if int(version) > VERSION:
+        raise _bad(spath, f"is of checkpoint version {int(version)}; this nlsepy "
+                          f"reads up to version {VERSION} (upgrade nlsepy)")
+    got = str(entry("_model")) if "_model" in names else "?"
+    if got != model:
+        raise _bad(spath, f"is a checkpoint of {got}, not of {model}; load it with "
+                          f"nl.{got}.load")
+    out: Dict[str, Any] = {}
+    for name, key in keys.items():
+        if name not in names:
+            if key.optional:
+                continue
+            raise _bad(spath, f"lacks the entry {name!r}")
+        out[name] = _check_key(spath, name, entry(name), key)
     return out
 
 
@@ -370,7 +377,6 @@ def _load_hdf5(spath: str, model: str, keys: Mapping[str, Key]) -> Dict[str, Any
     except ImportError as exc:  # optional dependency
         raise ImportError(f"reading the HDF5 checkpoint {spath!r} needs h5py: pip install "
                           f"'nlsepy[hdf5]'") from exc
-    out: Dict[str, Any] = {}
     try:
         with h5py.File(spath, "r") as f:
             group = f.get(HDF5_GROUP)
@@ -385,26 +391,8 @@ def _load_hdf5(spath: str, model: str, keys: Mapping[str, Key]) -> Dict[str, Any
                     return np.array(text if isinstance(text, str) else list(text))
                 return np.asarray(ds[()])
 
-            names = set(group.keys())
-            tag = entry("_format") if "_format" in names else None
-            if tag is None or tag.dtype.kind != "U" or str(tag) != FORMAT:
-                raise _bad(spath, f"has no format tag {FORMAT!r} in its group {HDF5_GROUP!r}")
-            version = entry("_version") if "_version" in names else None
-            if version is None or version.dtype.kind not in "iu" or version.ndim != 0:
-                raise _bad(spath, "has no valid format version")
-            if int(version) > VERSION:
-                raise _bad(spath, f"is of checkpoint version {int(version)}; this nlsepy "
-                                  f"reads up to version {VERSION} (upgrade nlsepy)")
-            got = str(entry("_model")) if "_model" in names else "?"
-            if got != model:
-                raise _bad(spath, f"is a checkpoint of {got}, not of {model}; load it with "
-                                  f"nl.{got}.load")
-            for name, key in keys.items():
-                if name not in names:
-                    if key.optional:
-                        continue
-                    raise _bad(spath, f"lacks the entry {name!r}")
-                out[name] = _check_key(spath, name, entry(name), key)
+            out = _entries(spath, model, keys, set(group.keys()), entry,
+                           f"an HDF5 file (group {HDF5_GROUP!r})")
     except ValueError as exc:
         if str(exc).startswith(spath):
             raise
