@@ -132,31 +132,6 @@ static void make_kernel(struct nlse_dipolar *s)
                 put(s, s->kern, ((size_t)i * n1 + j) * nh + k, dipolar_kernel_value(&s->p, &L, (size_t)i, j, k) * invN);
 }
 
-#ifdef NLSEPY_FFTW_THREADED
-static int fftw_state = 0;
-#endif
-
-int dipolar_fftw_threads_init(void)
-{
-#ifdef NLSEPY_FFTW_THREADED
-    int ok;
-#pragma omp critical(nlsepy_fftw)
-    {
-        if (fftw_state == 0) {
-            fftw_state = (fftw_init_threads() && fftwf_init_threads()) ? 1 : -1;
-            if (fftw_state == 1) {
-                fftw_make_planner_thread_safe();
-                fftwf_make_planner_thread_safe();
-            }
-        }
-        ok = fftw_state == 1;
-    }
-    return ok;
-#else
-    return 1;
-#endif
-}
-
 static int make_plans(struct nlse_dipolar *s)
 {
     int st;
@@ -350,7 +325,10 @@ nomem:
     return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-point grid", s->N);
 }
 
-int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab, nlse_dipolar **out)
+/* Create: the whole grid (slab NULL), or the slab `slab` (collective; taken
+ * over, freed on failure); p checked. */
+static int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab,
+                          nlse_dipolar **out)
 {
     struct nlse_dipolar *s = (struct nlse_dipolar *)calloc(1, sizeof *s);
     if (!s) {
@@ -379,6 +357,38 @@ int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab, nlse
     gaussian_state(s);
     *out = s;
     return NLSE_OK;
+}
+
+int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
+                             const size_t *xcount, const size_t *ycount, const nlse_comm *comm,
+                             nlse_dipolar **out)
+{
+    if (!p || !xcount || !ycount || !comm || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_create: NULL argument");
+    *out = NULL;
+    int st = dipolar_check_params(p);
+    if (!st)
+        st = dipolar_check_slab(p, rank, size, xcount, ycount);
+    if (st)
+        return st; /* the same arguments on every rank: the same answer, before any message */
+    struct dipolar_slab *S = dipolar_slab_new(p, rank, size, xcount, ycount, comm);
+    /* every rank learns whether one failed, and the x solve: the highest
+     * choice of any rank */
+    double v[2] = {S == NULL, S ? S->tune.xsolve : 0};
+    if ((st = comm->max(comm->ctx, v, 2)) || !S || v[0] != 0) {
+        if (S) {
+            struct nlse_dipolar bare;
+            memset(&bare, 0, sizeof bare);
+            bare.slab = S;
+            dipolar_slab_free(&bare);
+        }
+        if (st)
+            return st;
+        return S ? nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed")
+                 : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    }
+    S->xsolve = (int)v[1];
+    return dipolar_create(p, S, out);
 }
 
 int nlse_dipolar_create(const nlse_dipolar_params *p, nlse_dipolar **out)
@@ -547,10 +557,10 @@ static int step_once(struct nlse_dipolar *s, const dipolar_step_args *a, double 
  * every rank returns, all with the same kind of state). */
 static int begin(struct nlse_dipolar *s, int complex_needed)
 {
-    int st = ensure_scratch(s);
-    if (s->slab)
-        return dipolar_slab_begin(s, st, complex_needed);
-    if (!st && complex_needed)
+    int st = ensure_scratch(s), any_complex = 0;
+    if (s->slab) /* the transposes move the same kind of values everywhere */
+        st = dipolar_slab_begin(s, st, &any_complex);
+    if (!st && (complex_needed || any_complex))
         promote(s);
     return st;
 }

@@ -193,16 +193,16 @@ static inline double dipolar_obstacle_amp(const struct nlse_dipolar *s, double t
  * buffer (dipolar_slab_xconv): 16 complex values a row of the block. */
 #define DIPOLAR_XBLOCK 16
 
-/* Create (dipolar.c): the whole grid (slab NULL), or the slab `slab`
- * (collective; taken over, freed on failure); p checked. */
-int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab, struct nlse_dipolar **out);
-
 /* The slab plan's parts of the one solver's entry points (dipolar_slab.c):
  * every one collective but free, memory and obstacle. */
 void dipolar_slab_free(struct nlse_dipolar *s);
 int dipolar_slab_alloc(struct nlse_dipolar *s);      /* the state and the x solve's buffers */
 int dipolar_slab_agree(struct nlse_dipolar *s, int st, int *any_complex);
-int dipolar_slab_begin(struct nlse_dipolar *s, int st, int complex_needed);
+int dipolar_slab_begin(struct nlse_dipolar *s, int st, int *any_complex);
+/* A slab's layout and switches (no buffers yet), or NULL: out of memory. */
+struct dipolar_slab *dipolar_slab_new(const nlse_dipolar_params *p, int rank, int size,
+                                      const size_t *xcount, const size_t *ycount,
+                                      const nlse_comm *comm);
 int dipolar_slab_enable(struct nlse_dipolar *s);     /* the dipolar term's buffers and plans */
 int dipolar_slab_convolve(struct nlse_dipolar *s);   /* dens <- V_dd * dens */
 int dipolar_slab_norm(struct nlse_dipolar *s, int want, double *nrm);
@@ -217,7 +217,7 @@ static inline size_t dipolar_axis_len(const struct nlse_dipolar *s, int q)
     return q == 0 && s->slab ? s->slab->n0 : s->n[q];
 }
 
-/* FFTW's threads, set up once (dipolar.c). */
+/* FFTW's threads, set up once (dipolar_kernels.c). */
 int dipolar_fftw_threads_init(void);
 
 /* n real values of precision `dtype` as complex ones (dipolar.c): into

@@ -35,6 +35,32 @@
 #define DIPOLAR_CLONES
 #endif
 
+/* FFTW's threads, set up once per process (dipolar_internal.h). */
+#ifdef NLSEPY_FFTW_THREADED
+static int fftw_state = 0;
+#endif
+
+int dipolar_fftw_threads_init(void)
+{
+#ifdef NLSEPY_FFTW_THREADED
+    int ok;
+#pragma omp critical(nlsepy_fftw)
+    {
+        if (fftw_state == 0) {
+            fftw_state = (fftw_init_threads() && fftwf_init_threads()) ? 1 : -1;
+            if (fftw_state == 1) {
+                fftw_make_planner_thread_safe();
+                fftwf_make_planner_thread_safe();
+            }
+        }
+        ok = fftw_state == 1;
+    }
+    return ok;
+#else
+    return 1;
+#endif
+}
+
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 

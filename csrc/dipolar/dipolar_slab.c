@@ -51,7 +51,7 @@ static double now(void)
 /* the layout and agreement between ranks                             */
 /* ------------------------------------------------------------------ */
 
-static struct dipolar_slab *new_slab(const nlse_dipolar_params *p, int rank, int size,
+struct dipolar_slab *dipolar_slab_new(const nlse_dipolar_params *p, int rank, int size,
                                      const size_t *xcount, const size_t *ycount,
                                      const nlse_comm *comm)
 {
@@ -88,37 +88,6 @@ static struct dipolar_slab *new_slab(const nlse_dipolar_params *p, int rank, int
     return S;
 }
 
-int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
-                             const size_t *xcount, const size_t *ycount, const nlse_comm *comm,
-                             nlse_dipolar **out)
-{
-    if (!p || !xcount || !ycount || !comm || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dipolar_slab_create: NULL argument");
-    *out = NULL;
-    int st = dipolar_check_params(p);
-    if (!st)
-        st = dipolar_check_slab(p, rank, size, xcount, ycount);
-    if (st)
-        return st; /* the same arguments on every rank: the same answer, before any message */
-    struct dipolar_slab *S = new_slab(p, rank, size, xcount, ycount, comm);
-    /* every rank learns whether one failed, and the x solve: the highest
-     * choice of any rank */
-    double v[2] = {S == NULL, S ? S->tune.xsolve : 0};
-    if ((st = comm->max(comm->ctx, v, 2)) || !S || v[0] != 0) {
-        if (S) {
-            free(S->xc);
-            free(S->cnt);
-            free(S);
-        }
-        if (st)
-            return st;
-        return S ? nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed")
-                 : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    }
-    S->xsolve = (int)v[1];
-    return dipolar_create(p, S, out);
-}
-
 int dipolar_slab_agree(struct nlse_dipolar *s, int st, int *any_complex)
 {
     const nlse_comm *c = s->slab->comm;
@@ -137,18 +106,11 @@ int dipolar_slab_agree(struct nlse_dipolar *s, int st, int *any_complex)
 
 static int ensure_xwork(struct nlse_dipolar *s);
 
-int dipolar_slab_begin(struct nlse_dipolar *s, int st, int complex_needed)
+int dipolar_slab_begin(struct nlse_dipolar *s, int st, int *any_complex)
 {
-    int any_complex = 0;
     if (!st && s->dens) /* the threads may have grown since the last call */
         st = ensure_xwork(s);
-    st = dipolar_slab_agree(s, st, &any_complex);
-    if (!st && (any_complex || complex_needed) && s->is_real) {
-        /* the transposes move the same kind of values everywhere */
-        dipolar_promote_real(s->psi, s->N, s->p.dtype);
-        s->is_real = 0;
-    }
-    return st;
+    return dipolar_slab_agree(s, st, any_complex);
 }
 
 /* x summed over the ranks in rank order (n values in place). */
