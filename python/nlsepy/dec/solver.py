@@ -58,6 +58,28 @@ SPACING_RANGE = (1e-100, 1e100)
 
 
 
+def _spacing(value: Any) -> float:
+    """The grid spacing, checked: positive and in :data:`SPACING_RANGE`."""
+    h = _real("spacing", value, positive=True)
+    if not SPACING_RANGE[0] <= h <= SPACING_RANGE[1]:
+        raise ValueError(f"spacing must lie between {SPACING_RANGE[0]:g} and "
+                         f"{SPACING_RANGE[1]:g} (the cell volumes h^3 and the Laplacian's "
+                         f"weights 1/h^2 must be finite doubles), got {value!r}")
+    return h
+
+
+def _checked_bound(bound: float, spacing: float, centre: Any, trap: Any) -> float:
+    """The stability bound of eq. 11, refused when the trap's potential over
+    the domain is beyond double range (the bound is then 0 and no time step
+    could be made)."""
+    if math.isfinite(bound) and bound > 0:
+        return bound
+    raise ValueError(f"spacing = {spacing!r} and centre = {centre!r} with trap = {trap!r} make "
+                     f"the trap's potential over the domain exceed the range of doubles (the "
+                     f"stability bound of eq. 11 is {bound!r}); use a smaller spacing, a centre "
+                     f"nearer the trap's or a weaker trap")
+
+
 def _blocks(value: Any) -> Tuple[int, int, int]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (value,) * 3
@@ -200,7 +222,7 @@ class DecGPE(Cells, Observables, TimeStepper):
             raise ValueError("psi_prev needs psi0")
         if self._comm is None:
             self._params(grid, blocks, spacing, g, trap, V, bc, centre, dtype, force, backend)
-            self._max_dt = self._checked_bound(self._stability_bound())
+            self._max_dt = self._bound()
             self._make_solver(dt)
             if psi0 is not None:
                 self.set_state(psi0, psi_prev)
@@ -212,7 +234,7 @@ class DecGPE(Cells, Observables, TimeStepper):
         _dist.agree(self._comm, lambda: self._params(grid, blocks, spacing, g, trap, V, bc,
                                                      centre, dtype, force, backend))
         # collective: the largest over the ranks
-        self._max_dt = self._checked_bound(self._stability_bound())
+        self._max_dt = self._bound()
         states = _dist.agree(self._comm, lambda: self._make_solver(dt, psi0, psi_prev))
         self._solver.connect()  # collective: the reduction table
         self._solver.set_potential(self._V)
@@ -224,11 +246,7 @@ class DecGPE(Cells, Observables, TimeStepper):
         potential (no collective calls)."""
         self._grid = _grids._grid_name(grid)
         self._blocks = _blocks(blocks)
-        self._spacing = _real("spacing", spacing, positive=True)
-        if not SPACING_RANGE[0] <= self._spacing <= SPACING_RANGE[1]:
-            raise ValueError(f"spacing must lie between {SPACING_RANGE[0]:g} and "
-                             f"{SPACING_RANGE[1]:g} (the cell volumes h^3 and the Laplacian's "
-                             f"weights 1/h^2 must be finite doubles), got {spacing!r}")
+        self._spacing = _spacing(spacing)
         self._g = _real("g", g)
         self._trap = (0.0, 0.0, 0.0) if trap is None else _triple("trap", trap)
         if not isinstance(bc, str) or bc.lower() not in _BCS:
@@ -272,16 +290,8 @@ class DecGPE(Cells, Observables, TimeStepper):
         if V is not None:
             self._V = self._potential_array(V)
 
-    def _checked_bound(self, bound: float) -> float:
-        """The stability bound of eq. 11, refused when the trap's potential
-        over the domain is beyond double range (the bound is then 0 and no
-        time step could be made)."""
-        if math.isfinite(bound) and bound > 0:
-            return bound
-        raise ValueError(f"spacing = {self.spacing!r} and centre = {self.centre!r} with trap = "
-                         f"{self.trap!r} make the trap's potential over the domain exceed the "
-                         f"range of doubles (the stability bound of eq. 11 is {bound!r}); use a "
-                         f"smaller spacing, a centre nearer the trap's or a weaker trap")
+    def _bound(self) -> float:
+        return _checked_bound(self._stability_bound(), self.spacing, self.centre, self.trap)
 
     def _handle(self, layers: int) -> Any:
         """The C handle of the grid with `layers` layers of blocks along z."""
