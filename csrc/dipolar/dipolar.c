@@ -325,6 +325,15 @@ nomem:
     return nlse_fail(NLSE_ERR_NOMEM, "out of memory for a %zu-point grid", s->N);
 }
 
+/* A slab plan not (or no longer) attached to a solver, freed (NULL: none). */
+static void discard_slab(struct dipolar_slab *slab)
+{
+    struct nlse_dipolar bare;
+    memset(&bare, 0, sizeof bare);
+    bare.slab = slab;
+    dipolar_slab_free(&bare);
+}
+
 /* Create: the whole grid (slab NULL), or the slab `slab` (collective; taken
  * over, freed on failure); p checked. */
 static int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *slab,
@@ -332,10 +341,7 @@ static int dipolar_create(const nlse_dipolar_params *p, struct dipolar_slab *sla
 {
     struct nlse_dipolar *s = (struct nlse_dipolar *)calloc(1, sizeof *s);
     if (!s) {
-        struct nlse_dipolar bare;
-        memset(&bare, 0, sizeof bare);
-        bare.slab = slab;
-        dipolar_slab_free(&bare);
+        discard_slab(slab);
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     }
     s->slab = slab;
@@ -376,12 +382,7 @@ int nlse_dipolar_slab_create(const nlse_dipolar_params *p, int rank, int size,
      * choice of any rank */
     double v[2] = {S == NULL, S ? S->tune.xsolve : 0};
     if ((st = comm->max(comm->ctx, v, 2)) || !S || v[0] != 0) {
-        if (S) {
-            struct nlse_dipolar bare;
-            memset(&bare, 0, sizeof bare);
-            bare.slab = S;
-            dipolar_slab_free(&bare);
-        }
+        discard_slab(S);
         if (st)
             return st;
         return S ? nlse_fail(NLSE_ERR_INTERNAL, NLSE_DIPOLAR_PEER " another rank failed")
@@ -638,8 +639,6 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
     nlse_parallel_memcpy(s->backup, s->psi, bytes);
     const double g_start = s->g, gdd_start = s->gdd;
     const int want = s->plan_f != NULL && (s->gdd != 0 || dgdd != 0);
-    struct timespec t_start;
-    clock_gettime(CLOCK_MONOTONIC, &t_start);
     if (s->slab)
         memset(s->slab->tm, 0, sizeof s->slab->tm);
     double nrm;
@@ -648,8 +647,8 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
     if (!(nrm > 0) || !isfinite(nrm))
         return nlse_fail(nrm == 0 ? NLSE_ERR_VALUE : NLSE_ERR_BLOWUP,
                          nrm == 0 ? "the state is zero everywhere" : "the state is not finite");
-    if (!s->slab) /* the whole grid's clock starts after the first norm */
-        clock_gettime(CLOCK_MONOTONIC, &t_start);
+    struct timespec t_start; /* the steps' clock, from after the first norm */
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
     dipolar_step_args a;
     a.mode = mode;
     a.dt = s->p.dt;

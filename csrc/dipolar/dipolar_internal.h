@@ -148,8 +148,7 @@ typedef struct {
     void dipolar_slab_xconv_##sfx(void *spec, const void *kern, size_t n0, size_t lines,          \
                                   void *pf, void *pb, void *work);                                \
     void dipolar_slab_free_plans_##sfx(void *pl[4]);                                              \
-    void dipolar_fft_execute_##sfx(void *plan);                                                   \
-    void dipolar_slab_kernel_##sfx(void *spec, const void *kern, size_t m);
+    void dipolar_fft_execute_##sfx(void *plan);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
