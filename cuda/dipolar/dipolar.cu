@@ -148,12 +148,15 @@ static int make_cn(nlse_dipolar *s, int q)
 
 /* The rotating frame's tables (dipolar_rot_line) of both sweeps and modes
  * for the current dt and w, in one buffer each: am, ap (a value a line),
- * alpha, gamma (n values a line), complex. */
+ * alpha, gamma (n values a line), complex.  A slab's x sweep has lines of
+ * every x row (it solves on pencils); its y sweep a line per own x row. */
 static int make_rot(nlse_dipolar *s)
 {
     for (int sw = 0; sw < 2; ++sw) {
         const int q = s->rq[sw], o = s->rq[1 - sw];
-        const size_t n = s->L.n[q], lines = s->L.n[o], vals = 2 * lines * (n + 1);
+        const size_t n = q == 0 ? s->n0_all : s->L.n[q], lines = s->L.n[o];
+        const size_t vals = 2 * lines * (n + 1), r0 = o == 0 ? s->row0 : 0;
+        const size_t all = o == 0 ? s->n0_all : lines;
         double *t = (double *)malloc(2 * (vals + 2 * n) * sizeof(double));
         if (!t)
             return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the rotating frame's tables");
@@ -162,7 +165,7 @@ static int make_rot(nlse_dipolar *s)
         int st = NLSE_OK;
         for (int m = 0; m < 2 && !st; ++m) {
             for (size_t l = 0; l < lines; ++l) {
-                const double xo = dipolar_coord(l, lines, s->L.h[o]);
+                const double xo = dipolar_coord(r0 + l, all, s->L.h[o]);
                 const double c = sw ? s->rot * xo : -s->rot * xo; /* -w y on x, w x on y */
                 double am[2], ap[2];
                 dipolar_rot_line(r, s->p.dt * c / (4.0 * s->L.h[q]), m, n, am, ap, line,
@@ -192,9 +195,6 @@ extern "C" int nlse_dipolar_set_rotation(nlse_dipolar *s, double w)
     CKS(dipolar_check_rotation(&s->p, w));
     if (w == s->rot)
         return NLSE_OK;
-    if (s->dist && w != 0)
-        return nlse_fail(NLSE_ERR_VALUE, "the rotating frame (omega != 0) runs on one GPU or on "
-                                         "CPU ranks, not on the GPU ranks of a distributed run");
     const double w0 = s->rot;
     s->rot = w;
     int st = w != 0 ? make_rot(s) : NLSE_OK;
@@ -550,15 +550,13 @@ static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step,
     int parts = 0;
     const int last_z = n0 == 1 && n1 == 1; /* 1D: the z solve ends the step */
     /* the rotating frame's sweeps (a complex state: promoted at the call) */
-    const int rot = s->rot != 0 && sizeof(V) == 2 * sizeof(T);
-    typedef typename Vec2<T>::T T2;
-    T2 *pz = (T2 *)psi;
+    const int rot = s->rot != 0;
     /* 1) H1 + the solve along the contiguous axis (dipolar_zsolve.cu), or
      *    for lines too long for a warp, H1 alone and one thread a line */
     if (rot && s->rq[1] == 2) { /* 2d-xy: x (axis 1), then y (axis 2), as on the CPU */
         CKS((dipolar_h1<T, V>(s, psi, G, a)));
-        CKS(dipolar_rot_lanes<T>(s, pz, G, 0, real_time, 1, n1, out, false, &parts));
-        CKS(dipolar_rot_lanes<T>(s, pz, G, 1, real_time, 2, n2, out, true, &parts));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 0, real_time, 1, n1, out, false, &parts, 0)));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 1, real_time, 2, n2, out, true, &parts, 0)));
         dipolar_norm(s, parts, step, rec);
         CK(cudaGetLastError());
         return NLSE_OK;
@@ -570,12 +568,12 @@ static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step,
     }
     /* 2) axis 1 (the last one in 2D) */
     if (n1 >= 3 && rot) /* 3d: y */
-        CKS(dipolar_rot_lanes<T>(s, pz, G, 1, real_time, 1, n1, out, false, &parts));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 1, real_time, 1, n1, out, false, &parts, 0)));
     else if (n1 >= 3)
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[1], 1, n1, out, n0 == 1, &parts)));
     /* 3) axis 0 (3D) */
     if (n0 >= 3 && rot)
-        CKS(dipolar_rot_lanes<T>(s, pz, G, 0, real_time, 0, n0, out, true, &parts));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 0, real_time, 0, n0, out, true, &parts, 0)));
     else if (n0 >= 3)
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[0], 0, n0, out, true, &parts)));
     dipolar_norm(s, parts, step, rec);

@@ -141,10 +141,12 @@ template <typename C> struct CN {
 
 /* The rotating frame's tables of one sweep (dipolar_rot_line): line l's
  * off-diagonals am[l], ap[l] and recursions al, ga + l n; a lane's line is
- * its index along internal axis `other` (the other axis of the x-y plane). */
+ * its index along internal axis `other` (the other axis of the x-y plane)
+ * plus `off`. */
 template <typename C> struct RotCN {
     const C *am, *ap, *al, *ga;
     int other;
+    int off;    /* the line of index 0 along `other` (a slab's pencils: their first y row) */
 };
 
 /* Loads in flight per thread in the line sweeps: 64 bytes (4 complex
@@ -626,7 +628,21 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
  * (the tables of sweep `sw`, mode `real_time`). */
 template <typename T>
 int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &G, int sw,
-                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts);
+                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts,
+                      int off);
+/* The same for a state of value type V (complex while rotating: the state
+ * is promoted when omega is set or the step starts). */
+template <typename T, typename V>
+static inline int dipolar_rot_solve(nlse_dipolar *s, V *psi, const Grid<T> &G, int sw,
+                                    int real_time, int axis, int n, const Dens<T> &out, bool last,
+                                    int *parts, int off)
+{
+    if constexpr (sizeof(V) == 2 * sizeof(T))
+        return dipolar_rot_lanes<T>(s, (typename Vec2<T>::T *)psi, G, sw, real_time, axis, n, out,
+                                    last, parts, off);
+    else
+        return nlse_fail(NLSE_ERR_INTERNAL, "the rotating frame needs a complex state");
+}
 /* norm[0] = the sum of `parts` partial sums in a fixed order; bad[0] =
  * `step` when it is not finite and positive (first such step).  rec (a
  * device row of NLSE_DIPOLAR_MOMENTS, or NULL): the norm and the sums of

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
         if constexpr (ROT) { /* the lane's line of the rotating frame's tables */
             int ix[3];
             L.ijk(0, &ix[0], &ix[1], &ix[2]);
-            const long long l = ix[rc.other];
+            const long long l = ix[rc.other] + rc.off;
             const C am = rc.am[l], ap = rc.ap[l], *ga = rc.ga + l * n;
             al = rc.al + l * n;
             CN_FORWARD_OFF(V, p, rs, n, (ap * pp_ + am * pm_), ap, A0r, ga, UNR, beta, (void)cc);
@@ -184,7 +184,8 @@ int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, in
 
 template <typename T>
 int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &G, int sw,
-                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts)
+                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts,
+                      int off)
 {
     typedef typename Vec2<T>::T T2;
     const T2 *tab = (const T2 *)s->rt[sw][real_time];
@@ -195,6 +196,7 @@ int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &
     rc.al = tab + 2 * lines;
     rc.ga = tab + 2 * lines + lines * n;
     rc.other = s->rq[1 - sw];
+    rc.off = off;
     CN<T2> cn; /* the right-hand side's diagonal: 1 - r or 1 - i r */
     const double r = s->p.dt * s->p.kin / (s->L.h[axis] * s->L.h[axis]);
     const double a0r[2] = {real_time ? 1.0 : 1.0 - r, real_time ? -r : 0.0};
@@ -203,8 +205,8 @@ int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &
     cn.al = cn.ga = NULL;
     return lanes_of<T, T2, T2, true>(s, psi, G, cn, axis, n, out, last, parts, rc);
 }
-template int dipolar_rot_lanes<float>(nlse_dipolar *, float2 *, const Grid<float> &, int, int, int, int, const Dens<float> &, bool, int *);
-template int dipolar_rot_lanes<double>(nlse_dipolar *, double2 *, const Grid<double> &, int, int, int, int, const Dens<double> &, bool, int *);
+template int dipolar_rot_lanes<float>(nlse_dipolar *, float2 *, const Grid<float> &, int, int, int, int, const Dens<float> &, bool, int *, int);
+template int dipolar_rot_lanes<double>(nlse_dipolar *, double2 *, const Grid<double> &, int, int, int, int, const Dens<double> &, bool, int *, int);
 
 void dipolar_norm(nlse_dipolar *s, int parts, int step, double *rec)
 {

@@ -121,12 +121,7 @@ def test_imaginary_time_matches_one_process():
 
 def test_rotating_frame_matches_one_process():
     """omega != 0: the x solve through x pencils (with either switch), real and
-    imaginary time, a real start promoted; CPU ranks only (GPU ranks refuse)."""
-    if GPU:
-        gpe = nl.DipolarGPE(comm=COMM, backend=BACKEND, **BASE)
-        with pytest.raises(ValueError, match="GPU ranks"):
-            gpe.omega = 0.3
-        return
+    imaginary time, a real start promoted."""
     ref, gpe = pair(psi0=state(complex_=False), omega=0.5)
     ref.imaginary_time(60)
     gpe.imaginary_time(60)
