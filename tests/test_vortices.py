@@ -197,6 +197,29 @@ def test_ring_is_one_closed_loop_of_radius_R():
     assert np.all(np.einsum("ij,ij->i", step, e_phi) < 0)
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_doubly_charged_line_and_ring(sign):
+    """A charge-2 core spreads over two plaquettes of each plane: traced as
+    two unit lines side by side, merged into one line of charge 2."""
+    (X, Y, Z), h = grid3()
+    x0, y0, tilt = 0.33, -0.41, 0.1
+    env = np.exp(-(X ** 2 + Y ** 2 + Z ** 2) / 12.5)
+    line = nl.vortices(((X - x0 - tilt * Z) + 1j * sign * (Y - y0)) ** 2 * env, h)
+    assert len(line) == 1 and line[0].charge == 2 and not line[0].closed
+    p = line[0].points
+    assert np.hypot(p[:, 0] - x0 - tilt * p[:, 2], p[:, 1] - y0).max() < 0.02 * h
+    assert np.sign(p[-1, 2] - p[0, 2]) == sign
+    R, c = 1.7, np.array([0.13, -0.07, 0.31])
+    ring = nl.vortices(((np.hypot(X - c[0], Y - c[1]) - R) + 1j * (Z - c[2])) ** 2 * env, h)
+    assert len(ring) == 1 and ring[0].charge == 2 and ring[0].closed
+    p = ring[0].points
+    assert np.abs(np.hypot(p[:, 0] - c[0], p[:, 1] - c[1]) - R).max() < 0.02 * h
+    assert np.abs(p[:, 2] - c[2]).max() < 0.02 * h
+    # a vortex and an antivortex line two cells apart stay two lines
+    pair = ((X - 0.2) + 1j * (Y - 0.05)) * ((X + 0.21) - 1j * (Y - 0.05)) * env
+    assert sorted(len(ln) > 0 and ln.charge for ln in nl.vortices(pair, h)) == [1, 1]
+
+
 def test_ring_in_a_plane_of_nodes_and_the_threshold_cut():
     """nl.examples.vortex_ring lies in the plane z = 0 of nodes (psi real there):
     still one closed loop of radius d within h; a line cut by the
@@ -332,6 +355,11 @@ def test_dipolar_gpe_coordinates():
     # nl.vortices' default origin centres the grid: half a cell off for even n
     centred = nl.vortices(gpe.psi, h)
     assert np.allclose(centred.positions[0] - v.positions[0], (h / 2, h / 2), atol=1e-9)
+    pytest.importorskip("matplotlib")
+    fig = gpe.plot(vortices=True)                   # marked on density and phase
+    for ax in fig.axes[:2]:
+        (mark,) = [c for c in ax.collections if c.get_label() == "vortex (+)"]
+        assert np.allclose(mark.get_offsets(), v.positions)
 
 
 def test_dec_state_on_a_resampled_grid():

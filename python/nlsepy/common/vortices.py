@@ -24,18 +24,21 @@ sign that touch (edge or corner) are merged into one vortex whose charge is
 their sum; so a ``±2`` core is one vortex of charge ``±2``, and two
 same-sign vortices closer than about one cell, which the grid cannot tell
 from one doubly charged core, are reported as one.  In 3D a doubly charged
-line shows as two unit lines in neighbouring cells.
+line is traced as two unit lines through neighbouring cells; two lines of
+one direction that stay within 1.5 cells of each other all along are
+merged into one line of their summed charge, its points found again for
+that charge (and the faces it does not cross left out).
 
 *Position.* The field on the 4 × 4 nodes around the plaquette(s) that
 carry the winding is interpolated by the tensor-product cubic through them
-(error O(h⁴)), and Newton's method finds the core: the zero of the
-interpolant for ``|q| = 1``, the zero of its ``(|q|−1)``-th derivative along
-the first axis for a multiply charged core, where the field is a power of a
-linear form ``(a x + b y)^{|q|}`` (a multiple zero).  It is kept within half
-a cell of those plaquettes.  Where Newton fails, the minimum of a
-least-squares quadratic fitted to ``|ψ|^{2/|q|}`` (a quadratic form about
-such a core) is taken.  A 3D line's points are its piercings of
-plaquettes, each found in the plaquette's plane.
+(error O(h⁴)), and Gauss-Newton finds the core: the zero of the
+interpolant for ``|q| = 1``, the common zero of its ``(|q|−1)``-th
+derivatives along x and along y for a multiply charged core, where the
+field is a power of a linear form ``(a x + b y)^{|q|}`` (a multiple zero).
+It is kept within half a cell of those plaquettes.  Where Gauss-Newton
+fails, the minimum of a least-squares quadratic fitted to ``|ψ|^{2/|q|}``
+(a quadratic form about such a core) is taken.  A 3D line's points are its
+piercings of plaquettes, each found in the plaquette's plane.
 
 *Density threshold.* The phase of a nearly empty region is noise, and it
 winds at random.  A plaquette counts only where some node within `reach`
@@ -405,8 +408,9 @@ def vortices(psi: Any, spacing: Union[float, Sequence[float]],
     Four phase samples resolve one quantum: a ``|q| ≥ 2`` core spreads its
     winding over touching plaquettes, which the 2D finder merges into one
     vortex of the summed charge (two same-sign vortices closer than about a
-    cell are reported as one); in 3D a doubly charged line shows as two
-    unit lines in neighbouring cells.
+    cell are reported as one); in 3D the two unit lines of a doubly
+    charged line, which run within a cell of each other, are merged into
+    one line of charge 2.
 
     Examples
     --------
@@ -531,7 +535,7 @@ def _falling(t: np.ndarray, k: int, order: int) -> np.ndarray:
 
 def _fit(psi: np.ndarray, dens: np.ndarray, fixed: np.ndarray, plane: Tuple[int, int],
          centre: np.ndarray, charge: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-         per: Sequence[bool]) -> np.ndarray:
+         per: Sequence[bool], status: bool = False) -> Any:
     """The cores in the plane of axes `plane`, in node units (unwrapped on
     periodic axes), kept within half a cell of ``[lo, hi]``, the plaquettes
     that carry the winding (a core close to an edge may lie just across it:
@@ -540,16 +544,18 @@ def _fit(psi: np.ndarray, dens: np.ndarray, fixed: np.ndarray, plane: Tuple[int,
 
     The field on the 4 x 4 nodes nearest `centre` is interpolated by the
     tensor-product cubic P(u, v) through them (exact for cubics, error
-    O(h^4)), and Newton's method finds the zero of ``d^(|q|-1) P / du^(|q|-1)``:
-    the core of a ``|q| = 1`` vortex (a simple zero of P), and of a ``|q|``
-    one whose field there is a power of a linear form, ``(a u + b v)^|q|``
-    (whose zero is multiple).  Where Newton fails, the minimum of a
+    O(h^4)), and Gauss-Newton finds the common zero of its ``(|q|-1)``-th
+    derivatives along u and along v: the core of a ``|q| = 1`` vortex (a
+    simple zero of P), and of a ``|q|`` one whose field there is a power of a
+    linear form, ``(a u + b v)^|q|`` (a multiple zero).  Least-squares steps
+    reach a point of the zero set also where it is a line (a vortex line in
+    the plane of the plaquette).  Where this fails, the minimum of a
     least-squares quadratic fitted to ``|psi|^(2/|q|)`` (quadratic about any
-    such core) is taken.
+    such core) is taken.  With `status`, also which cores converged.
     """
     m = len(centre)
     if m == 0:
-        return np.zeros((0, 2))
+        return (np.zeros((0, 2)), np.zeros(0, bool)) if status else np.zeros((0, 2))
     index: List[Any] = [fixed[:, ax][:, None, None] for ax in range(psi.ndim)]
     coord = []
     for k, ax in enumerate(plane):
@@ -570,32 +576,64 @@ def _fit(psi: np.ndarray, dens: np.ndarray, fixed: np.ndarray, plane: Tuple[int,
     v = np.zeros(m)
     good = order + 1 < min(ku, kv)     # the derivative is still linear in u and v at least
 
-    def deriv(a: np.ndarray, b: int) -> np.ndarray:
+    def deriv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``d^(a+b) P / du^a dv^b`` at (u, v), per core."""
         out = np.empty(m, np.complex128)
-        for d in np.unique(a):
-            sel = a == d
-            out[sel] = np.einsum("mp,mpr,mr->m", _falling(u[sel], ku, int(d)), K[sel],
-                                 _falling(v[sel], kv, b))
+        for da, db in set(zip(a.tolist(), b.tolist())):
+            sel = (a == da) & (b == db)
+            out[sel] = np.einsum("mp,mpr,mr->m", _falling(u[sel], ku, da), K[sel],
+                                 _falling(v[sel], kv, db))
         return out
+
+    def system() -> Tuple[np.ndarray, np.ndarray]:
+        """Gauss-Newton's residuals (the real and imaginary parts of the
+        (|q|-1)-th derivatives along u and along v: P twice for |q| = 1)
+        and their Jacobian, shapes (m, 4) and (m, 4, 2)."""
+        zero = np.zeros_like(order)
+        du, dv = deriv(order, zero), deriv(zero, order)
+        rows = [(du, deriv(order + 1, zero), deriv(order, zero + 1)),
+                (dv, deriv(zero + 1, order), deriv(zero, order + 1))]
+        F = np.stack([f for d, _, _ in rows for f in (d.real, d.imag)], axis=1)
+        J = np.stack([np.stack((ju.real, jv.real), axis=1) for _, ju, jv in rows]
+                     + [np.stack((ju.imag, jv.imag), axis=1) for _, ju, jv in rows], axis=1)
+        return F, J[:, [0, 2, 1, 3]]
+
+    def gauss_newton(F: np.ndarray, J: np.ndarray) -> np.ndarray:
+        """The least-squares step ``-J^+ F`` (the shortest one where J has
+        rank 1: a zero set that is a line), zero where not finite."""
+        a11 = np.einsum("mi,mi->m", J[:, :, 0], J[:, :, 0])
+        a12 = np.einsum("mi,mi->m", J[:, :, 0], J[:, :, 1])
+        a22 = np.einsum("mi,mi->m", J[:, :, 1], J[:, :, 1])
+        b1 = np.einsum("mi,mi->m", J[:, :, 0], F)
+        b2 = np.einsum("mi,mi->m", J[:, :, 1], F)
+        det = a11 * a22 - a12 * a12
+        trace = a11 + a22
+        full = det > 1e-8 * trace * trace
+        det = np.where(full, det, 1.0)
+        trace = np.where(trace > 0, trace, 1.0)
+        du = np.where(full, (a12 * b2 - a22 * b1) / det, -b1 / trace)
+        dv = np.where(full, (a12 * b1 - a11 * b2) / det, -b2 / trace)
+        step = np.column_stack((du, dv))
+        return np.where(np.isfinite(step), step, 0.0)
 
     with np.errstate(all="ignore"):
         for _ in range(12):
-            g, gu, gv = deriv(order, 0), deriv(order + 1, 0), deriv(order, 1)
-            det = gu.real * gv.imag - gv.real * gu.imag
-            ok = np.isfinite(det) & (det != 0)
-            det = np.where(ok, det, 1.0)
-            du = np.where(ok, -(gv.imag * g.real - gv.real * g.imag) / det, 0.0)
-            dv = np.where(ok, -(gu.real * g.imag - gu.imag * g.real) / det, 0.0)
-            u = np.clip(u + du, box_lo[:, 0], box_hi[:, 0])
-            v = np.clip(v + dv, box_lo[:, 1], box_hi[:, 1])
-        g, gu, gv = deriv(order, 0), deriv(order + 1, 0), deriv(order, 1)
-        good &= np.isfinite(g) & (np.abs(g) <= 1e-6 * (np.abs(gu) + np.abs(gv)))
+            step = gauss_newton(*system())
+            u = np.clip(u + step[:, 0], box_lo[:, 0], box_hi[:, 0])
+            v = np.clip(v + step[:, 1], box_lo[:, 1], box_hi[:, 1])
+        # converged: a step of nothing, inside the box, where the two
+        # derivatives vanish together to within a twentieth of a cell
+        F, J = system()
+        step = gauss_newton(F, J)
+        good &= np.all(np.isfinite(F), axis=1) & np.all(np.isfinite(J), axis=(1, 2)) & (
+            np.hypot(step[:, 0], step[:, 1]) < 1e-6) & (
+            np.linalg.norm(F, axis=1) <= 0.05 * np.sqrt(np.einsum("mij,mij->m", J, J)))
     out = centre + np.column_stack((u, v))
     if not good.all():
         bad = ~good
         out[bad] = _quadratic_min(dens, fixed[bad], plane, centre[bad], charge[bad],
                                   lo[bad], hi[bad], per)
-    return out
+    return (out, good) if status else out
 
 
 def _quadratic_min(dens: np.ndarray, fixed: np.ndarray, plane: Tuple[int, int],
@@ -703,11 +741,12 @@ def _lines(psi: np.ndarray, dens: np.ndarray, windings: List[np.ndarray], h: np.
     and the piercings chained through the cells (:func:`_trace`)."""
     shape = dens.shape
     ncell = tuple(n if p else n - 1 for n, p in zip(shape, per))
-    tails, heads, caps, points = [], [], [], []
+    tails, heads, caps, points, faces = [], [], [], [], []
     for normal, w in enumerate(windings):
         cells = np.argwhere(w != 0)
         if len(cells) == 0:
             continue
+        faces.append(np.column_stack((np.full(len(cells), normal), cells)))
         wk = w[tuple(cells.T)].astype(np.int64)
         a, b = [ax for ax in range(3) if ax != normal]
         centre = cells[:, [a, b]] + 0.5
@@ -745,13 +784,103 @@ def _lines(psi: np.ndarray, dens: np.ndarray, windings: List[np.ndarray], h: np.
     head[out] = -2 - 2 * out
     box = np.array([n * hq if p else 0.0 for n, hq, p in zip(shape, h, per)])
     lines = _trace(tail, head, cap, pts, box)
+    lines = _merge(lines, np.concatenate(faces), psi, dens, h, org, per, box)
     wraps = tuple(box.tolist()) if any(per) else None
     return VortexLines(tuple(VortexLine(p, c, closed, k, wraps)
-                             for k, (p, c, closed) in enumerate(lines)))
+                             for k, (_, p, c, closed) in enumerate(lines)))
+
+
+Line = Tuple[List[int], np.ndarray, int, bool]
+
+
+def _unwrap(points: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Points of a line made continuous across a periodic box."""
+    if not (box > 0).any() or len(points) < 2:
+        return points
+    L = np.where(box > 0, box, 1.0)
+    step = np.diff(points, axis=0)
+    step -= np.where(box > 0, L * np.round(step / L), 0.0)
+    return points[0] + np.vstack((np.zeros(3), np.cumsum(step, axis=0)))
+
+
+def _merge(lines: List[Line], faces: np.ndarray, psi: np.ndarray, dens: np.ndarray,
+           h: np.ndarray, org: np.ndarray, per: Sequence[bool], box: np.ndarray) -> List[Line]:
+    """One line of charge ``c1 + c2`` for two lines that run side by side in
+    the same direction, every point of each within 1.5 cells of the other
+    (the two halves of a doubly charged line that the plaquettes split, see
+    the module's notes); its points are found again for the total charge,
+    in the planes of the piercings of the one with fewer points."""
+    if len(lines) < 2:
+        return lines
+    tol = 1.5 * float(h.max())
+    L = np.where(box > 0, box, 1.0)
+
+    def apart(d: np.ndarray) -> np.ndarray:
+        return d - np.where(box > 0, L * np.round(d / L), 0.0)
+
+    def tangents(p: np.ndarray, closed: bool) -> np.ndarray:
+        if len(p) < 2:
+            return np.zeros_like(p)
+        if closed:
+            return apart(np.roll(p, -1, axis=0) - np.roll(p, 1, axis=0))
+        return np.gradient(p, axis=0)
+
+    cent = np.array([p.mean(axis=0) for _, p, _, _ in lines])
+    parent = list(range(len(lines)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(lines)):
+        near = np.flatnonzero(np.linalg.norm(apart(cent[i + 1:] - cent[i]), axis=1) <= 2 * tol)
+        for j in (i + 1 + near).tolist():
+            (_, pi, _, ci), (_, pj, _, cj) = lines[i], lines[j]
+            if ci != cj or not 0.5 <= len(pi) / len(pj) <= 2.0:
+                continue
+            d = np.linalg.norm(apart(pi[:, None, :] - pj[None, :, :]), axis=-1)
+            if d.min(axis=1).max() > tol or d.min(axis=0).max() > tol:
+                continue
+            ti, tj = tangents(pi, ci), tangents(pj, cj)
+            if np.einsum("ij,ij->i", ti, tj[d.argmin(axis=1)]).sum() > 0:
+                parent[root(j)] = root(i)
+    groups: Dict[int, List[int]] = {}
+    for k in range(len(lines)):
+        groups.setdefault(root(k), []).append(k)
+    out: List[Line] = []
+    for members in groups.values():
+        if len(members) == 1:
+            out.append(lines[members[0]])
+            continue
+        edges, _, _, closed = min((lines[k] for k in members), key=lambda ln: len(ln[1]))
+        charge = sum(lines[k][2] for k in members)
+        pts = np.empty((len(edges), 3))
+        found = np.zeros(len(edges), bool)
+        for normal in range(3):
+            sel = np.flatnonzero(faces[edges, 0] == normal)
+            if not sel.size:
+                continue
+            cells = faces[np.asarray(edges)[sel], 1:]
+            a, b = [ax for ax in range(3) if ax != normal]
+            centre = cells[:, [a, b]] + 0.5
+            inplane, found[sel] = _fit(psi, dens, cells, (a, b), centre,
+                                       np.full(len(sel), charge), centre - 0.5, centre + 0.5,
+                                       per, status=True)
+            nodes = cells.astype(np.float64)
+            nodes[:, a], nodes[:, b] = inplane[:, 0], inplane[:, 1]
+            pts[sel] = _to_coords(nodes, h, org, dens.shape, per)
+        # a face the split halves stepped through, which the line itself
+        # does not cross, has no core of the total charge: left out
+        keep = found if found.sum() >= 2 else np.ones(len(edges), bool)
+        out.append(([e for e, k in zip(edges, keep) if k], _unwrap(pts[keep], box), charge,
+                    closed))
+    return out
 
 
 def _trace(tail: np.ndarray, head: np.ndarray, cap: np.ndarray, pts: np.ndarray,
-           box: np.ndarray) -> List[Tuple[np.ndarray, int, bool]]:
+           box: np.ndarray) -> List["Line"]:
     """Chain the piercings (flux `cap` from cell `tail` to cell `head`) into
     lines: first from the cells with more flux out than in (the boundary,
     the cut by the threshold, a change of charge), then the loops."""
@@ -778,13 +907,14 @@ def _trace(tail: np.ndarray, head: np.ndarray, cap: np.ndarray, pts: np.ndarray,
         out_rem[tail_l[e]] -= c
         in_rem[head_l[e]] = in_rem.get(head_l[e], 0) - c
 
-    def follow(e0: int, c: int, loop: bool) -> Tuple[np.ndarray, int, bool]:
+    def follow(e0: int, c: int, loop: bool) -> Line:
         take(e0, c)
         line = [pts_l[e0]]
+        edges = [e0]
         cell = head_l[e0]
         while True:
             if loop and cell == tail_l[e0]:
-                return np.array(line), c, True
+                return edges, np.array(line), c, True
             here = line[-1]
             best, dist, spot = -1, math.inf, here
             for e in outs.get(cell, ()):
@@ -795,12 +925,13 @@ def _trace(tail: np.ndarray, head: np.ndarray, cap: np.ndarray, pts: np.ndarray,
                         best, dist, spot = e, d, q
             if best < 0:
                 work.extend(outs.get(cell, ()))  # the end may now start lines
-                return np.array(line), c, False
+                return edges, np.array(line), c, False
             take(best, c)
             line.append(spot)
+            edges.append(best)
             cell = head_l[best]
 
-    lines: List[Tuple[np.ndarray, int, bool]] = []
+    lines: List[Line] = []
     while sum(rem) > 0:
         work.extend(range(len(rem)))
         while work:
