@@ -1,8 +1,8 @@
 /*
  * check.cuh -- what the CUDA backends share at compile time: CUDA runtime
  * errors as nlsepy statuses (device.cu), the early-return macros, a
- * handle's device made current for one call of the C API (ON_DEVICE), and
- * the complex vector type of a precision.
+ * handle's teardown, a handle's device made current for one call of the C
+ * API (ON_DEVICE), and the complex vector type of a precision.
  */
 #ifndef NLSEPY_CUDA_CHECK_CUH
 #define NLSEPY_CUDA_CHECK_CUH
@@ -14,6 +14,17 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
 /* cudaMalloc of `bytes` (at least 1) into *p; on failure *p = NULL and
  * NLSE_ERR_BACKEND saying what needed how much and how much is free. */
 extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what);
+
+/* A handle's teardown (its destroy), the same in every backend:
+ * wait: the work queued on `stream` (if it was made) finished, before the
+ * buffers it uses go; free_all: cudaFree of each of the `n` device buffers
+ * (a NULL one is a no-op); drop_stream: the events of `ev` that were made
+ * (non-NULL), then `stream` if it was made, destroyed, and the runtime's
+ * error state cleared, since a destroy reports nothing and the next call's
+ * checks must not see what it left. */
+extern "C" void nlse_cuda_wait(cudaStream_t stream);
+extern "C" void nlse_cuda_free_all(void *const *bufs, size_t n);
+extern "C" void nlse_cuda_drop_stream(cudaStream_t stream, const cudaEvent_t *ev, size_t nev);
 
 /* return the nlsepy status of a failed CUDA runtime call */
 #define CK(call)                                                        \

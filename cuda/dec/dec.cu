@@ -1409,20 +1409,10 @@ void nlse_dec_destroy(nlse_dec *s)
     ON_DEVICE_VOID(s);
     if (!s)
         return;
-    cudaFree(s->tab);
-    cudaFree(s->buf[0]);
-    cudaFree(s->buf[1]);
-    cudaFree(s->V);
-    cudaFree(s->bad);
-    cudaFree(s->part);
-    cudaFree(s->factor);
-    cudaFree(s->ctr);
+    void *bufs[] = {s->tab, s->buf[0], s->buf[1], s->V, s->bad, s->part, s->factor, s->ctr};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     free(s->h_part);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
-    for (int q = 0; q < 2; ++q)
-        if (s->ev[q])
-            cudaEventDestroy(s->ev[q]);
+    nlse_cuda_drop_stream(s->stream, s->ev, 2);
     dec_rows_free(&s->r);
     free(s);
 }

@@ -820,30 +820,16 @@ extern "C" void nlse_fd_destroy(nlse_fd *s)
     if (!s)
         return;
     drop_graph(s);
-    if (s->stream)
-        cudaStreamSynchronize(s->stream);
-    cudaFree(s->psi);
-    cudaFree(s->acc);
-    cudaFree(s->ta);
-    cudaFree(s->tb);
-    cudaFree(s->V);
-    cudaFree(s->flags);
+    nlse_cuda_wait(s->stream);
+    void *bufs[] = {s->psi, s->acc, s->ta, s->tb, s->V, s->flags};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     cudaFreeHost(s->host_flag);
-    if (s->copy_stream)
-        cudaStreamSynchronize(s->copy_stream);
-    for (int q = 0; q < 2; ++q) {
-        cudaFree(s->snap[q]);
+    nlse_cuda_wait(s->copy_stream);
+    nlse_cuda_free_all(s->snap, 2);
+    for (int q = 0; q < 2; ++q)
         cudaFreeHost(s->stage[q]);
-        if (s->snap_ev[q])
-            cudaEventDestroy(s->snap_ev[q]);
-        if (s->stage_ev[q])
-            cudaEventDestroy(s->stage_ev[q]);
-    }
-    if (s->copy_stream)
-        cudaStreamDestroy(s->copy_stream);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
-    (void)cudaGetLastError();
+    nlse_cuda_drop_stream(s->copy_stream, s->stage_ev, 2);
+    nlse_cuda_drop_stream(s->stream, s->snap_ev, 2);
     pthread_mutex_destroy(&s->stage_lock);
     free(s);
 }

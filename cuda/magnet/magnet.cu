@@ -509,24 +509,15 @@ static void mg_free(nlse_magnet *s)
 {
     if (s->lev)
         for (int l = 0; l <= s->nlev; ++l) {
-            cudaFree(s->lev[l].A);
-            cudaFree(s->lev[l].b);
-            cudaFree(s->lev[l].e);
-            cudaFree(s->lev[l].r);
-            cudaFree(s->lev[l].mask);
+            void *lev[] = {s->lev[l].A, s->lev[l].b, s->lev[l].e, s->lev[l].r, s->lev[l].mask};
+            nlse_cuda_free_all(lev, sizeof lev / sizeof lev[0]);
         }
     free(s->lev);
-    cudaFree(s->r0);
-    cudaFree(s->e0);
-    cudaFree(s->mask0);
-    cudaFree(s->kv);
+    void *bufs[] = {s->r0, s->e0, s->mask0, s->kv, s->kb[0], s->kb[1], s->nodes, s->inv};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     s->kv = NULL;
-    cudaFree(s->kb[0]);
-    cudaFree(s->kb[1]);
     s->kb[0] = s->kb[1] = NULL;
     s->kopen = 0;
-    cudaFree(s->nodes);
-    cudaFree(s->inv);
     s->lev = NULL;
     s->r0 = s->e0 = s->inv = NULL;
     s->mask0 = NULL;
@@ -539,25 +530,13 @@ extern "C" void nlse_magnet_destroy(nlse_magnet *s)
     ON_DEVICE_VOID(s);
     if (!s)
         return;
-    if (s->stream)
-        cudaStreamSynchronize(s->stream);
+    nlse_cuda_wait(s->stream);
     mg_free(s);
-    for (int c = 0; c < 2; ++c) {
-        cudaFree(s->P[c]);
-        cudaFree(s->Q[c]);
-    }
-    cudaFree(s->rows_d);
-    cudaFree(s->part);
-    cudaFree(s->hist);
-    cudaFree(s->flags);
-    if (s->ev0)
-        cudaEventDestroy(s->ev0);
-    if (s->ev1)
-        cudaEventDestroy(s->ev1);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
+    void *bufs[] = {s->P[0], s->Q[0], s->P[1], s->Q[1], s->rows_d, s->part, s->hist, s->flags};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
+    const cudaEvent_t ev[] = {s->ev0, s->ev1};
+    nlse_cuda_drop_stream(s->stream, ev, 2);
     free(s->rows_h);
-    (void)cudaGetLastError();
     free(s);
 }
 
