@@ -81,6 +81,7 @@
 #include "nlsepy/dec.h"
 
 #include "common/check.cuh"
+#include "common/reduce.cuh"
 
 #define NONE 0xffffffffffffffffULL
 #define SMEM_MAX (48 * 1024)
@@ -297,28 +298,11 @@ __device__ __forceinline__ R trap(const DGeo &G, const STab<R> &T, int c, int bx
     return (R)(G.hx * x * x + G.hy * y * y + G.hz * z * z);
 }
 
-/* Block sum of v in double (fixed order) into *out by thread 0. */
-__device__ __forceinline__ double block_sum(double v, double *red)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        red[wid] = v;
-    __syncthreads();
-    double s = 0;
-    if (threadIdx.x == 0)
-        for (int q = 0; q < (int)(blockDim.x + 31) / 32; ++q)
-            s += red[q];
-    return s;
-}
-
 /* The block's sum of v into part[block] (the kernels' imaginary-time
  * norm parts). */
 __device__ __forceinline__ void store_part(double v, double *red, double *part)
 {
-    const double s = block_sum(v, red);
+    const double s = nlse_block_sum(v, red);
     if (threadIdx.x == 0)
         part[blockIdx.x] = s;
 }
@@ -1279,10 +1263,10 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
         an += T.vol[c] * r2;
         ae += T.vol[c] * (kin + (double)v * r2 + 0.5 * (double)g * r2 * r2);
     }
-    const double sn = block_sum(an, red);
+    const double sn = nlse_block_sum(an, red);
     if (threadIdx.x == 0)
         part[2 * blockIdx.x] = sn;
-    const double se = block_sum(ae, red);
+    const double se = nlse_block_sum(ae, red);
     if (threadIdx.x == 0)
         part[2 * blockIdx.x + 1] = se;
 }
@@ -1295,10 +1279,7 @@ __global__ void k_factor(const double *part, size_t n, double norm, double *fact
     __shared__ double red[32];
     if (*bad != NONE)
         return;
-    double s = 0;
-    for (size_t q = threadIdx.x; q < n; q += blockDim.x)
-        s += part[q];
-    const double t = block_sum(s, red);
+    const double t = nlse_parts_sum(part, n, red);
     if (threadIdx.x == 0) {
         if (!(t > 0 && isfinite(t)))
             atomicMin(bad, step);

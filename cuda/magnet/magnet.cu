@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/check.cuh"
+#include "common/reduce.cuh"
 #include "magnet/magnet_galerkin.h"
 
 #define MAGNET_BLK 256
@@ -103,22 +104,6 @@ __device__ __forceinline__ double res_at(const magnet_row &R, const LPArgs &a, T
     return (double)r;
 }
 
-__device__ double magnet_block_sum(double v, double *sh)
-{
-    for (int d = 16; d > 0; d >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, d);
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        sh[w] = v;
-    __syncthreads();
-    double t = 0;
-    if (threadIdx.x == 0)
-        for (int q = 0; q < nw; ++q)
-            t += sh[q];
-    return t;
-}
-
 /* One colour of red-black SOR (Algorithm 2); RES: partial sums of r^2.
  * Grid: blockIdx.x tiles a row's slots, blockIdx.y strides over rows, so a
  * block reads its row's descriptor once and no thread divides.  In the
@@ -161,7 +146,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_rb(T *P0, T *P1, const magnet_ro
             ss += (double)r * (double)r;
     }
     if (RES) {
-        const double t = magnet_block_sum(ss, sh);
+        const double t = nlse_block_sum(ss, sh);
         if (threadIdx.x == 0)
             part[colour * gridDim.x * gridDim.y + blockIdx.y * gridDim.x + blockIdx.x] = t;
     }
@@ -191,7 +176,7 @@ __global__ void __launch_bounds__(1024) k_diag(T *P0, T *P1, const magnet_row *r
         at(P0, P1, a.hw, i, j) += (T)r * (omega / (T)R.e);
         ss += r * r;
     }
-    const double t = magnet_block_sum(ss, sh);
+    const double t = nlse_block_sum(ss, sh);
     if (threadIdx.x == 0)
         acc[0] += t;
 }
@@ -218,7 +203,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q
         (colour ? Q1 : Q0)[o] = (colour ? P1 : P0)[o] + (T)r / (T)R.e;
         ss += r * r;
     }
-    const double t = magnet_block_sum(ss, sh);
+    const double t = nlse_block_sum(ss, sh);
     if (threadIdx.x == 0)
         part[blockIdx.x] = t;
 }
@@ -230,10 +215,7 @@ __global__ void k_final(const double *part, int n, double fn, double tol, double
     __shared__ double sh[8];
     if (flags[0] >= 0)
         return;
-    double v = 0;
-    for (int q = threadIdx.x; q < n; q += blockDim.x)
-        v += part[q];
-    const double t = magnet_block_sum(v, sh);
+    const double t = nlse_parts_sum(part, (size_t)n, sh);
     if (threadIdx.x == 0) {
         const double rel = sqrt(t) / fn;
         hist[it] = rel;
@@ -445,7 +427,7 @@ __global__ void k_dot(const double *a, const double *b, long long n, double *par
     for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
          q += (long long)gridDim.x * blockDim.x)
         v += a[q] * b[q];
-    const double t = magnet_block_sum(v, sh);
+    const double t = nlse_block_sum(v, sh);
     if (threadIdx.x == 0)
         part[blockIdx.x] = t;
 }
