@@ -566,10 +566,7 @@ static int create(const nlse_magnet_params *p, nlse_magnet *s)
 
 extern "C" int nlse_magnet_create(const nlse_magnet_params *p, nlse_magnet **out)
 {
-    if (!p || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_create: NULL argument");
-    *out = NULL;
-    CKS(nlse_magnet_check_params(p));
+    CKS(magnet_check_create(p, out));
     nlse_magnet *s = (nlse_magnet *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
@@ -608,15 +605,26 @@ static size_t staged(const nlse_magnet *s, int i, int j)
     return ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
 }
 
+/* A new host buffer of both colour arrays, copied from the device (stage);
+ * NULL with the status in *st when out of memory or the copy failed. */
+static char *fetch_colours(const nlse_magnet *s, int *st)
+{
+    char *h = (char *)malloc(2 * (s->g.nr + 2) * s->hw * rsize(s));
+    *st = h ? stage(s, h, 1) : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (*st) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
 /* the colour arrays -> a host natural-layout double grid */
 static int download(const nlse_magnet *s, double *out)
 {
-    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
-    char *h = (char *)malloc(2 * n * rs);
-    if (!h)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = stage(s, h, 1);
-    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+    const size_t rs = rsize(s);
+    int st;
+    char *h = fetch_colours(s, &st);
+    for (int i = 0; h && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
             const size_t o = staged(s, i, j);
             out[(size_t)i * s->g.nz + j] = rs == 4 ? (double)((float *)h)[o] : ((double *)h)[o];
@@ -628,12 +636,10 @@ static int download(const nlse_magnet *s, double *out)
 /* values (NULL: zeros) into the unknowns, or (all) every node outside the magnet */
 static int upload_nodes(nlse_magnet *s, const double *in, int all)
 {
-    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
-    char *h = (char *)malloc(2 * n * rs);
-    if (!h)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = stage(s, h, 1);
-    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+    const size_t rs = rsize(s);
+    int st;
+    char *h = fetch_colours(s, &st);
+    for (int i = 0; h && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
             const magnet_row *R = &s->rows_h[i];
             if ((i < s->g.i0 && j < s->g.j0) || (!all && (j < R->js || j > R->je)))
