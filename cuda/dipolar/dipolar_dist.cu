@@ -1192,15 +1192,10 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     D->peer = (void **)calloc(NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)size, sizeof(void *));
     if (!D->xc || !D->peer || !D->sm_copy)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    dipolar_slab_layout(D->xc, size, xc, yc);
     D->xs = D->xc + size;
     D->yc = D->xs + size;
     D->ys = D->yc + size;
-    for (int r = 0; r < size; ++r) {
-        D->xc[r] = xc[r];
-        D->yc[r] = yc[r];
-        D->xs[r] = r ? D->xs[r - 1] + xc[r - 1] : 0;
-        D->ys[r] = r ? D->ys[r - 1] + yc[r - 1] : 0;
-    }
     D->nj = yc[rank];
     D->j0 = D->ys[rank];
     D->cs = (cudaStream_t *)calloc((size_t)size, sizeof(cudaStream_t));
