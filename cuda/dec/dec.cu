@@ -1601,10 +1601,7 @@ template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
 {
-    if (!out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_create: NULL output");
-    *out = NULL;
-    int st = nlse_dec_check(p, t);
+    int st = dec_check_create(p, t, out);
     if (st)
         return st;
     nlse_dec *s = (nlse_dec *)calloc(1, sizeof *s);
@@ -1725,11 +1722,7 @@ int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
     ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    int st = dec_check_complex(psi, s->n, s->p.dtype, "psi");
-    if (!st && psi_prev)
-        st = dec_check_complex(psi_prev, s->n, s->p.dtype, "psi_prev");
-    if (st)
-        return st;
+    CKS(dec_check_states(psi, psi_prev, s->n, s->p.dtype));
     const size_t bytes = 2 * s->n * rsize(s);
     CK(cudaStreamSynchronize(s->stream));
     CK(cudaMemcpy(s->buf[s->par], psi, bytes, cudaMemcpyHostToDevice));
@@ -1783,12 +1776,7 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    if (!(isfinite(dt) && dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
-    if (dt != s->p.dt)
-        s->have_prev = 0;
-    s->p.dt = dt;
-    return NLSE_OK;
+    return dec_set_dt(&s->p, &s->have_prev, dt);
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
@@ -2084,14 +2072,7 @@ static int step_comm(nlse_dec *s, long n, long *done)
     float ms = 0;
     cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
     s->last_seconds = 1e-3 * ms;
-    if (done)
-        *done = k;
-    if (st)
-        return st;
-    if (bad)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1,
-                         n);
-    return NLSE_OK;
+    return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
 int nlse_dec_step(nlse_dec *s, long n, long *done)
@@ -2124,15 +2105,8 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     /* after k good steps the state is buf[par0 ^ (k & 1)] */
     s->par = par0 ^ (int)(good & 1);
     s->steps = first + good;
-    if (done)
-        *done = good;
-    if (good < n) {
-        s->have_prev = 0;
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
-                         good + 1, n);
-    }
-    s->have_prev = 1;
-    return NLSE_OK;
+    s->have_prev = good == n;
+    return dec_steps_end(NLSE_OK, good < n, good, n, done, DEC_REAL_BLOWUP);
 }
 
 /* One imaginary-time step of a distributed solver into buf[par ^ 1]: the
@@ -2190,14 +2164,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
         s->last_seconds = 1e-3 * ms;
         s->have_prev = 0;
-        if (done)
-            *done = k;
-        if (st)
-            return st;
-        if (bad)
-            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at "
-                                              "imaginary-time step %ld of %ld", k + 1, n);
-        return NLSE_OK;
+        return dec_steps_end(st, bad, k, n, done, DEC_IMAG_BLOWUP);
     }
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
@@ -2223,12 +2190,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     s->par = par0 ^ (int)(good & 1);
     s->steps = first + good;
     s->have_prev = 0;
-    if (done)
-        *done = good;
-    if (good < n)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at imaginary-time "
-                                          "step %ld of %ld", good + 1, n);
-    return NLSE_OK;
+    return dec_steps_end(NLSE_OK, good < n, good, n, done, DEC_IMAG_BLOWUP);
 }
 
 int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
@@ -2376,12 +2338,7 @@ int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
 
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
 {
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
-    if (c && (!c->sum || !c->max))
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
-    s->comm = c;
-    return NLSE_OK;
+    return dec_set_comm(s ? &s->comm : NULL, c);
 }
 
 int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }
