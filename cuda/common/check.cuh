@@ -2,7 +2,8 @@
  * check.cuh -- what the CUDA backends share at compile time: CUDA runtime
  * errors as nlsepy statuses (device.cu), the early-return macros, a
  * handle's teardown, a handle's device made current for one call of the C
- * API (ON_DEVICE), and the complex vector type of a precision.
+ * API (ON_DEVICE), the grid-stride loop, and the complex vector type of a
+ * precision.
  */
 #ifndef NLSEPY_CUDA_CHECK_CUH
 #define NLSEPY_CUDA_CHECK_CUH
@@ -75,6 +76,15 @@ struct DeviceScope {
     return fail
 #define ON_DEVICE(s) ON_DEVICE_OR(s, on_device_.st)
 #define ON_DEVICE_VOID(s) DeviceScope on_device_((s) ? (s)->device : -1)
+
+/* A grid-stride loop over n items, each thread from its index in the grid
+ * by the grid's size:
+ *   for (long long q = grid_first(); q < n; q += grid_stride()) */
+__device__ __forceinline__ long long grid_first()
+{
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ long long grid_stride() { return (long long)gridDim.x * blockDim.x; }
 
 /* float2 / double2: one complex value of precision R */
 template <typename R> struct Vec2;

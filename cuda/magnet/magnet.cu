@@ -189,8 +189,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q
     __shared__ double sh[MAGNET_BLK / 32];
     double ss = 0;
     const long long n = 2LL * a.nr * a.kw;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int colour = (int)(q / ((long long)a.nr * a.kw));
         const long long qq = q % ((long long)a.nr * a.kw);
         const int i = (int)(qq / a.kw), k = (int)(qq % a.kw) + 1;
@@ -233,8 +232,7 @@ template <typename T>
 __global__ void k_fine_res(T *P0, T *P1, const magnet_row *rows, LPArgs a, double *r)
 {
     const long long n = (long long)a.nr * a.nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / a.nz), j = (int)(q % a.nz);
         const magnet_row R = rows[i];
         r[q] = (j >= R.js && j <= R.je) ? res_at(R, a, P0, P1, i, j) : 0.0;
@@ -245,8 +243,7 @@ template <typename T>
 __global__ void k_fine_correct(T *P0, T *P1, const magnet_row *rows, LPArgs a, const double *e)
 {
     const long long n = (long long)a.nr * a.nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / a.nz), j = (int)(q % a.nz);
         const magnet_row R = rows[i];
         if (j >= R.js && j <= R.je)
@@ -262,8 +259,7 @@ __global__ void k_restrict(const double *rf, int nrf, int nzf, double *bc, const
                            int nrc, int nzc)
 {
     const long long n = (long long)nrc * nzc;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int I = (int)(q / nzc), J = (int)(q % nzc);
         double v = 0.0;
         if (maskc[q])
@@ -283,8 +279,7 @@ __global__ void k_prolong(const double *ec, int nrc, int nzc, double *ef, const 
                           int nrf, int nzf, int add)
 {
     const long long n = (long long)nrf * nzf;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nzf), j = (int)(q % nzf);
         double v = 0.0;
         if (maskf[q]) {
@@ -308,8 +303,7 @@ __global__ void k_gs4(const double *A, const unsigned char *mask, const double *
 {
     const int hr = (nr - ci + 1) / 2, hz = (nz - cj + 1) / 2;
     const long long n = (long long)hr * hz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int I = 2 * (int)(q / hz) + ci, J = 2 * (int)(q % hz) + cj;
         const size_t o = (size_t)I * nz + J;
         if (!mask[o])
@@ -330,8 +324,7 @@ __global__ void k_res9(const double *A, const unsigned char *mask, const double 
                        double *r, int nr, int nz)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double v = 0.0;
         if (mask[q]) {
             const double *row = A + 9 * q;
@@ -363,8 +356,7 @@ __global__ void k_coarsest(const double *inv, const int *nodes, int m, const dou
 __global__ void k_fine_mask(const magnet_row *rows, int nr, int nz, unsigned char *mask)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nz), j = (int)(q % nz);
         mask[q] = j >= rows[i].js && j <= rows[i].je;
     }
@@ -373,8 +365,7 @@ __global__ void k_fine_mask(const magnet_row *rows, int nr, int nz, unsigned cha
 __global__ void k_galerkin(magnet_view f, int cnr, int cnz, double *A, unsigned char *mask)
 {
     const long long n = (long long)cnr * cnz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double row[9];
         magnet_galerkin_row(&f, (int)(q / cnz), (int)(q % cnz), row);
         for (int k = 0; k < 9; ++k)
@@ -387,8 +378,7 @@ __global__ void k_galerkin(magnet_view f, int cnr, int cnz, double *A, unsigned 
 __global__ void k_fine_explicit(const magnet_row *rows, int nr, int nz, double gamma, int j1, double *A)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nz), j = (int)(q % nz);
         double c[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         if (j >= rows[i].js && j <= rows[i].je)
@@ -403,8 +393,7 @@ __global__ void k_matvec9(const double *A, const unsigned char *mask, const doub
                           int nz)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double v = 0.0;
         if (mask[q]) {
             const double *row = A + 9 * q;
@@ -424,8 +413,7 @@ __global__ void k_dot(const double *a, const double *b, long long n, double *par
 {
     __shared__ double sh[MAGNET_BLK / 32];
     double v = 0;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x)
+    for (long long q = grid_first(); q < n; q += grid_stride())
         v += a[q] * b[q];
     const double t = nlse_block_sum(v, sh);
     if (threadIdx.x == 0)
@@ -435,15 +423,13 @@ __global__ void k_dot(const double *a, const double *b, long long n, double *par
 /* the BiCGSTAB updates: p = r + beta (p - omega v); x += a y, r -= a v */
 __global__ void k_bicg_p(double *p, const double *r, const double *v, double beta, double omega, long long n)
 {
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x)
+    for (long long q = grid_first(); q < n; q += grid_stride())
         p[q] = r[q] + beta * (p[q] - omega * v[q]);
 }
 
 __global__ void k_bicg_xr(double *x, double *r, const double *y, const double *v, double a, long long n)
 {
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         x[q] += a * y[q];
         r[q] -= a * v[q];
     }
