@@ -149,6 +149,20 @@ int nlsepy_handle_ready(const void *handle, int busy);
         return nlsepy_none(st);                                    \
     }
 
+/* set_comm(capsule or None): the solver becomes one part of a distributed
+ * run over the capsule's table (None: the whole system again): set(self->s,
+ * table), the object keeping the capsule in self->comm (nlsepy_keep_comm).
+ * Its method-table entry: NLSEPY_SET_COMM_METHOD, with `what` what the
+ * processes share. */
+#define NLSEPY_SET_COMM(fname, object_t, set)                                  \
+    static PyObject *fname(object_t *self, PyObject *arg)                      \
+    {                                                                          \
+        const nlse_comm *c;                                                    \
+        if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))                   \
+            return NULL;                                                       \
+        return nlsepy_keep_comm(&self->comm, arg, set(self->s, c));            \
+    }
+
 /* The method-table entries of the methods above: their names, calling
  * conventions and docstrings, written once for every solver type. */
 #define NLSEPY_STEP_METHOD(fname, what) \
@@ -157,6 +171,10 @@ int nlsepy_handle_ready(const void *handle, int busy);
     {"observe", (PyCFunction)(fname), METH_NOARGS, "observe() -> (norm, energy)."}
 #define NLSEPY_SET_DT_METHOD(fname) \
     {"set_dt", (PyCFunction)(fname), METH_O, "set_dt(dt): change the time step."}
+#define NLSEPY_SET_COMM_METHOD(fname, what)                                             \
+    {"set_comm", (PyCFunction)(fname), METH_O,                                         \
+     "set_comm(capsule or None): one part of a distributed run (" what "), or the whole " \
+     "system."}
 
 /* The type object of a solver: its name in this module, the object's
  * size, tp_init, tp_dealloc, the methods and the docstring. */

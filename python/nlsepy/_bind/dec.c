@@ -282,15 +282,7 @@ static PyObject *dec_layers_from(DecObject *self, PyObject *args)
     return layers_addr(self, args, 0);
 }
 
-/* set_comm(capsule or None): the solver becomes one part of a distributed
- * run over the capsule's table (None: the whole system again) */
-static PyObject *dec_set_comm(DecObject *self, PyObject *arg)
-{
-    const nlse_comm *c;
-    if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))
-        return NULL;
-    return nlsepy_keep_comm(&self->comm, arg, nlse_dec_set_comm(self->s, c));
-}
+NLSEPY_SET_COMM(dec_set_comm, DecObject, nlse_dec_set_comm)
 
 NLSEPY_GETTER(dec_has_prev, DecObject, PyBool_FromLong, nlse_dec_has_prev)
 
@@ -346,9 +338,8 @@ static PyMethodDef dec_methods[] = {
     {"layers_from", (PyCFunction)dec_layers_from, METH_VARARGS,
      "layers_from(first, count, address): copy layers from the backend's memory at address "
      "into the state (values not checked)."},
-    {"set_comm", (PyCFunction)dec_set_comm, METH_O,
-     "set_comm(capsule or None): one part of a distributed run (the imaginary-time norm and "
-     "the blow-up checks agreed over the processes)."},
+    NLSEPY_SET_COMM_METHOD(dec_set_comm, "the imaginary-time norm and the blow-up checks "
+                                         "agreed over the processes"),
     {"has_prev", (PyCFunction)dec_has_prev, METH_NOARGS,
      "has_prev() -> whether the next real-time step continues the leapfrog."},
     {"combine", (PyCFunction)dec_combine, METH_VARARGS,
