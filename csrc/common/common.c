@@ -53,6 +53,12 @@ int nlse_drop(void **array)
     return NLSE_OK;
 }
 
+void nlse_free_all(void *const *arrays, size_t n)
+{
+    for (size_t q = 0; q < n; ++q)
+        free(arrays[q]);
+}
+
 /* The thread count of every parallel region of the kernels, process-wide:
  * OpenMP's own setting (omp_set_num_threads) belongs to the calling OS
  * thread only, so each region names this count (NLSE_THREADS).  0: not set,

@@ -416,10 +416,7 @@ static void table_facts(nlse_dec *s)
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
 {
-    if (!out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_create: NULL output");
-    *out = NULL;
-    int st = nlse_dec_check(p, t);
+    int st = dec_check_create(p, t, out);
     if (st)
         return st;
     nlse_dec *s = calloc(1, sizeof *s);
@@ -470,9 +467,7 @@ int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    int st = dec_check_complex(psi, s->n, s->p.dtype, "psi");
-    if (!st && psi_prev)
-        st = dec_check_complex(psi_prev, s->n, s->p.dtype, "psi_prev");
+    const int st = dec_check_states(psi, psi_prev, s->n, s->p.dtype);
     if (st)
         return st;
     const size_t es = 2 * real_size(s);
@@ -520,12 +515,7 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    if (!(isfinite(dt) && dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
-    if (dt != s->p.dt)
-        s->have_prev = 0;
-    s->p.dt = dt;
-    return NLSE_OK;
+    return dec_set_dt(&s->p, &s->have_prev, dt);
 }
 
 /* out = x0 + (cre + i cim) H(x1) x1 in the working precision; 1 when a
@@ -610,14 +600,8 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
         }
         s->par ^= 1;
     }
-    if (done)
-        *done = k;
     s->last_seconds = dec_now() - t0;
-    if (st)
-        return st;
-    if (bad)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1, n);
-    return NLSE_OK;
+    return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
 int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
@@ -652,15 +636,8 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     }
     if (n > 0)
         s->have_prev = 0;
-    if (done)
-        *done = k;
     s->last_seconds = dec_now() - t0;
-    if (st)
-        return st;
-    if (bad)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at imaginary-time "
-                                          "step %ld of %ld", k + 1, n);
-    return NLSE_OK;
+    return dec_steps_end(st, bad, k, n, done, DEC_IMAG_BLOWUP);
 }
 
 int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
@@ -767,12 +744,7 @@ int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
 
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
 {
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
-    if (c && (!c->sum || !c->max))
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
-    s->comm = c;
-    return NLSE_OK;
+    return dec_set_comm(s ? &s->comm : NULL, c);
 }
 
 int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }

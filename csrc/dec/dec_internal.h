@@ -44,8 +44,33 @@ typedef struct dec_rows {
 int dec_rows_build(const nlse_dec_params *p, const nlse_dec_table *t, dec_rows *r);
 void dec_rows_free(dec_rows *r);
 
+/* The arguments of nlse_dec_create: NLSE_ERR_VALUE for a NULL out, then
+ * *out = NULL and nlse_dec_check. */
+int dec_check_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out);
+
+/* The states of nlse_dec_set_state: psi, and psi_prev unless NULL, n finite
+ * complex values of the dtype. */
+int dec_check_states(const void *psi, const void *psi_prev, size_t n, int dtype);
+
+/* nlse_dec_set_dt on a solver's parameters: dt finite and > 0, and a new
+ * dt drops the leapfrog's psi(t - dt) (*have_prev = 0). */
+int dec_set_dt(nlse_dec_params *p, int *have_prev, double dt);
+
+/* nlse_dec_set_comm into the solver's *slot (NULL: no solver): the table
+ * needs sum and max; NULL makes the solver whole again. */
+int dec_set_comm(const nlse_comm **slot, const nlse_comm *c);
+
 /* nlse_dec_step / nlse_dec_imaginary argument checks (done = 0 first). */
 int dec_check_steps(const void *s, long n, long *done);
+
+/* The blow-up of a step's words in dec_steps_end. */
+#define DEC_REAL_BLOWUP "non-finite at step"
+#define DEC_IMAG_BLOWUP "non-finite or zero at imaginary-time step"
+
+/* The end of a run of n steps of which k were taken: *done = k (done not
+ * NULL), then the status st, else NLSE_ERR_BLOWUP when bad ("the state
+ * became <what> k + 1 of n"), else NLSE_OK. */
+int dec_steps_end(int st, int bad, long k, long n, long *done, const char *what);
 
 /* A finite array of n reals of the given dtype's precision ("V"). */
 int dec_check_real(const void *v, size_t n, int dtype, const char *name);

@@ -165,9 +165,56 @@ int dec_rows_build(const nlse_dec_params *p, const nlse_dec_table *t, dec_rows *
     return NLSE_OK;
 }
 
+int dec_check_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
+{
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_create: NULL output");
+    *out = NULL;
+    return nlse_dec_check(p, t);
+}
+
+int dec_check_states(const void *psi, const void *psi_prev, size_t n, int dtype)
+{
+    const int st = dec_check_complex(psi, n, dtype, "psi");
+    if (st || !psi_prev)
+        return st;
+    return dec_check_complex(psi_prev, n, dtype, "psi_prev");
+}
+
+int dec_set_dt(nlse_dec_params *p, int *have_prev, double dt)
+{
+    if (!(isfinite(dt) && dt > 0))
+        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
+    if (dt != p->dt)
+        *have_prev = 0;
+    p->dt = dt;
+    return NLSE_OK;
+}
+
+int dec_set_comm(const nlse_comm **slot, const nlse_comm *c)
+{
+    if (!slot)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
+    if (c && (!c->sum || !c->max))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
+    *slot = c;
+    return NLSE_OK;
+}
+
 int dec_check_steps(const void *s, long n, long *done)
 {
     return nlse_check_steps(s, n, done, "nlse_dec", "steps");
+}
+
+int dec_steps_end(int st, int bad, long k, long n, long *done, const char *what)
+{
+    if (done)
+        *done = k;
+    if (st)
+        return st;
+    if (bad)
+        return nlse_fail(NLSE_ERR_BLOWUP, "the state became %s %ld of %ld", what, k + 1, n);
+    return NLSE_OK;
 }
 
 int dec_check_real(const void *v, size_t n, int dtype, const char *name)

@@ -450,3 +450,15 @@ int dipolar_check_slab(const nlse_dipolar_params *p, int rank, int size, const s
                          "%zu y rows for a grid of %zu x %zu", sx, sy, p->shape[0], p->shape[1]);
     return NLSE_OK;
 }
+
+void dipolar_slab_layout(size_t *t, int size, const size_t *xcount, const size_t *ycount)
+{
+    const size_t P = (size_t)size;
+    size_t *xc = t, *xs = t + P, *yc = t + 2 * P, *ys = t + 3 * P;
+    for (size_t r = 0; r < P; ++r) {
+        xc[r] = xcount[r];
+        yc[r] = ycount[r];
+        xs[r] = r ? xs[r - 1] + xc[r - 1] : 0;
+        ys[r] = r ? ys[r - 1] + yc[r - 1] : 0;
+    }
+}

@@ -75,6 +75,10 @@ int dipolar_check_dt(double dt);
  * ranks' x and y rows tiling the grid. */
 int dipolar_check_slab(const nlse_dipolar_params *p, int rank, int size, const size_t *xcount,
                        const size_t *ycount);
+/* The slab layout of `size` ranks from their x and y row counts, as four
+ * tables of `size` entries one after the other in t: x counts, x starts,
+ * y counts, y starts. */
+void dipolar_slab_layout(size_t *t, int size, const size_t *xcount, const size_t *ycount);
 /* First non-finite value of `count` REALs (dtype's precision) -> error. */
 int dipolar_check_finite(const void *a, size_t count, int dtype, int per_point, const char *name);
 

@@ -66,15 +66,10 @@ struct dipolar_slab *dipolar_slab_new(const nlse_dipolar_params *p, int rank, in
         free(S);
         return NULL;
     }
+    dipolar_slab_layout(S->xc, size, xcount, ycount);
     S->xs = S->xc + P;
     S->yc = S->xs + P;
     S->ys = S->yc + P;
-    for (size_t r = 0; r < P; ++r) {
-        S->xc[r] = xcount[r];
-        S->yc[r] = ycount[r];
-        S->xs[r] = r ? S->xs[r - 1] + S->xc[r - 1] : 0;
-        S->ys[r] = r ? S->ys[r - 1] + S->yc[r - 1] : 0;
-    }
     S->comm = comm;
     S->rank = rank;
     S->size = size;

@@ -126,10 +126,8 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
 
 int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 {
-    long tmp;
-    if (!done)
-        done = &tmp;
-    int st = nlse_fd_check_step(s, nsteps, done);
+    long spare;
+    int st = nlse_fd_check_step(s, nsteps, &done, &spare);
     if (st)
         return st;
     st = s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)

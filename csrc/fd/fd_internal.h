@@ -49,8 +49,9 @@ struct nlse_fd {
 /* Shared by every backend (csrc/fd/fd_params.c). */
 int nlse_fd_check_params(const nlse_fd_params *p);
 int nlse_fd_check_dt(double dt);
-/* arguments of nlse_fd_step; sets *done = 0 */
-int nlse_fd_check_step(const void *s, long nsteps, long *done);
+/* arguments of nlse_fd_step: *done = `spare` when the caller passed none
+ * (NULL), then **done = 0 */
+int nlse_fd_check_step(const void *s, long nsteps, long **done, long *spare);
 void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g);
 
 /* CPU kernels, one set per precision (csrc/fd/fd_kernels.inc). */

@@ -46,9 +46,11 @@ int nlse_fd_check_dt(double dt)
     return NLSE_OK;
 }
 
-int nlse_fd_check_step(const void *s, long nsteps, long *done)
+int nlse_fd_check_step(const void *s, long nsteps, long **done, long *spare)
 {
-    return nlse_check_steps(s, nsteps, done, "nlse_fd_step", "nsteps");
+    if (!*done)
+        *done = spare;
+    return nlse_check_steps(s, nsteps, *done, "nlse_fd_step", "nsteps");
 }
 
 int nlse_fd_check_params(const nlse_fd_params *p)

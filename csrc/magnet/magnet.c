@@ -32,10 +32,7 @@ void nlse_magnet_destroy(nlse_magnet *s)
 
 int nlse_magnet_create(const nlse_magnet_params *p, nlse_magnet **out)
 {
-    if (!p || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_create: NULL argument");
-    *out = NULL;
-    int st = nlse_magnet_check_params(p);
+    int st = magnet_check_create(p, out);
     if (st)
         return st;
     nlse_magnet *s = (nlse_magnet *)calloc(1, sizeof *s);

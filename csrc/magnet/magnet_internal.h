@@ -47,6 +47,9 @@ int magnet_lu_factor(double *a, int m, int *piv);
 void magnet_lu_solve(const double *lu, const int *piv, int m, double *x);
 
 /* Shared by every backend (magnet_params.c). */
+/* The arguments of nlse_magnet_create: NLSE_ERR_VALUE for a NULL one, then
+ * *out = NULL and the parameters' checks. */
+int magnet_check_create(const nlse_magnet_params *p, nlse_magnet **out);
 int magnet_make_geom(const nlse_magnet_params *p, magnet_geom *g);
 void magnet_make_rows(const magnet_geom *g, magnet_row *rows); /* nr rows */
 /* Rows with Dirichlet data on the outer cylinder, the magnet's surface and

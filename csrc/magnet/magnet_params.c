@@ -41,6 +41,14 @@ int nlse_magnet_check_params(const nlse_magnet_params *p)
     return magnet_make_geom(p, &g);
 }
 
+int magnet_check_create(const nlse_magnet_params *p, nlse_magnet **out)
+{
+    if (!p || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_create: NULL argument");
+    *out = NULL;
+    return nlse_magnet_check_params(p);
+}
+
 int magnet_make_geom(const nlse_magnet_params *p, magnet_geom *g)
 {
     int st;

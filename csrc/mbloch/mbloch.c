@@ -218,8 +218,7 @@ void nlse_mbloch_destroy(nlse_mbloch *s)
                    s->hf_i,    s->pm_lo,  s->pm_off,  s->pf,   s->det,    s->weights,
                    s->psi0,    s->fields, s->fnext,   s->P,    s->P_prev, s->P_sub, s->pop,
                    s->red};
-    for (size_t q = 0; q < sizeof arr / sizeof arr[0]; ++q)
-        free(arr[q]);
+    nlse_free_all(arr, sizeof arr / sizeof arr[0]);
     free(s);
 }
 

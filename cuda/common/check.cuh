@@ -1,8 +1,9 @@
 /*
  * check.cuh -- what the CUDA backends share at compile time: CUDA runtime
  * errors as nlsepy statuses (device.cu), the early-return macros, a
- * handle's device made current for one call of the C API (ON_DEVICE), and
- * the complex vector type of a precision.
+ * handle's teardown, a handle's device made current for one call of the C
+ * API (ON_DEVICE), the grid-stride loop, and the complex vector type of a
+ * precision.
  */
 #ifndef NLSEPY_CUDA_CHECK_CUH
 #define NLSEPY_CUDA_CHECK_CUH
@@ -14,6 +15,17 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what);
 /* cudaMalloc of `bytes` (at least 1) into *p; on failure *p = NULL and
  * NLSE_ERR_BACKEND saying what needed how much and how much is free. */
 extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what);
+
+/* A handle's teardown (its destroy), the same in every backend:
+ * wait: the work queued on `stream` (if it was made) finished, before the
+ * buffers it uses go; free_all: cudaFree of each of the `n` device buffers
+ * (a NULL one is a no-op); drop_stream: the events of `ev` that were made
+ * (non-NULL), then `stream` if it was made, destroyed, and the runtime's
+ * error state cleared, since a destroy reports nothing and the next call's
+ * checks must not see what it left. */
+extern "C" void nlse_cuda_wait(cudaStream_t stream);
+extern "C" void nlse_cuda_free_all(void *const *bufs, size_t n);
+extern "C" void nlse_cuda_drop_stream(cudaStream_t stream, const cudaEvent_t *ev, size_t nev);
 
 /* return the nlsepy status of a failed CUDA runtime call */
 #define CK(call)                                                        \
@@ -64,6 +76,15 @@ struct DeviceScope {
     return fail
 #define ON_DEVICE(s) ON_DEVICE_OR(s, on_device_.st)
 #define ON_DEVICE_VOID(s) DeviceScope on_device_((s) ? (s)->device : -1)
+
+/* A grid-stride loop over n items, each thread from its index in the grid
+ * by the grid's size:
+ *   for (long long q = grid_first(); q < n; q += grid_stride()) */
+__device__ __forceinline__ long long grid_first()
+{
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ long long grid_stride() { return (long long)gridDim.x * blockDim.x; }
 
 /* float2 / double2: one complex value of precision R */
 template <typename R> struct Vec2;

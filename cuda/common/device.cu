@@ -1,9 +1,11 @@
 /*
  * device.cu -- the device layer shared by the CUDA backends: counting the
  * GPUs, turning CUDA runtime errors into nlsepy status codes
- * (NLSE_ERR_BACKEND with the runtime's message), device allocation, a
- * handle's device current for one call (ON_DEVICE in check.cuh).
+ * (NLSE_ERR_BACKEND with the runtime's message), device allocation and
+ * a handle's teardown, a handle's device current for one call (ON_DEVICE
+ * in check.cuh).
  */
+#include <stdarg.h>
 #include <string.h>
 #include <cuda.h> /* driver types only: the entry points are read at run time */
 #include <cuda_runtime.h>
@@ -18,6 +20,31 @@ extern "C" int nlse_cuda_check(cudaError_t err, const char *what)
     return nlse_fail(NLSE_ERR_BACKEND, "CUDA error in %s: %s", what, cudaGetErrorString(err));
 }
 
+/* NLSE_OK for cudaSuccess; else the runtime's error state cleared and
+ * NLSE_ERR_BACKEND saying "<what>: <the runtime's message>", `what`
+ * formatted from fmt and the arguments that follow. */
+static int runtime_status(cudaError_t err, const char *fmt, ...)
+{
+    if (err == cudaSuccess)
+        return NLSE_OK;
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    (void)cudaGetLastError();
+    return nlse_fail(NLSE_ERR_BACKEND, "%s: %s", what, cudaGetErrorString(err));
+}
+
+/* The end of a release nobody can act on the failure of (a free, an
+ * unmapping): the runtime's error state cleared; NLSE_OK. */
+static int released(cudaError_t err)
+{
+    (void)err;
+    (void)cudaGetLastError();
+    return NLSE_OK;
+}
+
 extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what)
 {
     cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
@@ -30,6 +57,28 @@ extern "C" int nlse_cuda_alloc(void **p, size_t bytes, const char *what)
                          bytes, fr, tot);
     }
     return NLSE_OK;
+}
+
+extern "C" void nlse_cuda_wait(cudaStream_t stream)
+{
+    if (stream)
+        cudaStreamSynchronize(stream);
+}
+
+extern "C" void nlse_cuda_free_all(void *const *bufs, size_t n)
+{
+    for (size_t q = 0; q < n; ++q)
+        cudaFree(bufs[q]);
+}
+
+extern "C" void nlse_cuda_drop_stream(cudaStream_t stream, const cudaEvent_t *ev, size_t nev)
+{
+    for (size_t q = 0; q < nev; ++q)
+        if (ev[q])
+            cudaEventDestroy(ev[q]);
+    if (stream)
+        cudaStreamDestroy(stream);
+    (void)cudaGetLastError();
 }
 
 /* Number of usable CUDA devices (0 when there is no driver or no GPU). */
@@ -51,13 +100,7 @@ extern "C" int nlse_cuda_set_device(int index)
     if (index < 0 || index >= n)
         return nlse_fail(NLSE_ERR_VALUE, "CUDA device %d does not exist (this machine has %d)",
                          index, n);
-    cudaError_t err = cudaSetDevice(index);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaSetDevice(%d) failed: %s", index,
-                         cudaGetErrorString(err));
-    }
-    return NLSE_OK;
+    return runtime_status(cudaSetDevice(index), "cudaSetDevice(%d) failed", index);
 }
 
 /* The calling thread's current device (0 when the runtime cannot say: a
@@ -140,14 +183,11 @@ extern "C" int nlse_cuda_enter(int device, int *prev)
     if (cur == device)
         return NLSE_OK;
     const int back = cur >= 0 && primary_active(cur);
-    cudaError_t err = cudaSetDevice(device);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaSetDevice(%d) (the solver's device) failed: %s",
-                         device, cudaGetErrorString(err));
-    }
-    *prev = back ? cur : -1;
-    return NLSE_OK;
+    const int st = runtime_status(cudaSetDevice(device),
+                                  "cudaSetDevice(%d) (the solver's device) failed", device);
+    if (!st)
+        *prev = back ? cur : -1;
+    return st;
 }
 
 extern "C" void nlse_cuda_leave(int prev)
@@ -161,58 +201,35 @@ extern "C" void nlse_cuda_leave(int prev)
  * and need no bounce through the driver's own pinned blocks). */
 extern "C" int nlse_cuda_host_register(void *ptr, size_t bytes)
 {
-    cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaHostRegister of %zu bytes failed: %s", bytes,
-                         cudaGetErrorString(err));
-    }
-    return NLSE_OK;
+    return runtime_status(cudaHostRegister(ptr, bytes, cudaHostRegisterDefault),
+                          "cudaHostRegister of %zu bytes failed", bytes);
 }
 
 extern "C" int nlse_cuda_host_unregister(void *ptr)
 {
-    cudaError_t err = cudaHostUnregister(ptr);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaHostUnregister failed: %s",
-                         cudaGetErrorString(err));
-    }
-    return NLSE_OK;
+    return runtime_status(cudaHostUnregister(ptr), "cudaHostUnregister failed");
 }
 
 /* Device memory for exchanges between processes (CUDA IPC mailboxes). */
 extern "C" int nlse_cuda_buffer_alloc(size_t bytes, void **ptr)
 {
-    cudaError_t err = cudaMalloc(ptr, bytes ? bytes : 1);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
+    const int st = runtime_status(cudaMalloc(ptr, bytes ? bytes : 1),
+                                  "out of device memory (%zu bytes)", bytes);
+    if (st)
         *ptr = NULL;
-        return nlse_fail(NLSE_ERR_BACKEND, "out of device memory (%zu bytes): %s", bytes,
-                         cudaGetErrorString(err));
-    }
-    return NLSE_OK;
+    return st;
 }
 
-extern "C" int nlse_cuda_buffer_free(void *ptr)
-{
-    cudaFree(ptr);
-    (void)cudaGetLastError();
-    return NLSE_OK;
-}
+extern "C" int nlse_cuda_buffer_free(void *ptr) { return released(cudaFree(ptr)); }
 
 /* The IPC handle of an allocation of nlse_cuda_buffer_alloc (NLSE_CUDA_IPC_BYTES). */
 extern "C" int nlse_cuda_ipc_handle(void *ptr, void *handle)
 {
     cudaIpcMemHandle_t h;
-    cudaError_t err = cudaIpcGetMemHandle(&h, ptr);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaIpcGetMemHandle failed: %s",
-                         cudaGetErrorString(err));
-    }
-    memcpy(handle, &h, sizeof h);
-    return NLSE_OK;
+    const int st = runtime_status(cudaIpcGetMemHandle(&h, ptr), "cudaIpcGetMemHandle failed");
+    if (!st)
+        memcpy(handle, &h, sizeof h);
+    return st;
 }
 
 /* Map another process's allocation into this one (the same node). */
@@ -220,22 +237,14 @@ extern "C" int nlse_cuda_ipc_open(const void *handle, void **ptr)
 {
     cudaIpcMemHandle_t h;
     memcpy(&h, handle, sizeof h);
-    cudaError_t err = cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
+    const int st = runtime_status(cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess),
+                                  "cudaIpcOpenMemHandle failed");
+    if (st)
         *ptr = NULL;
-        return nlse_fail(NLSE_ERR_BACKEND, "cudaIpcOpenMemHandle failed: %s",
-                         cudaGetErrorString(err));
-    }
-    return NLSE_OK;
+    return st;
 }
 
-extern "C" int nlse_cuda_ipc_close(void *ptr)
-{
-    cudaIpcCloseMemHandle(ptr);
-    (void)cudaGetLastError();
-    return NLSE_OK;
-}
+extern "C" int nlse_cuda_ipc_close(void *ptr) { return released(cudaIpcCloseMemHandle(ptr)); }
 
 /* Name of the current device ("" when there is none). */
 extern "C" int nlse_cuda_device_name(char *buf, int len)
@@ -292,12 +301,9 @@ extern "C" int nlse_cuda_copy_bandwidth(size_t bytes, int reps, double *gbps)
     qsort(ms, (size_t)reps, sizeof ms[0], cmp_float);
     *gbps = 2.0 * (double)bytes / (ms[reps / 2] * 1e-3) / 1e9;
 done:
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(b);
-    (void)cudaGetLastError();
+    void *bufs[] = {a, b};
+    const cudaEvent_t ev[] = {e0, e1};
+    nlse_cuda_free_all(bufs, 2);
+    nlse_cuda_drop_stream(NULL, ev, 2);
     return st;
 }

@@ -81,6 +81,7 @@
 #include "nlsepy/dec.h"
 
 #include "common/check.cuh"
+#include "common/reduce.cuh"
 
 #define NONE 0xffffffffffffffffULL
 #define SMEM_MAX (48 * 1024)
@@ -297,28 +298,11 @@ __device__ __forceinline__ R trap(const DGeo &G, const STab<R> &T, int c, int bx
     return (R)(G.hx * x * x + G.hy * y * y + G.hz * z * z);
 }
 
-/* Block sum of v in double (fixed order) into *out by thread 0. */
-__device__ __forceinline__ double block_sum(double v, double *red)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        red[wid] = v;
-    __syncthreads();
-    double s = 0;
-    if (threadIdx.x == 0)
-        for (int q = 0; q < (int)(blockDim.x + 31) / 32; ++q)
-            s += red[q];
-    return s;
-}
-
 /* The block's sum of v into part[block] (the kernels' imaginary-time
  * norm parts). */
 __device__ __forceinline__ void store_part(double v, double *red, double *part)
 {
-    const double s = block_sum(v, red);
+    const double s = nlse_block_sum(v, red);
     if (threadIdx.x == 0)
         part[blockIdx.x] = s;
 }
@@ -1279,10 +1263,10 @@ k_observe(DGeo G, const unsigned char *tab, R g, const typename Vec2<R>::T *__re
         an += T.vol[c] * r2;
         ae += T.vol[c] * (kin + (double)v * r2 + 0.5 * (double)g * r2 * r2);
     }
-    const double sn = block_sum(an, red);
+    const double sn = nlse_block_sum(an, red);
     if (threadIdx.x == 0)
         part[2 * blockIdx.x] = sn;
-    const double se = block_sum(ae, red);
+    const double se = nlse_block_sum(ae, red);
     if (threadIdx.x == 0)
         part[2 * blockIdx.x + 1] = se;
 }
@@ -1295,10 +1279,7 @@ __global__ void k_factor(const double *part, size_t n, double norm, double *fact
     __shared__ double red[32];
     if (*bad != NONE)
         return;
-    double s = 0;
-    for (size_t q = threadIdx.x; q < n; q += blockDim.x)
-        s += part[q];
-    const double t = block_sum(s, red);
+    const double t = nlse_parts_sum(part, n, red);
     if (threadIdx.x == 0) {
         if (!(t > 0 && isfinite(t)))
             atomicMin(bad, step);
@@ -1409,20 +1390,10 @@ void nlse_dec_destroy(nlse_dec *s)
     ON_DEVICE_VOID(s);
     if (!s)
         return;
-    cudaFree(s->tab);
-    cudaFree(s->buf[0]);
-    cudaFree(s->buf[1]);
-    cudaFree(s->V);
-    cudaFree(s->bad);
-    cudaFree(s->part);
-    cudaFree(s->factor);
-    cudaFree(s->ctr);
+    void *bufs[] = {s->tab, s->buf[0], s->buf[1], s->V, s->bad, s->part, s->factor, s->ctr};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     free(s->h_part);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
-    for (int q = 0; q < 2; ++q)
-        if (s->ev[q])
-            cudaEventDestroy(s->ev[q]);
+    nlse_cuda_drop_stream(s->stream, s->ev, 2);
     dec_rows_free(&s->r);
     free(s);
 }
@@ -1630,10 +1601,7 @@ template <typename R> static unsigned march_pick(nlse_dec *s, int sms)
 
 int nlse_dec_create(const nlse_dec_params *p, const nlse_dec_table *t, nlse_dec **out)
 {
-    if (!out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_create: NULL output");
-    *out = NULL;
-    int st = nlse_dec_check(p, t);
+    int st = dec_check_create(p, t, out);
     if (st)
         return st;
     nlse_dec *s = (nlse_dec *)calloc(1, sizeof *s);
@@ -1754,11 +1722,7 @@ int nlse_dec_set_state(nlse_dec *s, const void *psi, const void *psi_prev)
     ON_DEVICE(s);
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    int st = dec_check_complex(psi, s->n, s->p.dtype, "psi");
-    if (!st && psi_prev)
-        st = dec_check_complex(psi_prev, s->n, s->p.dtype, "psi_prev");
-    if (st)
-        return st;
+    CKS(dec_check_states(psi, psi_prev, s->n, s->p.dtype));
     const size_t bytes = 2 * s->n * rsize(s);
     CK(cudaStreamSynchronize(s->stream));
     CK(cudaMemcpy(s->buf[s->par], psi, bytes, cudaMemcpyHostToDevice));
@@ -1812,12 +1776,7 @@ int nlse_dec_set_dt(nlse_dec *s, double dt)
 {
     if (!s)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
-    if (!(isfinite(dt) && dt > 0))
-        return nlse_fail(NLSE_ERR_VALUE, "dt must be finite and > 0, got %g", dt);
-    if (dt != s->p.dt)
-        s->have_prev = 0;
-    s->p.dt = dt;
-    return NLSE_OK;
+    return dec_set_dt(&s->p, &s->have_prev, dt);
 }
 
 /* Launch out = x0 + (cre + i cim) H(x1) x1 (see k_apply). */
@@ -2113,14 +2072,7 @@ static int step_comm(nlse_dec *s, long n, long *done)
     float ms = 0;
     cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
     s->last_seconds = 1e-3 * ms;
-    if (done)
-        *done = k;
-    if (st)
-        return st;
-    if (bad)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld", k + 1,
-                         n);
-    return NLSE_OK;
+    return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
 int nlse_dec_step(nlse_dec *s, long n, long *done)
@@ -2153,15 +2105,8 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     /* after k good steps the state is buf[par0 ^ (k & 1)] */
     s->par = par0 ^ (int)(good & 1);
     s->steps = first + good;
-    if (done)
-        *done = good;
-    if (good < n) {
-        s->have_prev = 0;
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite at step %ld of %ld",
-                         good + 1, n);
-    }
-    s->have_prev = 1;
-    return NLSE_OK;
+    s->have_prev = good == n;
+    return dec_steps_end(NLSE_OK, good < n, good, n, done, DEC_REAL_BLOWUP);
 }
 
 /* One imaginary-time step of a distributed solver into buf[par ^ 1]: the
@@ -2219,14 +2164,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
         s->last_seconds = 1e-3 * ms;
         s->have_prev = 0;
-        if (done)
-            *done = k;
-        if (st)
-            return st;
-        if (bad)
-            return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at "
-                                              "imaginary-time step %ld of %ld", k + 1, n);
-        return NLSE_OK;
+        return dec_steps_end(st, bad, k, n, done, DEC_IMAG_BLOWUP);
     }
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
@@ -2252,12 +2190,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     s->par = par0 ^ (int)(good & 1);
     s->steps = first + good;
     s->have_prev = 0;
-    if (done)
-        *done = good;
-    if (good < n)
-        return nlse_fail(NLSE_ERR_BLOWUP, "the state became non-finite or zero at imaginary-time "
-                                          "step %ld of %ld", good + 1, n);
-    return NLSE_OK;
+    return dec_steps_end(NLSE_OK, good < n, good, n, done, DEC_IMAG_BLOWUP);
 }
 
 int nlse_dec_observe(nlse_dec *s, double *norm, double *energy)
@@ -2405,12 +2338,7 @@ int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src)
 
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c)
 {
-    if (!s)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: NULL solver");
-    if (c && (!c->sum || !c->max))
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_set_comm: the table has no sum or max");
-    s->comm = c;
-    return NLSE_OK;
+    return dec_set_comm(s ? &s->comm : NULL, c);
 }
 
 int nlse_dec_has_prev(const nlse_dec *s) { return s ? s->have_prev : 0; }

@@ -1135,29 +1135,17 @@ static void dipolar_dist_free(nlse_dipolar *s)
         }
         cudaEventDestroy(D->ready);
     }
-    free(D->cs);
-    free(D->done);
-    cudaFreeHost(D->hsend);
-    cudaFreeHost(D->hrecv);
-    free(D->cnt);
     s->have_plans = 0; /* the solver's own plans were never made */
-    cudaFree(D->pen);
-    cudaFree(D->kern);
     if (D->ext && (char *)s->psi > (char *)D->ext &&
         (char *)s->psi < (char *)D->ext + D->ext_bytes)
         s->psi = NULL; /* not an allocation of its own */
-    cudaFree(D->ext);
-    cudaFree(D->ends);
-    cudaFree(D->drecv);
-    cudaFree(D->hrow);
-    cudaFree(D->spk);
-    free(D->hspk);
-    cudaFreeHost(D->hends_s);
-    cudaFreeHost(D->hends_r);
-    free(D->xc);
-    free(D->peer);
-    free(D->sm_copy);
-    free(D);
+    void *dev[] = {D->pen, D->kern, D->ext, D->ends, D->drecv, D->hrow, D->spk};
+    nlse_cuda_free_all(dev, sizeof dev / sizeof dev[0]);
+    void *pinned[] = {D->hsend, D->hrecv, D->hends_s, D->hends_r};
+    for (size_t q = 0; q < sizeof pinned / sizeof pinned[0]; ++q)
+        cudaFreeHost(pinned[q]);
+    void *host[] = {D->cs, D->done, D->cnt, D->hspk, D->xc, D->peer, D->sm_copy, D};
+    nlse_free_all(host, sizeof host / sizeof host[0]);
     s->dist = NULL;
 }
 
@@ -1204,15 +1192,10 @@ static int make_dist(nlse_dipolar *s, int rank, int size, const size_t *xc, cons
     D->peer = (void **)calloc(NLSE_DIPOLAR_SLAB_BUFFERS * (size_t)size, sizeof(void *));
     if (!D->xc || !D->peer || !D->sm_copy)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    dipolar_slab_layout(D->xc, size, xc, yc);
     D->xs = D->xc + size;
     D->yc = D->xs + size;
     D->ys = D->yc + size;
-    for (int r = 0; r < size; ++r) {
-        D->xc[r] = xc[r];
-        D->yc[r] = yc[r];
-        D->xs[r] = r ? D->xs[r - 1] + xc[r - 1] : 0;
-        D->ys[r] = r ? D->ys[r - 1] + yc[r - 1] : 0;
-    }
     D->nj = yc[rank];
     D->j0 = D->ys[rank];
     D->cs = (cudaStream_t *)calloc((size_t)size, sizeof(cudaStream_t));

@@ -140,23 +140,19 @@ template <typename T> int dipolar_kmul(nlse_dipolar *s, void *d, const void *K, 
 template int dipolar_kmul<float>(nlse_dipolar *, void *, const void *, long long);
 template int dipolar_kmul<double>(nlse_dipolar *, void *, const void *, long long);
 
+/* cuFFT's in-place transforms of a real array by precision: forward (real
+ * to complex) and back (complex to real) */
+static cufftResult exec_fwd(cufftHandle p, double *d) { return cufftExecD2Z(p, d, (cufftDoubleComplex *)d); }
+static cufftResult exec_fwd(cufftHandle p, float *d) { return cufftExecR2C(p, d, (cufftComplex *)d); }
+static cufftResult exec_back(cufftHandle p, double *d) { return cufftExecZ2D(p, (cufftDoubleComplex *)d, d); }
+static cufftResult exec_back(cufftHandle p, float *d) { return cufftExecC2R(p, (cufftComplex *)d, d); }
+
 template <typename T> int dipolar_apply_fft(nlse_dipolar *s)
 {
-    if (sizeof(T) == sizeof(double)) {
-        CKS(dipolar_fft_check(cufftExecD2Z(s->pf, (cufftDoubleReal *)s->dens, (cufftDoubleComplex *)s->dens),
-                      "cufftExecD2Z"));
-    } else {
-        CKS(dipolar_fft_check(cufftExecR2C(s->pf, (cufftReal *)s->dens, (cufftComplex *)s->dens),
-                      "cufftExecR2C"));
-    }
+    const bool dbl = sizeof(T) == sizeof(double);
+    CKS(dipolar_fft_check(exec_fwd(s->pf, (T *)s->dens), dbl ? "cufftExecD2Z" : "cufftExecR2C"));
     CKS(dipolar_kmul<T>(s, s->dens, s->kern, (long long)s->nk));
-    if (sizeof(T) == sizeof(double)) {
-        CKS(dipolar_fft_check(cufftExecZ2D(s->pb, (cufftDoubleComplex *)s->dens, (cufftDoubleReal *)s->dens),
-                      "cufftExecZ2D"));
-    } else {
-        CKS(dipolar_fft_check(cufftExecC2R(s->pb, (cufftComplex *)s->dens, (cufftReal *)s->dens),
-                      "cufftExecC2R"));
-    }
+    CKS(dipolar_fft_check(exec_back(s->pb, (T *)s->dens), dbl ? "cufftExecZ2D" : "cufftExecC2R"));
     return NLSE_OK;
 }
 

@@ -820,30 +820,16 @@ extern "C" void nlse_fd_destroy(nlse_fd *s)
     if (!s)
         return;
     drop_graph(s);
-    if (s->stream)
-        cudaStreamSynchronize(s->stream);
-    cudaFree(s->psi);
-    cudaFree(s->acc);
-    cudaFree(s->ta);
-    cudaFree(s->tb);
-    cudaFree(s->V);
-    cudaFree(s->flags);
+    nlse_cuda_wait(s->stream);
+    void *bufs[] = {s->psi, s->acc, s->ta, s->tb, s->V, s->flags};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     cudaFreeHost(s->host_flag);
-    if (s->copy_stream)
-        cudaStreamSynchronize(s->copy_stream);
-    for (int q = 0; q < 2; ++q) {
-        cudaFree(s->snap[q]);
+    nlse_cuda_wait(s->copy_stream);
+    nlse_cuda_free_all(s->snap, 2);
+    for (int q = 0; q < 2; ++q)
         cudaFreeHost(s->stage[q]);
-        if (s->snap_ev[q])
-            cudaEventDestroy(s->snap_ev[q]);
-        if (s->stage_ev[q])
-            cudaEventDestroy(s->stage_ev[q]);
-    }
-    if (s->copy_stream)
-        cudaStreamDestroy(s->copy_stream);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
-    (void)cudaGetLastError();
+    nlse_cuda_drop_stream(s->copy_stream, s->stage_ev, 2);
+    nlse_cuda_drop_stream(s->stream, s->snap_ev, 2);
     pthread_mutex_destroy(&s->stage_lock);
     free(s);
 }
@@ -1015,10 +1001,8 @@ extern "C" int nlse_fd_set_dt(nlse_fd *s, double dt)
 extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 {
     ON_DEVICE(s);
-    long tmp;
-    if (!done)
-        done = &tmp;
-    int st = nlse_fd_check_step(s, nsteps, done);
+    long spare;
+    int st = nlse_fd_check_step(s, nsteps, &done, &spare);
     if (st)
         return st;
     void *start[2] = {s->psi, s->acc};
@@ -1107,55 +1091,43 @@ static size_t row_bytes(const nlse_fd *s)
     return (size_t)s->g.npts / s->p.shape[0] * 2 * s->real_size;
 }
 
-extern "C" int nlse_fd_get_rows(const nlse_fd *cs, size_t first, size_t count, void *out)
+/* Rows first .. first + count - 1 of axis 0 copied out of the state to
+ * `ptr` (out = 1) or from `ptr` into it (out = 0), as `kind` says, on the
+ * solver's stream; `fn` is the entry named in messages. */
+static int copy_rows(nlse_fd *s, size_t first, size_t count, void *ptr, int out,
+                     cudaMemcpyKind kind, const char *fn)
 {
-    nlse_fd *s = (nlse_fd *)cs;
     ON_DEVICE(s);
-    if (!s || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_get_rows: NULL argument");
+    if (!s || !ptr)
+        return nlse_fail(NLSE_ERR_VALUE, "%s: NULL argument", fn);
     CKS(nlse_fd_check_rows(&s->p, first, count));
-    CK(cudaMemcpyAsync(out, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
-                       cudaMemcpyDeviceToHost, s->stream));
+    char *rows = (char *)s->psi + first * row_bytes(s);
+    CK(cudaMemcpyAsync(out ? ptr : rows, out ? rows : ptr, count * row_bytes(s), kind,
+                       s->stream));
     CK(cudaStreamSynchronize(s->stream));
     return NLSE_OK;
+}
+
+extern "C" int nlse_fd_get_rows(const nlse_fd *s, size_t first, size_t count, void *out)
+{
+    return copy_rows((nlse_fd *)s, first, count, out, 1, cudaMemcpyDeviceToHost,
+                     "nlse_fd_get_rows");
 }
 
 extern "C" int nlse_fd_set_rows(nlse_fd *s, size_t first, size_t count, const void *in)
 {
-    ON_DEVICE(s);
-    if (!s || !in)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_rows: NULL argument");
-    CKS(nlse_fd_check_rows(&s->p, first, count));
-    CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), in, count * row_bytes(s),
-                       cudaMemcpyHostToDevice, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
-    return NLSE_OK;
+    return copy_rows(s, first, count, (void *)in, 0, cudaMemcpyHostToDevice, "nlse_fd_set_rows");
 }
 
 /* device-to-device (or peer, through a CUDA IPC mapping) copies of rows */
-extern "C" int nlse_fd_rows_to(const nlse_fd *cs, size_t first, size_t count, void *dst)
+extern "C" int nlse_fd_rows_to(const nlse_fd *s, size_t first, size_t count, void *dst)
 {
-    nlse_fd *s = (nlse_fd *)cs;
-    ON_DEVICE(s);
-    if (!s || !dst)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_to: NULL argument");
-    CKS(nlse_fd_check_rows(&s->p, first, count));
-    CK(cudaMemcpyAsync(dst, (const char *)s->psi + first * row_bytes(s), count * row_bytes(s),
-                       cudaMemcpyDefault, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
-    return NLSE_OK;
+    return copy_rows((nlse_fd *)s, first, count, dst, 1, cudaMemcpyDefault, "nlse_fd_rows_to");
 }
 
 extern "C" int nlse_fd_rows_from(nlse_fd *s, size_t first, size_t count, const void *src)
 {
-    ON_DEVICE(s);
-    if (!s || !src)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_rows_from: NULL argument");
-    CKS(nlse_fd_check_rows(&s->p, first, count));
-    CK(cudaMemcpyAsync((char *)s->psi + first * row_bytes(s), src, count * row_bytes(s),
-                       cudaMemcpyDefault, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
-    return NLSE_OK;
+    return copy_rows(s, first, count, (void *)src, 0, cudaMemcpyDefault, "nlse_fd_rows_from");
 }
 
 extern "C" int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm,

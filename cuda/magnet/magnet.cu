@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/check.cuh"
+#include "common/reduce.cuh"
 #include "magnet/magnet_galerkin.h"
 
 #define MAGNET_BLK 256
@@ -103,22 +104,6 @@ __device__ __forceinline__ double res_at(const magnet_row &R, const LPArgs &a, T
     return (double)r;
 }
 
-__device__ double magnet_block_sum(double v, double *sh)
-{
-    for (int d = 16; d > 0; d >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, d);
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        sh[w] = v;
-    __syncthreads();
-    double t = 0;
-    if (threadIdx.x == 0)
-        for (int q = 0; q < nw; ++q)
-            t += sh[q];
-    return t;
-}
-
 /* One colour of red-black SOR (Algorithm 2); RES: partial sums of r^2.
  * Grid: blockIdx.x tiles a row's slots, blockIdx.y strides over rows, so a
  * block reads its row's descriptor once and no thread divides.  In the
@@ -161,7 +146,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_rb(T *P0, T *P1, const magnet_ro
             ss += (double)r * (double)r;
     }
     if (RES) {
-        const double t = magnet_block_sum(ss, sh);
+        const double t = nlse_block_sum(ss, sh);
         if (threadIdx.x == 0)
             part[colour * gridDim.x * gridDim.y + blockIdx.y * gridDim.x + blockIdx.x] = t;
     }
@@ -191,7 +176,7 @@ __global__ void __launch_bounds__(1024) k_diag(T *P0, T *P1, const magnet_row *r
         at(P0, P1, a.hw, i, j) += (T)r * (omega / (T)R.e);
         ss += r * r;
     }
-    const double t = magnet_block_sum(ss, sh);
+    const double t = nlse_block_sum(ss, sh);
     if (threadIdx.x == 0)
         acc[0] += t;
 }
@@ -204,8 +189,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q
     __shared__ double sh[MAGNET_BLK / 32];
     double ss = 0;
     const long long n = 2LL * a.nr * a.kw;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int colour = (int)(q / ((long long)a.nr * a.kw));
         const long long qq = q % ((long long)a.nr * a.kw);
         const int i = (int)(qq / a.kw), k = (int)(qq % a.kw) + 1;
@@ -218,7 +202,7 @@ __global__ void __launch_bounds__(MAGNET_BLK) k_jacobi(T *P0, T *P1, T *Q0, T *Q
         (colour ? Q1 : Q0)[o] = (colour ? P1 : P0)[o] + (T)r / (T)R.e;
         ss += r * r;
     }
-    const double t = magnet_block_sum(ss, sh);
+    const double t = nlse_block_sum(ss, sh);
     if (threadIdx.x == 0)
         part[blockIdx.x] = t;
 }
@@ -230,10 +214,7 @@ __global__ void k_final(const double *part, int n, double fn, double tol, double
     __shared__ double sh[8];
     if (flags[0] >= 0)
         return;
-    double v = 0;
-    for (int q = threadIdx.x; q < n; q += blockDim.x)
-        v += part[q];
-    const double t = magnet_block_sum(v, sh);
+    const double t = nlse_parts_sum(part, (size_t)n, sh);
     if (threadIdx.x == 0) {
         const double rel = sqrt(t) / fn;
         hist[it] = rel;
@@ -251,8 +232,7 @@ template <typename T>
 __global__ void k_fine_res(T *P0, T *P1, const magnet_row *rows, LPArgs a, double *r)
 {
     const long long n = (long long)a.nr * a.nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / a.nz), j = (int)(q % a.nz);
         const magnet_row R = rows[i];
         r[q] = (j >= R.js && j <= R.je) ? res_at(R, a, P0, P1, i, j) : 0.0;
@@ -263,8 +243,7 @@ template <typename T>
 __global__ void k_fine_correct(T *P0, T *P1, const magnet_row *rows, LPArgs a, const double *e)
 {
     const long long n = (long long)a.nr * a.nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / a.nz), j = (int)(q % a.nz);
         const magnet_row R = rows[i];
         if (j >= R.js && j <= R.je)
@@ -280,8 +259,7 @@ __global__ void k_restrict(const double *rf, int nrf, int nzf, double *bc, const
                            int nrc, int nzc)
 {
     const long long n = (long long)nrc * nzc;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int I = (int)(q / nzc), J = (int)(q % nzc);
         double v = 0.0;
         if (maskc[q])
@@ -301,8 +279,7 @@ __global__ void k_prolong(const double *ec, int nrc, int nzc, double *ef, const 
                           int nrf, int nzf, int add)
 {
     const long long n = (long long)nrf * nzf;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nzf), j = (int)(q % nzf);
         double v = 0.0;
         if (maskf[q]) {
@@ -326,8 +303,7 @@ __global__ void k_gs4(const double *A, const unsigned char *mask, const double *
 {
     const int hr = (nr - ci + 1) / 2, hz = (nz - cj + 1) / 2;
     const long long n = (long long)hr * hz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int I = 2 * (int)(q / hz) + ci, J = 2 * (int)(q % hz) + cj;
         const size_t o = (size_t)I * nz + J;
         if (!mask[o])
@@ -348,8 +324,7 @@ __global__ void k_res9(const double *A, const unsigned char *mask, const double 
                        double *r, int nr, int nz)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double v = 0.0;
         if (mask[q]) {
             const double *row = A + 9 * q;
@@ -381,8 +356,7 @@ __global__ void k_coarsest(const double *inv, const int *nodes, int m, const dou
 __global__ void k_fine_mask(const magnet_row *rows, int nr, int nz, unsigned char *mask)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nz), j = (int)(q % nz);
         mask[q] = j >= rows[i].js && j <= rows[i].je;
     }
@@ -391,8 +365,7 @@ __global__ void k_fine_mask(const magnet_row *rows, int nr, int nz, unsigned cha
 __global__ void k_galerkin(magnet_view f, int cnr, int cnz, double *A, unsigned char *mask)
 {
     const long long n = (long long)cnr * cnz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double row[9];
         magnet_galerkin_row(&f, (int)(q / cnz), (int)(q % cnz), row);
         for (int k = 0; k < 9; ++k)
@@ -405,8 +378,7 @@ __global__ void k_galerkin(magnet_view f, int cnr, int cnz, double *A, unsigned 
 __global__ void k_fine_explicit(const magnet_row *rows, int nr, int nz, double gamma, int j1, double *A)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         const int i = (int)(q / nz), j = (int)(q % nz);
         double c[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         if (j >= rows[i].js && j <= rows[i].je)
@@ -421,8 +393,7 @@ __global__ void k_matvec9(const double *A, const unsigned char *mask, const doub
                           int nz)
 {
     const long long n = (long long)nr * nz;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         double v = 0.0;
         if (mask[q]) {
             const double *row = A + 9 * q;
@@ -442,10 +413,9 @@ __global__ void k_dot(const double *a, const double *b, long long n, double *par
 {
     __shared__ double sh[MAGNET_BLK / 32];
     double v = 0;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x)
+    for (long long q = grid_first(); q < n; q += grid_stride())
         v += a[q] * b[q];
-    const double t = magnet_block_sum(v, sh);
+    const double t = nlse_block_sum(v, sh);
     if (threadIdx.x == 0)
         part[blockIdx.x] = t;
 }
@@ -453,15 +423,13 @@ __global__ void k_dot(const double *a, const double *b, long long n, double *par
 /* the BiCGSTAB updates: p = r + beta (p - omega v); x += a y, r -= a v */
 __global__ void k_bicg_p(double *p, const double *r, const double *v, double beta, double omega, long long n)
 {
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x)
+    for (long long q = grid_first(); q < n; q += grid_stride())
         p[q] = r[q] + beta * (p[q] - omega * v[q]);
 }
 
 __global__ void k_bicg_xr(double *x, double *r, const double *y, const double *v, double a, long long n)
 {
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
-         q += (long long)gridDim.x * blockDim.x) {
+    for (long long q = grid_first(); q < n; q += grid_stride()) {
         x[q] += a * y[q];
         r[q] -= a * v[q];
     }
@@ -509,24 +477,15 @@ static void mg_free(nlse_magnet *s)
 {
     if (s->lev)
         for (int l = 0; l <= s->nlev; ++l) {
-            cudaFree(s->lev[l].A);
-            cudaFree(s->lev[l].b);
-            cudaFree(s->lev[l].e);
-            cudaFree(s->lev[l].r);
-            cudaFree(s->lev[l].mask);
+            void *lev[] = {s->lev[l].A, s->lev[l].b, s->lev[l].e, s->lev[l].r, s->lev[l].mask};
+            nlse_cuda_free_all(lev, sizeof lev / sizeof lev[0]);
         }
     free(s->lev);
-    cudaFree(s->r0);
-    cudaFree(s->e0);
-    cudaFree(s->mask0);
-    cudaFree(s->kv);
+    void *bufs[] = {s->r0, s->e0, s->mask0, s->kv, s->kb[0], s->kb[1], s->nodes, s->inv};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     s->kv = NULL;
-    cudaFree(s->kb[0]);
-    cudaFree(s->kb[1]);
     s->kb[0] = s->kb[1] = NULL;
     s->kopen = 0;
-    cudaFree(s->nodes);
-    cudaFree(s->inv);
     s->lev = NULL;
     s->r0 = s->e0 = s->inv = NULL;
     s->mask0 = NULL;
@@ -539,25 +498,13 @@ extern "C" void nlse_magnet_destroy(nlse_magnet *s)
     ON_DEVICE_VOID(s);
     if (!s)
         return;
-    if (s->stream)
-        cudaStreamSynchronize(s->stream);
+    nlse_cuda_wait(s->stream);
     mg_free(s);
-    for (int c = 0; c < 2; ++c) {
-        cudaFree(s->P[c]);
-        cudaFree(s->Q[c]);
-    }
-    cudaFree(s->rows_d);
-    cudaFree(s->part);
-    cudaFree(s->hist);
-    cudaFree(s->flags);
-    if (s->ev0)
-        cudaEventDestroy(s->ev0);
-    if (s->ev1)
-        cudaEventDestroy(s->ev1);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
+    void *bufs[] = {s->P[0], s->Q[0], s->P[1], s->Q[1], s->rows_d, s->part, s->hist, s->flags};
+    nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
+    const cudaEvent_t ev[] = {s->ev0, s->ev1};
+    nlse_cuda_drop_stream(s->stream, ev, 2);
     free(s->rows_h);
-    (void)cudaGetLastError();
     free(s);
 }
 
@@ -605,10 +552,7 @@ static int create(const nlse_magnet_params *p, nlse_magnet *s)
 
 extern "C" int nlse_magnet_create(const nlse_magnet_params *p, nlse_magnet **out)
 {
-    if (!p || !out)
-        return nlse_fail(NLSE_ERR_VALUE, "nlse_magnet_create: NULL argument");
-    *out = NULL;
-    CKS(nlse_magnet_check_params(p));
+    CKS(magnet_check_create(p, out));
     nlse_magnet *s = (nlse_magnet *)calloc(1, sizeof *s);
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
@@ -647,15 +591,26 @@ static size_t staged(const nlse_magnet *s, int i, int j)
     return ((i + j) & 1) * n + (size_t)(i + 1) * s->hw + (size_t)((j + 2) >> 1);
 }
 
+/* A new host buffer of both colour arrays, copied from the device (stage);
+ * NULL with the status in *st when out of memory or the copy failed. */
+static char *fetch_colours(const nlse_magnet *s, int *st)
+{
+    char *h = (char *)malloc(2 * (s->g.nr + 2) * s->hw * rsize(s));
+    *st = h ? stage(s, h, 1) : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (*st) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
 /* the colour arrays -> a host natural-layout double grid */
 static int download(const nlse_magnet *s, double *out)
 {
-    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
-    char *h = (char *)malloc(2 * n * rs);
-    if (!h)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = stage(s, h, 1);
-    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+    const size_t rs = rsize(s);
+    int st;
+    char *h = fetch_colours(s, &st);
+    for (int i = 0; h && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
             const size_t o = staged(s, i, j);
             out[(size_t)i * s->g.nz + j] = rs == 4 ? (double)((float *)h)[o] : ((double *)h)[o];
@@ -667,12 +622,10 @@ static int download(const nlse_magnet *s, double *out)
 /* values (NULL: zeros) into the unknowns, or (all) every node outside the magnet */
 static int upload_nodes(nlse_magnet *s, const double *in, int all)
 {
-    const size_t n = (s->g.nr + 2) * s->hw, rs = rsize(s);
-    char *h = (char *)malloc(2 * n * rs);
-    if (!h)
-        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
-    int st = stage(s, h, 1);
-    for (int i = 0; !st && i < (int)s->g.nr; ++i)
+    const size_t rs = rsize(s);
+    int st;
+    char *h = fetch_colours(s, &st);
+    for (int i = 0; h && i < (int)s->g.nr; ++i)
         for (int j = 0; j < (int)s->g.nz; ++j) {
             const magnet_row *R = &s->rows_h[i];
             if ((i < s->g.i0 && j < s->g.j0) || (!all && (j < R->js || j > R->je)))

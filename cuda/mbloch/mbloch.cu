@@ -877,15 +877,10 @@ extern "C" void nlse_mbloch_destroy(nlse_mbloch *s)
         return;
     void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
                     s->part, s->ppart, s->pop, s->devb, s->flag, s->coef, s->pE, s->pP, s->Psave, s->pcnt};
-    for (size_t q = 0; q < sizeof ptrs / sizeof ptrs[0]; ++q)
-        cudaFree(ptrs[q]);
+    nlse_cuda_free_all(ptrs, sizeof ptrs / sizeof ptrs[0]);
     free(s->hred);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
-    if (s->ev0)
-        cudaEventDestroy(s->ev0);
-    if (s->ev1)
-        cudaEventDestroy(s->ev1);
+    const cudaEvent_t ev[] = {s->ev0, s->ev1};
+    nlse_cuda_drop_stream(s->stream, ev, 2);
     free(s);
 }
 

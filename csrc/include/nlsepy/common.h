@@ -55,6 +55,10 @@ int nlse_check_steps(const void *s, long n, long *done, const char *who, const c
  * its pointer; returns NLSE_OK. */
 int nlse_drop(void **array);
 
+/* Free each of the `n` host arrays of `arrays` (NULL ones too): a solver's
+ * teardown. */
+void nlse_free_all(void *const *arrays, size_t n);
+
 /* OpenMP threads used by the CPU kernels (1 when built without OpenMP),
  * process-wide: the setting holds for every OS thread that calls nlsepy.
  * nlse_set_num_threads accepts 1 .. nlse_max_threads() (4 per processor). */

@@ -109,7 +109,8 @@ int nlsepy_handle_ready(const void *handle, int busy);
 #define NLSEPY_ACTION(fname, object_t, set) NLSEPY_GETTER(fname, object_t, nlsepy_none, set)
 
 /* step(n) -> (done, blew_up): step(self->s, n, &done) with the GIL released
- * (nlsepy_steps_result). */
+ * (nlsepy_steps_result).  Its method-table entry: NLSEPY_STEP_METHOD, with
+ * `what` the model's steps in words. */
 #define NLSEPY_STEP(fname, object_t, step)                           \
     static PyObject *fname(object_t *self, PyObject *arg)            \
     {                                                                \
@@ -122,7 +123,7 @@ int nlsepy_handle_ready(const void *handle, int busy);
     }
 
 /* observe() -> (norm, energy): observe(self->s, &norm, &energy) with the
- * GIL released. */
+ * GIL released.  Its method-table entry: NLSEPY_OBSERVE_METHOD. */
 #define NLSEPY_OBSERVE(fname, object_t, observe)                              \
     static PyObject *fname(object_t *self, PyObject *Py_UNUSED(ignored))      \
     {                                                                         \
@@ -134,7 +135,8 @@ int nlsepy_handle_ready(const void *handle, int busy);
         return nlsepy_pair_result(st, norm, energy);                          \
     }
 
-/* set_dt(dt): set(self->s, dt), the object's p.dt following on success. */
+/* set_dt(dt): set(self->s, dt), the object's p.dt following on success.
+ * Its method-table entry: NLSEPY_SET_DT_METHOD. */
 #define NLSEPY_SET_DT(fname, object_t, set)                        \
     static PyObject *fname(object_t *self, PyObject *arg)          \
     {                                                              \
@@ -146,6 +148,33 @@ int nlsepy_handle_ready(const void *handle, int busy);
             self->p.dt = dt;                                       \
         return nlsepy_none(st);                                    \
     }
+
+/* set_comm(capsule or None): the solver becomes one part of a distributed
+ * run over the capsule's table (None: the whole system again): set(self->s,
+ * table), the object keeping the capsule in self->comm (nlsepy_keep_comm).
+ * Its method-table entry: NLSEPY_SET_COMM_METHOD, with `what` what the
+ * processes share. */
+#define NLSEPY_SET_COMM(fname, object_t, set)                                  \
+    static PyObject *fname(object_t *self, PyObject *arg)                      \
+    {                                                                          \
+        const nlse_comm *c;                                                    \
+        if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))                   \
+            return NULL;                                                       \
+        return nlsepy_keep_comm(&self->comm, arg, set(self->s, c));            \
+    }
+
+/* The method-table entries of the methods above: their names, calling
+ * conventions and docstrings, written once for every solver type. */
+#define NLSEPY_STEP_METHOD(fname, what) \
+    {"step", (PyCFunction)(fname), METH_O, "step(n) -> (done, blew_up): " what}
+#define NLSEPY_OBSERVE_METHOD(fname) \
+    {"observe", (PyCFunction)(fname), METH_NOARGS, "observe() -> (norm, energy)."}
+#define NLSEPY_SET_DT_METHOD(fname) \
+    {"set_dt", (PyCFunction)(fname), METH_O, "set_dt(dt): change the time step."}
+#define NLSEPY_SET_COMM_METHOD(fname, what)                                             \
+    {"set_comm", (PyCFunction)(fname), METH_O,                                         \
+     "set_comm(capsule or None): one part of a distributed run (" what "), or the whole " \
+     "system."}
 
 /* The type object of a solver: its name in this module, the object's
  * size, tp_init, tp_dealloc, the methods and the docstring. */

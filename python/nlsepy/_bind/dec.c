@@ -282,15 +282,7 @@ static PyObject *dec_layers_from(DecObject *self, PyObject *args)
     return layers_addr(self, args, 0);
 }
 
-/* set_comm(capsule or None): the solver becomes one part of a distributed
- * run over the capsule's table (None: the whole system again) */
-static PyObject *dec_set_comm(DecObject *self, PyObject *arg)
-{
-    const nlse_comm *c;
-    if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))
-        return NULL;
-    return nlsepy_keep_comm(&self->comm, arg, nlse_dec_set_comm(self->s, c));
-}
+NLSEPY_SET_COMM(dec_set_comm, DecObject, nlse_dec_set_comm)
 
 NLSEPY_GETTER(dec_has_prev, DecObject, PyBool_FromLong, nlse_dec_has_prev)
 
@@ -327,12 +319,11 @@ static PyMethodDef dec_methods[] = {
      "get_prev() -> psi(t - dt) as a new array, or None before the leapfrog has one."},
     {"set_potential", (PyCFunction)dec_set_potential, METH_O,
      "set_potential(V or None): per-cell potential added to the trap."},
-    {"set_dt", (PyCFunction)dec_set_dt, METH_O, "set_dt(dt): change the time step."},
-    {"step", (PyCFunction)dec_step, METH_O,
-     "step(n) -> (done, blew_up): n leapfrog steps (the first by RK4 without psi(-dt))."},
+    NLSEPY_SET_DT_METHOD(dec_set_dt),
+    NLSEPY_STEP_METHOD(dec_step, "n leapfrog steps (the first by RK4 without psi(-dt))."),
     {"imaginary", (PyCFunction)dec_imaginary, METH_VARARGS,
      "imaginary(n, norm) -> (done, blew_up): normalised imaginary-time Euler steps."},
-    {"observe", (PyCFunction)dec_observe, METH_NOARGS, "observe() -> (norm, energy)."},
+    NLSEPY_OBSERVE_METHOD(dec_observe),
     {"apply", (PyCFunction)dec_apply, METH_O, "apply(psi) -> H(psi) psi."},
     {"set_slab", (PyCFunction)dec_set_slab, METH_VARARGS,
      "set_slab(z_offset, first, count): the handle is one z slab of a larger grid (own layers "
@@ -347,9 +338,8 @@ static PyMethodDef dec_methods[] = {
     {"layers_from", (PyCFunction)dec_layers_from, METH_VARARGS,
      "layers_from(first, count, address): copy layers from the backend's memory at address "
      "into the state (values not checked)."},
-    {"set_comm", (PyCFunction)dec_set_comm, METH_O,
-     "set_comm(capsule or None): one part of a distributed run (the imaginary-time norm and "
-     "the blow-up checks agreed over the processes)."},
+    NLSEPY_SET_COMM_METHOD(dec_set_comm, "the imaginary-time norm and the blow-up checks "
+                                         "agreed over the processes"),
     {"has_prev", (PyCFunction)dec_has_prev, METH_NOARGS,
      "has_prev() -> whether the next real-time step continues the leapfrog."},
     {"combine", (PyCFunction)dec_combine, METH_VARARGS,

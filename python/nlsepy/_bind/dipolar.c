@@ -491,7 +491,7 @@ static PyMethodDef dipolar_methods[] = {
      "get_state() -> the state, complex."},
     {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS,
      "True when the state is stored real."},
-    {"set_dt", (PyCFunction)dipolar_set_dt, METH_O, "set_dt(dt)."},
+    NLSEPY_SET_DT_METHOD(dipolar_set_dt),
     {"set_rotation", (PyCFunction)dipolar_set_rotation, METH_O,
      "set_rotation(w): adds -w L_z to the equation (its own units; 0: none)."},
     {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS,

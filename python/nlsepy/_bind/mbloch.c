@@ -102,15 +102,7 @@ done:
 /* the solver first: it holds a pointer into the capsule */
 NLSEPY_DEALLOC_KEEP(mbloch_dealloc, MblochObject, nlse_mbloch_destroy, comm)
 
-/* set_comm(capsule or None): the solver becomes one part of a distributed
- * run over the capsule's table (None: the whole system again) */
-static PyObject *mbloch_set_comm(MblochObject *self, PyObject *arg)
-{
-    const nlse_comm *c;
-    if (!NLSEPY_READY(self) || nlsepy_comm_arg(arg, &c))
-        return NULL;
-    return nlsepy_keep_comm(&self->comm, arg, nlse_mbloch_set_comm(self->s, c));
-}
+NLSEPY_SET_COMM(mbloch_set_comm, MblochObject, nlse_mbloch_set_comm)
 
 /* atoms(want_pop) / step(want_pop): the kernels with the GIL released;
  * a blow-up raises nlsepy.BlowUpError (the fields of the last z are kept). */
@@ -196,9 +188,8 @@ static PyMethodDef mbloch_methods[] = {
      "step(want_pop): one z step (atoms at z_j, then AB2 or the Euler start)."},
     {"steps", (PyCFunction)mbloch_steps, METH_O,
      "steps(n): n z steps without populations, the fields of n step(False) calls."},
-    {"set_comm", (PyCFunction)mbloch_set_comm, METH_O,
-     "set_comm(capsule or None): one part of a distributed run (this solver's atoms; the "
-     "polarisation summed over the processes once per atom solve), or the whole system."},
+    NLSEPY_SET_COMM_METHOD(mbloch_set_comm, "this solver's atoms; the polarisation summed over "
+                                            "the processes once per atom solve"),
     {"pipeline", (PyCFunction)mbloch_pipeline, METH_NOARGS,
      "pipeline() -> z steps one launch can hold (1: one a launch)."},
     {"get_fields", (PyCFunction)mbloch_fields, METH_NOARGS, "get_fields() -> (n_t, N_F) complex128."},

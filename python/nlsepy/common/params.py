@@ -118,7 +118,24 @@ class Parametrised:
 class Replaceable(Parametrised):
     """A model whose parameters are all fixed at construction and which
     :meth:`replace` makes again with some of them changed (a model defines
-    ``_replace_args``, the constructor's arguments that make it again)."""
+    ``_replace_args``, the constructor's arguments that make it again).
+
+    Assigning a parameter is refused with why it is fixed (``_FIXED_WHY``)
+    and the call that makes a new model with it changed: the model's
+    ``_HINTS`` entry for the name, else ``<_VAR>.replace(<name>=...)``.
+    """
+
+    #: the model's variable in the refusal's advice (``mag`` of ``mag.replace(...)``)
+    _VAR = "model"
+    #: why a parameter cannot change, in the refusal's message
+    _FIXED_WHY = "the model uses the value given at construction"
+    #: the advice for the parameters that ``<_VAR>.replace(name=...)`` does not set
+    _HINTS: Dict[str, str] = {}
+
+    def _refuse(self, name: str, value: Any) -> str:
+        hint = self._HINTS.get(name, f"{self._VAR}.replace({name}=...)")
+        return (f"{self._MODEL}.{name} is read-only: {self._FIXED_WHY}; make a new "
+                f"{self._MODEL} with {hint}")
 
     def _replace_args(self) -> Dict[str, Any]:
         """The constructor's keyword arguments that make this model again

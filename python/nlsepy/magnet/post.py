@@ -332,12 +332,8 @@ def winding(phi: Any, dr: float, dz: float, r0: float, z0: float, n_turns: int,
 
     Parameters
     ----------
-    phi : array_like
-        Solved potential (see :func:`delta_phi`).
-    dr, dz : float
-        Spacings (m).
-    r0, z0 : float
-        Magnet radius and half-height (m).
+    phi, dr, dz, r0, z0
+        As for :func:`delta_phi`: the solved potential, its spacings and the magnet.
     n_turns : int
         Wires on the upper half (>= 1); the magnet has ``2 n_turns``.
     B : float, optional
@@ -481,12 +477,8 @@ def field_inside(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float,
 
     Parameters
     ----------
-    phi : array_like
-        Solved potential (see :func:`delta_phi`).
-    dr, dz : float
-        Spacings (m).
-    r0, z0 : float
-        Magnet radius and half-height (m).
+    phi, dr, dz, r0, z0
+        As for :func:`delta_phi`: the solved potential, its spacings and the magnet.
     B : float
         Target field (T); also fixes Phi_inside (its sign is checked
         against phi's cap).
@@ -555,12 +547,8 @@ def homogeneity(phi: Any, dr: float, dz: float, r0: float, z0: float, B: float, 
 
     Parameters
     ----------
-    phi : array_like
-        Solved potential (see :func:`delta_phi`).
-    dr, dz : float
-        Spacings (m).
-    r0, z0 : float
-        Magnet radius and half-height (m).
+    phi, dr, dz, r0, z0
+        As for :func:`delta_phi`: the solved potential, its spacings and the magnet.
     B : float
         Target field (T).
     n_turns : int

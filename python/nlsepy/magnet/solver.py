@@ -207,6 +207,8 @@ class CoaxialMagnet(Results, Sealed, Replaceable):
     #: what makes the result that plot() and save() use
     _RESULT_CALL = "solve()"
     _SEALED_ADVICE = "mag.replace(...) makes a new magnet"
+    _VAR = "mag"
+    _FIXED_WHY = "the solver and its solutions are built for the value given at construction"
     #: what the refusal of a parameter advises where ``mag.replace(name=...)`` does not fit
     _HINTS = {"dr": "mag.replace(h=(dr, dz))", "dz": "mag.replace(h=(dr, dz))",
               "nr": "mag.replace(r1=..., h=...)", "nz": "mag.replace(z1=..., h=...)",
@@ -226,11 +228,6 @@ class CoaxialMagnet(Results, Sealed, Replaceable):
     nz = Param("Nodes along z, ``z1 / dz + 1``.")
     i0 = Param("The magnet's side in nodes, ``r0 / dr``.")
     j0 = Param("The magnet's cap in nodes, ``z0 / dz``.")
-
-    def _refuse(self, name: str, value: Any) -> str:
-        hint = self._HINTS.get(name, f"mag.replace({name}=...)")
-        return (f"CoaxialMagnet.{name} is read-only: the solver and its solutions are built "
-                f"for the value given at construction; make a new CoaxialMagnet with {hint}")
 
     def __init__(self, r0: float, z0: float, r1: float, z1: float,
                  h: Union[float, Sequence[float]], B: float = 1e-3, dtype: Any = np.float64,

@@ -136,6 +136,8 @@ class MaxwellBloch(Results, Sealed, Replaceable):
     #: what makes the result that plot() and save() use
     _RESULT_CALL = "run()"
     _SEALED_ADVICE = "mb.replace(...) makes a new model"
+    _VAR = "mb"
+    _FIXED_WHY = "runs use the value given at construction"
     #: what the refusal of a parameter advises where ``mb.replace(name=...)`` does not fit
     _HINTS = {"detunings": "mb.replace(line=(detunings, weights))",
               "weights": "mb.replace(line=(detunings, weights))"}
@@ -157,11 +159,6 @@ class MaxwellBloch(Results, Sealed, Replaceable):
                           copy=True)
     dtype = Param("Precision of the atoms (numpy.complex128 or numpy.complex64).")
     backend = Param('Where the atoms are solved ("cpu" or "cuda").')
-
-    def _refuse(self, name: str, value: Any) -> str:
-        hint = self._HINTS.get(name, f"mb.replace({name}=...)")
-        return (f"MaxwellBloch.{name} is read-only: runs use the value given at construction; "
-                f"make a new MaxwellBloch with {hint}")
 
     def __init__(self, n_g: int = 1, n_e: int = 1, modes: Tuple[int, int] = (0, 0),
                  F: Optional[Any] = None, *, h_t: float, n_t: int, kappa_g: float = 0.0,
