@@ -241,32 +241,12 @@ void dipolar_cn_coefficients(double r, size_t n, double *alpha_r, double *gamma_
             gamma_r[i - 1] = g;
         }
     }
-    /* real time: A = -i r/2, A0 = 1 + i r, A0r = 1 - i r (eqs. 2.29-2.31) */
-    {
-        double Ar = 0.0, Ai = -0.5 * r, A0r = 1.0, A0i = r;
-        double den = A0r * A0r + A0i * A0i;
-        double gr = -A0r / den, gi = A0i / den; /* -1 / A0 */
-        sc->A_c[0] = Ar;
-        sc->A_c[1] = Ai;
-        sc->A0r_c[0] = 1.0;
-        sc->A0r_c[1] = -r;
-        alpha_c[2 * (n - 2)] = alpha_c[2 * (n - 2) + 1] = 0.0;
-        gamma_c[2 * (n - 2)] = gr;
-        gamma_c[2 * (n - 2) + 1] = gi;
-        alpha_c[2 * (n - 1)] = alpha_c[2 * (n - 1) + 1] = 0.0;
-        gamma_c[2 * (n - 1)] = gamma_c[2 * (n - 1) + 1] = 0.0;
-        for (size_t i = n - 2; i > 0; --i) {
-            double alr = Ar * gr - Ai * gi, ali = Ar * gi + Ai * gr; /* alpha = A gamma */
-            double dr = A0r + (Ar * alr - Ai * ali), di = A0i + (Ar * ali + Ai * alr);
-            double dd = dr * dr + di * di;
-            gr = -dr / dd;
-            gi = di / dd;
-            alpha_c[2 * (i - 1)] = alr;
-            alpha_c[2 * (i - 1) + 1] = ali;
-            gamma_c[2 * (i - 1)] = gr;
-            gamma_c[2 * (i - 1) + 1] = gi;
-        }
-    }
+    /* real time: A = -i r/2, A0 = 1 + i r, A0r = 1 - i r (eqs. 2.29-2.31): a
+     * rotating sweep's line without drift (the same operations) */
+    double ap[2];
+    dipolar_rot_line(r, 0.0, 1, n, sc->A_c, ap, alpha_c, gamma_c);
+    sc->A0r_c[0] = 1.0;
+    sc->A0r_c[1] = -r;
 }
 
 /* One line of a rotating sweep (the x or y solve with the first-derivative
