@@ -119,6 +119,69 @@ static int make_cn(struct nlse_dipolar *s, int q)
     return NLSE_OK;
 }
 
+/* The rotating frame's tables of both sweeps and kinds of step for the
+ * current dt and w (allocated at the first call).  Sweep 0 solves along x
+ * (internal axis rq[0]), a line per y point; sweep 1 along y, a line per x
+ * point (a slab: its own x rows). */
+static int make_rot(struct nlse_dipolar *s)
+{
+    const size_t rs = rsize(s);
+    for (int sw = 0; sw < 2; ++sw) {
+        const int q = s->rq[sw], o = s->rq[1 - sw];
+        const size_t n = dipolar_axis_len(s, q), lines = s->n[o];
+        s->rlines[sw] = lines;
+        double *t = (double *)malloc((4 * n + 4) * sizeof(double));
+        if (!t)
+            return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the rotating frame's tables");
+        for (int m = 0; m < 2; ++m) {
+            dipolar_rot_table *R = &s->rt[sw][m];
+            if (!R->am) {
+                R->am = malloc(2 * lines * rs);
+                R->ap = malloc(2 * lines * rs);
+                R->alpha = malloc(2 * lines * n * rs);
+                R->gamma = malloc(2 * lines * n * rs);
+                if (!R->am || !R->ap || !R->alpha || !R->gamma) {
+                    free(t);
+                    return nlse_fail(NLSE_ERR_NOMEM,
+                                     "out of memory for the rotating frame's tables");
+                }
+            }
+            const double r = s->p.dt * s->p.kin / (s->h[q] * s->h[q]);
+            R->a0r[0] = m ? 1.0 : 1.0 - r; /* 1 - r or 1 - i r */
+            R->a0r[1] = m ? -r : 0.0;
+            for (size_t l = 0; l < lines; ++l) {
+                /* the drift of -w L_z: -w y on the x sweep, w x on the y sweep */
+                const double c = sw ? s->rot * s->x[o][l] : -s->rot * s->x[o][l];
+                dipolar_rot_line(r, s->p.dt * c / (4.0 * s->h[q]), m, n, t, t + 2, t + 4,
+                                 t + 4 + 2 * n);
+                for (int c2 = 0; c2 < 2; ++c2) {
+                    put(s, R->am, 2 * l + (size_t)c2, t[c2]);
+                    put(s, R->ap, 2 * l + (size_t)c2, t[2 + c2]);
+                }
+                for (size_t i = 0; i < 2 * n; ++i) {
+                    put(s, R->alpha, 2 * l * n + i, t[4 + i]);
+                    put(s, R->gamma, 2 * l * n + i, t[4 + 2 * n + i]);
+                }
+            }
+        }
+        free(t);
+    }
+    return NLSE_OK;
+}
+
+static void free_rot(struct nlse_dipolar *s)
+{
+    for (int sw = 0; sw < 2; ++sw)
+        for (int m = 0; m < 2; ++m) {
+            dipolar_rot_table *R = &s->rt[sw][m];
+            free(R->am);
+            free(R->ap);
+            free(R->alpha);
+            free(R->gamma);
+            R->am = R->ap = R->alpha = R->gamma = NULL;
+        }
+}
+
 static void make_kernel(struct nlse_dipolar *s)
 {
     dipolar_layout L;
@@ -237,6 +300,7 @@ void nlse_dipolar_destroy(nlse_dipolar *s)
         free(s->ax[q].alpha_c);
         free(s->ax[q].gamma_c);
     }
+    free_rot(s);
     free(s->scratch);
     free(s->partial);
     free(s->partial_z);
@@ -251,6 +315,10 @@ static void set_shape(struct nlse_dipolar *s, const nlse_dipolar_params *p)
     dipolar_make_layout(p, &L);
     s->ndim = L.ndim;
     s->off = L.off;
+    /* the x-y plane of the rotating frame: internal axes off, off + 1 */
+    const int plane = p->geometry == NLSE_DIPOLAR_3D || p->geometry == NLSE_DIPOLAR_2D_XY;
+    s->rq[0] = plane ? L.off : -1;
+    s->rq[1] = plane ? L.off + 1 : -1;
     for (int q = 0; q < 3; ++q) {
         s->n[q] = L.n[q];
         s->h[q] = L.h[q];
@@ -452,7 +520,21 @@ int nlse_dipolar_set_dt(nlse_dipolar *s, double dt)
     for (int q = 0; q < 3; ++q)
         if ((st = make_cn(s, q)))
             return st;
-    return NLSE_OK;
+    return s->rot != 0 ? make_rot(s) : NLSE_OK;
+}
+
+int nlse_dipolar_set_rotation(nlse_dipolar *s, double w)
+{
+    int st = dipolar_check_rotation(&s->p, w);
+    if (st || w == s->rot)
+        return st;
+    if (w != 0 && s->slab && (st = dipolar_slab_rotation(s)))
+        return st;
+    const double w0 = s->rot;
+    s->rot = w;
+    if (w != 0 && (st = make_rot(s)))
+        s->rot = w0;
+    return st;
 }
 
 int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
@@ -631,7 +713,7 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
         return st; /* the same arguments on every rank of a slab: the same answer */
     if (dgdd != 0 && !s->plan_f && (st = enable_dipolar(s)))
         return st;
-    if ((st = begin(s, mode == NLSE_DIPOLAR_REAL)))
+    if ((st = begin(s, mode == NLSE_DIPOLAR_REAL || s->rot != 0)))
         return st;
     size_t bytes = (s->is_real ? 1 : 2) * s->N * rsize(s);
     if (!s->backup && !(s->backup = malloc(2 * s->N * rsize(s))))
@@ -823,6 +905,9 @@ size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s)
     if (s->U)
         b += N * rs;
     b += (size_t)s->nthreads * s->scratch_len * rs + 2 * s->n[0] * s->n[1] * sizeof(double);
+    for (int sw = 0; sw < 2; ++sw) /* the rotating frame's tables */
+        if (s->rt[sw][0].am)
+            b += 2 * 4 * s->rlines[sw] * (dipolar_axis_len(s, s->rq[sw]) + 1) * rs;
     return b;
 }
 

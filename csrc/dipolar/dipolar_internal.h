@@ -35,6 +35,16 @@ typedef struct {
     double A_c[2], A0r_c[2];  /* real time                        */
 } dipolar_axis;
 
+/* The rotating frame's tables of one sweep (x or y) and one kind of step:
+ * per line (a value of the other in-plane coordinate) the left-hand side's
+ * off-diagonals am, ap and the recursion coefficients alpha, gamma of
+ * dipolar_rot_line, complex, interleaved, in the state's precision. */
+typedef struct {
+    void *am, *ap;          /* lines complex values each       */
+    void *alpha, *gamma;    /* lines x n complex values each   */
+    double a0r[2];          /* the right-hand side's diagonal  */
+} dipolar_rot_table;
+
 struct dipolar_slab;
 
 struct nlse_dipolar {
@@ -70,6 +80,10 @@ struct nlse_dipolar {
     double *partial_z;  /* per-row partial int |Psi|^2 x_2^2 (moments) */
     double *wz2;        /* w[2] x[2]^2 (the moment along axis 2)       */
     double g, gdd;      /* current couplings                           */
+    double rot;         /* w of -w L_z (0: not rotating)               */
+    int rq[2];          /* internal axes of x and y (-1: no x-y plane) */
+    size_t rlines[2];   /* lines of the x and y sweeps' tables         */
+    dipolar_rot_table rt[2][2]; /* [x sweep, y sweep][imaginary, real] */
     double last_seconds; /* wall time of the last step call            */
 };
 
@@ -154,7 +168,8 @@ DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
 
 /* Accumulators of the observables (dipolar_observe_rows). */
-enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
+enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_LZ,
+       OQ_N };
 
 /* The observables from the sums T: mu, energy and sizes in the units of
  * the equation; psi0sq is |Psi|^2 at the grid centre. */
@@ -167,8 +182,9 @@ static inline void dipolar_observe_finish(const struct nlse_dipolar *s, const do
     o->norm_sum = T[OQ_SUM];
     o->kinetic = kin;
     o->kinetic_modulus = s->p.kin * T[OQ_KMOD];
-    o->mu = kin + pot + cont + dd;
-    o->energy = kin + pot + 0.5 * (cont + dd);
+    o->lz = T[OQ_LZ];
+    o->mu = kin + pot + cont + dd - s->rot * o->lz;   /* the rotating frame's */
+    o->energy = kin + pot + 0.5 * (cont + dd) - s->rot * o->lz;
     for (int a = 0; a < 3; ++a)
         o->x2[a] = 0;
     for (int q = s->off; q < 3; ++q)
@@ -209,6 +225,10 @@ int dipolar_slab_step(struct nlse_dipolar *s, const dipolar_step_args *a, double
 int dipolar_slab_observe(struct nlse_dipolar *s, double t, nlse_dipolar_obs *out);
 void dipolar_slab_obstacle(struct nlse_dipolar *s, double t);
 size_t dipolar_slab_memory(const struct nlse_dipolar *s); /* what the slab plan adds */
+/* The rotating frame on a slab: the x solve goes through x pencils (their
+ * buffers made here when the slab was made for the substructured solve,
+ * whose shared responses allow no per-line coefficients). */
+int dipolar_slab_rotation(struct nlse_dipolar *s);
 
 /* The whole length of internal axis q (a slab's axis 0: every rank's rows). */
 static inline size_t dipolar_axis_len(const struct nlse_dipolar *s, int q)

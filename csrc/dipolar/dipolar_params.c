@@ -269,6 +269,58 @@ void dipolar_cn_coefficients(double r, size_t n, double *alpha_r, double *gamma_
     }
 }
 
+/* One line of a rotating sweep (the x or y solve with the first-derivative
+ * term of -w L_z, the scheme of BEC-GP-ROT-OMP): H_line = -kin d^2 + i c d
+ * with the line's drift c (x sweep: -w y, y sweep: w x); r = dt kin / h^2,
+ * sd = dt c / (4 h).  The left-hand side's off-diagonals am (below), ap
+ * (above), its diagonal A0 and the recursions alpha_{i-1} = am gamma_i,
+ * gamma_{i-1} = -1 / (A0 + ap alpha_{i-1}) (eqs. 2.32-2.34 with am != ap);
+ * imaginary time: A0 = 1 + r, real time: A0 = 1 + i r.  All complex,
+ * interleaved; alpha and gamma hold n values. */
+void dipolar_rot_line(double r, double sd, int real_time, size_t n, double *am, double *ap,
+                      double *alpha, double *gamma)
+{
+    /* A = -tau kin / h^2 and q = tau i c / (2 h), tau = dt/2 or i dt/2 */
+    const double Ar = real_time ? 0.0 : -0.5 * r, Ai = real_time ? -0.5 * r : 0.0;
+    const double qr = real_time ? -sd : 0.0, qi = real_time ? 0.0 : sd;
+    const double d0r = real_time ? 1.0 : 1.0 + r, d0i = real_time ? r : 0.0; /* A0 */
+    am[0] = Ar - qr;
+    am[1] = Ai - qi;
+    ap[0] = Ar + qr;
+    ap[1] = Ai + qi;
+    if (n < 3)
+        return;
+    const double dd = d0r * d0r + d0i * d0i;
+    double gr = -d0r / dd, gi = d0i / dd; /* -1 / A0 */
+    alpha[2 * (n - 2)] = alpha[2 * (n - 2) + 1] = 0.0;
+    gamma[2 * (n - 2)] = gr;
+    gamma[2 * (n - 2) + 1] = gi;
+    alpha[2 * (n - 1)] = alpha[2 * (n - 1) + 1] = 0.0;
+    gamma[2 * (n - 1)] = gamma[2 * (n - 1) + 1] = 0.0;
+    for (size_t i = n - 2; i > 0; --i) {
+        double alr = am[0] * gr - am[1] * gi, ali = am[0] * gi + am[1] * gr;
+        double er = d0r + (ap[0] * alr - ap[1] * ali), ei = d0i + (ap[0] * ali + ap[1] * alr);
+        double ee = er * er + ei * ei;
+        gr = -er / ee;
+        gi = ei / ee;
+        alpha[2 * (i - 1)] = alr;
+        alpha[2 * (i - 1) + 1] = ali;
+        gamma[2 * (i - 1)] = gr;
+        gamma[2 * (i - 1) + 1] = gi;
+    }
+}
+
+int dipolar_check_rotation(const nlse_dipolar_params *p, double w)
+{
+    if (!isfinite(w))
+        return nlse_fail(NLSE_ERR_VALUE, "omega must be finite, got %g", w);
+    if (w != 0 && p->geometry != NLSE_DIPOLAR_3D && p->geometry != NLSE_DIPOLAR_2D_XY)
+        return nlse_fail(NLSE_ERR_VALUE,
+                         "rotation about z needs the x-y plane: geometry \"3d\" or \"2d-xy\", "
+                         "not \"%s\"", dipolar_geometry_name(p->geometry));
+    return NLSE_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* obstacle, steps, couplings                                         */
 /* ------------------------------------------------------------------ */

@@ -45,6 +45,14 @@ typedef struct {
 void dipolar_cn_coefficients(double r, size_t n, double *alpha_r, double *gamma_r, double *alpha_c,
                         double *gamma_c, dipolar_cn_scalars *sc);
 
+/* One line of a rotating sweep (dipolar_params.c): r = dt kin / h^2, sd =
+ * dt c / (4 h) for the line's drift c; am, ap (one complex each), alpha,
+ * gamma (n complex values), interleaved. */
+void dipolar_rot_line(double r, double sd, int real_time, size_t n, double *am, double *ap,
+                      double *alpha, double *gamma);
+/* A rotation coefficient w (finite; nonzero only in the 3d and 2d-xy geometries). */
+int dipolar_check_rotation(const nlse_dipolar_params *p, double w);
+
 /* x_i = (i - n/2) h and the Simpson weight of point i (times h/3). */
 double dipolar_coord(size_t i, size_t n, double h);
 double dipolar_simpson(size_t i, size_t n, double h);

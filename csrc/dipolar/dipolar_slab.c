@@ -165,6 +165,21 @@ int dipolar_slab_alloc(struct nlse_dipolar *s)
     return spike_buffers(s);
 }
 
+int dipolar_slab_rotation(struct nlse_dipolar *s)
+{
+    struct dipolar_slab *S = s->slab;
+    if (S->pen)
+        return NLSE_OK;
+    const size_t rs = rsize(s);
+    free(S->tbuf); /* the spectrum's packing buffer, if any, is smaller */
+    S->tbuf = malloc(2 * s->N * rs);
+    S->pen = malloc(S->nj ? 2 * S->n0 * S->nj * s->n[2] * rs : 1);
+    if (!S->tbuf || !S->pen)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the x pencils of a slab of %zu "
+                         "points", s->N);
+    return NLSE_OK;
+}
+
 static void free_plans(struct nlse_dipolar *s)
 {
 #pragma omp critical(nlsepy_fftw)
@@ -210,8 +225,9 @@ size_t dipolar_slab_memory(const struct nlse_dipolar *s)
     if (S->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE) /* state, packing; pencils */
         b += 4 * s->N * rs + 2 * S->n0 * S->nj * s->n[2] * rs;
     else /* the state inside the local systems' buffer, the top halo row; the
-            lines' ends of every rank */
-        b += 2 * (S->ni + 3) * lanes * rs + (8 + 4 * (size_t)S->size) * lanes * sizeof(double);
+            lines' ends of every rank (and the rotating frame's pencils) */
+        b += 2 * (S->ni + 3) * lanes * rs + (8 + 4 * (size_t)S->size) * lanes * sizeof(double) +
+             (S->pen ? 2 * s->N * rs + 2 * S->n0 * S->nj * s->n[2] * rs : 0);
     if (S->spec) /* the spectrum's pencils and the packing buffer they need */
         b += 2 * S->n0 * S->nj * (s->n[2] / 2 + 1) * rs +
              (S->xsolve == NLSE_DIPOLAR_XSOLVE_TRANSPOSE ? 0 : s->n[0] * s->n[1] * s->nlp * rs);
@@ -547,7 +563,7 @@ static int spike_solve_x(struct nlse_dipolar *s, int mode, int want)
 static int solve_x(struct nlse_dipolar *s, int mode, int want)
 {
     struct dipolar_slab *S = s->slab;
-    if (S->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
+    if (S->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE && s->rot == 0)
         return spike_solve_x(s, mode, want);
     const size_t line = (s->is_real ? 1 : 2) * s->n[2] * rsize(s);
     double t = now();

@@ -94,6 +94,10 @@ typedef struct nlse_dipolar_obs {
                                programs use it in place of `kinetic`  */
     double x2[3];     /* <x_a^2> per solver axis (eqs. 2.53, 2.56)  */
     double psi0sq;    /* |Psi|^2 at the grid centre (index n_a / 2)  */
+    double lz;        /* int Psi* L_z Psi, L_z = -i (x d_y - y d_x), by the
+                         five-point derivative (0 without an x-y plane); mu
+                         and energy are those of the rotating frame: they
+                         include -w lz (nlse_dipolar_set_rotation)      */
 } nlse_dipolar_obs;
 
 typedef struct nlse_dipolar nlse_dipolar;
@@ -116,6 +120,14 @@ int nlse_dipolar_set_dt(nlse_dipolar *s, double dt);
 /* New couplings; creates the FFT plans if gdd becomes nonzero on a solver
  * made without the dipolar step. */
 int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd);
+/* The rotating frame: adds -w L_z Psi, L_z = -i (x d/dy - y d/dx) the
+ * angular momentum about z, to the equation (w in the equation's units,
+ * finite; nonzero only in the 3d and 2d-xy geometries; 0: none).  The x and
+ * y Crank-Nicolson solves then carry the first-derivative terms (complex,
+ * non-symmetric tridiagonal systems, BEC-GP-ROT-OMP's scheme) and a real
+ * state becomes complex at the next step.  On a slab of a distributed run
+ * every rank sets the same w (no messages). */
+int nlse_dipolar_set_rotation(nlse_dipolar *s, double w);
 /* Static user potential (real array in the solver's precision; NULL: none). */
 int nlse_dipolar_set_potential(nlse_dipolar *s, const void *U);
 /* Moving obstacle (NULL: none). */

@@ -92,6 +92,16 @@ static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
     return nlsepy_none(st);
 }
 
+static PyObject *dipolar_set_rotation(DipolarObject *self, PyObject *arg)
+{
+    double w;
+    int st;
+    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &w))
+        return NULL;
+    NLSEPY_RUN(self, st, nlse_dipolar_set_rotation(self->s, w));
+    return nlsepy_none(st);
+}
+
 static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
 {
     int st, cplx = 0;
@@ -141,10 +151,10 @@ static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
     NLSEPY_RUN(self, st, nlse_dipolar_observe(self->s, t, &o));
     if (st)
         return nlsepy_raise(st);
-    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d}", "norm", o.norm, "norm_sum",
-                         o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic", o.kinetic,
-                         "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1], o.x2[2],
-                         "psi0sq", o.psi0sq);
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d,s:d}", "norm", o.norm,
+                         "norm_sum", o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic",
+                         o.kinetic, "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1],
+                         o.x2[2], "psi0sq", o.psi0sq, "lz", o.lz);
 }
 
 /* A new float64 array of `nd` dimensions of `shape` filled by
@@ -482,6 +492,8 @@ static PyMethodDef dipolar_methods[] = {
     {"is_real", (PyCFunction)dipolar_is_real, METH_NOARGS,
      "True when the state is stored real."},
     {"set_dt", (PyCFunction)dipolar_set_dt, METH_O, "set_dt(dt)."},
+    {"set_rotation", (PyCFunction)dipolar_set_rotation, METH_O,
+     "set_rotation(w): adds -w L_z to the equation (its own units; 0: none)."},
     {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS,
      "set_couplings(g, gdd) (a slab: collective when it makes the FFT plans)."},
     {"set_potential", (PyCFunction)dipolar_set_potential, METH_O,

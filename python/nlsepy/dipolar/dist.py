@@ -121,7 +121,7 @@ class SlabDipolar:
 
     #: the C solver's methods that every rank calls together
     COLLECTIVE = frozenset(("step", "observe", "dipolar_potential", "set_couplings", "set_state",
-                            "set_potential", "set_obstacle", "set_dt"))
+                            "set_potential", "set_obstacle", "set_dt", "set_rotation"))
 
     def __init__(self, owner: Any, V: bool, psi0: bool) -> None:
         from mpi4py import MPI

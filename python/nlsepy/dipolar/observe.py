@@ -57,7 +57,11 @@ class Observables:
             ``mu_dbec``, ``energy_dbec``: the values DBEC-GP's real-time
             programs print, whose kinetic term is that of ``|psi|`` (it
             leaves out the flow energy ``int |psi|^2 |grad phase|^2``; equal
-            to ``mu``, ``energy`` for a real state).
+            to ``mu``, ``energy`` for a real state).  With :attr:`omega`
+            nonzero, ``mu`` and ``energy`` (and the DBEC-GP values) are those
+            of the rotating frame, ``- omega lz`` included, as BEC-GP-ROT-OMP
+            prints them, and ``lz`` is <L_z> = int psi* L_z psi (per atom:
+            the state's norm is 1 after any step; 0 without an x-y plane).
         """
         o = self._solver.observe(self.t)
         x2 = tuple(o["x2"][: self.ndim])
@@ -67,7 +71,8 @@ class Observables:
                 "mu_dbec": (o["mu"] - flow) / self.option,
                 "energy_dbec": (o["energy"] - flow) / self.option, "x2": x2,
                 "rms": tuple(math.sqrt(max(v, 0.0)) for v in x2),
-                "r_rms": math.sqrt(max(sum(x2), 0.0)), "psi0sq": o["psi0sq"], "t": self.t}
+                "r_rms": math.sqrt(max(sum(x2), 0.0)), "psi0sq": o["psi0sq"], "lz": o["lz"],
+                "t": self.t}
 
     def density(self, keep: Optional[Sequence[str]] = None) -> np.ndarray:
         """``|psi|^2``, or its integral (Simpson) over the axes not in `keep` (eq. 2.59).

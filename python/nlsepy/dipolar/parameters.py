@@ -23,7 +23,7 @@ from ..common.checks import real as _real
 
 __all__ = ["GEOMETRIES", "Obstacle", "MODEL", "FFT_EFFORT", "MODES", "SETTABLE", "refusal",
            "check", "reduction", "check_even", "obstacle_args", "owned_potential", "state_array",
-           "c_args"]
+           "c_args", "check_omega", "check_rotating_ground"]
 
 #: the model's name in messages and checkpoints
 MODEL = "DipolarGPE"
@@ -42,7 +42,7 @@ FFT_EFFORT = {"estimate": 0, "measure": 1, "patient": 2}
 MODES = {"imaginary": 0, "real": 1}
 
 #: attributes set after construction: what they do
-SETTABLE = ("psi", "V", "obstacle", "g", "gdd", "dt")
+SETTABLE = ("psi", "V", "obstacle", "g", "gdd", "dt", "omega")
 
 #: read-only attributes and how to change what they stand for
 _FIXED = {
@@ -240,3 +240,25 @@ def c_args(p: Dict[str, Any]) -> Tuple[Any, ...]:
             coef, p["g"] * p["fc"], p["gdd"] * p["fd"],
             0.0 if p["cutoff"] is None else p["cutoff"], p["kscale"], int(p["dipolar"]),
             FFT_EFFORT[p["fft_effort"]])
+
+
+def check_omega(value: Any, geometry: str) -> float:
+    """The rotation frequency Omega (about z, in units of the reference
+    frequency): finite, and nonzero only where the geometry has the x-y plane."""
+    w = _real("omega", value)
+    if w != 0 and geometry not in ("3d", "2d-xy"):
+        raise ValueError(f"omega = {w!r}: rotation about z needs the x-y plane, geometry "
+                         f"'3d' or '2d-xy', not {geometry!r}")
+    return w
+
+
+def check_rotating_ground(omega: float, trap: Tuple[float, float, float]) -> None:
+    """Imaginary time in a frame rotating at `omega`: below the smallest radial
+    trap frequency min(gamma, nu), beyond which the rotating frame's energy has
+    no lower bound (no ground state)."""
+    bound = min(abs(trap[0]), abs(trap[1]))
+    if omega != 0 and abs(omega) >= bound:
+        raise ValueError(f"imaginary time with omega = {omega!r} needs |omega| < "
+                         f"min(gamma, nu) = {bound!r}, the smallest radial trap frequency "
+                         f"(beyond it the rotating frame has no ground state); pass "
+                         f"force=True to run anyway")

@@ -51,7 +51,8 @@ from .dist import SlabDipolar, require_distributed, same
 from .memory import DeviceMemoryError, memory_parts
 from .observe import Observables
 from .parameters import (GEOMETRIES, MODEL, SETTABLE, Obstacle, c_args, check, check_even,
-                         obstacle_args, owned_potential, refusal, state_array)
+                         check_omega, check_rotating_ground, obstacle_args, owned_potential,
+                         refusal, state_array)
 
 __all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES", "DeviceMemoryError", "memory_parts"]
 
@@ -121,6 +122,11 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         CUDA backend's cuFFT plans have no such choice).  "measure" and
         "patient" choose among algorithms by timing them, so two solvers
         may round differently; "estimate" is reproducible.
+    omega : float, optional
+        Rotation frequency Omega about z, in units of the reference
+        frequency (geometries "3d" and "2d-xy"; default 0): the equation
+        gains ``-Omega L_z psi``, ``L_z = -i (x d/dy - y d/dx)``, and is
+        solved in the rotating frame (settable between calls, e.g. a ramp).
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run: ``"cpu"`` (C, OpenMP,
         FFTW), ``"cuda"`` (the GPU, cuFFT; the state stays in device memory
@@ -210,6 +216,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         Setting it nonzero on a solver made without the dipolar term
         builds the FFT buffers and plans (memory checked first).
         """, rebuild=False)
+    omega = Param("Rotation frequency about z (settable; the next step uses it).",
+                  rebuild=False)
 
     def __init__(self, shape: Sequence[int], spacing: Union[float, Sequence[float]], dt: float,
                  g: float = 0.0, gdd: float = 0.0, trap: Sequence[float] = (1.0, 1.0, 1.0),
@@ -217,7 +225,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
                  V: Optional[Any] = None, obstacle: Optional[Obstacle] = None,
                  psi0: Optional[Any] = None, dtype: Any = np.complex128,
                  dipolar: Optional[bool] = None, fft_effort: str = "estimate",
-                 backend: str = "auto", comm: Any = None) -> None:
+                 backend: str = "auto", comm: Any = None, omega: float = 0.0) -> None:
         params = (shape, spacing, dt, g, gdd, trap, cutoff, geometry, option, dtype, dipolar,
                   fft_effort)
         self._comm = None if comm is None else _dist.as_comm(comm)
@@ -232,6 +240,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
                 self.V = V
             if obstacle is not None:
                 self.obstacle = obstacle
+            self.omega = omega
             return
         self._setup(params, backend)
         V_arr = None if V is None else owned_potential(V, self._shape, self._dtype)
@@ -249,6 +258,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         if ob is not None:
             self._solver.set_obstacle(ob)
             self._obstacle = obstacle
+        self.omega = omega
 
     def _setup(self, params: Tuple[Any, ...], backend: str) -> None:
         """Check and keep the parameters (``_<name>``), the backend and the C
@@ -266,6 +276,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         self._V: Optional[np.ndarray] = None
         self._obstacle: Optional[Obstacle] = None
         self._frames: Optional[runner.Frames] = None
+        self._omega = 0.0
 
     # ------------------------------------------------------------ attributes
     def _refuse(self, name: str, value: Any) -> str:
@@ -287,8 +298,12 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
                              f"would be ignored); settable: {', '.join(SETTABLE)}")
 
     def _set_param(self, name: str, value: Any) -> None:
-        """A new g or gdd (distributed: the same on every rank), checked, to the handle."""
+        """A new g, gdd or omega (distributed: the same on every rank), checked, to the handle."""
         self._same(name, value)
+        if name == "omega":  # the equation's -w L_z, w = option Omega
+            w = self._agree(lambda: check_omega(value, self._geometry))
+            self._solver.set_rotation(self._option * w)
+            return super()._set_param(name, w)
         v = self._agree(lambda: self._coupling(name, value))
         g, gdd = (v, self._gdd) if name == "g" else (self._g, v)
         self._solver.set_couplings(g * self._fc, gdd * self._fd)
@@ -434,7 +449,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
     # --------------------------------------------------------------- stepping
     def imaginary_time(self, steps: int, frames: Optional[int] = None,
                        callback: Optional[Callable] = None, progress: bool = False,
-                       ramp: bool = False, output: Any = None) -> "DipolarGPE":
+                       ramp: bool = False, output: Any = None,
+                       force: bool = False) -> "DipolarGPE":
         """Propagate `steps` steps in imaginary time (renormalised every step).
 
         Parameters
@@ -457,6 +473,9 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
             :meth:`observables`, into this HDF5 file (see :meth:`run`); in
             imaginary time the frames' axis is ``step`` (imaginary-time
             steps taken), in real time ``t``.
+        force : bool, optional
+            Run even with ``|omega| >=`` min(gamma, nu), where the rotating
+            frame has no ground state (refused otherwise: ValueError).
 
         Returns
         -------
@@ -472,6 +491,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
             The state became non-finite; the solver is at the start of the
             block that failed.
         """
+        if not force:
+            check_rotating_ground(self._omega, self._trap)
         self._chunks("imaginary", steps, frames, callback, progress, ramp, output)
         return self
 
