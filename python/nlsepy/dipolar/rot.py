@@ -349,6 +349,11 @@ def _integral(f: np.ndarray, spacing: Tuple[float, ...]) -> float:
     return float(f)
 
 
+def _density(psi: np.ndarray) -> np.ndarray:
+    """|psi|^2 as Re^2 + Im^2 (the published programs' and the rows' arithmetic)."""
+    return psi.real * psi.real + psi.imag * psi.imag
+
+
 def _row(gpe: DipolarGPE, info: Mapping[str, Any], g: float) -> Dict[str, Any]:
     """The values of one row, in the published programs' definitions, for
     the state of `gpe` and the contact coefficient `g` of the equation.
@@ -359,7 +364,7 @@ def _row(gpe: DipolarGPE, info: Mapping[str, Any], g: float) -> Dict[str, Any]:
     of squares."""
     psi = gpe.psi.astype(np.complex128, copy=False)
     h, coords, opt = info["spacing"], info["coords"], info["option"]
-    dens = psi.real * psi.real + psi.imag * psi.imag
+    dens = _density(psi)
     x2 = []
     for a, x in enumerate(coords):
         shape = [1] * len(coords)
@@ -468,8 +473,7 @@ def _density_files(gpe: DipolarGPE, info: Mapping[str, Any],
     axes, coords, outtype = info["axes"], dict(zip(info["axes"], info["coords"])), info["outtype"]
     step = dict(zip(axes, info["outstp"]))
     spacing = dict(zip(axes, info["spacing"]))
-    psi = gpe.psi.astype(np.complex128, copy=False)
-    dens = psi.real * psi.real + psi.imag * psi.imag
+    dens = _density(gpe.psi.astype(np.complex128, copy=False))
     table = _FLAGS_3D if info["dims"] == 3 else _FLAGS_2D
     files: Dict[str, bytes] = {}
     for bit, _, what, kept, integrated in table:
@@ -638,7 +642,7 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None,
         psi0 = _read_state(info["input"], _kf.where(cfg, "INPUT"), info["shape"])
     else:
         psi0 = _start(info)
-    norm0 = math.sqrt(max(_integral(np.abs(psi0) ** 2, info["spacing"]), 0.0))
+    norm0 = math.sqrt(max(_integral(_density(psi0), info["spacing"]), 0.0))
     if info["mode"] == "imag":  # the published programs normalise the start in imaginary time
         if not norm0 > 0:
             raise InputError(f"{cfg['_path']}: the initial state is zero everywhere")
@@ -649,7 +653,7 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None,
                    f"the printed values of a {'x'.join(map(str, info['shape']))} grid")
     gpe = DipolarGPE(info["shape"], info["spacing"], info["dt"], g=g, trap=info["trap"],
                      geometry=info["geometry"], option=info["option"], psi0=psi0, dtype=dtype,
-                     backend=backend, **({"omega": info["omega"]} if info["omega"] else {}))
+                     backend=backend, omega=info["omega"])
     del psi0
     res = DBECResult(mode=info["mode"], geometry=info["geometry"], gpe=gpe, program=PROGRAM)
     advance = gpe.imaginary_time if info["mode"] == "imag" else gpe.real_time
