@@ -275,7 +275,7 @@ def test_a_state_of_another_grid_is_refused(tmp_path):
 
 
 def test_mode_and_geometry_must_agree_with_the_keys(tmp_path):
-    with pytest.raises(dbec.InputError, match="OPTREIM = 1 makes it a imag time run"):
+    with pytest.raises(dbec.InputError, match="OPTREIM = 1 makes it an imaginary-time run"):
         run(tmp_path, small2d(), mode="real")
     with pytest.raises(dbec.InputError, match="the keys make it the 2D program"):
         run(tmp_path, small2d(), geometry="3d")

@@ -630,8 +630,9 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None,
     base = os.getcwd() if out_dir is None else os.fspath(out_dir)
     info = _settings(cfg, base)
     if mode is not None and mode != info["mode"]:
+        kind = "an imaginary" if info["mode"] == "imag" else "a real"
         raise InputError(f"{cfg['_path']}: mode {mode!r} asked, but OPTREIM = {cfg['OPTREIM']} "
-                         f"makes it a {info['mode']} time run")
+                         f"makes it {kind}-time run")
     if geometry is not None and geometry != info["geometry"]:
         raise InputError(f"{cfg['_path']}: geometry {geometry!r} asked, but the keys make it the "
                          f"{info['dims']}D program ({info['geometry']})")
