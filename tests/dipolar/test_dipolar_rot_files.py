@@ -517,3 +517,45 @@ def test_the_distributions_own_inputs_are_read_as_they_are():
         cfg = rot.read_input(os.path.join(DIST, "input", f"{name}-input"))
         info = rot._settings(cfg, ".")
         assert (info["dims"], info["mode"], info["omega"]) == (dims, mode, 0.8)
+
+
+# The published runs converge in imaginary time from their random start:
+# rows after 200 000 steps of DT = 0.00025 in 2D.  The shortened input stops
+# at SHORT_NPAS steps, where this run is within 5e-4 of their converged rows.
+SHORT_NPAS = 400000
+
+
+@pytest.mark.slow
+def test_shortened_published_2d_input_converges_to_their_rows(tmp_path):
+    """The published 2D input with fewer NPAS (and ITER) steps: the vortex
+    lattice's rows within 5e-4 of the published converged ones; then the
+    published real2d input, shortened, from its FINALOUT: the state stays
+    there (their real-time rows too stay within 2e-4 of it)."""
+    res = run(tmp_path, imag2d(NPAS=SHORT_NPAS, ITER=2))
+    assert close(res.rows["NRUN iter."], PUB_2D["NRUN iter.:"])
+    assert res.rows["Initial"]["mu"] == pytest.approx(357.49693, abs=5e-6)
+    lz = res.gpe.observables()["lz"]
+    assert lz > 3  # a lattice of vortices, not one
+    real = run(tmp_path, real2d(NPAS=2000, ITER=2), name="real-input")
+    for row in real.rows.values():
+        assert close(row, PUB_REAL_2D["NRUN iter.:"])
+        assert row["norm"] == pytest.approx(1.0, abs=5e-5)
+
+
+@pytest.mark.slow
+def test_full_published_2d_input(tmp_path):
+    """The published imag2d input as it is: its ten NPAS rows and the NRUN
+    row; the last rows within 5e-4 of theirs."""
+    res = run(tmp_path, imag2d())
+    rows = table_rows((tmp_path / "imag2d-out.txt").read_text())
+    assert len([k for k in rows if k.startswith("NPAS")]) == 10
+    assert close(res.rows["NRUN iter."], PUB_2D["NRUN iter.:"])
+    assert close(res.rows["NPAS iter.: 10"], PUB_2D["NRUN iter.:"])
+
+
+@pytest.mark.slow
+def test_full_published_3d_input(tmp_path):
+    """The published imag3d input as it is (3 000 000 steps on 257 x 257 x 33
+    points: days on two cores)."""
+    res = run(tmp_path, imag3d())
+    assert close(res.rows["NRUN iter."], PUB_3D["NRUN iter.:"])

@@ -305,7 +305,7 @@ def simpson(f: np.ndarray, h: float) -> float:
 
 @dataclass
 class DBECResult:
-    """What :func:`nlsepy.dbec.run` did.
+    """What :func:`nlsepy.dipolar.dbec.run` did.
 
     Attributes
     ----------

@@ -8,7 +8,7 @@ Gross-Pitaevskii equation of a condensate in a trap rotating about z, in 2D
 real time (``OPTREIM = 2``).  Its input files are ``KEY = value`` lines as
 DBEC-GP's, with keys of their own (``OPTSCALE``, ``OPTREIM``, ``OMEGA``,
 ``D_Z``, ``SEED``, ``ITER``, ``OUTTYPE``, ``OUTFLAGS`` ...); ``python -m
-nlsepy dbec FILE`` and :func:`nlsepy.dbec.run` tell them from DBEC-GP's by
+nlsepy dbec FILE`` and :func:`nlsepy.dipolar.dbec.run` tell them from DBEC-GP's by
 those keys and run them here, unmodified, on :class:`nlsepy.DipolarGPE` with
 its rotation term (docs/DBEC_FILES.md lists the keys and the files).
 
@@ -108,7 +108,7 @@ _ENDINGS = {1: ("txt", "txt"), 2: ("bin", "bin"), 3: ("ult", "vtk")}
 
 def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """Parse a BEC-GP-ROT-OMP input file (keys and values checked as
-    :func:`nlsepy.dbec.read_input` checks DBEC-GP's).
+    :func:`nlsepy.dipolar.dbec.read_input` checks DBEC-GP's).
 
     Returns
     -------
@@ -609,8 +609,8 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None,
         progress: bool = False, announce: Optional[Callable[[str], None]] = None) -> DBECResult:
     """Run a BEC-GP-ROT-OMP input file and write its outputs, all or none.
 
-    Called by :func:`nlsepy.dbec.run` for a file with this program's keys;
-    the parameters are those of :func:`nlsepy.dbec.run` (`mode` and
+    Called by :func:`nlsepy.dipolar.dbec.run` for a file with this program's keys;
+    the parameters are those of :func:`nlsepy.dipolar.dbec.run` (`mode` and
     `geometry`, when given, must agree with ``OPTREIM`` and the keys).
 
     Returns
