@@ -36,7 +36,7 @@ def html(tmp_path_factory):
 
 def test_docs_build_without_warnings(html):
     for page in ["index", "api/nlse", "api/dipolar", "api/magnet", "api/mbloch", "api/dec",
-                 "api/runs", "api/units", "api/plot", "api/mpi", "api/helpers",
+                 "api/runs", "api/vortices", "api/units", "api/plot", "api/mpi", "api/helpers",
                  "ARCHITECTURE", "DBEC_FILES"]:
         assert (html / f"{page}.html").is_file(), page
 

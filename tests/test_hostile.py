@@ -619,3 +619,25 @@ def test_a_flipped_byte_in_a_frame_is_detected(tmp_path):
     assert str(path) in str(exc.value)
     # the frames before it are still read one by one
     assert np.array_equal(nl.open_run(path, frames=[0, 1]).psi, frames.psi[:2])
+
+
+# ------------------------------------------------------------------ vortices
+@settings(**SETTINGS)
+@given(psi=arg(["pair", "ring", "huge", "tiny"]), spacing=arg([0.1, (0.1, 0.2)]),
+       origin=arg([None, 0.0, (1.0, -1.0)]), threshold=arg([1e-3, 0.0, 0.5]),
+       reach=arg([0, 4]), periodic=arg([False, True, (True, False)]))
+def test_vortices(psi, spacing, origin, threshold, reach, periodic):
+    x = np.linspace(-2, 2, 24)
+    X, Y = np.meshgrid(x, x, indexing="ij")
+    fields = {"pair": (X - 0.53 + 1j * (Y - 0.1)) * (X + 0.61 - 1j * (Y + 0.2)),
+              "huge": 1e300 * (X - 0.53 + 1j * Y), "tiny": 1e-300 * (X - 0.53 + 1j * Y)}
+    if isinstance(psi, str) and psi == "ring":
+        Z = np.meshgrid(x, x, x, indexing="ij")
+        psi = (np.hypot(Z[0], Z[1]) - 1.1) + 1j * (Z[2] - 0.07)
+    elif isinstance(psi, str) and psi in fields:
+        psi = fields[psi]
+    out = call(nl.vortices, psi, spacing, origin, threshold, reach=reach, periodic=periodic)
+    if isinstance(out, nl.Vortices):
+        assert np.all(np.isfinite(out.positions))
+    elif isinstance(out, nl.VortexLines):
+        assert all(np.all(np.isfinite(line.points)) for line in out)

@@ -146,6 +146,63 @@ static int make_cn(nlse_dipolar *s, int q)
     return st;
 }
 
+/* The rotating frame's tables (dipolar_rot_line) of both sweeps and modes
+ * for the current dt and w, in one buffer each: am, ap (a value a line),
+ * alpha, gamma (n values a line), complex.  A slab's x sweep has lines of
+ * every x row (it solves on pencils); its y sweep a line per own x row. */
+static int make_rot(nlse_dipolar *s)
+{
+    for (int sw = 0; sw < 2; ++sw) {
+        const int q = s->rq[sw], o = s->rq[1 - sw];
+        const size_t n = q == 0 ? s->n0_all : s->L.n[q], lines = s->L.n[o];
+        const size_t vals = 2 * lines * (n + 1), r0 = o == 0 ? s->row0 : 0;
+        const size_t all = o == 0 ? s->n0_all : lines;
+        double *t = (double *)malloc(2 * (vals + 2 * n) * sizeof(double));
+        if (!t)
+            return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the rotating frame's tables");
+        double *line = t + 2 * vals;
+        const double r = s->p.dt * s->p.kin / (s->L.h[q] * s->L.h[q]);
+        int st = NLSE_OK;
+        for (int m = 0; m < 2 && !st; ++m) {
+            for (size_t l = 0; l < lines; ++l) {
+                const double xo = dipolar_coord(r0 + l, all, s->L.h[o]);
+                const double c = sw ? s->rot * xo : -s->rot * xo; /* -w y on x, w x on y */
+                double am[2], ap[2];
+                dipolar_rot_line(r, s->p.dt * c / (4.0 * s->L.h[q]), m, n, am, ap, line,
+                                 line + 2 * n);
+                memcpy(t + 2 * l, am, sizeof am);
+                memcpy(t + 2 * (lines + l), ap, sizeof ap);
+                memcpy(t + 2 * (2 * lines + l * n), line, 2 * n * sizeof(double));
+                memcpy(t + 2 * (2 * lines + lines * n + l * n), line + 2 * n,
+                       2 * n * sizeof(double));
+            }
+            s->rt_bytes[sw] = 2 * (2 * lines + 2 * lines * n) * s->rs;
+            if (!s->rt[sw][m])
+                st = dmalloc(s, &s->rt[sw][m], s->rt_bytes[sw], "the rotating frame's tables");
+            if (!st)
+                st = upload(s, s->rt[sw][m], t, 2 * (2 * lines + 2 * lines * n));
+        }
+        free(t);
+        if (st)
+            return st;
+    }
+    return NLSE_OK;
+}
+
+extern "C" int nlse_dipolar_set_rotation(nlse_dipolar *s, double w)
+{
+    ON_DEVICE(s);
+    CKS(dipolar_check_rotation(&s->p, w));
+    if (w == s->rot)
+        return NLSE_OK;
+    const double w0 = s->rot;
+    s->rot = w;
+    int st = w != 0 ? make_rot(s) : NLSE_OK;
+    if (st)
+        s->rot = w0;
+    return st;
+}
+
 extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
 {
     ON_DEVICE_VOID(s);
@@ -163,6 +220,8 @@ extern "C" void nlse_dipolar_destroy(nlse_dipolar *s)
                     s->rec};
     for (size_t q = 0; q < sizeof bufs / sizeof bufs[0]; ++q)
         cudaFree(bufs[q]);
+    for (int q = 0; q < 4; ++q)
+        cudaFree(s->rt[q / 2][q % 2]);
     for (int q = 0; q < 3; ++q) {
         cudaFree(s->x[q]);
         cudaFree(s->w[q]);
@@ -230,6 +289,9 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
     s->p = *p;
     dipolar_make_layout(p, &s->L);
     s->n0_all = s->L.n[0];
+    const int plane = p->geometry == NLSE_DIPOLAR_3D || p->geometry == NLSE_DIPOLAR_2D_XY;
+    s->rq[0] = plane ? s->L.off : -1; /* the rotating frame's x and y axes */
+    s->rq[1] = plane ? s->L.off + 1 : -1;
     s->row0 = row0;
     if (rows) { /* a slab: x rows [row0, row0 + rows) of the grid */
         s->L.n[0] = rows;
@@ -407,7 +469,7 @@ extern "C" int nlse_dipolar_set_dt(nlse_dipolar *s, double dt)
     s->p.dt = dt;
     for (int q = 0; q < 3; ++q)
         CKS(make_cn(s, q));
-    return NLSE_OK;
+    return s->rot != 0 ? make_rot(s) : NLSE_OK;
 }
 
 extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
@@ -487,19 +549,32 @@ static int step_kernels(nlse_dipolar *s, const H1Args<T> &a, int want, int step,
     V *psi = (V *)s->psi;
     int parts = 0;
     const int last_z = n0 == 1 && n1 == 1; /* 1D: the z solve ends the step */
+    /* the rotating frame's sweeps (a complex state: promoted at the call) */
+    const int rot = s->rot != 0;
     /* 1) H1 + the solve along the contiguous axis (dipolar_zsolve.cu), or
      *    for lines too long for a warp, H1 alone and one thread a line */
-    if (s->zreg > 0 || s->zwarps > 0) {
+    if (rot && s->rq[1] == 2) { /* 2d-xy: x (axis 1), then y (axis 2), as on the CPU */
+        CKS((dipolar_h1<T, V>(s, psi, G, a)));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 0, real_time, 1, n1, out, false, &parts, 0)));
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 1, real_time, 2, n2, out, true, &parts, 0)));
+        dipolar_norm(s, parts, step, rec);
+        CK(cudaGetLastError());
+        return NLSE_OK;
+    } else if (s->zreg > 0 || s->zwarps > 0) {
         CKS((dipolar_zsolve<T, V, C>(s, psi, G, a, cn[2], out, last_z, &parts)));
     } else {
         CKS((dipolar_h1<T, V>(s, psi, G, a)));
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[2], 2, n2, out, last_z, &parts)));
     }
     /* 2) axis 1 (the last one in 2D) */
-    if (n1 >= 3)
+    if (n1 >= 3 && rot) /* 3d: y */
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 1, real_time, 1, n1, out, false, &parts, 0)));
+    else if (n1 >= 3)
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[1], 1, n1, out, n0 == 1, &parts)));
     /* 3) axis 0 (3D) */
-    if (n0 >= 3)
+    if (n0 >= 3 && rot)
+        CKS((dipolar_rot_solve<T, V>(s, psi, G, 0, real_time, 0, n0, out, true, &parts, 0)));
+    else if (n0 >= 3)
         CKS((dipolar_lanes<T, V, C>(s, psi, G, cn[0], 0, n0, out, true, &parts)));
     dipolar_norm(s, parts, step, rec);
     CK(cudaGetLastError());
@@ -642,7 +717,7 @@ extern "C" int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, doubl
         return s->dops->step(s, mode, n, t0, dg, dgdd, done);
     if (dgdd != 0 && !s->have_plans)
         CKS(dipolar_enable_dipolar(s));
-    if (mode == NLSE_DIPOLAR_REAL)
+    if (mode == NLSE_DIPOLAR_REAL || s->rot != 0)
         CKS(dipolar_promote(s));
     CKS(dipolar_ensure_backup(s));
     return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, rec, done)

@@ -47,7 +47,8 @@
 #define BLK 128
 /* rows of recorded moments the device holds before the host collects them */
 #define REC_ROWS 1024
-enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_N };
+enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_LZ,
+       OQ_N };
 
 /* ------------------------------------------------------------------ */
 /* value types: T (real), T2 (complex); coefficient types likewise     */
@@ -138,6 +139,16 @@ template <typename C> struct CN {
     const C *al, *ga;
 };
 
+/* The rotating frame's tables of one sweep (dipolar_rot_line): line l's
+ * off-diagonals am[l], ap[l] and recursions al, ga + l n; a lane's line is
+ * its index along internal axis `other` (the other axis of the x-y plane)
+ * plus `off`. */
+template <typename C> struct RotCN {
+    const C *am, *ap, *al, *ga;
+    int other;
+    int off;    /* the line of index 0 along `other` (a slab's pencils: their first y row) */
+};
+
 /* Loads in flight per thread in the line sweeps: 64 bytes (4 complex
  * doubles, 8 complex floats or real doubles, 16 floats). */
 #define UNR_OF(V) (64 / (int)sizeof(V))
@@ -154,6 +165,12 @@ template <typename C> struct CN {
  * (k_spike_fwd, k_spike_back) expand them; macros rather than functions,
  * so each kernel compiles as if the loop were written in it. */
 #define CN_FORWARD(V, p, rs, n, A, A0r, ga, UNR, beta, ...)                                   \
+    CN_FORWARD_OFF(V, p, rs, n, A * (pp_ + pm_), A, A0r, ga, UNR, beta, __VA_ARGS__)
+/* The same with the off-diagonal part of the right-hand side OFF (an
+ * expression of pp_ = psi_{i+1}, pm_ = psi_{i-1}) and the coefficient AB of
+ * beta_i: the rotating frame's sweeps, whose diagonals below and above
+ * differ, pass (ap * pp_ + am * pm_) and ap. */
+#define CN_FORWARD_OFF(V, p, rs, n, OFF, AB, A0r, ga, UNR, beta, ...)                         \
     {                                                                                          \
         V pp_ = p[(n - 1) * rs], pc_ = p[(n - 2) * rs];                                        \
         beta = pp_;                                                                            \
@@ -166,8 +183,8 @@ template <typename C> struct CN {
             {                                                                                  \
                 const int ii = i_ - u_;                                                        \
                 V pm_ = buf_[u_];                                                              \
-                V cc = A0r * pc_ - A * (pp_ + pm_);                                            \
-                beta = ga[ii] * (A * beta - cc);                                               \
+                V cc = A0r * pc_ - (OFF);                                                      \
+                beta = ga[ii] * (AB * beta - cc);                                              \
                 p[(ii + 1) * rs] = beta;                                                       \
                 __VA_ARGS__;                                                                   \
                 pp_ = pc_;                                                                     \
@@ -456,6 +473,11 @@ struct nlse_dipolar {
     struct dipolar_dist *dist; /* a slab of a distributed run (dipolar_dist.cu) */
     const struct dipolar_dist_ops *dops; /* its collective operations      */
     int device;           /* the GPU the solver lives on (ON_DEVICE)         */
+    double rot;           /* w of -w L_z (0: not rotating)                   */
+    int rq[2];            /* internal axes of x and y (-1: no x-y plane)     */
+    void *rt[2][2];       /* [x sweep, y sweep][imaginary, real]: am, ap,    */
+                          /* alpha, gamma of the rotating frame (complex)    */
+    size_t rt_bytes[2];   /* bytes of one table of each sweep                */
 };
 
 /* The collective operations of a slab, which dipolar_dist.cu sets when it
@@ -602,6 +624,25 @@ int dipolar_h1(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a);
 template <typename T, typename V, typename C>
 int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
                   const Dens<T> &out, bool last, int *parts);
+/* The rotating frame's solve along internal axis `axis` of a complex state
+ * (the tables of sweep `sw`, mode `real_time`). */
+template <typename T>
+int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &G, int sw,
+                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts,
+                      int off);
+/* The same for a state of value type V (complex while rotating: the state
+ * is promoted when omega is set or the step starts). */
+template <typename T, typename V>
+static inline int dipolar_rot_solve(nlse_dipolar *s, V *psi, const Grid<T> &G, int sw,
+                                    int real_time, int axis, int n, const Dens<T> &out, bool last,
+                                    int *parts, int off)
+{
+    if constexpr (sizeof(V) == 2 * sizeof(T))
+        return dipolar_rot_lanes<T>(s, (typename Vec2<T>::T *)psi, G, sw, real_time, axis, n, out,
+                                    last, parts, off);
+    else
+        return nlse_fail(NLSE_ERR_INTERNAL, "the rotating frame needs a complex state");
+}
 /* norm[0] = the sum of `parts` partial sums in a fixed order; bad[0] =
  * `step` when it is not finite and positive (first such step).  rec (a
  * device row of NLSE_DIPOLAR_MOMENTS, or NULL): the norm and the sums of

@@ -871,8 +871,8 @@ static int solve_x(nlse_dipolar *s, int real_time, int want, int st)
     dipolar_dist *D = s->dist;
     if (D->xsolve < 0 && (st = spike_decide(s, st)))
         return st;
-    if (D->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE)
-        return spike_x<T, V, C>(s, real_time, want, st);
+    if (D->xsolve == NLSE_DIPOLAR_XSOLVE_SUBSTRUCTURE && s->rot == 0)
+        return spike_x<T, V, C>(s, real_time, want, st); /* rotating: one table row a line */
     const size_t es = sizeof(V);
     const int one = D->size == 1;
     if (!one && (st = transpose(s, 1, s->psi, 0, D->n2, es, st, &D->tm[1])))
@@ -883,9 +883,13 @@ static int solve_x(nlse_dipolar *s, int real_time, int want, int st)
         G.n1 = (int)D->nj;
         Dens<T> out = dens_of<T>(NULL, s->partial);
         int parts = 0;
-        st = dipolar_lanes<T, V, C>(s, one ? (V *)s->psi : (V *)D->pen, G,
-                                    dipolar_cn<T, C>(s, 0, real_time), 0, (int)D->n0, out, false,
-                                    &parts);
+        V *pen = one ? (V *)s->psi : (V *)D->pen;
+        if (s->rot != 0)
+            st = dipolar_rot_solve<T, V>(s, pen, G, 0, real_time, 0, (int)D->n0, out, false,
+                                         &parts, (int)D->j0);
+        else
+            st = dipolar_lanes<T, V, C>(s, pen, G, dipolar_cn<T, C>(s, 0, real_time), 0,
+                                        (int)D->n0, out, false, &parts);
     }
     return one ? st : transpose(s, 0, D->pen, 1, D->n2, es, st, &D->tm[1]);
 }
@@ -909,7 +913,9 @@ static int step_once(nlse_dipolar *s, const H1Args<T> &a, int want, int st)
             st = dipolar_lanes<T, V, C>(s, psi, G, dipolar_cn<T, C>(s, 2, real_time), 2, G.n2, out,
                                         false, &parts);
     }
-    if (!st)
+    if (!st && s->rot != 0)
+        st = dipolar_rot_solve<T, V>(s, psi, G, 1, real_time, 1, G.n1, out, false, &parts, 0);
+    else if (!st)
         st = dipolar_lanes<T, V, C>(s, psi, G, dipolar_cn<T, C>(s, 1, real_time), 1, G.n1, out,
                                     false, &parts);
     if (!st)
@@ -983,7 +989,7 @@ static int dipolar_dist_step(nlse_dipolar *s, int mode, long n, double t0, doubl
         st = dipolar_dist_enable(s);
     if (!st)
         st = dipolar_ensure_backup(s);
-    CKS(begin(s, st, mode == NLSE_DIPOLAR_REAL));
+    CKS(begin(s, st, mode == NLSE_DIPOLAR_REAL || s->rot != 0));
     for (int q = 0; q < 5; ++q)
         s->dist->tm[q] = 0;
     return s->p.dtype == NLSE_COMPLEX64 ? step_t<float>(s, mode, n, t0, dg, dgdd, done)

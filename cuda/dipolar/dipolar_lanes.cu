@@ -38,8 +38,9 @@ template <int Q> struct LaneMap {
     }
 };
 
-template <typename T, typename V, typename C, int Q, bool LAST, bool MOM>
-__global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out)
+template <typename T, typename V, typename C, int Q, bool LAST, bool MOM, bool ROT>
+__global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out,
+                                               RotCN<C> rc)
 {
     __shared__ double red[4 * (BLK / 32)];
     const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
@@ -56,12 +57,22 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
         const long long rs = L.rs;
         /* forward: beta_{i-1} = gamma_i (A beta_i - rhs_i), stored in slot i + 1 */
         V beta;
-        CN_FORWARD(V, p, rs, n, A, A0r, cn.ga, UNR, beta, (void)cc);
+        const C *al = cn.al;
+        if constexpr (ROT) { /* the lane's line of the rotating frame's tables */
+            int ix[3];
+            L.ijk(0, &ix[0], &ix[1], &ix[2]);
+            const long long l = ix[rc.other] + rc.off;
+            const C am = rc.am[l], ap = rc.ap[l], *ga = rc.ga + l * n;
+            al = rc.al + l * n;
+            CN_FORWARD_OFF(V, p, rs, n, (ap * pp_ + am * pm_), ap, A0r, ga, UNR, beta, (void)cc);
+        } else {
+            CN_FORWARD(V, p, rs, n, A, A0r, cn.ga, UNR, beta, (void)cc);
+        }
         /* back: x_m = alpha_{m-1} x_{m-1} + beta_{m-1} (slot m + 1), x_0 = 0 */
         V x = zero<V>();
         p[0] = x;
         double ls = 0, lq = 0;
-        CN_BACK(V, p, rs, n, cn.al, UNR, x, {
+        CN_BACK(V, p, rs, n, al, UNR, x, {
             p[mm * rs] = x;
             if (LAST) {
                 int i, j, k;
@@ -131,38 +142,71 @@ __global__ void k_norm(const double *partial, int count, double *norm, int *bad,
 
 /* One k_lanes launch: the plain sweep, the last one of a step (density and
  * norm), or the last one of a recorded step (and the moments). */
-template <typename T, typename V, typename C, int Q>
+template <typename T, typename V, typename C, int Q, bool ROT>
 static void launch_lanes(nlse_dipolar *s, int blocks, V *psi, const Grid<T> &G, const CN<C> &cn,
-                         int n, const Dens<T> &out, bool last)
+                         int n, const Dens<T> &out, bool last, const RotCN<C> &rc)
 {
     if (!last)
-        k_lanes<T, V, C, Q, false, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        k_lanes<T, V, C, Q, false, false, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
     else if (out.mom)
-        k_lanes<T, V, C, Q, true, true><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        k_lanes<T, V, C, Q, true, true, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
     else
-        k_lanes<T, V, C, Q, true, false><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out);
+        k_lanes<T, V, C, Q, true, false, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
+}
+
+template <typename T, typename V, typename C, bool ROT>
+static int lanes_of(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
+                    const Dens<T> &out, bool last, int *parts, const RotCN<C> &rc)
+{
+    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
+    int blocks;
+    if (axis == 2) {
+        blocks = grid_for((long long)n0 * n1, BLK);
+        launch_lanes<T, V, C, 2, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
+    } else if (axis == 1) {
+        blocks = grid_for((long long)n0 * n2, BLK);
+        launch_lanes<T, V, C, 1, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
+    } else { /* axis 0 ends a 3D step (not on the pencils of a slab) */
+        blocks = grid_for((long long)n1 * n2, BLK);
+        launch_lanes<T, V, C, 0, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
+    }
+    if (last)
+        *parts = blocks;
+    return NLSE_OK;
 }
 
 template <typename T, typename V, typename C>
 int dipolar_lanes(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
                   const Dens<T> &out, bool last, int *parts)
 {
-    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
-    int blocks;
-    if (axis == 2) {
-        blocks = grid_for((long long)n0 * n1, BLK);
-        launch_lanes<T, V, C, 2>(s, blocks, psi, G, cn, n, out, last);
-    } else if (axis == 1) {
-        blocks = grid_for((long long)n0 * n2, BLK);
-        launch_lanes<T, V, C, 1>(s, blocks, psi, G, cn, n, out, last);
-    } else { /* axis 0 ends a 3D step (not on the pencils of a slab) */
-        blocks = grid_for((long long)n1 * n2, BLK);
-        launch_lanes<T, V, C, 0>(s, blocks, psi, G, cn, n, out, last);
-    }
-    if (last)
-        *parts = blocks;
-    return NLSE_OK;
+    return lanes_of<T, V, C, false>(s, psi, G, cn, axis, n, out, last, parts, RotCN<C>());
 }
+
+template <typename T>
+int dipolar_rot_lanes(nlse_dipolar *s, typename Vec2<T>::T *psi, const Grid<T> &G, int sw,
+                      int real_time, int axis, int n, const Dens<T> &out, bool last, int *parts,
+                      int off)
+{
+    typedef typename Vec2<T>::T T2;
+    const T2 *tab = (const T2 *)s->rt[sw][real_time];
+    const long long lines = (long long)s->L.n[s->rq[1 - sw]];
+    RotCN<T2> rc;
+    rc.am = tab;
+    rc.ap = tab + lines;
+    rc.al = tab + 2 * lines;
+    rc.ga = tab + 2 * lines + lines * n;
+    rc.other = s->rq[1 - sw];
+    rc.off = off;
+    CN<T2> cn; /* the right-hand side's diagonal: 1 - r or 1 - i r */
+    const double r = s->p.dt * s->p.kin / (s->L.h[axis] * s->L.h[axis]);
+    const double a0r[2] = {real_time ? 1.0 : 1.0 - r, real_time ? -r : 0.0};
+    set_scalar(&cn.A0r, a0r);
+    cn.A = cn.A0r;
+    cn.al = cn.ga = NULL;
+    return lanes_of<T, T2, T2, true>(s, psi, G, cn, axis, n, out, last, parts, rc);
+}
+template int dipolar_rot_lanes<float>(nlse_dipolar *, float2 *, const Grid<float> &, int, int, int, int, const Dens<float> &, bool, int *, int);
+template int dipolar_rot_lanes<double>(nlse_dipolar *, double2 *, const Grid<double> &, int, int, int, int, const Dens<double> &, bool, int *, int);
 
 void dipolar_norm(nlse_dipolar *s, int parts, int step, double *rec)
 {

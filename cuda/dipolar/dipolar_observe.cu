@@ -45,6 +45,7 @@ template <typename T> struct ObsArgs {
     int halo;   /* psi starts `halo` x rows before the rows summed (a slab's neighbours' rows) */
     int gi0;    /* the first summed row's index in the grid (the derivative's end rules) */
     int gn0;    /* x rows of the grid */
+    int rx, ry; /* internal axes of x and y (-1: no x-y plane; lz stays 0) */
 };
 
 template <typename T, typename V>
@@ -70,7 +71,7 @@ __global__ void __launch_bounds__(BLK) k_observe(const V *psi, Grid<T> G, ObsArg
             double re = vq(psi, m, 0), im = vq(psi, m, 1);
             double d = re * re + im * im;
             double w = wij * G.w2[k];
-            double grad = 0, gmod = 0;
+            double grad = 0, gmod = 0, dq[2][3] = {{0, 0, 0}, {0, 0, 0}};
             for (int q = 0; q < 3; ++q) {
                 if (q == 1 && o.is_real)
                     continue;
@@ -81,10 +82,21 @@ __global__ void __launch_bounds__(BLK) k_observe(const V *psi, Grid<T> G, ObsArg
                 double dx = deriv(psi, m, i + o.gi0, o.gn0, (long long)n1 * n2, o.h0, q);
                 double dy = deriv(psi, m, j, n1, (long long)n2, o.h1, q);
                 double dz = deriv(psi, m, k, n2, 1, o.h2, q);
-                if (q == 2)
+                if (q == 2) {
                     gmod = dx * dx + dy * dy + dz * dz;
-                else
+                } else {
                     grad += dx * dx + dy * dy + dz * dz;
+                    dq[q][0] = dx;
+                    dq[q][1] = dy;
+                    dq[q][2] = dz;
+                }
+            }
+            if (o.rx >= 0 && !o.is_real) {
+                /* Psi* L_z Psi's real part: x Im(Psi* d_y Psi) - y Im(Psi* d_x Psi) */
+                const double c[3] = {o.x0[i], o.x1[j], o.x2[k]};
+                const double xc = c[o.rx], yc = c[o.ry];
+                A[OQ_LZ] += w * (xc * (re * dq[1][o.ry] - im * dq[0][o.ry]) -
+                                 yc * (re * dq[1][o.rx] - im * dq[0][o.rx]));
             }
             A[OQ_NORM] += w * d;
             A[OQ_SUM] += cell * d;
@@ -190,6 +202,8 @@ int dipolar_observe_sums(nlse_dipolar *s, double t, const void *psi, int halo, d
     A.halo = halo;
     A.gi0 = (int)s->row0;
     A.gn0 = (int)s->n0_all;
+    A.rx = s->rq[0];
+    A.ry = s->rq[1];
     const int blocks = grid_for((long long)s->L.n[0] * s->L.n[1], 1);
     if (s->is_real)
         k_observe<T, T><<<blocks, BLK, 0, s->stream>>>((const T *)psi, G, A, s->partial);
@@ -224,8 +238,9 @@ void dipolar_observe_finish(const nlse_dipolar *s, const double Tq[OQ_N], int us
     o->norm_sum = Tq[OQ_SUM];
     o->kinetic = kin;
     o->kinetic_modulus = s->p.kin * Tq[OQ_KMOD];
-    o->mu = kin + pot + cont + dd;
-    o->energy = kin + pot + 0.5 * (cont + dd);
+    o->lz = Tq[OQ_LZ];
+    o->mu = kin + pot + cont + dd - s->rot * o->lz; /* the rotating frame's */
+    o->energy = kin + pot + 0.5 * (cont + dd) - s->rot * o->lz;
     for (int a = 0; a < 3; ++a)
         o->x2[a] = 0;
     for (int q = s->L.off; q < 3; ++q)

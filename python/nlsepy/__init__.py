@@ -32,6 +32,10 @@ open_run(path)      a run file written by ``run(..., output="run.h5")`` or ``sav
                     (HDF5, h5py): a dict of arrays with attribute access (``run.psi``,
                     ``run.t``, ``run.attrs``), the same with or without xarray;
                     ``run.to_xarray()`` gives an xarray Dataset
+vortices(psi, h)    quantised vortices of a 2D or 3D state: point vortices (positions,
+                    charges) or vortex lines (polylines, rings closed); every solver
+                    has ``sim.vortices()`` and a run's frames ``frames.vortices()``
+                    (ids that follow each vortex)
 scatter(a, comm)    split a global array into the slabs a model with ``comm=`` holds
                     (MPI, optional: mpi4py and nlsepy's MPI layer)
 """
@@ -51,6 +55,7 @@ from .common.dist import Slab, scatter
 from .common.errors import BackendError, BlowUpError
 from .common.hdf5 import open_run
 from .common.version import __version__
+from .common.vortices import VortexLine, VortexLines, Vortices, VortexTracks, vortices
 from .dec import DecGPE
 from .dipolar import DipolarGPE, Obstacle, dbec
 from .fd import NLSE, stability_bound
@@ -61,7 +66,8 @@ from .runner import Frames
 
 __all__ = ["NLSE", "DipolarGPE", "DecGPE", "Obstacle", "CoaxialMagnet", "MagnetSolution",
            "ConvergenceWarning", "MaxwellBloch", "MaxwellBlochResult", "mbloch", "dbec",
-           "Frames", "open_run", "plot", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
+           "Frames", "vortices", "Vortices", "VortexLine", "VortexLines", "VortexTracks",
+           "open_run", "plot", "units", "Slab", "scatter", "BlowUpError", "BackendError", "backends", "examples", "set_num_threads",
            "get_num_threads", "max_threads", "stability_bound", "build_info", "runner", "models", "Model"]
 
 

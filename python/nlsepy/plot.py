@@ -23,6 +23,12 @@ The models' classes call these functions from thin methods:
 ``result.animate(path)``       :func:`animate_mbloch`: the fields along z
 =============================  ============================================
 
+``vortices=True`` marks the vortices (:func:`nlsepy.vortices`) on the
+density and phase panels of :func:`frames`, :func:`nlse`, :func:`dipolar`,
+``DecGPE.plot_slice`` and the animations: point vortices as red circles
+(positive charge) and blue squares (negative), vortex lines projected on
+the panels; :func:`overlay_vortices` marks them on any panel.
+
 Axes are labelled in the model's units: the NLSE's dimensionless x and t,
 the GPEs' oscillator lengths and trap times (``units of 2/ω`` for
 DipolarGPE's ``option=2``: see :mod:`nlsepy.units`), metres and amperes for
@@ -37,7 +43,7 @@ matplotlib's ``FFMpegWriter`` when ffmpeg is on PATH, else GIF through
 
 from __future__ import annotations
 
-from .common.plot import PANEL, PHASE_FLOOR, animate_frames, frames, save
+from .common.plot import PANEL, PHASE_FLOOR, animate_frames, frames, overlay_vortices, save
 from .dec.plot import dec
 from .dipolar.plot import dipolar
 from .fd.plot import nlse
@@ -45,4 +51,4 @@ from .magnet.plot import magnet
 from .mbloch.plot import animate_mbloch, mbloch
 
 __all__ = ["frames", "animate_frames", "nlse", "dipolar", "dec", "magnet", "mbloch",
-           "animate_mbloch", "save", "PANEL", "PHASE_FLOOR"]
+           "animate_mbloch", "save", "overlay_vortices", "PANEL", "PHASE_FLOOR"]

@@ -119,6 +119,22 @@ def test_imaginary_time_matches_one_process():
     everywhere(rel_err(gpe.gather(root=None), ref.psi) < TOL, "complex imaginary time, ramp")
 
 
+def test_rotating_frame_matches_one_process():
+    """omega != 0: the x solve through x pencils (with either switch), real and
+    imaginary time, a real start promoted."""
+    ref, gpe = pair(psi0=state(complex_=False), omega=0.5)
+    ref.imaginary_time(60)
+    gpe.imaginary_time(60)
+    everywhere(rel_err(gpe.gather(root=None), ref.psi) < 1e-10, "rotating imaginary time")
+    for s in (ref, gpe):
+        s.omega = -0.3
+        s.real_time(60)
+    everywhere(rel_err(gpe.gather(root=None), ref.psi) < 1e-10, "rotating real time")
+    oa, ob = ref.observables(), gpe.observables()
+    everywhere(abs(oa["lz"] - ob["lz"]) <= 1e-10 * max(1.0, abs(oa["lz"])), "lz")
+    same_obs(ref, gpe, tol=1e-10)
+
+
 def test_single_precision():
     ref, gpe = pair(psi0=state(), dtype=np.complex64)
     ref.real_time(50)

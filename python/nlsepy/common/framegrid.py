@@ -36,6 +36,8 @@ class FrameGrid:
         Positions ``(n, 3)`` of the cells of a state of scattered cells.
     centre : tuple of float or None
         Centre of the domain (where plots of cells cut their slice).
+    periodic : tuple of bool or None
+        Per array axis, whether the grid wraps around (None: no axis does).
     """
 
     axes: Tuple[str, ...]
@@ -45,3 +47,4 @@ class FrameGrid:
     model: str = ""
     positions: Optional[np.ndarray] = None
     centre: Optional[Tuple[float, ...]] = None
+    periodic: Optional[Tuple[bool, ...]] = None

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import vortices as _vortices
 from .files import atomic_write
 from .framegrid import FrameGrid
 
 if TYPE_CHECKING:
     from .runner import Frames
 
-__all__ = ["frames", "animate_frames", "save"]
+__all__ = ["frames", "animate_frames", "save", "overlay_vortices"]
 
 #: inches per panel (width, height); 100 dpi gives 400 x 340 pixels a panel
 PANEL = (4.0, 3.4)
@@ -193,10 +194,12 @@ def _times(t: np.ndarray, grid: FrameGrid) -> Tuple[np.ndarray, str]:
 
 
 class _View:
-    """Panels showing one frame at a time: ``update(i)`` draws frame i."""
+    """Panels showing one frame at a time: ``update(i)`` draws frame i;
+    ``axes`` are the image panels."""
 
-    def __init__(self, fig: Any, update: Callable[[int], None]) -> None:
-        self.fig, self.update = fig, update
+    def __init__(self, fig: Any, update: Callable[[int], None],
+                 axes: Sequence[Any] = ()) -> None:
+        self.fig, self.update, self.axes = fig, update, list(axes)
 
 
 def _title(fig: Any, grid: FrameGrid, title: Optional[str]) -> Callable[[float], None]:
@@ -245,7 +248,7 @@ def _view_2d(fig: Any, psi: np.ndarray, t: np.ndarray, grid: FrameGrid,
         im0.set_data(d.T)
         im1.set_data(phase_of(psi[i], d).T)
         set_time(t[i])
-    return _View(fig, update)
+    return _View(fig, update, [a0, a1])
 
 
 def _planes_3d(d: np.ndarray, grid: FrameGrid, view: str) -> List[np.ndarray]:
@@ -290,7 +293,7 @@ def _view_3d(fig: Any, psi: np.ndarray, t: np.ndarray, grid: FrameGrid,
             im.set_data(p.T)
         ph.set_data(phase_of(psi[i][:, :, kz]).T)
         set_time(t[i])
-    return _View(fig, update)
+    return _View(fig, update, axes)
 
 
 def _cell_slice(positions: np.ndarray, centre: Optional[Sequence[float]], z: Optional[float],
@@ -370,6 +373,125 @@ def view_cells(fig: Any, ax: Any, psi: np.ndarray, t: np.ndarray, grid: FrameGri
     return _View(fig, update)
 
 
+# ----------------------------------------------------------------- vortices
+#: how point vortices are marked, by the sign of their charge: colour,
+#: marker, legend label (the marker's area grows with |charge|)
+VORTEX_MARKS = {1: ("#e41a1c", "o", "vortex (+)"), -1: ("#00b7ff", "s", "antivortex (−)")}
+#: colour of vortex lines
+VORTEX_LINE = "white"
+
+
+def overlay_vortices(ax: Any, found: Any, plane: Tuple[int, int] = (0, 1),
+                     size: float = 30.0) -> List[Any]:
+    """Mark vortices on a panel drawn over the grid's coordinates.
+
+    Point vortices (:class:`nlsepy.Vortices`): positive charges as red
+    circles, negative as blue squares, the area growing with ``|charge|``,
+    each with a white edge so that it shows on the density and on the
+    phase.  Vortex lines (:class:`nlsepy.VortexLines`): each line projected
+    onto the panel's plane, closed lines closed.  The panel's limits are
+    kept.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The panel (an image over the plane's coordinates).
+    found : nlsepy.Vortices or nlsepy.VortexLines
+        What :func:`nlsepy.vortices` returned.
+    plane : (int, int), optional
+        The axes of the lines' points along the panel's x and y (3D);
+        point vortices are drawn over their two coordinates.
+    size : float, optional
+        Marker area (points²) of a unit charge.
+
+    Returns
+    -------
+    list
+        The artists drawn (remove them to clear the marks).
+    """
+    xlim, ylim = ax.get_xlim(), ax.get_ylim()
+    out: List[Any] = []
+    if isinstance(found, _vortices.Vortices):
+        for sign, (colour, marker, label) in VORTEX_MARKS.items():
+            sel = np.sign(found.charges) == sign
+            if sel.any():
+                out.append(ax.scatter(found.positions[sel, 0], found.positions[sel, 1],
+                                      s=size * np.abs(found.charges[sel]), c=colour,
+                                      marker=marker, edgecolors="white", linewidths=0.8,
+                                      label=label, zorder=3))
+    elif isinstance(found, _vortices.VortexLines):
+        a, b = plane
+        for line in found:
+            p = line._path()
+            out.extend(ax.plot(p[:, a], p[:, b], color=VORTEX_LINE, lw=1.2, zorder=3))
+    else:
+        raise TypeError(f"found must be what nlsepy.vortices returns (Vortices or "
+                        f"VortexLines), got {type(found).__name__}")
+    ax.set_xlim(xlim)
+    ax.set_ylim(ylim)
+    return out
+
+
+def vortex_options(option: Any) -> Optional[dict]:
+    """The finder's keyword arguments of ``vortices=`` (None: no marks)."""
+    if option is None or option is False:
+        return None
+    if option is True:
+        return {}
+    if isinstance(option, dict) and set(option) <= {"threshold", "reach"}:
+        return dict(option)
+    raise ValueError(f"vortices must be True, False or a dict of the finder's threshold and "
+                     f"reach, got {option!r}")
+
+
+def _grid_steps(grid: FrameGrid,
+                axes: Sequence[int]) -> Tuple[List[float], List[float], List[bool]]:
+    """Spacing, origin and periodic flags of the grid's `axes`."""
+    per = grid.periodic or (False,) * len(grid.coords)
+    return ([_step(grid.coords[a]) for a in axes], [float(grid.coords[a][0]) for a in axes],
+            [bool(per[a]) for a in axes])
+
+
+def _vortex_layer(v: _View, psi: np.ndarray, grid: FrameGrid, view: str,
+                  options: dict) -> Callable[[int], None]:
+    """Marks of frame i's vortices on the panels of a 2D or 3D view: 2D the
+    point vortices on density and phase; 3D the lines projected on the
+    integrated densities (the point vortices of each slice with
+    ``view="slice"``) and the point vortices of the phase's z slice."""
+    drawn: List[Any] = []
+    nd = psi.ndim - 1
+
+    def points(state: np.ndarray, axes: Tuple[int, int]) -> Any:
+        h, o, p = _grid_steps(grid, axes)
+        return _vortices.vortices(state, h, o, periodic=p, **options)
+
+    def update(i: int) -> None:
+        for artist in drawn:
+            artist.remove()
+        drawn.clear()
+        state = psi[i]
+        if nd == 2:
+            found = points(state, (0, 1))
+            for ax in v.axes:
+                drawn.extend(overlay_vortices(ax, found))
+            return
+        pairs = ((0, 1), (0, 2), (1, 2))
+        if view == "integrated":
+            h, o, p = _grid_steps(grid, (0, 1, 2))
+            lines = _vortices.vortices(state, h, o, periodic=p, **options)
+            for ax, plane in zip(v.axes[:3], pairs):
+                drawn.extend(overlay_vortices(ax, lines, plane))
+        else:
+            c = [n // 2 for n in state.shape]
+            cuts = (state[:, :, c[2]], state[:, c[1], :], state[c[0], :, :])
+            for ax, plane, cut in zip(v.axes[:3], pairs, cuts):
+                drawn.extend(overlay_vortices(ax, points(cut, plane)))
+        if len(v.axes) > 3:
+            kz = state.shape[2] // 2
+            drawn.extend(overlay_vortices(v.axes[3], points(state[:, :, kz], (0, 1))))
+    return update
+
+
 def _check_view(view: str) -> None:
     if view not in _VIEWS:
         raise ValueError(f"view must be one of {_VIEWS}, got {view!r}")
@@ -378,7 +500,7 @@ def _check_view(view: str) -> None:
 def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = None,
            ax: Any = None, path: Optional[PathLike] = None, dpi: float = 100,
            title: Optional[str] = None, z: Optional[float] = None,
-           width: Optional[float] = None) -> Any:
+           width: Optional[float] = None, vortices: Any = False) -> Any:
     """Draw the frames of a run.
 
     * 1D: space-time maps of ``|psi|^2`` and of the phase (x across, t up);
@@ -410,6 +532,13 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
         Figure title (default the model's name and the frame's time).
     z, width : float, optional
         Cells: height of the slice and its thickness (see :func:`dec`).
+    vortices : bool or dict, optional
+        Mark the frame's vortices (:func:`nlsepy.vortices`, 2D and 3D):
+        point vortices on density and phase (positive red circles,
+        negative blue squares); in 3D the lines projected on the
+        integrated densities (the slices' point vortices with
+        ``view="slice"``) and the point vortices of the phase's slice.  A
+        dict passes ``threshold`` and ``reach`` to the finder.
 
     Returns
     -------
@@ -420,10 +549,12 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
     ImportError
         matplotlib is not installed (``pip install 'nlsepy[plot]'``).
     ValueError
-        No frames, a bad `index` or `view`, or a `fig` that is not empty.
+        No frames, a bad `index`, `view` or `vortices`, or a `fig` that is
+        not empty.
     """
     require()
     _check_view(view)
+    marks = vortex_options(vortices)
     if len(fr) == 0:
         raise ValueError("frames: nothing to plot (no frames)")
     psi = fr.psi
@@ -431,10 +562,15 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
     i = _index(index, len(fr))
     t = fr.t
     if grid.positions is not None:
+        if marks is not None:
+            raise ValueError("vortices=: frames of cells have no Cartesian grid; mark the "
+                             "vortices of DecGPE.vortices() with nlsepy.plot.overlay_vortices")
         v = view_cells(fig, ax, psi, t, grid, [i], title, z, width)
         v.update(i)
         return finish(v.fig, path, dpi)
     ndim = psi.ndim - 1
+    if marks is not None and ndim == 1:
+        raise ValueError("vortices=: 1D states have no vortices")
     if ndim == 1 and len(fr) == 1 and ax is None:  # one state: |psi|^2 against x
         v = _view_line(fig, psi, t, grid, [0], title)
         v.update(0)
@@ -451,10 +587,15 @@ def frames(fr: "Frames", index: int = -1, view: str = "integrated", fig: Any = N
                     else f"|ψ|² at {names[2]} = {co[2][len(co[2]) // 2]:.3g}")
         image(ax, d, co[0], co[1], names, grid.length, what)
         ax.set_title(f"{what}, {fmt_time(t[i], grid.time)}")
+        if marks is not None:
+            _vortex_layer(_View(ax.figure, lambda k: None, [ax]), psi[:, :, :, co[2].size // 2]
+                          if ndim == 3 and view == "slice" else psi, grid, view, marks)(i)
         return finish(ax.figure, path, dpi)
     v = (_view_2d(fig, psi, t, grid, [i], title) if ndim == 2
          else _view_3d(fig, psi, t, grid, [i], title, view))
     v.update(i)
+    if marks is not None:
+        _vortex_layer(v, psi, grid, view, marks)(i)
     return finish(v.fig, path, dpi)
 
 
@@ -549,7 +690,8 @@ def _abandon(writer: Any) -> None:
 
 
 def animate_frames(fr: "Frames", path: PathLike, fps: float = 10, dpi: float = 100,
-                   view: str = "integrated", title: Optional[str] = None) -> str:
+                   view: str = "integrated", title: Optional[str] = None,
+                   vortices: Any = False) -> str:
     """Write an animation of a run's frames, one movie frame per snapshot.
 
     1D: ``|psi|^2`` against x; 2D: density and phase; 3D: the integrated
@@ -573,6 +715,8 @@ def animate_frames(fr: "Frames", path: PathLike, fps: float = 10, dpi: float = 1
         3D: integrated densities or central slices.
     title : str, optional
         Title before the time (default the model's name).
+    vortices : bool or dict, optional
+        Mark each frame's vortices, as :func:`frames` does (2D and 3D).
 
     Returns
     -------
@@ -588,6 +732,7 @@ def animate_frames(fr: "Frames", path: PathLike, fps: float = 10, dpi: float = 1
     """
     require()
     _check_view(view)
+    marks = vortex_options(vortices)
     movie_path(path)  # a bad path fails before anything is drawn
     if len(fr) == 0:
         raise ValueError("frames: nothing to animate (no frames)")
@@ -603,4 +748,13 @@ def animate_frames(fr: "Frames", path: PathLike, fps: float = 10, dpi: float = 1
         v = _view_2d(None, psi, t, grid, every, title)
     else:
         v = _view_3d(None, psi, t, grid, every, title, view)
-    return write_movie(v.fig, v.update, len(fr), path, fps, dpi)
+    update = v.update
+    if marks is not None:
+        if grid.positions is not None or psi.ndim == 2:
+            raise ValueError("vortices=: only frames of 2D and 3D grids have vortices to mark")
+        layer = _vortex_layer(v, psi, grid, view, marks)
+
+        def update(i: int) -> None:
+            v.update(i)
+            layer(i)
+    return write_movie(v.fig, update, len(fr), path, fps, dpi)

@@ -15,6 +15,7 @@ from . import files as _files
 from . import guard as _guard
 from . import hdf5 as _hdf5
 from . import plot
+from . import vortices as _vortices
 from .framegrid import FrameGrid
 
 __all__ = ["Frames", "FrameGrid", "run"]
@@ -28,7 +29,8 @@ class Frames(Sequence):
     state may arrive as a ``concurrent.futures.Future`` (a frame still on its
     way from a device); it is waited for on first access.  ``frames.grid``
     (a :class:`FrameGrid`, or None) says where the values lie; :meth:`plot`
-    and :meth:`animate` draw them.
+    and :meth:`animate` draw them; :meth:`vortices` follows the vortices
+    of 2D and 3D states through the frames.
     """
 
     def __init__(self, grid: Optional[FrameGrid] = None) -> None:
@@ -82,7 +84,7 @@ class Frames(Sequence):
         ----------
         **kwargs
             ``index``, ``view``, ``fig``, ``ax``, ``path``, ``dpi``,
-            ``title``: see :func:`nlsepy.plot.frames`.
+            ``title``, ``vortices``: see :func:`nlsepy.plot.frames`.
 
         Returns
         -------
@@ -99,7 +101,7 @@ class Frames(Sequence):
             ``*.gif`` (Pillow), ``*.mp4`` (ffmpeg) or no suffix (MP4 when
             ffmpeg is found, else GIF).  Written whole or not at all.
         **kwargs
-            ``fps``, ``dpi``, ``view``: see :func:`nlsepy.plot.animate_frames`.
+            ``fps``, ``dpi``, ``view``, ``vortices``: see :func:`nlsepy.plot.animate_frames`.
 
         Returns
         -------
@@ -107,6 +109,85 @@ class Frames(Sequence):
             The path written.
         """
         return plot.animate_frames(self, path, **kwargs)
+
+    def vortices(self, threshold: float = _vortices.DEFAULT_THRESHOLD,
+                 max_jump: Optional[float] = None, *, reach: int = _vortices.DEFAULT_REACH,
+                 spacing: Any = None, origin: Any = None,
+                 periodic: Any = None) -> "_vortices.VortexTracks":
+        """The vortices of every frame, with ids that follow each vortex.
+
+        :func:`nlsepy.vortices` on each state (2D: point vortices, 3D:
+        vortex lines), in the coordinates of ``frames.grid``; then
+        nearest-neighbour matching from frame to frame: pairs of equal
+        charge are matched in order of distance up to `max_jump`, each
+        vortex once, and a vortex left unmatched (one that appears) gets a
+        new id.  Lines are matched by their centroids.  The frames of a
+        distributed run hold this rank's rows: their vortices are found
+        there.
+
+        Parameters
+        ----------
+        threshold : float, optional
+            Density threshold, a fraction of each frame's peak ``max |psi|^2``
+            (default 1e-3).
+        max_jump : float, optional
+            The largest distance a vortex may move between consecutive
+            frames and keep its id (default 10 grid spacings).
+        reach : int, optional
+            Nodes beyond a plaquette's corners that the density test looks
+            at (default 4).
+        spacing, origin, periodic : optional
+            The grid, when ``frames.grid`` does not give it (frames made by
+            hand): see :func:`nlsepy.vortices`.  By default the spacing and
+            origin come from the grid's coordinates (grid indices without
+            a grid) and the periodic axes from the grid.
+
+        Returns
+        -------
+        nlsepy.VortexTracks
+            One :class:`~nlsepy.Vortices` (2D) or
+            :class:`~nlsepy.VortexLines` (3D) per frame,
+            with ``ids``; ``track(id)`` gives one vortex's path.
+
+        Raises
+        ------
+        ValueError
+            Frames of cells (DecGPE: use :meth:`nlsepy.DecGPE.vortices` on
+            the solver), of 1D states, or a bad argument.
+
+        Examples
+        --------
+        >>> frames = sim.run(10.0, frames=20)            # a 2D NLSE with vortices
+        >>> tracks = frames.vortices()
+        >>> tracks[-1].positions, tracks[-1].ids         # the last frame's vortices
+        >>> path = tracks.track(0)["position"]           # vortex 0 through the frames
+        """
+        if not self._t:
+            return _vortices.VortexTracks([], np.zeros(0), 1.0)
+        self._resolve()
+        shape = np.shape(self._s[0])
+        g = self.grid
+        if g is not None and g.positions is not None:
+            raise ValueError("frames of cells (DecGPE) have no Cartesian grid: use the solver's "
+                             "vortices(), which resamples the state on one")
+        nd = len(shape)
+        if nd not in (2, 3):
+            raise ValueError(f"vortices need 2D or 3D states, these frames hold shape {shape}")
+        fits = g is not None and tuple(len(c) for c in g.coords) == tuple(shape)
+        if spacing is None:
+            spacing = tuple(float(c[1] - c[0]) if len(c) > 1 else 1.0 for c in g.coords) \
+                if fits else 1.0
+        if origin is None:
+            origin = tuple(float(c[0]) for c in g.coords) if fits else 0.0
+        if periodic is None:
+            periodic = tuple(g.periodic) if fits and g.periodic else False
+        found = [_vortices.vortices(s, spacing, origin, threshold, reach=reach,
+                                    periodic=periodic) for s in self._s]
+        h = np.broadcast_to(np.asarray(spacing, dtype=float), (nd,))
+        jump = _vortices.DEFAULT_JUMP * float(h.max()) if max_jump is None else max_jump
+        per = np.broadcast_to(np.asarray(periodic, dtype=bool), (nd,))
+        box = np.where(per, np.asarray(shape) * h, 0.0)
+        return _vortices.track(found, self._t, jump, box)
 
     def __repr__(self) -> str:
         if not self._t:

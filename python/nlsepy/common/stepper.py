@@ -24,6 +24,10 @@ A model supplies, besides its parameter table (:mod:`nlsepy.common.params`):
     what its run files and frames hold;
 ``_REPR``
     the names its ``repr`` shows.
+
+:meth:`TimeStepper.vortices` finds the vortices of a model's state on the
+grid its frames describe (``_frame_grid()``: coordinates, periodic axes)
+with its ``spacing``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from . import files as _files
 from . import guard as _guard
 from . import hdf5 as _hdf5
 from . import runner
+from . import vortices as _vortices
 from .checks import real
 from .errors import BlowUpError
 from .params import Parametrised
@@ -443,6 +448,56 @@ class TimeStepper(Parametrised):
     def _global_state(self, rows: np.ndarray) -> np.ndarray:
         """The gathered rows as the global state's array."""
         return rows
+
+    # ------------------------------------------------------------- vortices
+    def vortices(self, threshold: float = _vortices.DEFAULT_THRESHOLD, *,
+                 reach: int = _vortices.DEFAULT_REACH) -> Any:
+        """The quantised vortices of the current state, in the solver's coordinates.
+
+        :func:`nlsepy.vortices` on the state with this solver's spacing,
+        origin (the coordinates of its frames, e.g. ``DipolarGPE.coords``)
+        and periodic axes: point vortices in 2D, vortex lines in 3D.  A
+        distributed solver gathers the state (collective; every rank gets
+        the result).
+
+        Parameters
+        ----------
+        threshold : float, optional
+            Density threshold, a fraction of the peak ``max |psi|^2``
+            (default 1e-3): the outskirts, where the phase is noise, yield
+            no vortices.
+        reach : int, optional
+            Nodes beyond a plaquette's corners that the density test looks
+            at (default 4).
+
+        Returns
+        -------
+        nlsepy.Vortices or nlsepy.VortexLines
+            2D: positions ``(n, 2)`` and charges; 3D: the lines.
+
+        Raises
+        ------
+        ValueError
+            A 1D state, or a bad `threshold` or `reach`.
+        """
+        spacing, origin, periodic = self._vortex_grid()
+        return _vortices.vortices(self.gather(root=None), spacing, origin, threshold,
+                                  reach=reach, periodic=periodic)
+
+    def _vortex_grid(self) -> Tuple[Tuple[float, ...], Tuple[float, ...], Tuple[bool, ...]]:
+        """Spacing, origin and periodic axes of the whole grid (from the
+        frames' coordinates, which a distributed solver gives for its rows)."""
+        grid = runner.frame_grid(self)
+        if grid is None or grid.positions is not None:
+            raise ValueError(f"{self._MODEL}: vortices need a state on a Cartesian grid")
+        nd = len(grid.coords)
+        if nd not in (2, 3):
+            raise ValueError(f"{self._MODEL}: vortices need a 2D or 3D state, this one is "
+                             f"{nd}D")
+        h = tuple(float(v) for v in np.broadcast_to(np.asarray(self.spacing, dtype=float), (nd,)))
+        origin = tuple(float(c[0]) - (s.start or 0) * hq
+                       for c, s, hq in zip(grid.coords, self.local_slice, h))
+        return h, origin, tuple(grid.periodic) if grid.periodic else (False,) * nd
 
     def __repr__(self) -> str:
         def show(value: Any, spec: str) -> str:

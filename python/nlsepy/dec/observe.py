@@ -1,6 +1,7 @@
 """What DecGPE measures of its state besides norm and energy: inner products
-with other states (the seed's error of section 5.1), and the density between
-the circumcentres (on a regular grid or at any points)."""
+with other states (the seed's error of section 5.1), the density and the
+wave function between the circumcentres (on a regular grid or at any
+points), and the vortices of the state resampled on a regular grid."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common import dist as _dist
+from ..common import vortices as _vortices
 
 __all__ = ["Observables"]
 
@@ -95,6 +97,94 @@ class Observables:
         axes : tuple of ndarray
             The grid's coordinates per axis.
         """
+        return self._on_grid(shape, bounds, neighbours, density=True)
+
+    def psi_on_grid(self, shape: Sequence[int] = (64, 64, 64),
+                    bounds: Optional[Sequence[Tuple[float, float]]] = None,
+                    neighbours: int = 8) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
+        """The wave function interpolated to a regular grid (as
+        :meth:`density_on_grid`, of ``psi`` itself): a Cartesian state for
+        :func:`nlsepy.vortices` and other grid tools.
+
+        Inverse-distance weighting of ``psi`` at the ``neighbours`` nearest
+        circumcentres (SciPy's cKDTree); exact at the circumcentres.  Its
+        phase winds as the state's around any loop longer than the
+        circumcentres' spacing.
+
+        Parameters
+        ----------
+        shape : (int, int, int) or (int, int)
+            Points along x, y (and z).  With two entries the grid is the plane
+            ``z = bounds[2][0]`` (default z = 0).
+        bounds : sequence of (lo, hi), optional
+            Extent per axis (default: the box).
+        neighbours : int, optional
+            Circumcentres per interpolated point.
+
+        Returns
+        -------
+        psi : ndarray
+            complex128, shape `shape`.
+        axes : tuple of ndarray
+            The grid's coordinates per axis.
+        """
+        return self._on_grid(shape, bounds, neighbours, density=False)
+
+    def vortices(self, shape: Sequence[int] = (64, 64, 64),
+                 bounds: Optional[Sequence[Tuple[float, float]]] = None,
+                 threshold: float = _vortices.DEFAULT_THRESHOLD, *,
+                 reach: int = _vortices.DEFAULT_REACH, neighbours: int = 8) -> Any:
+        """The quantised vortices of the state, on a regular grid.
+
+        :func:`nlsepy.vortices` on :meth:`psi_on_grid`: vortex lines of the
+        3D grid (three entries of `shape`), or the point vortices of the
+        plane ``z = bounds[2][0]`` (two entries; default z = 0), in the
+        solver's coordinates (the trap centre at the origin).  The grid
+        should resolve the cores: a spacing of a fraction of the healing
+        length, and no finer than the circumcentres' spacing gives.
+
+        Parameters
+        ----------
+        shape : (int, int, int) or (int, int)
+            Points along x, y (and z) of the grid.
+        bounds : sequence of (lo, hi), optional
+            Extent per axis (default: the box).
+        threshold : float, optional
+            Density threshold, a fraction of the peak ``max |psi|^2`` on
+            the grid (default 1e-3).
+        reach : int, optional
+            Nodes beyond a plaquette's corners that the density test looks
+            at (default 4).
+        neighbours : int, optional
+            Circumcentres per interpolated point.
+
+        Returns
+        -------
+        nlsepy.Vortices or nlsepy.VortexLines
+
+        Notes
+        -----
+        A distributed solver gathers the global state on every rank
+        (collective); every rank gets the result.
+        """
+        psi, axes = self.psi_on_grid(shape, bounds, neighbours)
+        if min(len(a) for a in axes) < 2:
+            raise ValueError(f"shape must have at least 2 points along each axis for vortices, "
+                             f"got {tuple(shape)!r}")
+        spacing = []
+        for q, a in enumerate(axes):
+            step = float(a[1] - a[0])
+            if not step > 0:
+                raise ValueError(f"bounds[{q}] must have lo < hi for vortices, got "
+                                 f"({a[0]!r}, {a[-1]!r})")
+            spacing.append(step)
+        return _vortices.vortices(psi, spacing, [float(a[0]) for a in axes], threshold,
+                                  reach=reach)
+
+    def _on_grid(self, shape: Sequence[int], bounds: Optional[Sequence[Tuple[float, float]]],
+                 neighbours: int, density: bool) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
+        """``|psi|^2`` (`density`) or ``psi`` on the regular grid of
+        :meth:`density_on_grid`."""
         shape = tuple(int(s) for s in shape)
         if len(shape) not in (2, 3) or min(shape) < 1:
             raise ValueError(f"shape must be 2 or 3 positive integers, got {shape!r}")
@@ -108,7 +198,7 @@ class Observables:
         if len(shape) == 2:
             axes = axes + (np.array([float(bounds[2][0])]),)
         mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-        out = self.density_at(mesh, neighbours)
+        out = self._interpolate(mesh, neighbours, density)
         out = out.reshape(shape if len(shape) == 3 else shape + (1,))
         if len(shape) == 2:
             out = out[..., 0]
@@ -137,6 +227,11 @@ class Observables:
         A distributed solver gathers the global state on every rank
         (collective); every rank gets the result.
         """
+        return self._interpolate(points, neighbours, density=True)
+
+    def _interpolate(self, points: Any, neighbours: int, density: bool) -> np.ndarray:
+        """``|psi|^2`` (`density`) or ``psi`` at `points` by inverse-distance
+        weighting of the `neighbours` nearest circumcentres."""
         def check() -> np.ndarray:
             pts = np.asarray(points, dtype=float)
             if pts.shape[-1:] != (3,):
@@ -163,9 +258,10 @@ class Observables:
         d, idx = self._tree.query(flat, k=k)
         d = d.reshape(len(flat), -1)
         idx = idx.reshape(len(flat), -1)
-        dens = np.abs(self.gather(root=None)) ** 2
+        state = self.gather(root=None)
+        values = np.abs(state) ** 2 if density else state.astype(np.complex128)
         w = 1.0 / np.maximum(d, 1e-12 * self.spacing) ** 2
-        return ((w * dens[idx]).sum(axis=1) / w.sum(axis=1)).reshape(pts.shape[:-1])
+        return ((w * values[idx]).sum(axis=1) / w.sum(axis=1)).reshape(pts.shape[:-1])
 
     def bytes_per_step(self) -> float:
         """Bytes a leapfrog step moves through memory (traffic model)."""

@@ -7,7 +7,8 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ..common.checks import real as _real
-from ..common.plot import axis_label, finish, require, view_cells, PathLike
+from ..common.plot import axis_label, finish, overlay_vortices, require, view_cells, PathLike
+from ..common.plot import vortex_options
 
 
 def dec(sim: Any, z: Optional[float] = None, width: Optional[float] = None, fig: Any = None,
@@ -59,7 +60,9 @@ def plot_slice(sim: Any, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] 
                **kwargs: Any) -> Any:
     """The figure of :meth:`nlsepy.DecGPE.plot_slice` (`sim` is the solver; the
     method's docstring gives the other arguments): ``|psi|^2`` interpolated on
-    the plane ``z`` (needs matplotlib and scipy)."""
+    the plane ``z`` (needs matplotlib and scipy), with its point vortices
+    marked when ``vortices=`` asks."""
+    marks = vortex_options(kwargs.pop("vortices", False))
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover
@@ -77,4 +80,7 @@ def plot_slice(sim: Any, z: float = 0.0, ax: Any = None, shape: Tuple[int, int] 
     ax.set_xlabel(axis_label("x", unit))
     ax.set_ylabel(axis_label("y", unit))
     ax.set_title(f"|ψ|² at z = {z:g}, t = {sim.t:g} ({sim.grid})")
+    if marks is not None:
+        overlay_vortices(ax, sim.vortices(shape, bounds=[(lo[0], hi[0]), (lo[1], hi[1]), (z, z)],
+                                          **marks))
     return im

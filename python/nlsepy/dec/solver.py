@@ -533,7 +533,9 @@ class DecGPE(Cells, Observables, TimeStepper):
         shape : (int, int), optional
             Interpolation grid.
         **kwargs
-            Passed to ``imshow``.
+            ``vortices=True`` (or a dict of ``threshold``, ``reach``) marks
+            the plane's point vortices (:meth:`vortices` on the same grid);
+            the rest is passed to ``imshow``.
 
         Returns
         -------

@@ -7,10 +7,12 @@ from typing import Any, Optional
 import numpy as np
 
 from ..common.plot import axis_label, density_of, finish, fmt_time, image, panels, phase_of, require, PathLike
+from ..common.plot import vortex_options, overlay_vortices
+from ..common.vortices import vortices as _vortices
 
 
 def dipolar(gpe: Any, fig: Any = None, ax: Any = None, path: Optional[PathLike] = None,
-            dpi: float = 100, title: Optional[str] = None) -> Any:
+            dpi: float = 100, title: Optional[str] = None, vortices: Any = False) -> Any:
     """A DipolarGPE's current state: densities, phase and integrated densities.
 
     * 3D: ``n(x, y)`` and ``n(x, z)`` (``|psi|^2`` integrated along the third
@@ -36,12 +38,20 @@ def dipolar(gpe: Any, fig: Any = None, ax: Any = None, path: Optional[PathLike] 
         Resolution of the saved file.
     title : str, optional
         Figure title (default the geometry and the time).
+    vortices : bool or dict, optional
+        Mark the vortices (:meth:`~nlsepy.DipolarGPE.vortices`): 2D the
+        point vortices on density and phase; 3D the lines projected on
+        ``n(x, y)`` and ``n(x, z)`` and the point vortices of the phase's
+        slice (one process).  A dict passes ``threshold`` and ``reach``.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     require()
+    marks = vortex_options(vortices)
+    if marks is not None and gpe.ndim == 1:
+        raise ValueError("vortices=: a 1D state has no vortices")
     grid = gpe._frame_grid()
     names, co, unit = gpe.axes, gpe.coords, grid.length
     nd = gpe.ndim
@@ -82,6 +92,10 @@ def dipolar(gpe: Any, fig: Any = None, ax: Any = None, path: Optional[PathLike] 
         image(a1, phase_of(psi, d), co[0], co[1], names, unit, "", phase=True)
         a1.set_title("phase")
         lines(a2)
+        if marks is not None:
+            found = gpe.vortices(**marks)
+            for a in (a0, a1):
+                overlay_vortices(a, found)
     else:
         fig, axes = panels(fig, 4, ncols=2)
         for a, (p, q) in zip(axes, ((0, 1), (0, 2))):
@@ -96,5 +110,13 @@ def dipolar(gpe: Any, fig: Any = None, ax: Any = None, path: Optional[PathLike] 
         image(axes[2], ph, co[0], co[2], (names[0], names[2]), unit, "", phase=True)
         axes[2].set_title(f"phase at {names[1]} = {co[1][ky]:.3g}")
         lines(axes[3])
+        if marks is not None:
+            found = gpe.vortices(**marks)
+            for a, plane in zip(axes[:2], ((0, 1), (0, 2))):
+                overlay_vortices(a, found, plane)
+            if one:
+                h = gpe.spacing
+                overlay_vortices(axes[2], _vortices(gpe.psi[:, ky, :], (h[0], h[2]),
+                                                    (co[0][0], co[2][0]), **marks))
     fig.suptitle(head)
     return finish(fig, path, dpi)

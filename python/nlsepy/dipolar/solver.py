@@ -68,6 +68,19 @@ _COST = {"cpu": dict(fixed=20e-6, point=12e-9, fft_fixed=200e-6, fft_point_log2=
          "cuda": dict(fixed=30e-6, point=0.1e-9, fft_fixed=30e-6, fft_point_log2=0.02e-9)}
 
 
+def _coupling(gpe: Any, name: str, value: Any) -> float:
+    """`value` of g or gdd checked; a first nonzero gdd needs the dipolar
+    term's buffers and plans, whose memory is checked now."""
+    v = _real(name, value)
+    if name == "gdd" and v != 0 and not gpe._dipolar:
+        check_even(gpe._shape)
+        if gpe._comm is None:
+            _memory.require_dipolar(gpe)
+        else:
+            gpe._solver.require_memory(gpe, True, gpe._V is not None, False)
+    return v
+
+
 class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
     """Dipolar Gross-Pitaevskii equation, split-step Crank-Nicolson (DBEC-GP scheme).
 
@@ -304,23 +317,11 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
             w = self._agree(lambda: check_omega(value, self._geometry))
             self._solver.set_rotation(self._option * w)
             return super()._set_param(name, w)
-        v = self._agree(lambda: self._coupling(name, value))
+        v = self._agree(lambda: _coupling(self, name, value))
         g, gdd = (v, self._gdd) if name == "g" else (self._g, v)
         self._solver.set_couplings(g * self._fc, gdd * self._fd)
         self._dipolar = self._dipolar or gdd != 0
         super()._set_param(name, v)
-
-    def _coupling(self, name: str, value: Any) -> float:
-        """`value` of g or gdd checked; a first nonzero gdd needs the dipolar
-        term's buffers and plans, whose memory is checked now."""
-        v = _real(name, value)
-        if name == "gdd" and v != 0 and not self._dipolar:
-            check_even(self._shape)
-            if self._comm is None:
-                _memory.require_dipolar(self)
-            else:
-                self._solver.require_memory(self, True, self._V is not None, False)
-        return v
 
     def _same(self, what: str, value: Any) -> None:
         """Distributed: ValueError on every rank unless every rank passed the same `value`."""

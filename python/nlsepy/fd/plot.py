@@ -28,7 +28,7 @@ def nlse(sim: Any, **kwargs: Any) -> Any:
     sim : nlsepy.NLSE
         The solver.
     **kwargs
-        ``view``, ``fig``, ``ax``, ``path``, ``dpi``, ``title``: see
+        ``view``, ``fig``, ``ax``, ``path``, ``dpi``, ``title``, ``vortices``: see
         :func:`nlsepy.plot.frames`.
 
     Returns

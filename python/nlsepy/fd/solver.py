@@ -434,7 +434,8 @@ class NLSE(TimeStepper):
         if not whole:
             coords = tuple(x[s] for x, s in zip(coords, self.local_slice))
         return runner.FrameGrid(axes=("x", "y", "z")[:self.ndim], coords=coords,
-                                length="dimensionless", time="dimensionless", model="NLSE")
+                                length="dimensionless", time="dimensionless", model="NLSE",
+                                periodic=(self.bc == "periodic",) * self.ndim)
 
     def plot(self, **kwargs: Any) -> Any:
         """Draw the current state (needs matplotlib: ``pip install 'nlsepy[plot]'``):
@@ -443,7 +444,8 @@ class NLSE(TimeStepper):
         Parameters
         ----------
         **kwargs
-            ``view``, ``fig``, ``ax``, ``path``, ``dpi``, ``title``: see
+            ``view``, ``fig``, ``ax``, ``path``, ``dpi``, ``title``,
+            ``vortices`` (mark the vortices): see
             :func:`nlsepy.plot.frames`.
 
         Returns
