@@ -161,11 +161,13 @@ def test_the_random_numbers_are_the_published_programs(seed):
 
 
 def test_published_2d_input_starts_and_steps_as_theirs(tmp_path):
-    """The published 2D input with NPAS = 0: the Initial and NSTP rows are
-    theirs to every printed digit (start, random phase, vortex, G_2D, the
-    rotating step, Chem and Ener/N in their definition), the Norm of the
-    Initial row too."""
-    res = run(tmp_path, imag2d(NPAS=0, FINALOUT=None, NRUNOUT=None))
+    """The published 2D input shortened to NPAS = 10 (two rows): the Initial
+    and NSTP rows are theirs to every printed digit (start, random phase,
+    vortex, G_2D, the rotating step, Chem and Ener/N in their definition),
+    the Norm of the Initial row too.  (Their first NPAS row comes after
+    200 000 steps: the slow test below.)"""
+    res = run(tmp_path, imag2d(NPAS=10, ITER=2, FINALOUT=None, NRUNOUT=None))
+    assert [k for k in res.rows if k.startswith("NPAS")] == ["NPAS iter.: 1", "NPAS iter.: 2"]
     assert res.program == "BEC-GP-ROT-OMP" and res.geometry == "2d-xy" and res.mode == "imag"
     rows = table_rows((tmp_path / "imag2d-out.txt").read_text())
     assert rows["Initial:"] == "               1.0000   357.49693   357.49693    1.41421"
@@ -519,23 +521,28 @@ def test_the_distributions_own_inputs_are_read_as_they_are():
         assert (info["dims"], info["mode"], info["omega"]) == (dims, mode, 0.8)
 
 
-# The published runs converge in imaginary time from their random start:
-# rows after 200 000 steps of DT = 0.00025 in 2D.  The shortened input stops
-# at SHORT_NPAS steps, where this run is within 5e-4 of their converged rows.
-SHORT_NPAS = 400000
+# The published 2D run: the first NPAS row after 200 000 steps of DT = 0.00025,
+# within 5e-4 of the converged rows.  Started from their state, with their
+# step, this run follows theirs: the shortened input (NPAS = 200 000, ITER = 1)
+# prints their first NPAS row to its last digit (measured: 4.351066, 3.191550,
+# 2.584035 against their 4.35107, 3.19155, 2.58404), and in it <H> (the solver's
+# E/N 3.190501) differs from their projection by 3e-4.
+SHORT_NPAS = 200000
 
 
 @pytest.mark.slow
 def test_shortened_published_2d_input_converges_to_their_rows(tmp_path):
-    """The published 2D input with fewer NPAS (and ITER) steps: the vortex
-    lattice's rows within 5e-4 of the published converged ones; then the
-    published real2d input, shortened, from its FINALOUT: the state stays
-    there (their real-time rows too stay within 2e-4 of it)."""
-    res = run(tmp_path, imag2d(NPAS=SHORT_NPAS, ITER=2))
+    """The published 2D input with fewer NPAS steps (one row): their first
+    NPAS row to the printed digits and within 5e-4 of their converged rows;
+    then the published real2d input, shortened, from its FINALOUT: the state
+    stays within 5e-4 of their real-time rows (which stay within 2e-4 of the
+    ground state)."""
+    res = run(tmp_path, imag2d(NPAS=SHORT_NPAS, ITER=1))
+    row = res.rows["NPAS iter.: 1"]
+    for mine, theirs in zip((row["mu"], row["energy"], row["r_rms"]), PUB_2D["NPAS iter.: 1"][1:]):
+        assert mine == pytest.approx(theirs, abs=1e-5)
     assert close(res.rows["NRUN iter."], PUB_2D["NRUN iter.:"])
-    assert res.rows["Initial"]["mu"] == pytest.approx(357.49693, abs=5e-6)
-    lz = res.gpe.observables()["lz"]
-    assert lz > 3  # a lattice of vortices, not one
+    assert res.gpe.observables()["lz"] > 4  # a lattice of vortices
     real = run(tmp_path, real2d(NPAS=2000, ITER=2), name="real-input")
     for row in real.rows.values():
         assert close(row, PUB_REAL_2D["NRUN iter.:"])
