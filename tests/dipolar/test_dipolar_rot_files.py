@@ -444,6 +444,17 @@ def test_density_file_layouts_3d(tmp_path):
     text = (tmp_path / "t" / "imag3d-den-3d.txt").read_text()
     assert text.count("\n\n\n") == nz and text.count("\n\n") == nz * ny
     assert len(text.split()) == 4 * nx * ny * nz
+    # VTK: x fastest, the grid's z planes as the third dimension
+    res = run(tmp_path / "v", small3d(OUTFLAGS=512 + 16, OUTSTPX=2, OUTSTPY=1, OUTSTPZ=3,
+                                      OUTTYPE=3, FINALOUT=None))
+    vtk = (tmp_path / "v" / "imag3d-den-3d.vtk").read_bytes()
+    assert b"DIMENSIONS 7 13 3\n" in vtk and b"SCALARS Density float 1\n" in vtk
+    data = vtk[vtk.index(b"LOOKUP_TABLE default\n") + 21:-1]
+    d = density(res.gpe.psi)
+    assert np.allclose(np.frombuffer(data, dtype=">f4"),
+                       d[::2, :, ::3].transpose(2, 1, 0).ravel(), rtol=1e-6)
+    vtk = (tmp_path / "v" / "imag3d-den-2d_xz.vtk").read_bytes()
+    assert b"DIMENSIONS 7 3 1\n" in vtk and b"SCALARS Integrated_density_XZ float 1\n" in vtk
 
 
 @pytest.mark.parametrize("outtype", [1, 2])
