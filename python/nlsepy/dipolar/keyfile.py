@@ -29,7 +29,7 @@ from ..common.outputs import OutputSet, check_name
 
 __all__ = ["InputError", "KeyTable", "DBECResult", "BOHR_RADIUS", "read_input", "keys_in",
            "parse_overrides", "apply_overrides", "where", "need", "positive", "plan_outputs",
-           "simpson", "simpson_weights"]
+           "simpson", "simpson_weights", "first_of"]
 
 #: Bohr radius in metres (CODATA 2018)
 BOHR_RADIUS = 5.29177210903e-11
