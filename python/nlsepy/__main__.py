@@ -386,7 +386,8 @@ def _dbec_main(args: argparse.Namespace) -> int:
                    overrides=overrides, progress=args.progress, announce=_say, comm=comm)
     if comm is None or comm.Get_rank() == 0:
         sys.stdout.write(res.summary)
-        print("wrote " + ", ".join(res.files))
+        if res.files:
+            print("wrote " + ", ".join(res.files))
     return 0
 
 

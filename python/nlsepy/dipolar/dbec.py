@@ -25,6 +25,12 @@ files are staged under temporary names and renamed together at the end.
 The program kind comes from ``MODE`` (imag/real) and ``GEOMETRY`` (3d,
 2d-xy, 2d-xz, 1d-x, 1d-z) keys, or else from the file name as DBEC-GP names
 its inputs (``imag3d-input``, ``real2d-xy-input``, ``imag1d-z-input`` ...).
+
+A file with keys that only BEC-GP-ROT-OMP inputs have (``OPTSCALE``,
+``OPTREIM``, ``OMEGA``, ``D_Z`` ...) is that program's input and runs in
+:mod:`nlsepy.dipolar.rot`; a file with keys of both programs is refused.
+
+Call direction: this module over ``rot.py`` over ``keyfile.py``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import os
 import re
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -42,13 +48,13 @@ import numpy as np
 from ..common import dist as _dist
 from ..common.files import Key, check_npz, load_checkpoint
 from ..common.guard import require_memory
-from ..common.outputs import OutputSet, check_name
+from ..common.outputs import OutputSet
+from . import keyfile as _kf
+from . import rot as _rot
+from .keyfile import BOHR_RADIUS, DBECResult, InputError
 from .solver import DipolarGPE, Obstacle
 
 __all__ = ["read_input", "parse_overrides", "run", "DBECResult", "InputError", "BOHR_RADIUS"]
-
-#: Bohr radius in metres (CODATA 2018)
-BOHR_RADIUS = 5.29177210903e-11
 
 _INT = {"OPTION", "NATOMS", "NX", "NY", "NZ", "NSTP", "NPAS", "NRUN", "OUTSTPX", "OUTSTPY",
         "OUTSTPZ", "OUTSTPT", "POTMEM", "DEVICE"}
@@ -59,72 +65,18 @@ _FLOAT = {"G0", "GDD0", "AS", "ADD", "AHO", "GPAR", "GDDPAR", "CUTOFF", "DX", "D
 _WF_KEYS = ("INITOUT", "NSTPOUT", "NPASOUT", "NRUNOUT")
 _STR = {"OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT", "INPUT", "MODE",
         "GEOMETRY", "OBSTACLE_AXIS", "OBSTACLE_BEAM"} | set(_WF_KEYS)
-_KEYS = _INT | _FLOAT | _STR
 #: keys naming output files: plain names, written in the run's folder
 _OUTPUT_KEYS = ("OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT") + _WF_KEYS
-#: the largest size of an integer key's value (grid sizes are checked tighter)
-_INT_MAX = 2 ** 63 - 1
+#: the keys of DBEC-GP inputs
+KEYS = _kf.KeyTable("DBEC-GP", frozenset(_INT), frozenset(_FLOAT), frozenset(_STR),
+                    frozenset(_OUTPUT_KEYS))
+#: the keys --set may name: those of either program (each program checks its own)
+_ANY_KEYS = KEYS.union(_rot.KEYS, "DBEC-GP or BEC-GP-ROT-OMP")
 #: the most points on one axis
 _N_MAX = 2 ** 31 - 1
 _GEOMS = ("3d", "2d-xy", "2d-xz", "1d-x", "1d-z")
-_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 
-
-class InputError(ValueError):
-    """A DBEC-GP input file that cannot be used (names the key and line)."""
-
-
-def _parse_value(key: str, value: str, where: str) -> Any:
-    """The typed value of `key` written as the text `value`.
-
-    Integer keys take integer literals (``64``, not ``64.0`` or ``1e2``),
-    number keys finite numbers (Fortran's ``1.d-6`` too), string keys the
-    text.  `where` (file and line, or the override) starts the message.
-    """
-    if key in _INT:
-        if not _INT_RE.match(value):
-            raise InputError(f"{where}: key {key} must be an integer, got {value!r}")
-        return _check_value(key, int(value), where)
-    if key in _FLOAT:
-        try:
-            v = float(value.replace("d", "e").replace("D", "E"))
-        except ValueError:
-            raise InputError(f"{where}: key {key} must be a number, got {value!r}") from None
-        return _check_value(key, v, where)
-    return _check_value(key, value, where)
-
-
-def _check_value(key: str, value: Any, where: str) -> Any:
-    """`value` (a Python object) checked against the kind of `key`.
-
-    Integers are integers (``bool`` is not one) of at most 2**63 - 1 in
-    size; numbers are finite ints or floats; output names are plain file
-    names.
-    """
-    if key in _INT:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise InputError(f"{where}: key {key} must be an integer, got {value!r}")
-        value = int(value)
-        if abs(value) > _INT_MAX:
-            raise InputError(f"{where}: key {key} = {value} is out of range (at most "
-                             f"{_INT_MAX} in size)")
-        return value
-    if key in _FLOAT:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(
-                value, (int, float, np.integer, np.floating)):
-            raise InputError(f"{where}: key {key} must be a number, got {value!r}")
-        v = float(value)
-        if not math.isfinite(v):
-            raise InputError(f"{where}: key {key} must be finite, got {value!r}")
-        return v
-    if not isinstance(value, str):
-        raise InputError(f"{where}: key {key} must be a string, got {value!r}")
-    if key in _OUTPUT_KEYS:
-        try:
-            check_name(value, key)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{where}: {exc}") from None
-    return value
+_where, _need, _positive = _kf.where, _kf.need, _kf.positive
 
 
 def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
@@ -150,49 +102,14 @@ def read_input(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     OSError
         The file cannot be read.
     """
-    path = os.fspath(path)
-    out: Dict[str, Any] = {}
-    lines: Dict[str, int] = {}
-    try:
-        # utf-8-sig: a byte-order mark (written by some Windows editors) is dropped
-        with open(path, encoding="utf-8-sig") as fh:
-            text_lines = fh.read().splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a DBEC-GP input file (not UTF-8 text: {exc.reason} at "
-                         f"byte {exc.start})") from None
-    for no, raw in enumerate(text_lines, 1):
-        text = raw.split("#", 1)[0].strip()
-        if not text:
-            continue
-        where = f"{path}:{no}"
-        key, value = _key_value(text, where, f"expected KEY = value, got {raw.strip()!r}")
-        if key in out:
-            raise InputError(f"{where}: key {key} repeated (first on line {lines[key]})")
-        out[key] = _parse_value(key, value, where)
-        lines[key] = no
-    out["_line"] = lines
-    out["_path"] = path
-    out["_override"] = set()
-    return out
-
-
-def _key_value(text: str, where: str, expected: str) -> Tuple[str, str]:
-    """``KEY = value`` split into a known key (upper case) and its non-empty
-    value text; InputError at `where` otherwise (`expected`: what a line
-    should look like)."""
-    if "=" not in text:
-        raise InputError(f"{where}: {expected}")
-    key, value = (s.strip() for s in text.split("=", 1))
-    key = key.upper()
-    if key not in _KEYS:
-        raise InputError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(_KEYS))}")
-    if not value:
-        raise InputError(f"{where}: key {key} has no value")
-    return key, value
+    return _kf.read_input(path, KEYS)
 
 
 def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
     """Typed overrides from ``KEY=VALUE`` strings (``--set`` on the command line).
+
+    Keys of DBEC-GP and of BEC-GP-ROT-OMP inputs are accepted here; the run
+    refuses a key its program does not have.
 
     Parameters
     ----------
@@ -210,47 +127,24 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
         A malformed item, an unknown or repeated key, or a bad value (the
         message quotes the item).
     """
-    out: Dict[str, Any] = {}
-    for item in items:
-        where = f"--set {item}"
-        key, value = _key_value(item, where, "expected KEY=VALUE")
-        if key in out:
-            raise InputError(f"{where}: key {key} given twice")
-        out[key] = _parse_value(key, value, where)
-    return out
+    return _kf.parse_overrides(items, _ANY_KEYS)
 
 
-def _apply_overrides(cfg: Dict[str, Any], overrides: Optional[Mapping[str, Any]]) -> None:
-    for k, v in (overrides or {}).items():
-        key = k.upper() if isinstance(k, str) else k
-        where = f"override {k!r}"
-        if key not in _KEYS:
-            raise InputError(f"{where}: unknown key {k!r}")
-        cfg[key] = (_parse_value(key, v.strip(), where) if isinstance(v, str)
-                    else _check_value(key, v, where))
-        cfg["_line"].pop(key, None)
-        cfg["_override"].add(key)
-
-
-def _where(cfg: Mapping[str, Any], key: str) -> str:
-    if key in cfg.get("_override", ()):
-        return f"override {key}"
-    no = cfg.get("_line", {}).get(key)
-    return f"{cfg.get('_path', 'input')}:{no}" if no else cfg.get("_path", "input")
-
-
-def _need(cfg: Mapping[str, Any], key: str, why: str = "") -> Any:
-    if key not in cfg:
-        raise InputError(f"{cfg.get('_path', 'input')}: missing key {key}{why}")
-    return cfg[key]
-
-
-def _positive(cfg: Mapping[str, Any], key: str, allow_zero: bool = False) -> Any:
-    v = _need(cfg, key)
-    if v < 0 or (v == 0 and not allow_zero):
-        cond = ">= 0" if allow_zero else "> 0"
-        raise InputError(f"{_where(cfg, key)}: key {key} must be {cond}, got {v!r}")
-    return v
+def _program(path: Union[str, os.PathLike]) -> str:
+    """Whose input the file at `path` is, told by its keys: BEC-GP-ROT-OMP's
+    when it has a key of that program only (OPTSCALE, OPTREIM, OMEGA, D_Z,
+    ...), else DBEC-GP's; InputError for a file with keys of both."""
+    present = _kf.keys_in(path)
+    rot_key = _kf.first_of(_rot.MARKERS, present)
+    if rot_key is None:
+        return KEYS.program
+    own = _kf.first_of(sorted(KEYS.keys - _rot.KEYS.keys), present)
+    if own is not None:
+        path = os.fspath(path)
+        raise InputError(f"{path}:{present[own]}: key {own} is a key of DBEC-GP inputs, but "
+                         f"{rot_key} (line {present[rot_key]}) is one of {_rot.PROGRAM} "
+                         f"inputs: a file is the input of one program")
+    return _rot.PROGRAM
 
 
 def _kind(cfg: Mapping[str, Any], mode: Optional[str], geometry: Optional[str]) -> Tuple[str, str]:
@@ -274,35 +168,6 @@ def _kind(cfg: Mapping[str, Any], mode: Optional[str], geometry: Optional[str]) 
         raise InputError(f"{_where(cfg, 'GEOMETRY')}: GEOMETRY must be one of {_GEOMS}, "
                          f"got {geometry!r}")
     return mode, geometry
-
-
-@dataclass
-class DBECResult:
-    """What :func:`run` did.
-
-    Attributes
-    ----------
-    mode, geometry : str
-        Program kind.
-    rows : dict
-        Stage label ("Initial", "After NSTP iter.", ...) -> observables.
-    files : list of str
-        Files written.
-    gpe : DipolarGPE
-        The solver, at the final state.
-    seconds : float
-        Wall-clock time of the run.
-    summary : str
-        The text of the summary file (``OUTPUT``).
-    """
-
-    mode: str
-    geometry: str
-    rows: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    files: List[str] = field(default_factory=list)
-    gpe: Optional[DipolarGPE] = None
-    seconds: float = 0.0
-    summary: str = ""
 
 
 _AXES = {"3d": "xyz", "2d-xy": "xy", "2d-xz": "xz", "1d-x": "x", "1d-z": "z"}
@@ -696,19 +561,11 @@ def _write_slabs(comm: Any, base: str, names: Mapping[str, str],
     return tmp
 
 
-def _simpson(f: np.ndarray, h: float) -> float:
-    """DBEC-GP's Simpson sum (weights 1, 4, 2, 4, ..., 2 or 4, 1), as the solver's."""
-    w = np.full(len(f), 2.0)
-    w[1::2] = 4.0
-    w[0] = w[-1] = 1.0
-    return float(h / 3.0 * np.dot(w, f))
-
-
 def _rms(gpe: DipolarGPE) -> Tuple[float, List[float]]:
     """<r> and <a> of each axis, from the integrated 1D densities: what a
     DYNAOUT row needs, at a small part of the cost of the full observables
     (the same Simpson rule; agrees with them to round-off)."""
-    x2 = [_simpson(c * c * gpe.density((a,)), h)
+    x2 = [_kf.simpson(c * c * gpe.density((a,)), h)
           for a, c, h in zip(gpe.axes, gpe.coords, gpe.spacing)]
     return math.sqrt(max(sum(x2), 0.0)), [math.sqrt(max(v, 0.0)) for v in x2]
 
@@ -816,19 +673,6 @@ def _output_names(cfg: Mapping[str, Any], mode: str, geometry: str) -> Dict[str,
     return names
 
 
-def _plan_outputs(cfg: Mapping[str, Any], names: Mapping[str, str], base: str) -> OutputSet:
-    """Check the run's folder and every output name before the run starts."""
-    outs = OutputSet(base)
-    outs.check_folder()
-    for key, name in names.items():
-        what = key.split(":")[0]
-        try:
-            outs.reserve(name, what)
-        except ValueError as exc:  # the same name twice, or a folder in the way
-            raise InputError(f"{_where(cfg, what)}: {exc}") from None
-    return outs
-
-
 def _write_outputs(outs: OutputSet, names: Mapping[str, str],
                    texts: Mapping[str, Union[str, bytes]],
                    gpe: DipolarGPE, written: Optional[Mapping[str, str]] = None) -> List[str]:
@@ -856,14 +700,21 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
         announce: Optional[Callable[[str], None]] = None, comm: Any = None) -> DBECResult:
     """Run a DBEC-GP input file and write its outputs, all or none.
 
+    A file with keys of BEC-GP-ROT-OMP (``OPTSCALE``, ``OPTREIM``,
+    ``OMEGA``, ``D_Z`` ...) is that program's input: it runs its 2D or 3D
+    program, told by its keys (:mod:`nlsepy.dipolar.rot`; the rows are
+    labelled as its files label them, ``program`` says whose it was).
+
     Parameters
     ----------
     path : path-like
-        The DBEC-GP input file.
+        The DBEC-GP (or BEC-GP-ROT-OMP) input file.
     mode : {"imag", "real"}, optional
-        Override the program kind (default: MODE key or the file name).
+        Override the program kind (default: MODE key or the file name; a
+        BEC-GP-ROT-OMP input: OPTREIM, which `mode` must agree with).
     geometry : str, optional
-        Override the geometry (default: GEOMETRY key or the file name).
+        Override the geometry (default: GEOMETRY key or the file name; a
+        BEC-GP-ROT-OMP input: its keys, which `geometry` must agree with).
     backend : {"auto", "cpu", "cuda"}, optional
         Where to run (``"auto"``: ``NLSEPY_BACKEND`` when set, else a CUDA
         device when present, else the CPU).
@@ -907,11 +758,18 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
     >>> res = nl.dbec.run("examples/dbec/imag3d-input")          # doctest: +SKIP
     >>> res.rows["After NRUN iter."]["mu"]                       # doctest: +SKIP
     """
+    if _program(path) == _rot.PROGRAM:
+        if comm is not None:
+            raise InputError(f"{os.fspath(path)}: {_rot.PROGRAM} inputs run on one process; "
+                             f"only DBEC-GP's 3D program runs distributed (under mpirun)")
+        return _rot.run(path, mode=mode, geometry=geometry, backend=backend, dtype=dtype,
+                        out_dir=out_dir, overrides=overrides, progress=progress,
+                        announce=announce)
     if comm is not None:
         comm = _dist.as_comm(comm)
     rank0 = comm is None or comm.Get_rank() == 0
     cfg = read_input(path)
-    _apply_overrides(cfg, overrides)
+    _kf.apply_overrides(cfg, overrides, KEYS)
     mode, geometry = _kind(cfg, mode, geometry)
     if comm is not None and geometry != "3d":
         raise InputError(f"{cfg['_path']}: the {geometry} program runs on one process; only "
@@ -921,9 +779,9 @@ def run(path: Union[str, os.PathLike], mode: Optional[str] = None, geometry: Opt
         _select_device(cfg, cfg["DEVICE"])
     names = _output_names(cfg, mode, geometry)
     if comm is None:
-        outs = _plan_outputs(cfg, names, base)
+        outs = _kf.plan_outputs(cfg, names, base)
     else:  # rank 0 writes the run's files: it checks the folder and the names
-        outs = _dist.agree(comm, lambda: _plan_outputs(cfg, names, base) if rank0 else None)
+        outs = _dist.agree(comm, lambda: _kf.plan_outputs(cfg, names, base) if rank0 else None)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     gpe, info = _build(cfg, mode, geometry, backend, dtype, base, comm)
     n_wf = sum(k in cfg for k in _WF_KEYS)
