@@ -537,6 +537,14 @@ int nlse_dipolar_set_rotation(nlse_dipolar *s, double w)
     return st;
 }
 
+int nlse_dipolar_set_lhy(nlse_dipolar *s, double q)
+{
+    int st = dipolar_check_lhy(q);
+    if (!st)
+        s->gqf = q;
+    return st;
+}
+
 int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
 {
     int st0 = dipolar_check_couplings(g, gdd);
@@ -747,6 +755,7 @@ int nlse_dipolar_step_record(nlse_dipolar *s, int mode, long n, double t0, doubl
             obstacle_at(s, t);
         a.g = s->g;
         a.gdd = want ? s->gdd : 0.0;
+        a.gqf = s->gqf;
         a.want_moments = rec && (rec->phase + k + 1) % rec->every == 0;
         if ((want && s->gdd != 0 && (st = apply_fft(s))) || (st = step_once(s, &a, &nrm)))
             return st;

@@ -81,6 +81,7 @@ struct nlse_dipolar {
     double *wz2;        /* w[2] x[2]^2 (the moment along axis 2)       */
     double g, gdd;      /* current couplings                           */
     double rot;         /* w of -w L_z (0: not rotating)               */
+    double gqf;         /* q of the Lee-Huang-Yang term q |Psi|^3 (0: none) */
     int rq[2];          /* internal axes of x and y (-1: no x-y plane) */
     size_t rlines[2];   /* lines of the x and y sweeps' tables         */
     dipolar_rot_table rt[2][2]; /* [x sweep, y sweep][imaginary, real] */
@@ -126,6 +127,7 @@ typedef struct {
     int mode;           /* NLSE_DIPOLAR_IMAG / NLSE_DIPOLAR_REAL                 */
     double dt;
     double g, gdd;
+    double gqf;         /* Lee-Huang-Yang coefficient (0: the term is skipped) */
     double scale;       /* pending normalisation factor s (1 in real time) */
     double amp;         /* obstacle amplitude now (0: none)            */
     int want_density;   /* write |Psi|^2 into dens                     */
@@ -162,29 +164,28 @@ typedef struct {
     void dipolar_slab_xconv_##sfx(void *spec, const void *kern, size_t n0, size_t lines,          \
                                   void *pf, void *pb, void *work);                                \
     void dipolar_slab_free_plans_##sfx(void *pl[4]);                                              \
-    void dipolar_fft_execute_##sfx(void *plan);
+    void dipolar_fft_execute_##sfx(void *plan);                                                   \
+    void dipolar_nonlin_lhy_##sfx(const struct nlse_dipolar *s, int mode, size_t row,             \
+                                  const REAL *vrow, REAL sc, REAL dt, REAL g, REAL q);
 DIPOLAR_DECL(f, float)
 DIPOLAR_DECL(d, double)
 #undef DIPOLAR_DECL
 
 /* Accumulators of the observables (dipolar_observe_rows). */
 enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_LZ,
-       OQ_N };
+       OQ_QF, OQ_N };
 
 /* The observables from the sums T: mu, energy and sizes in the units of
  * the equation; psi0sq is |Psi|^2 at the grid centre. */
 static inline void dipolar_observe_finish(const struct nlse_dipolar *s, const double *T,
                                           int use_dd, double psi0sq, nlse_dipolar_obs *o)
 {
-    const double kin = s->p.kin * T[OQ_KIN], pot = T[OQ_POT];
-    const double cont = s->g * T[OQ_INT], dd = use_dd ? s->gdd * T[OQ_DD] : 0.0;
     o->norm = T[OQ_NORM];
     o->norm_sum = T[OQ_SUM];
-    o->kinetic = kin;
     o->kinetic_modulus = s->p.kin * T[OQ_KMOD];
-    o->lz = T[OQ_LZ];
-    o->mu = kin + pot + cont + dd - s->rot * o->lz;   /* the rotating frame's */
-    o->energy = kin + pot + 0.5 * (cont + dd) - s->rot * o->lz;
+    dipolar_obs_energies(s->p.kin * T[OQ_KIN], T[OQ_POT], s->g * T[OQ_INT],
+                         use_dd ? s->gdd * T[OQ_DD] : 0.0, s->gqf * T[OQ_QF], T[OQ_LZ], s->rot,
+                         o);
     for (int a = 0; a < 3; ++a)
         o->x2[a] = 0;
     for (int q = s->off; q < 3; ++q)

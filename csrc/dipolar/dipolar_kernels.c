@@ -25,16 +25,6 @@
 #define DIPOLAR_FTZ_END
 #endif
 
-/* The per-plane and per-row stepping functions are also compiled for
- * x86-64-v3 (AVX2) and chosen at load time; without FP contraction (ISO C
- * mode) both versions round identically. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    __GNUC__ >= 12
-#define DIPOLAR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define DIPOLAR_CLONES
-#endif
-
 /* FFTW's threads, set up once per process (dipolar_internal.h). */
 #ifdef NLSEPY_FFTW_THREADED
 static int fftw_state = 0;

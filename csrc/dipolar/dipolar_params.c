@@ -389,6 +389,32 @@ int dipolar_check_couplings(double g, double gdd)
     return NLSE_OK;
 }
 
+void dipolar_obs_energies(double kin, double pot, double cont, double dd, double qf, double lz,
+                          double w, nlse_dipolar_obs *o)
+{
+    double mu = kin + pot + cont + dd, e = kin + pot + 0.5 * (cont + dd);
+    if (qf != 0) { /* mu counts q |Psi|^5 once, the energy (2/5) of it */
+        mu += qf;
+        e += 0.4 * qf;
+    }
+    o->kinetic = kin;
+    o->lz = lz;
+    o->mu = mu - w * lz; /* the rotating frame's */
+    o->energy = e - w * lz;
+    o->potential = pot;
+    o->contact = 0.5 * cont;
+    o->dipolar = 0.5 * dd;
+    o->lhy = 0.4 * qf;
+}
+
+int dipolar_check_lhy(double q)
+{
+    if (!isfinite(q) || q < 0)
+        return nlse_fail(NLSE_ERR_VALUE, "gqf (the Lee-Huang-Yang coefficient) must be finite "
+                         "and >= 0, got %g", q);
+    return NLSE_OK;
+}
+
 int dipolar_check_dt(double dt)
 {
     if (!(dt > 0) || !isfinite(dt))

@@ -70,6 +70,15 @@ int dipolar_check_record(const nlse_dipolar_record *rec, long n);
 void dipolar_record_row(double *row, double nrm, const double *T, int off, int imag);
 int dipolar_check_couplings(double g, double gdd);
 int dipolar_check_dt(double dt);
+/* mu, energy and their parts (nlse_dipolar_obs) from the integrals both
+ * backends sum: kin = k int |grad Psi|^2, pot = int V |Psi|^2, cont = g int
+ * |Psi|^4, dd = gdd int Phi |Psi|^2, qf = q int |Psi|^5 and lz = int Psi*
+ * L_z Psi, with the rotation w.  Without the Lee-Huang-Yang term (qf = 0)
+ * mu and energy are the sums they always were, bit for bit. */
+void dipolar_obs_energies(double kin, double pot, double cont, double dd, double qf, double lz,
+                          double w, nlse_dipolar_obs *o);
+/* The Lee-Huang-Yang coefficient q of q |Psi|^3 Psi (finite, >= 0). */
+int dipolar_check_lhy(double q);
 /* A slab of a distributed run (nlse_dipolar_slab_create, either backend):
  * the 3d geometry, rank in 0..size-1, every rank 2 x rows or more, the
  * ranks' x and y rows tiling the grid. */

@@ -13,6 +13,19 @@
 
 #include <math.h>
 #include <string.h>
+
+/* The per-plane and per-row stepping functions are also compiled for
+ * x86-64-v3 (AVX2) and chosen at load time.  GCC 12 contracts a * b + c
+ * into FMA instructions in the AVX2 versions (ISO C mode notwithstanding),
+ * so the two versions can differ in the last bit; the machine picks one
+ * and keeps it, so its results repeat bit for bit. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
+#define DIPOLAR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DIPOLAR_CLONES
+#endif
+
 static inline double vm_exp_d(double x)
 {
     /* exp(x) = 2^n exp(r): n = round(x / ln 2) by the 1.5 2^52 shifter,

@@ -483,6 +483,13 @@ extern "C" int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd)
     return NLSE_OK;
 }
 
+extern "C" int nlse_dipolar_set_lhy(nlse_dipolar *s, double q)
+{
+    CKS(dipolar_check_lhy(q));
+    s->gqf = q;
+    return NLSE_OK;
+}
+
 extern "C" int nlse_dipolar_set_potential(nlse_dipolar *s, const void *U)
 {
     ON_DEVICE(s);
@@ -650,6 +657,7 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
         a.amp = (T)amp;
         a.g = s->g;
         a.gdd = want ? s->gdd : 0.0;
+        a.gqf = s->gqf;
         a.D = NULL;
         if (want && s->gdd != 0) {
             CKS(dipolar_apply_fft<T>(s));

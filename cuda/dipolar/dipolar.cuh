@@ -48,7 +48,7 @@
 /* rows of recorded moments the device holds before the host collects them */
 #define REC_ROWS 1024
 enum { OQ_NORM, OQ_SUM, OQ_KIN, OQ_POT, OQ_INT, OQ_DD, OQ_X0, OQ_X1, OQ_X2, OQ_KMOD, OQ_LZ,
-       OQ_N };
+       OQ_QF, OQ_N };
 
 /* ------------------------------------------------------------------ */
 /* value types: T (real), T2 (complex); coefficient types likewise     */
@@ -128,6 +128,7 @@ template <typename T> struct H1Args {
     int imag;           /* imaginary time                            */
     T dt;
     double g, gdd;      /* couplings (the scale is applied on device) */
+    double gqf;         /* the Lee-Huang-Yang coefficient (0: none)   */
     T amp;              /* obstacle amplitude now (0: none)          */
     const T *D;         /* gdd (V_dd * |Psi|^2), or NULL              */
     const double *norm; /* imaginary time: norm of the state (device) */
@@ -375,7 +376,7 @@ __device__ __forceinline__ double store_line(V *p, const V *s, int c, long long 
 }
 
 template <typename T> struct H1Scale {
-    T sc, g, gdd;
+    T sc, g, gdd, q; /* q: the Lee-Huang-Yang coefficient times s^3 */
 };
 
 template <typename T>
@@ -387,7 +388,20 @@ __device__ __forceinline__ H1Scale<T> h1_scale(const H1Args<T> &a)
     r.sc = (T)scale;
     r.g = (T)a.g * s2;
     r.gdd = (T)a.gdd * s2;
+    r.q = (T)a.gqf * (T)(scale * scale * scale);
     return r;
+}
+
+/* dt H1's part from |Psi|^2 = d: dt (v + g d), and with the Lee-Huang-Yang
+ * term dt ((v + g d) + q d sqrt(d)) (CPU: nonlin_row, nonlin_lhy; the branch
+ * is uniform over the grid, and with q = 0 the value is that without it). */
+template <typename T>
+__device__ __forceinline__ T h1_theta(T v, T d, T dt, const H1Scale<T> &S)
+{
+    T h = v + S.g * d;
+    if (S.q != 0)
+        h += S.q * (d * sqrt(d));
+    return dt * h;
 }
 
 /* H1 at point (i, j, k) of row `row`, applied to v (CPU: nonlin_row). */
@@ -408,7 +422,7 @@ __device__ __forceinline__ T h1_pot(const Grid<T> &G, const H1Args<T> &a, const 
 template <typename T>
 __device__ __forceinline__ T h1_apply(T p, T v, T dt, const H1Scale<T> &S, int)
 {
-    T th = dt * (v + S.g * (p * p));
+    T th = h1_theta(v, p * p, dt, S);
     return p * (S.sc * vexp(-th));
 }
 
@@ -417,11 +431,11 @@ __device__ __forceinline__ T2 h1_apply_c(T2 p, T v, T dt, const H1Scale<T> &S, i
 {
     T2 r;
     if (imag) {
-        T f = S.sc * vexp(-dt * (v + S.g * (p.x * p.x + p.y * p.y)));
+        T f = S.sc * vexp(-h1_theta(v, p.x * p.x + p.y * p.y, dt, S));
         r.x = p.x * f;
         r.y = p.y * f;
     } else {
-        T th = dt * (v + S.g * (p.x * p.x + p.y * p.y));
+        T th = h1_theta(v, p.x * p.x + p.y * p.y, dt, S);
         T c, sn;
         vsincos(th, &sn, &c);
         r.x = p.x * c + p.y * sn;
@@ -465,6 +479,7 @@ struct nlse_dipolar {
     int have_obst;
     nlse_dipolar_obstacle obst;
     double g, gdd;
+    double gqf;           /* q of the Lee-Huang-Yang term q |Psi|^3 (0: none)  */
     size_t dev_bytes;
     int zwarps;           /* warps per block of k_zline (0: lines too long) */
     int zreg;             /* chunk of k_zreg (0: lines longer than 512)     */

@@ -952,6 +952,7 @@ static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, doubl
         a.amp = (T)amp;
         a.g = s->g;
         a.gdd = want ? s->gdd : 0.0;
+        a.gqf = s->gqf;
         a.D = NULL;
         if (want && s->gdd != 0) {
             if ((st = st ? dist_sync(s, st) : dist_fft<T>(s)))

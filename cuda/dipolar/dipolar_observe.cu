@@ -2,9 +2,10 @@
  * dipolar_observe.cu -- observables and outputs of the CUDA dipolar GPE
  * solver, as the DBEC-GP programs compute them (Loncar, thesis, chapter 3):
  * the norm and the Simpson-rule integrals of mu and E (kinetic term by the
- * five-point derivative with its end rules, trap, obstacle, contact and
- * dipolar parts), <x^2> per axis, |psi(0)|^2; integrated densities, phase
- * slices, the potential V(r, t) and the dipolar potential on the host.
+ * five-point derivative with its end rules, trap, obstacle, contact,
+ * dipolar and Lee-Huang-Yang parts), <x^2> per axis, |psi(0)|^2;
+ * integrated densities, phase slices, the potential V(r, t) and the
+ * dipolar potential on the host.
  * Block partials are summed on the host in a fixed order.
  */
 #include "dipolar/dipolar.cuh"
@@ -104,6 +105,7 @@ __global__ void __launch_bounds__(BLK) k_observe(const V *psi, Grid<T> G, ObsArg
             A[OQ_KMOD] += w * gmod;
             A[OQ_POT] += w * (double)vv * d;
             A[OQ_INT] += w * d * d;
+            A[OQ_QF] += w * d * d * sqrt(d);
             if (o.D)
                 A[OQ_DD] += w * (double)o.D[row * G.nlp + k] * d;
             A[OQ_X0] += w * o.x0[i] * o.x0[i] * d;
@@ -232,15 +234,12 @@ template int dipolar_observe_sums<double>(nlse_dipolar *, double, const void *, 
 void dipolar_observe_finish(const nlse_dipolar *s, const double Tq[OQ_N], int use_dd,
                             nlse_dipolar_obs *o)
 {
-    const double kin = s->p.kin * Tq[OQ_KIN], pot = Tq[OQ_POT];
-    const double cont = s->g * Tq[OQ_INT], dd = use_dd ? s->gdd * Tq[OQ_DD] : 0.0;
     o->norm = Tq[OQ_NORM];
     o->norm_sum = Tq[OQ_SUM];
-    o->kinetic = kin;
     o->kinetic_modulus = s->p.kin * Tq[OQ_KMOD];
-    o->lz = Tq[OQ_LZ];
-    o->mu = kin + pot + cont + dd - s->rot * o->lz; /* the rotating frame's */
-    o->energy = kin + pot + 0.5 * (cont + dd) - s->rot * o->lz;
+    dipolar_obs_energies(s->p.kin * Tq[OQ_KIN], Tq[OQ_POT], s->g * Tq[OQ_INT],
+                         use_dd ? s->gdd * Tq[OQ_DD] : 0.0, s->gqf * Tq[OQ_QF], Tq[OQ_LZ], s->rot,
+                         o);
     for (int a = 0; a < 3; ++a)
         o->x2[a] = 0;
     for (int q = s->L.off; q < 3; ++q)

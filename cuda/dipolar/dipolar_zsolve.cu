@@ -5,10 +5,10 @@
  * eqs. 2.27-2.34 with the precomputed recursion coefficients).
  *
  * One warp per line: the line is loaded coalesced, H1 applied on the way in
- * (trap, user potential, obstacle, contact and dipolar terms, the pending
- * imaginary-time normalisation), the two recursions run as warp-parallel
- * scans of affine maps (each lane a chunk serially, 5 shuffle rounds join
- * the chunks), and the line is stored coalesced.  k_zreg keeps the chunk in
+ * (trap, user potential, obstacle, contact, dipolar and Lee-Huang-Yang
+ * terms, the pending imaginary-time normalisation), the two recursions run
+ * as warp-parallel scans of affine maps (each lane a chunk serially, 5
+ * shuffle rounds join the chunks), and the line is stored coalesced.  k_zreg keeps the chunk in
  * registers (lines up to 512 points), k_zline in shared memory; k_h1
  * applies H1 alone where lines are too long for both (the solve then runs
  * on k_lanes, dipolar_lanes.cu).

@@ -21,6 +21,12 @@ option``, so ``t_phys = t * option / omega`` (DBEC-GP prints ``iteration * DT * 
 ``1 / omega``), and the chemical potential and energy that
 :meth:`nlsepy.DipolarGPE.observables` reports are in units of ``hbar omega``.
 
+The Lee-Huang-Yang term of quantum fluctuations, ``mu_LHY = (32 / (3
+sqrt(pi))) g n sqrt(n a_s^3) Q5(eps_dd)`` with ``g = 4 pi hbar^2 a_s / m``
+and ``eps_dd = a_dd / a_s`` (:func:`q5`), is in these units ``gqf |psi|^3``
+with ``gqf = option (128 sqrt(pi) / 3) N^(3/2) (a_s / l)^(5/2) Q5(eps_dd)``
+(docs/models/dipolar.md derives it; DipolarGPE's ``gqf``).
+
 Constants: :mod:`scipy.constants` (the CODATA set of the installed SciPy)
 when SciPy is installed, else the CODATA 2018 values built in below.
 """
@@ -36,7 +42,7 @@ import numpy as np
 
 from .common.checks import real as _real
 
-__all__ = ["BEC", "SPECIES", "constants", "dipolar_length"]
+__all__ = ["BEC", "SPECIES", "constants", "dipolar_length", "q5", "lhy_gqf0"]
 
 #: CODATA 2018 (Tiesinga et al., Rev. Mod. Phys. 93, 025010 (2021); NIST
 #: physics.nist.gov/constants), used when SciPy is not installed.  h and k_B
@@ -133,6 +139,80 @@ def dipolar_length(mu: float, mass_kg: float) -> float:
     return c["mu_0"] * (mu * c["mu_B"]) ** 2 * mass_kg / (12 * math.pi * c["hbar"] ** 2) / c["a0"]
 
 
+def _lhy_integral(a: float, b: float) -> float:
+    """``Re int_0^1 (a + b u^2)^(5/2) du`` for ``b >= 0`` and ``a + b >= 0``
+    in closed form: the integrand is real where ``a + b u^2 >= 0`` and
+    purely imaginary below (so the real part starts there when a < 0).
+    With ``S = sqrt(a + b)``: ``S^5/6 + (5a/24) S^3 + (5a^2/16) S + (5a^3/16)
+    ln((sqrt(b) + S) / sqrt|a|) / sqrt(b)``."""
+    if b == 0:
+        return a ** 2.5 if a > 0 else 0.0
+    S = math.sqrt(a + b)
+    out = S ** 5 / 6 + 5 * a / 24 * S ** 3 + 5 * a * a / 16 * S
+    if a > 0:  # the logarithm's argument is 1 + x, x = (sqrt(b) + S - sqrt(a)) / sqrt(a)
+        rb, ra = math.sqrt(b), math.sqrt(a)
+        out += 5 * a ** 3 / 16 * math.log1p((rb + b / (S + ra)) / ra) / rb
+    elif a < 0:
+        out += 5 * a ** 3 / 16 * math.log((math.sqrt(b) + S) / math.sqrt(-a)) / math.sqrt(b)
+    return out
+
+
+def q5(eps: float) -> float:
+    """The Lee-Huang-Yang factor of a dipolar gas, ``Q5(eps) = int_0^1 (1 - eps +
+    3 eps u^2)^(5/2) du`` (its real part for ``eps > 1``, the standard choice:
+    the imaginary part, from the unstable phonons of a homogeneous gas with
+    eps > 1, is left out).
+
+    ``Q5(0) = 1``, ``Q5(1) = 3^(5/2) / 6``; closed form (no quadrature).
+
+    Parameters
+    ----------
+    eps : float
+        ``eps_dd = a_dd / a_s`` (0 <= eps; ``a_s > 0``).
+
+    Returns
+    -------
+    float
+    """
+    e = _real("eps", eps, nonneg=True)
+    return _lhy_integral(1.0 - e, 3.0 * e)
+
+
+def lhy_gqf0(a_s: float, a_dd: float, n_atoms: float, length: float,
+             a0: float = CODATA_2018["a0"]) -> float:
+    """The Lee-Huang-Yang coefficient in DBEC-GP's units without the factor
+    OPTION: ``(128 sqrt(pi) / 3) N^(3/2) (a_s / l)^(5/2) Q5(a_dd / a_s)``
+    (DipolarGPE's ``gqf`` is OPTION times it).
+
+    Parameters
+    ----------
+    a_s, a_dd : float
+        Scattering and dipolar lengths in Bohr radii (``a_s >= 0``; at
+        ``a_s = 0`` the limit, ``(a_s)^(5/2) Q5`` staying finite).
+    n_atoms : float
+        Number of atoms.
+    length : float
+        Unit of length l in metres (DBEC-GP's AHO).
+    a0 : float, optional
+        The Bohr radius in metres.
+
+    Returns
+    -------
+    float
+    """
+    a = _real("a_s (Bohr radii)", a_s, nonneg=True)
+    add = _real("a_dd (Bohr radii)", a_dd, nonneg=True)
+    scale = max(a, add)
+    if scale == 0:
+        return 0.0
+    # the integral at unit scale times scale^(5/2): finite wherever the result is
+    unit = _lhy_integral((a - add) / scale, 3 * add / scale)
+    try:
+        return 128 * math.sqrt(math.pi) / 3 * n_atoms ** 1.5 * unit * (scale * a0 / length) ** 2.5
+    except OverflowError:
+        return math.inf
+
+
 def _species_key(species: Any) -> str:
     """The key of SPECIES for '164Dy', 'Dy164', 'dy-164', ... else ValueError."""
     known = ", ".join(SPECIES)
@@ -223,6 +303,14 @@ class BEC:
     g0, gdd0 : float
         DBEC-GP's ``G0 = 4 pi a_s N / l`` and ``GDD0 = 3 a_dd N / l`` (what
         its summary prints as G_3D, GD_3D).
+    gqf : float or None
+        The Lee-Huang-Yang coefficient :class:`~nlsepy.DipolarGPE` takes
+        (``gqf=``): ``option (128 sqrt(pi) / 3) N^(3/2) (a_s / l)^(5/2)
+        Q5(eps_dd)``; ``gqf0`` without the factor ``option``.  None for
+        ``a_s < 0`` (the term is not defined there).
+    eps_dd : float
+        ``a_dd / a_s`` (inf for ``a_s = 0``); ``q5`` is ``Q5(eps_dd)``
+        (:func:`q5`; None for ``a_s <= 0``).
     trap : (float, float, float)
         ``(gamma, nu, lambda)``: the trap frequencies over ``omega``.
     trap_hz : (float, float, float)
@@ -307,6 +395,7 @@ class BEC:
                 raise ValueError(f"{source} with n_atoms = {n_atoms!r} and the unit of length "
                                  f"{self.length:g} m gives {name} = {getattr(self, name)!r}, "
                                  f"not a finite coupling")
+        self._set_lhy(c)
 
     # ------------------------------------------------------------ construction
     def _set(self, name: str, value: Any) -> None:
@@ -366,6 +455,19 @@ class BEC:
         mu = _real("mu (Bohr magnetons)", mu, nonneg=True)
         self._set("mu", mu)
         self._set("a_dd", dipolar_length(mu, self.mass_kg))
+
+    def _set_lhy(self, c: Dict[str, Any]) -> None:
+        """gqf0, gqf, eps_dd, q5 (docs/models/dipolar.md): (a_s/l)^(5/2) Q5 is
+        ``int (a_s - a_dd + 3 a_dd u^2)^(5/2) du / l^(5/2)``, finite at a_s = 0."""
+        a, add = self.a_s, self.a_dd
+        self._set("eps_dd", add / a if a != 0 else math.inf)
+        if a < 0:
+            for name in ("q5", "gqf0", "gqf"):
+                self._set(name, None)
+            return
+        self._set("q5", q5(self.eps_dd) if a > 0 else None)
+        self._set("gqf0", lhy_gqf0(a, add, self.n_atoms, self.length, c["a0"]))
+        self._set("gqf", self.option * self.gqf0)
 
     def _set_frame(self, trap_hz: Any, reference: Any, length: Any, trap: Any,
                    c: Dict[str, Any]) -> None:
@@ -477,18 +579,35 @@ class BEC:
         return BEC(species, **args)
 
     # ------------------------------------------------------------ solver input
-    def dipolar_kwargs(self) -> Dict[str, Any]:
+    def dipolar_kwargs(self, lhy: bool = False) -> Dict[str, Any]:
         """The keyword arguments of :class:`nlsepy.DipolarGPE` this condensate sets.
+
+        Parameters
+        ----------
+        lhy : bool, optional
+            Add ``gqf``, the Lee-Huang-Yang term of quantum fluctuations
+            (needs ``a_s >= 0``).
 
         Returns
         -------
         dict
             ``g``, ``gdd`` (3D couplings in the rescaling of `option`),
-            ``trap`` (gamma, nu, lambda) and ``option``.  Add the grid,
-            ``dt``, ``geometry`` and ``cutoff``:
+            ``trap`` (gamma, nu, lambda) and ``option`` (and ``gqf``).  Add
+            the grid, ``dt``, ``geometry`` and ``cutoff``:
             ``nl.DipolarGPE(shape, h, dt, cutoff=10.0, **bec.dipolar_kwargs())``.
         """
-        return {"g": self.g, "gdd": self.gdd, "trap": tuple(self.trap), "option": self.option}
+        kw = {"g": self.g, "gdd": self.gdd, "trap": tuple(self.trap), "option": self.option}
+        if lhy:
+            if self.gqf is None:
+                raise ValueError(f"lhy=True needs a_s >= 0 (the Lee-Huang-Yang term of a "
+                                 f"condensate with attractive contact is not defined), got "
+                                 f"a_s = {self.a_s!r}")
+            if not math.isfinite(self.gqf):
+                raise ValueError(f"a_s = {self.a_s!r}, a_dd = {self.a_dd!r} with n_atoms = "
+                                 f"{self.n_atoms!r} give gqf = {self.gqf!r}, not a finite "
+                                 f"coupling")
+            kw["gqf"] = self.gqf
+        return kw
 
     # ------------------------------------------------------------ converters
     def length_m(self, x: Any) -> Any:
@@ -638,6 +757,9 @@ class BEC:
             f"OPTION = {self.option}: g = {self.g:.6g}, gdd = {self.gdd:.6g}, trap (gamma, nu, "
             f"lambda) = ({self.trap[0]:.6g}, {self.trap[1]:.6g}, {self.trap[2]:.6g}); "
             f"DBEC-GP G0 = {self.g0:.7g}, GDD0 = {self.gdd0:.7g}",
+            f"Lee-Huang-Yang: eps_dd = {self.eps_dd:.6g}, "
+            + ("gqf not defined (a_s < 0)" if self.gqf is None else f"gqf = {self.gqf:.6g}"
+               + ("" if self.q5 is None else f" (Q5 = {self.q5:.6g})")),
             f"constants: {self.constants['source']}",
         ]
         return "\n".join(lines)

@@ -119,6 +119,25 @@ def test_imaginary_time_matches_one_process():
     everywhere(rel_err(gpe.gather(root=None), ref.psi) < TOL, "complex imaginary time, ramp")
 
 
+def test_lhy_matches_one_process():
+    """gqf != 0: the Lee-Huang-Yang power in the slabs' non-derivative step
+    (imaginary time, a real state; then real time) and its energy part in
+    the observables, summed over the ranks."""
+    ref, gpe = pair(psi0=state(complex_=False), gqf=6.0)
+    ref.imaginary_time(60)
+    gpe.imaginary_time(60)
+    everywhere(rel_err(gpe.gather(root=None), ref.psi) < TOL, "LHY imaginary time")
+    for s in (ref, gpe):
+        s.gqf = 9.0
+        s.real_time(60)
+    everywhere(rel_err(gpe.gather(root=None), ref.psi) < TOL, "LHY real time")
+    same_obs(ref, gpe)
+    oa, ob = ref.observables(), gpe.observables()
+    for k in ("e_kin", "e_trap", "e_contact", "e_dd", "e_qf"):
+        everywhere(abs(oa[k] - ob[k]) <= TOL * max(1.0, abs(oa[k])), f"energy part {k}")
+    everywhere(oa["e_qf"] > 0, "the Lee-Huang-Yang energy")
+
+
 def test_rotating_frame_matches_one_process():
     """omega != 0: the x solve through x pencils (with either switch), real and
     imaginary time, a real start promoted."""

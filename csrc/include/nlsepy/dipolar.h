@@ -4,6 +4,9 @@
  *
  *     i dPsi/dt = [-k Lap + V(r,t) + g |Psi|^2 + gdd (V_dd * |Psi|^2)] Psi   (eq. 2.9)
  *
+ * (with, optionally, the rotating frame's -w L_z and the Lee-Huang-Yang
+ * term q |Psi|^3 of quantum fluctuations: nlse_dipolar_set_rotation,
+ * nlse_dipolar_set_lhy)
  * with k = 1 in the rescaling of eq. 2.9 (DBEC-GP OPTION 2) and k = 1/2 in
  * the standard one (OPTION 1).  One time step applies the non-derivative part
  * exactly (eq. 2.24, or exp(-dt H1) in imaginary time, eq. 2.41), then one
@@ -98,6 +101,14 @@ typedef struct nlse_dipolar_obs {
                          five-point derivative (0 without an x-y plane); mu
                          and energy are those of the rotating frame: they
                          include -w lz (nlse_dipolar_set_rotation)      */
+    /* The parts of `energy` other than `kinetic` and -w lz (Simpson
+     * integrals, like the rest): energy = kinetic + potential + contact +
+     * dipolar + lhy - w lz and mu = kinetic + potential + 2 contact +
+     * 2 dipolar + (5/2) lhy - w lz, to rounding. */
+    double potential; /* int V |Psi|^2 (trap, user potential, obstacle)  */
+    double contact;   /* (g / 2) int |Psi|^4                             */
+    double dipolar;   /* (gdd / 2) int (V_dd * |Psi|^2) |Psi|^2          */
+    double lhy;       /* (2/5) q int |Psi|^5 (nlse_dipolar_set_lhy)      */
 } nlse_dipolar_obs;
 
 typedef struct nlse_dipolar nlse_dipolar;
@@ -128,6 +139,14 @@ int nlse_dipolar_set_couplings(nlse_dipolar *s, double g, double gdd);
  * state becomes complex at the next step.  On a slab of a distributed run
  * every rank sets the same w (no messages). */
 int nlse_dipolar_set_rotation(nlse_dipolar *s, double w);
+/* The Lee-Huang-Yang term of quantum fluctuations: adds q |Psi|^3 Psi to
+ * the equation (q in the equation's units, finite and >= 0; 0: none).  It
+ * joins the non-derivative factor of each step, exp(-i dt (V + g |Psi|^2 +
+ * gdd Phi + q |Psi|^3)) (exp(-dt H1) in imaginary time), inside the pass
+ * that applies it: one more pointwise power, no further pass through
+ * memory; with q = 0 the steps are bit for bit those without the term.  On
+ * a slab of a distributed run every rank sets the same q (no messages). */
+int nlse_dipolar_set_lhy(nlse_dipolar *s, double q);
 /* Static user potential (real array in the solver's precision; NULL: none). */
 int nlse_dipolar_set_potential(nlse_dipolar *s, const void *U);
 /* Moving obstacle (NULL: none). */

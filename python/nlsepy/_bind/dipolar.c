@@ -102,6 +102,16 @@ static PyObject *dipolar_set_rotation(DipolarObject *self, PyObject *arg)
     return nlsepy_none(st);
 }
 
+static PyObject *dipolar_set_lhy(DipolarObject *self, PyObject *arg)
+{
+    double q;
+    int st;
+    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &q))
+        return NULL;
+    NLSEPY_RUN(self, st, nlse_dipolar_set_lhy(self->s, q));
+    return nlsepy_none(st);
+}
+
 static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
 {
     int st, cplx = 0;
@@ -151,10 +161,11 @@ static PyObject *dipolar_observe(DipolarObject *self, PyObject *arg)
     NLSEPY_RUN(self, st, nlse_dipolar_observe(self->s, t, &o));
     if (st)
         return nlsepy_raise(st);
-    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d,s:d}", "norm", o.norm,
-                         "norm_sum", o.norm_sum, "mu", o.mu, "energy", o.energy, "kinetic",
-                         o.kinetic, "kinetic_modulus", o.kinetic_modulus, "x2", o.x2[0], o.x2[1],
-                         o.x2[2], "psi0sq", o.psi0sq, "lz", o.lz);
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:(ddd),s:d,s:d,s:d,s:d,s:d,s:d}", "norm",
+                         o.norm, "norm_sum", o.norm_sum, "mu", o.mu, "energy", o.energy,
+                         "kinetic", o.kinetic, "kinetic_modulus", o.kinetic_modulus, "x2",
+                         o.x2[0], o.x2[1], o.x2[2], "psi0sq", o.psi0sq, "lz", o.lz, "potential",
+                         o.potential, "contact", o.contact, "dipolar", o.dipolar, "lhy", o.lhy);
 }
 
 /* A new float64 array of `nd` dimensions of `shape` filled by
@@ -494,6 +505,8 @@ static PyMethodDef dipolar_methods[] = {
     NLSEPY_SET_DT_METHOD(dipolar_set_dt),
     {"set_rotation", (PyCFunction)dipolar_set_rotation, METH_O,
      "set_rotation(w): adds -w L_z to the equation (its own units; 0: none)."},
+    {"set_lhy", (PyCFunction)dipolar_set_lhy, METH_O,
+     "set_lhy(q): adds q |psi|^3 psi to the equation (its own units, >= 0; 0: none)."},
     {"set_couplings", (PyCFunction)dipolar_set_couplings, METH_VARARGS,
      "set_couplings(g, gdd) (a slab: collective when it makes the FFT plans)."},
     {"set_potential", (PyCFunction)dipolar_set_potential, METH_O,

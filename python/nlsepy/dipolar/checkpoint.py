@@ -40,6 +40,7 @@ KEYS = {
     "trap": _files.Key("array", "f", ndim=(1,)),
     "cutoff": _files.Key("float", optional=True),
     "omega": _files.Key("float", optional=True),
+    "gqf": _files.Key("float", optional=True),
     "geometry": _files.Key("str", choices=tuple(GEOMETRIES)),
     "option": _files.Key("int"),
     "dipolar": _files.Key("bool"),
@@ -71,6 +72,8 @@ def entries(gpe: Any) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         scalars["cutoff"] = gpe.cutoff
     if gpe.omega != 0:
         scalars["omega"] = gpe.omega
+    if gpe.gqf != 0:
+        scalars["gqf"] = gpe.gqf
     V = gpe._V
     if V is not None:
         slabs["V"] = V
@@ -134,7 +137,8 @@ def arguments(where: str, d: Dict[str, Any], overrides: Dict[str, Any],
         shape=shape, spacing=tuple(float(h) for h in d["spacing"]), dt=d["dt"], g=d["g"],
         gdd=d["gdd"], trap=tuple(float(v) for v in d["trap"]), cutoff=d.get("cutoff"),
         geometry=d["geometry"], option=d["option"], V=d.get("V"), dtype=d["dtype"],
-        dipolar=d["dipolar"], fft_effort=d["fft_effort"], omega=d.get("omega", 0.0))
+        dipolar=d["dipolar"], fft_effort=d["fft_effort"], omega=d.get("omega", 0.0),
+        gqf=d.get("gqf", 0.0))
     if "obstacle" in d:
         v = d["obstacle"]
         if v.shape != (6,) or "obstacle_move_axis" not in d:

@@ -49,6 +49,7 @@ from ..common import dist as _dist
 from ..common.files import Key, check_npz, load_checkpoint
 from ..common.guard import require_memory
 from ..common.outputs import OutputSet
+from ..units import lhy_gqf0
 from . import keyfile as _kf
 from . import rot as _rot
 from .keyfile import BOHR_RADIUS, DBECResult, InputError
@@ -57,10 +58,10 @@ from .solver import DipolarGPE, Obstacle
 __all__ = ["read_input", "parse_overrides", "run", "DBECResult", "InputError", "BOHR_RADIUS"]
 
 _INT = {"OPTION", "NATOMS", "NX", "NY", "NZ", "NSTP", "NPAS", "NRUN", "OUTSTPX", "OUTSTPY",
-        "OUTSTPZ", "OUTSTPT", "POTMEM", "DEVICE"}
+        "OUTSTPZ", "OUTSTPT", "POTMEM", "DEVICE", "QF"}
 _FLOAT = {"G0", "GDD0", "AS", "ADD", "AHO", "GPAR", "GDDPAR", "CUTOFF", "DX", "DY", "DZ", "DT",
           "GAMMA", "NU", "LAMBDA", "OBSTACLE_V0", "OBSTACLE_SIGMA", "OBSTACLE_VELOCITY",
-          "OBSTACLE_START", "OBSTACLE_TMOVE", "OBSTACLE_TOFF"}
+          "OBSTACLE_START", "OBSTACLE_TMOVE", "OBSTACLE_TOFF", "GQF"}
 #: the wave-function outputs: density files after initialisation and after each stage
 _WF_KEYS = ("INITOUT", "NSTPOUT", "NPASOUT", "NRUNOUT")
 _STR = {"OUTPUT", "RMSOUT", "DYNAOUT", "FINALOUT", "NITEROUT", "PSIOUT", "INPUT", "MODE",
@@ -186,6 +187,27 @@ def _couplings(cfg: Mapping[str, Any]) -> Tuple[float, float]:
     else:
         gdd0 = 3 * _need(cfg, "ADD", " (or GDD0)") * natoms * BOHR_RADIUS / _aho(cfg, "GDD0")
     return g0, gdd0
+
+
+def _lhy(cfg: Mapping[str, Any]) -> float:
+    """The Lee-Huang-Yang coefficient without OPTION's factor: GQF, or with
+    QF = 1 the one of AS, ADD, NATOMS and AHO (``nl.units.lhy_gqf0``); 0
+    without either (QF = 0)."""
+    if cfg.get("QF", 0) not in (0, 1):
+        raise InputError(f"{_where(cfg, 'QF')}: QF must be 0 or 1 (the Lee-Huang-Yang term "
+                         f"from AS, ADD, NATOMS, AHO), got {cfg['QF']!r}")
+    if "GQF" in cfg:
+        if cfg.get("QF", 0):
+            raise InputError(f"{_where(cfg, 'GQF')}: give GQF or QF = 1, not both")
+        return _positive(cfg, "GQF", allow_zero=True)
+    if not cfg.get("QF", 0):
+        return 0.0
+    why = " (QF = 1 computes the Lee-Huang-Yang term from AS, ADD, NATOMS, AHO)"
+    a_s, add = _need(cfg, "AS", why), cfg.get("ADD", 0.0)
+    if a_s < 0 or add < 0:
+        raise InputError(f"{_where(cfg, 'QF')}: QF = 1 needs AS >= 0 and ADD >= 0, got AS = "
+                         f"{a_s!r}, ADD = {add!r}")
+    return lhy_gqf0(a_s, add, _positive(cfg, "NATOMS"), _aho(cfg, "the QF term"), BOHR_RADIUS)
 
 
 def _aho(cfg: Mapping[str, Any], what: str) -> float:
@@ -368,12 +390,13 @@ def _build(cfg: Mapping[str, Any], mode: str, geometry: str, backend: str, dtype
         name = default_state_file(geometry)
         psi0 = _read_den_bin(os.path.join(base, name), str(cfg.get("_path")), shape,
                              _imag_tag(geometry))
+    gqf0 = _lhy(cfg)
     gpe = DipolarGPE(shape, spacing, dt, g=opt * g0, gdd=opt * gdd0, trap=trap, cutoff=cutoff,
                      geometry=geometry, option=opt, obstacle=obstacle, psi0=psi0, dtype=dtype,
                      dipolar=gdd0 != 0 or None, fft_effort="measure", backend=backend,
-                     **({} if comm is None else {"comm": comm}))
+                     gqf=opt * gqf0, **({} if comm is None else {"comm": comm}))
     info = dict(option=opt, g0=g0, gdd0=gdd0, shape=shape, spacing=spacing, dt=dt, trap=trap,
-                cutoff=cutoff, axes=axes)
+                cutoff=cutoff, axes=axes, gqf0=gqf0)
     return gpe, info
 
 
@@ -403,6 +426,9 @@ def _summary(cfg: Mapping[str, Any], mode: str, geometry: str, info: Mapping[str
     fc, fd = gpe.reduction
     out.append(f"  Nonlinearity G_{tag} = {info['g0'] * fc:.4f}, Strength of DDI GD_{tag} = "
                f"{info['gdd0'] * fd:.5f}")
+    if info["gqf0"]:
+        out.append(f"  Quantum fluctuations (LHY) GQF_{tag} = "
+                   f"{gpe.gqf_eff / info['option']:.5f}")
     out.append(f"  Parameters of trap: GAMMA = {info['trap'][0]:.2f}, NU = {info['trap'][1]:.2f}, "
                f"LAMBDA = {info['trap'][2]:.2f}")
     out.append("  Space Stp: " + ", ".join(f"N{a.upper()} = {n}" for a, n in zip(axes, info["shape"])))

@@ -121,7 +121,8 @@ class SlabDipolar:
 
     #: the C solver's methods that every rank calls together
     COLLECTIVE = frozenset(("step", "observe", "dipolar_potential", "set_couplings", "set_state",
-                            "set_potential", "set_obstacle", "set_dt", "set_rotation"))
+                            "set_potential", "set_obstacle", "set_dt", "set_rotation",
+                            "set_lhy"))
 
     def __init__(self, owner: Any, V: bool, psi0: bool) -> None:
         from mpi4py import MPI

@@ -19,7 +19,7 @@ from ..common.checks import count as _count
 from ..common.checks import real as _real
 from ..common.hdf5 import RunHeader
 from . import plot as _plot
-from .parameters import MODEL, MODES
+from .parameters import MODEL, MODES, energy_parts
 
 __all__ = ["Observables"]
 
@@ -62,6 +62,16 @@ class Observables:
             of the rotating frame, ``- omega lz`` included, as BEC-GP-ROT-OMP
             prints them, and ``lz`` is <L_z> = int psi* L_z psi (per atom:
             the state's norm is 1 after any step; 0 without an x-y plane).
+
+            The parts of the energy, in the same units: ``e_kin`` (the
+            kinetic energy, flow included), ``e_trap`` (``int V |psi|^2``:
+            trap, :attr:`V`, obstacle), ``e_contact`` (``(g/2) int
+            |psi|^4``), ``e_dd`` (``(gdd/2) int Phi_dd |psi|^2``), ``e_qf``
+            (``(2/5) gqf int |psi|^5``, the Lee-Huang-Yang energy) and
+            ``e_rot`` (``-omega lz``, 0 without rotation): ``energy`` is
+            their sum and ``mu`` is ``e_kin + e_trap + 2 e_contact + 2 e_dd
+            + (5/2) e_qf + e_rot``, both to rounding (each a Simpson
+            integral of the equation solved: the reduced one in 2D and 1D).
         """
         o = self._solver.observe(self.t)
         x2 = tuple(o["x2"][: self.ndim])
@@ -72,7 +82,7 @@ class Observables:
                 "energy_dbec": (o["energy"] - flow) / self.option, "x2": x2,
                 "rms": tuple(math.sqrt(max(v, 0.0)) for v in x2),
                 "r_rms": math.sqrt(max(sum(x2), 0.0)), "psi0sq": o["psi0sq"], "lz": o["lz"],
-                "t": self.t}
+                **energy_parts(o, self.option, self._omega), "t": self.t}
 
     def density(self, keep: Optional[Sequence[str]] = None) -> np.ndarray:
         """``|psi|^2``, or its integral (Simpson) over the axes not in `keep` (eq. 2.59).
@@ -209,6 +219,8 @@ class Observables:
             "axes": axes, "option": option, "dtype": self.dtype.name, "dipolar": self._dipolar,
             "fft_effort": self.fft_effort, "g_eff": self.g_eff, "gdd_eff": self.gdd_eff,
             "obstacle": ob is not None}
+        if self.gqf != 0:
+            params.update(gqf=self.gqf, gqf_eff=self.gqf_eff)
         if not slabs:
             params["V"] = V
         if ob is not None:

@@ -1,6 +1,7 @@
 """The parameters of ``nl.DipolarGPE``: their checks, the moving beam
-(:class:`Obstacle`), the reduction of the 3D couplings to the effective 2D
-and 1D equations, and the C core's constructor arguments.
+(:class:`Obstacle`), the reduction of the 3D couplings (the Lee-Huang-Yang
+one too) to the effective 2D and 1D equations, the C core's constructor
+arguments, and the energy parts of the observables.
 
 Everything here is a function of the parameters alone (no solver, no
 handle), shared by the single-process and the distributed solver.
@@ -23,7 +24,8 @@ from ..common.checks import real as _real
 
 __all__ = ["GEOMETRIES", "Obstacle", "MODEL", "FFT_EFFORT", "MODES", "SETTABLE", "refusal",
            "check", "reduction", "check_even", "obstacle_args", "owned_potential", "state_array",
-           "c_args", "check_omega", "check_rotating_ground"]
+           "c_args", "check_omega", "check_rotating_ground", "check_gqf", "lhy_reduction",
+           "check_free_start", "energy_parts"]
 
 #: the model's name in messages and checkpoints
 MODEL = "DipolarGPE"
@@ -42,7 +44,7 @@ FFT_EFFORT = {"estimate": 0, "measure": 1, "patient": 2}
 MODES = {"imaginary": 0, "real": 1}
 
 #: attributes set after construction: what they do
-SETTABLE = ("psi", "V", "obstacle", "g", "gdd", "dt", "omega")
+SETTABLE = ("psi", "V", "obstacle", "g", "gdd", "dt", "omega", "gqf")
 
 #: read-only attributes and how to change what they stand for
 _FIXED = {
@@ -105,12 +107,13 @@ class Obstacle:
 
 
 def check(shape: Any, spacing: Any, dt: Any, g: Any, gdd: Any, trap: Any, cutoff: Any,
-          geometry: Any, option: Any, dtype: Any, dipolar: Any, fft_effort: Any
-          ) -> Dict[str, Any]:
+          geometry: Any, option: Any, dtype: Any, dipolar: Any, fft_effort: Any,
+          gqf: Any = 0.0) -> Dict[str, Any]:
     """The checked scalar parameters of a solver, by attribute name (without
     the leading underscore): those of the constructor, the axes, the
-    reduction factors ``fc``, ``fd``, the geometry's C ``code``, ``kscale``
-    (sqrt(2 kappa)) and ``dipolar`` (whether the dipolar term is on)."""
+    reduction factors ``fc``, ``fd``, ``fq``, the geometry's C ``code``,
+    ``kscale`` (sqrt(2 kappa)) and ``dipolar`` (whether the dipolar term is
+    on)."""
     p: Dict[str, Any] = {}
     if not isinstance(geometry, str) or geometry.lower() not in GEOMETRIES:
         raise ValueError(f"geometry must be one of {sorted(GEOMETRIES)}, got {geometry!r}")
@@ -150,6 +153,8 @@ def check(shape: Any, spacing: Any, dt: Any, g: Any, gdd: Any, trap: Any, cutoff
         raise ValueError(f"fft_effort must be one of {sorted(FFT_EFFORT)}, got {fft_effort!r}")
     p["fft_effort"] = fft_effort
     p["fc"], p["fd"], p["kscale"] = reduction(p["geometry"], p["trap"])
+    p["gqf"] = check_gqf(gqf)
+    p["fq"] = lhy_reduction(p["geometry"], p["trap"])
     p["dipolar"] = (p["gdd"] != 0) if dipolar is None else bool(dipolar)
     if not p["dipolar"] and p["gdd"] != 0:
         raise ValueError(f"dipolar=False needs gdd = 0, got gdd = {p['gdd']!r}")
@@ -262,3 +267,55 @@ def check_rotating_ground(omega: float, trap: Tuple[float, float, float]) -> Non
                          f"min(gamma, nu) = {bound!r}, the smallest radial trap frequency "
                          f"(beyond it the rotating frame has no ground state); pass "
                          f"force=True to run anyway")
+
+
+def check_gqf(value: Any) -> float:
+    """The Lee-Huang-Yang coefficient gqf of ``gqf |psi|^3 psi`` (3D, in the
+    equation's units like `g`): finite and >= 0 (the term of quantum
+    fluctuations is repulsive; ``nl.units.BEC(...).gqf`` gives it)."""
+    try:
+        return _real("gqf", value, nonneg=True)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (gqf is the coefficient of the Lee-Huang-Yang term "
+                         f"gqf |psi|^3 psi, >= 0)") from None
+
+
+def lhy_reduction(geometry: str, trap: Tuple[float, float, float]) -> float:
+    """The factor turning the 3D Lee-Huang-Yang coefficient into that of the
+    effective equation of `geometry` (docs/models/dipolar.md): the transverse
+    Gaussian ground state ``(kappa/pi)^(1/4) exp(-kappa z^2/2)`` per confined
+    axis, integrated in ``|psi|^3 psi``, gives ``int |G|^5 = sqrt(2/5)
+    (kappa/pi)^(3/4)`` per axis: ``sqrt(2/5) (kappa/pi)^(3/4)`` in 2D and
+    ``(2/5) (kappa/pi)^(3/2)`` in 1D (1 in 3D)."""
+    if geometry == "3d":
+        return 1.0
+    gam, nu, lam = trap
+    if geometry in ("2d-xy", "2d-xz"):
+        kappa = lam if geometry == "2d-xy" else nu
+        return math.sqrt(0.4) * (kappa / math.pi) ** 0.75
+    kappa = nu if geometry == "1d-x" else gam
+    return 0.4 * (kappa / math.pi) ** 1.5
+
+
+def check_free_start(trap: Tuple[float, float, float], axes: Tuple[str, ...]) -> None:
+    """Imaginary time from the default start where a solver axis has no trap
+    (a frequency 0: free space, e.g. a self-bound droplet): refused, since
+    the Gaussian of the trap is not defined there (the C core would take a
+    unit width); the caller passes an explicit start."""
+    free = [f"{n} = 0 ({a})" for n, a in zip(("gamma", "nu", "lambda"), "xyz")
+            if a in axes and trap["xyz".index(a)] == 0]
+    if free:
+        raise ValueError(f"imaginary time with trap = {tuple(trap)!r} ({', '.join(free)}: "
+                         f"free space) needs an explicit start: pass psi0= to DipolarGPE (or "
+                         f"assign gpe.psi), e.g. a Gaussian of the expected size with a little "
+                         f"noise; the default start is the Gaussian of the trap")
+
+
+def energy_parts(o: Dict[str, Any], option: int, omega: float) -> Dict[str, float]:
+    """The parts of the energy from the C core's observables `o` (equation
+    units) in units of the reference frequency (divided by `option`), as
+    ``observables()`` reports them: their sum is ``energy``, and ``mu`` is
+    ``e_kin + e_trap + 2 e_contact + 2 e_dd + (5/2) e_qf + e_rot``."""
+    return {"e_kin": o["kinetic"] / option, "e_trap": o["potential"] / option,
+            "e_contact": o["contact"] / option, "e_dd": o["dipolar"] / option,
+            "e_qf": o["lhy"] / option, "e_rot": -omega * o["lz"]}

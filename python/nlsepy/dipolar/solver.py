@@ -51,8 +51,8 @@ from .dist import SlabDipolar, require_distributed, same
 from .memory import DeviceMemoryError, memory_parts
 from .observe import Observables
 from .parameters import (GEOMETRIES, MODEL, SETTABLE, Obstacle, c_args, check, check_even,
-                         check_omega, check_rotating_ground, obstacle_args, owned_potential,
-                         refusal, state_array)
+                         check_free_start, check_gqf, check_omega, check_rotating_ground,
+                         obstacle_args, owned_potential, refusal, state_array)
 
 __all__ = ["DipolarGPE", "Obstacle", "GEOMETRIES", "DeviceMemoryError", "memory_parts"]
 
@@ -66,6 +66,46 @@ BLOCK_SECONDS = 0.1
 #: per point and log2 of the points), per backend
 _COST = {"cpu": dict(fixed=20e-6, point=12e-9, fft_fixed=200e-6, fft_point_log2=1.5e-9),
          "cuda": dict(fixed=30e-6, point=0.1e-9, fft_fixed=30e-6, fft_point_log2=0.02e-9)}
+
+
+def _block_steps(shape: Tuple[int, ...], backend: str, fft: bool) -> int:
+    """Steps of one block from the cost model (`fft`: the dipolar term is on)."""
+    n = int(np.prod(shape))
+    c = _COST[backend]
+    sec = c["fixed"] + n * c["point"]
+    if fft:
+        sec += c["fft_fixed"] * min(1.0, n / 1024) + n * c["fft_point_log2"] * math.log2(n)
+    return int(max(1, min(10 ** 6, BLOCK_SECONDS // sec)))
+
+
+def _live(gpe: Any, name: str, value: Any) -> float:
+    """A new omega or gqf checked and given to the handle (the equation's
+    -w L_z with w = option Omega; its gqf reduced in 2D and 1D)."""
+    if name == "omega":
+        w = gpe._agree(lambda: check_omega(value, gpe._geometry))
+        gpe._solver.set_rotation(gpe._option * w)
+        return w
+    q = gpe._agree(lambda: check_gqf(value))
+    gpe._solver.set_lhy(q * gpe._fq)
+    return q
+
+
+def _set_attribute(gpe: Any, name: str, value: Any) -> None:
+    """DipolarGPE's ``__setattr__``: private names and parameters (which
+    refuse, or check and apply) are set; anything else is refused."""
+    if name.startswith("_"):
+        object.__setattr__(gpe, name, value)
+        return
+    attr = getattr(type(gpe), name, None)
+    if isinstance(attr, Param) or isinstance(attr, property) and attr.fset is not None:
+        object.__setattr__(gpe, name, value)  # a Param refuses or checks and applies
+        return
+    if isinstance(attr, property):
+        raise AttributeError(refusal(name))
+    if attr is not None:  # methods and other class attributes
+        raise AttributeError(f"DipolarGPE.{name} cannot be replaced on a solver")
+    raise AttributeError(f"DipolarGPE has no attribute {name!r} (a parameter set this way "
+                         f"would be ignored); settable: {', '.join(SETTABLE)}")
 
 
 def _coupling(gpe: Any, name: str, value: Any) -> float:
@@ -140,6 +180,12 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         frequency (geometries "3d" and "2d-xy"; default 0): the equation
         gains ``-Omega L_z psi``, ``L_z = -i (x d/dy - y d/dx)``, and is
         solved in the rotating frame (settable between calls, e.g. a ramp).
+    gqf : float, optional
+        The Lee-Huang-Yang coefficient (quantum fluctuations; >= 0, default
+        0): the equation gains ``gqf |psi|^3 psi`` (the 3D coefficient in
+        the rescaling of `option`, like `g`: ``nl.units.BEC(...).gqf``;
+        reduced in 2D and 1D over the transverse Gaussian, :attr:`gqf_eff`).
+        It stabilises self-bound droplets; settable.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run: ``"cpu"`` (C, OpenMP,
         FFTW), ``"cuda"`` (the GPU, cuFFT; the state stays in device memory
@@ -173,12 +219,12 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
 
     Notes
     -----
-    *Parameters.*  ``psi``, ``V``, ``obstacle``, ``g``, ``gdd`` and ``dt``
-    may be assigned after construction: the value is checked and the next
-    step uses it.  Everything else (``shape``, ``spacing``, ``trap``,
-    ``option``, ``geometry``, ``cutoff``, ``dtype``, ``backend``, ...) is
-    read-only; assigning it raises ``AttributeError`` (make a new solver, or
-    ``DipolarGPE.load(path, trap=...)`` from a saved state).
+    *Parameters.*  ``psi``, ``V``, ``obstacle``, ``g``, ``gdd``, ``dt``,
+    ``omega`` and ``gqf`` may be assigned after construction: the value is
+    checked and the next step uses it.  Everything else (``shape``,
+    ``spacing``, ``trap``, ``option``, ``geometry``, ``cutoff``, ``dtype``,
+    ``backend``, ...) is read-only; assigning it raises ``AttributeError``
+    (make a new solver, or ``DipolarGPE.load(path, trap=...)``).
 
     *Ctrl-C.*  A stepping call runs in blocks of :attr:`block_steps` whole
     steps (one C call each, planned to take at most about
@@ -231,6 +277,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         """, rebuild=False)
     omega = Param("Rotation frequency about z (settable; the next step uses it).",
                   rebuild=False)
+    gqf = Param("Lee-Huang-Yang coefficient (3D; settable; the next step uses it).",
+                rebuild=False)
 
     def __init__(self, shape: Sequence[int], spacing: Union[float, Sequence[float]], dt: float,
                  g: float = 0.0, gdd: float = 0.0, trap: Sequence[float] = (1.0, 1.0, 1.0),
@@ -238,9 +286,10 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
                  V: Optional[Any] = None, obstacle: Optional[Obstacle] = None,
                  psi0: Optional[Any] = None, dtype: Any = np.complex128,
                  dipolar: Optional[bool] = None, fft_effort: str = "estimate",
-                 backend: str = "auto", comm: Any = None, omega: float = 0.0) -> None:
+                 backend: str = "auto", comm: Any = None, omega: float = 0.0,
+                 gqf: float = 0.0) -> None:
         params = (shape, spacing, dt, g, gdd, trap, cutoff, geometry, option, dtype, dipolar,
-                  fft_effort)
+                  fft_effort, gqf)
         self._comm = None if comm is None else _dist.as_comm(comm)
         if self._comm is not None:  # this rank's slab of x rows: every rank the same call
             self._same("the constructor's parameters",
@@ -253,7 +302,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
                 self.V = V
             if obstacle is not None:
                 self.obstacle = obstacle
-            self.omega = omega
+            self.omega, self.gqf = omega, gqf
             return
         self._setup(params, backend)
         V_arr = None if V is None else owned_potential(V, self._shape, self._dtype)
@@ -271,7 +320,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         if ob is not None:
             self._solver.set_obstacle(ob)
             self._obstacle = obstacle
-        self.omega = omega
+        self.omega, self.gqf = omega, gqf
 
     def _setup(self, params: Tuple[Any, ...], backend: str) -> None:
         """Check and keep the parameters (``_<name>``), the backend and the C
@@ -289,34 +338,21 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         self._V: Optional[np.ndarray] = None
         self._obstacle: Optional[Obstacle] = None
         self._frames: Optional[runner.Frames] = None
-        self._omega = 0.0
+        self._omega, self._gqf, self._default_start = 0.0, 0.0, True
 
     # ------------------------------------------------------------ attributes
     def _refuse(self, name: str, value: Any) -> str:
         return refusal(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-            return
-        attr = getattr(type(self), name, None)
-        if isinstance(attr, Param) or isinstance(attr, property) and attr.fset is not None:
-            object.__setattr__(self, name, value)  # a Param refuses or checks and applies
-            return
-        if isinstance(attr, property):
-            raise AttributeError(refusal(name))
-        if attr is not None:  # methods and other class attributes
-            raise AttributeError(f"DipolarGPE.{name} cannot be replaced on a solver")
-        raise AttributeError(f"DipolarGPE has no attribute {name!r} (a parameter set this way "
-                             f"would be ignored); settable: {', '.join(SETTABLE)}")
+        _set_attribute(self, name, value)
 
     def _set_param(self, name: str, value: Any) -> None:
-        """A new g, gdd or omega (distributed: the same on every rank), checked, to the handle."""
+        """A new g, gdd, omega or gqf (distributed: the same on every rank), checked,
+        to the handle."""
         self._same(name, value)
-        if name == "omega":  # the equation's -w L_z, w = option Omega
-            w = self._agree(lambda: check_omega(value, self._geometry))
-            self._solver.set_rotation(self._option * w)
-            return super()._set_param(name, w)
+        if name in ("omega", "gqf"):
+            return super()._set_param(name, _live(self, name, value))
         v = self._agree(lambda: _coupling(self, name, value))
         g, gdd = (v, self._gdd) if name == "g" else (self._g, v)
         self._solver.set_couplings(g * self._fc, gdd * self._fd)
@@ -355,6 +391,11 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         return self._gdd * self._fd
 
     @property
+    def gqf_eff(self) -> float:
+        """Lee-Huang-Yang coefficient of the equation solved (reduced in 2D/1D)."""
+        return self._gqf * self._fq
+
+    @property
     def psi(self) -> np.ndarray:
         """A copy of the state (complex, the solver's precision; distributed: this
         rank's slab); assigning copies in (distributed, collective: the global
@@ -373,6 +414,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         rdt = np.float32 if self._dtype == np.complex64 else np.float64
         self._solver.set_state(np.ascontiguousarray(arr.real if real else arr,
                                                     dtype=rdt if real else self._dtype))
+        self._default_start = False
 
     @property
     def is_real(self) -> bool:
@@ -440,12 +482,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         the same on every machine and thread count, so results do not
         depend on timing.
         """
-        n = int(np.prod(self._shape))
-        c = _COST[self._backend]
-        sec = c["fixed"] + n * c["point"]
-        if self._dipolar and self._gdd != 0:
-            sec += c["fft_fixed"] * min(1.0, n / 1024) + n * c["fft_point_log2"] * math.log2(n)
-        return int(max(1, min(10 ** 6, BLOCK_SECONDS // sec)))
+        return _block_steps(self._shape, self._backend, self._dipolar and self._gdd != 0)
 
     # --------------------------------------------------------------- stepping
     def imaginary_time(self, steps: int, frames: Optional[int] = None,
@@ -468,7 +505,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
             tqdm progress bar.
         ramp : bool, optional
             Grow g and gdd linearly from 0 to their values over the steps
-            (DBEC-GP's NSTP stage).
+            (DBEC-GP's NSTP stage; gqf stays at its value).
         output : path-like, optional
             Stream the state before the call and after each chunk, with the
             :meth:`observables`, into this HDF5 file (see :meth:`run`); in
@@ -491,7 +528,12 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         BlowUpError
             The state became non-finite; the solver is at the start of the
             block that failed.
+        ValueError
+            A trap frequency of a solver axis is 0 (free space) and the
+            state is still the default start (pass ``psi0``).
         """
+        if self._default_start:
+            check_free_start(self._trap, self._axes)
         if not force:
             check_rotating_ground(self._omega, self._trap)
         self._chunks("imaginary", steps, frames, callback, progress, ramp, output)

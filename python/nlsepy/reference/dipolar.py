@@ -299,6 +299,8 @@ class SplitStepReference:
         Trap coefficients ``(cx, cy, cz)``: ``V = cx x^2 + cy y^2 + cz z^2``.
     g, gdd : float, optional
         Contact and dipolar coefficients.
+    gqf : float, optional
+        Lee-Huang-Yang coefficient: ``gqf |psi|^3`` joins the potential.
     cutoff : float, optional
         Spherical cutoff ``R`` of the dipolar kernel (``<= 0``: none).
     imaginary : bool, optional
@@ -339,7 +341,8 @@ class SplitStepReference:
                  kin: float = 1.0, trap: Sequence[float] = (0.25, 1.0, 2.25),
                  g: float = 0.0, gdd: float = 0.0, cutoff: float = 0.0,
                  imaginary: bool = False, dtype: Any = np.complex128, xp: Any = np,
-                 workers: Optional[int] = None, tridiag: str = "thomas") -> None:
+                 workers: Optional[int] = None, tridiag: str = "thomas",
+                 gqf: float = 0.0) -> None:
         if not isinstance(tridiag, str) or tridiag not in TRIDIAG_CHOICES:
             raise ValueError(f"tridiag must be one of {TRIDIAG_CHOICES}, got {tridiag!r}")
         self.tridiag = tridiag
@@ -353,6 +356,7 @@ class SplitStepReference:
         self.dt, self.kin = float(dt), float(kin)
         self.trap = tuple(float(c) for c in trap)
         self.g, self.gdd, self.cutoff = float(g), float(gdd), float(cutoff)
+        self.gqf = float(gqf)
         self.imaginary = bool(imaginary)
         real = np.zeros(1, dtype=dtype).real.dtype
         self.real_dtype = real
@@ -522,6 +526,8 @@ class SplitStepReference:
         H = self.V + self.g * dens
         if self.K is not None:
             H += self.gdd * self.dipolar_potential(dens)
+        if self.gqf != 0:
+            H += self.gqf * (dens * self.xp.sqrt(dens))
         if self.imaginary:
             self.psi *= self.xp.exp(-self.dt * H)
         else:
