@@ -218,13 +218,49 @@ def mbloch_c_problem(n_g, n_e, modes, n_atoms, n_t, h_t, beta=2.0, area=np.pi, d
                 kappa_g=0.3, kappa_e=0.25, delta=0.1, euler_substeps=4)
 
 
-def check_4pi_split(e, h_t):
-    """A 4 pi sech of width 1 after alpha z = 12: two pulses of area ~2 pi.
+def mccall_hahn_delay(beta, tau, detunings, weights, z):
+    """Delay in retarded time of the 2 pi sech soliton after `z` (McCall-Hahn).
 
-    The areas are split at the intensity minimum between the two peaks
-    (so their overlap counts): each within 10 % of 2 pi, the sum within
-    1 % of 4 pi; the peaks 6 and 2 (the 2 pi solitons of widths 1/3 and 1)
-    within 10 %.
+    ``eps = (2/tau) sech((t - z/V)/tau)`` is an exact solution of the
+    two-level Maxwell-Bloch equations for any line: an atom of detuning
+    Delta answers with the polarisation ``tau^2 F(Delta) d eps/dt``,
+    ``F = 1 / (1 + Delta^2 tau^2)``, so that ``dz eps = i P`` (docs/physics.md
+    section 5) moves the pulse at ``1/V = (beta/2) tau^2 sum_D w_D F(Delta_D)``
+    past the retarded frame: ``alpha tau / 2`` for a line much broader than
+    1/tau (alpha = pi beta g(0)), 0.52 of that for a Gaussian line of rms
+    width 1/tau.
+
+    Parameters
+    ----------
+    beta, tau : float
+        Coupling and pulse width.
+    detunings, weights : numpy.ndarray
+        The sampled line.
+    z : float
+        Propagation length (units of 1/beta).
+
+    Returns
+    -------
+    float
+        ``z / V``.
+    """
+    F = 1.0 / (1.0 + (np.asarray(detunings) * tau) ** 2)
+    return 0.5 * beta * tau ** 2 * float(np.sum(np.asarray(weights) * F)) * z
+
+
+def check_4pi_split(e, h_t):
+    """A 4 pi sech of width 1 after alpha z = 12 (h_t = 0.05, alpha h_z = 0.3):
+    two pulses of area ~2 pi.
+
+    The areas are split at the intensity minimum between the two peaks.
+    Their sum, the output's whole area, is 4 pi to 1.5e-4 (measured
+    3.6e-5, independent of h_z and halved with h_t: the time grid's
+    quadrature of the pulse).  The overlap of the two pulses' tails at the
+    split moves area from the second to the first: each within 8 % of
+    2 pi (measured +6.4 % and -6.4 %, the same at half h_t or h_z).  The peaks tend to 6 and 2 (the
+    2 pi solitons of widths 1/3 and 1), which the narrow one has not
+    reached at alpha z = 12: within 5 % (measured -3.6 %, -0.8 % at
+    alpha z = 20) and 1 % (measured +0.2 %).
 
     Parameters
     ----------
@@ -239,8 +275,8 @@ def check_4pi_split(e, h_t):
     assert len(peaks) == 2
     kmin = peaks[0] + int(np.argmin(I[peaks[0]:peaks[1]]))
     a1, a2 = e[:kmin].sum() * h_t, e[kmin:].sum() * h_t
-    assert a1 == pytest.approx(2 * np.pi, rel=0.10)
-    assert a2 == pytest.approx(2 * np.pi, rel=0.10)
-    assert a1 + a2 == pytest.approx(4 * np.pi, rel=0.01)
-    assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.1)
-    assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.1)
+    assert a1 + a2 == pytest.approx(4 * np.pi, rel=1.5e-4)
+    assert a1 == pytest.approx(2 * np.pi, rel=0.08)
+    assert a2 == pytest.approx(2 * np.pi, rel=0.08)
+    assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.05)
+    assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.01)
