@@ -75,6 +75,34 @@ def finishes_within(seconds):
     assert time.perf_counter() - t0 < seconds
 
 
+# --------------------------------------------------------------------- CUDA
+def cuda_device_properties():
+    """What the current CUDA device offers, read from the driver (libcuda)
+    with ctypes, independently of the code under test.
+
+    Returns
+    -------
+    dict
+        ``major``, ``minor`` (compute capability), ``smem_optin`` (the most
+        shared memory a block can opt in to, bytes), ``sms`` (multiprocessors)
+        and ``cooperative`` (cooperative launches supported).
+    """
+    import ctypes
+    from nlsepy import _cuda
+    lib = ctypes.CDLL("libcuda.so.1")
+    assert lib.cuInit(0) == 0, "cuInit failed"
+    dev = ctypes.c_int()
+    assert lib.cuDeviceGet(ctypes.byref(dev), _cuda.current_device()) == 0
+
+    def attribute(code):
+        value = ctypes.c_int()
+        assert lib.cuDeviceGetAttribute(ctypes.byref(value), code, dev) == 0, code
+        return value.value
+    # CUdevice_attribute codes of cuda.h
+    return dict(major=attribute(75), minor=attribute(76), smem_optin=attribute(97),
+                sms=attribute(16), cooperative=bool(attribute(95)))
+
+
 # ---------------------------------------------------------------------- MPI
 def check_gather_at_last_rank(sim, full, comm):
     """``sim.gather(root=last rank)``: the whole state there, None elsewhere.
