@@ -20,12 +20,87 @@ from nlsepy.reference import mbloch as mref
 
 
 # ------------------------------------------------------------- time, Ctrl-C
+#: seconds from a SIGINT to the KeyboardInterrupt that no interrupted call may
+#: exceed.  Not the design latency (a chunk of CHUNK_SECONDS, 0.1 s): the
+#: tests assert the mechanism behind it exactly (check_interrupt_mechanism),
+#: and this bound only catches a call that was not cut at all (the calls
+#: interrupted ask for hours of work), with room for a machine whose cores
+#: are shared with other work, where a 0.1 s chunk can take several times that.
+LATENCY_BOUND = 5.0
+
+
+@contextlib.contextmanager
+def chunk_log():
+    """Record every work call that ``nlsepy.common.guard.chunked`` makes.
+
+    Yields a list that receives ``(invocation, start, end, units)`` per
+    call (``time.perf_counter`` seconds), for
+    :func:`check_interrupt_mechanism`; every model's long calls go through
+    ``guard.chunked``.
+    """
+    from nlsepy.common import guard
+    real = guard.chunked
+    calls = []
+    invocations = []
+
+    def spy(total, work, *args, **kw):
+        inv = len(invocations)
+        invocations.append(total)
+
+        def timed(k):
+            t0 = time.perf_counter()
+            try:
+                return work(k)
+            finally:
+                calls.append((inv, t0, time.perf_counter(), k))
+        return real(total, timed, *args, **kw)
+
+    guard.chunked = spy
+    try:
+        yield calls
+    finally:
+        guard.chunked = real
+
+
+def check_interrupt_mechanism(calls, sent, caught):
+    """What makes Ctrl-C act within a chunk, asserted without a clock bound.
+
+    - The chunks were planned: within one ``guard.chunked``, each call does
+      at most 8 times the units of the one before and at most
+      ``CHUNK_SECONDS`` worth at the speed that call measured.
+    - The flag was seen between chunks: at most one call ended after the
+      signal was sent (the one in flight, or one started before the flag
+      was read), and the KeyboardInterrupt came after it ended.
+
+    Parameters
+    ----------
+    calls : list
+        What :func:`chunk_log` recorded.
+    sent, caught : float
+        ``time.perf_counter()`` when the signal was sent and when the
+        KeyboardInterrupt was caught.
+    """
+    from nlsepy.common import guard
+    assert calls, "no chunk ran"
+    for (i0, s0, e0, k0), (i1, s1, e1, k1) in zip(calls, calls[1:]):
+        if i0 == i1:
+            assert k1 <= 8 * k0, (k0, k1)
+            assert k1 <= max(1.0, guard.CHUNK_SECONDS * k0 / (e0 - s0)) * (1 + 1e-9), \
+                (k0, e0 - s0, k1)
+    later = [c for c in calls if c[2] > sent]
+    assert len(later) <= 1, f"{len(later)} chunks ended after the signal: {later}"
+    assert all(c[1] < caught for c in calls)
+    assert caught >= max(c[2] for c in calls)
+
+
 def sigint_during(call, after=0.4, what="call"):
     """Run ``call()`` with a SIGINT sent from a timer thread `after` seconds in.
 
     The call must raise KeyboardInterrupt; the signal must have gone out
     before the call ended, and Python's own SIGINT handler must be back in
-    place afterwards.
+    place afterwards.  Where the call's work goes through
+    ``guard.chunked``, the interrupt's mechanism is checked
+    (:func:`check_interrupt_mechanism`).
 
     Parameters
     ----------
@@ -45,16 +120,19 @@ def sigint_during(call, after=0.4, what="call"):
     sent = []
     timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
                                             os.kill(os.getpid(), signal.SIGINT)))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            call()
-        caught = time.perf_counter()
-    finally:
-        timer.cancel()
-        timer.join()
+    with chunk_log() as calls:
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                call()
+            caught = time.perf_counter()
+        finally:
+            timer.cancel()
+            timer.join()
     assert sent, f"the {what} ended before the signal"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if calls:
+        check_interrupt_mechanism(calls, sent[0], caught)
     return caught - sent[0]
 
 

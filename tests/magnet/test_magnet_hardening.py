@@ -8,7 +8,7 @@ import nlsepy as nl
 from nlsepy.common import guard as _guard
 from nlsepy.magnet import post
 
-from _helpers import finishes_within, sigint_during
+from _helpers import LATENCY_BOUND, finishes_within, sigint_during
 
 STATIONARY = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid"]
 GiB = 1 << 30
@@ -41,7 +41,7 @@ def test_sigint_stops_a_solve_within_a_second_and_keeps_its_iterations(method):
     are those of an uninterrupted solve of that many iterations, bit for bit."""
     mag = small()
     delay, part = interrupted_solve(mag, method)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, method)
     same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
     assert same.iterations == part.iterations
@@ -55,7 +55,7 @@ def test_interrupted_jacobi_continues_from_its_potential():
     continues the Jacobi iteration exactly where it stopped."""
     mag = small()
     delay, part = interrupted_solve(mag, "jacobi")
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, "jacobi")
     more = mag.solve("jacobi", tol=1e-300, max_iter=500, phi0=part.phi, warn=False)
     whole = mag.solve("jacobi", tol=1e-300, max_iter=part.iterations + 500, warn=False)
@@ -134,7 +134,7 @@ def test_sigint_stops_mg_cg_within_a_second_and_resumes_it():
     reaches the uninterrupted answer within the tolerance."""
     mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.00125)
     delay, part = interrupted_solve(mag, "mg-cg", after=0.5)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, "mg-cg")
     n = part.iterations + 3
     done = mag.solve("mg-cg", tol=1e-300, max_iter=n, resume=True, warn=False)
@@ -156,7 +156,7 @@ def test_sigint_stops_mg_cg_within_a_second_and_resumes_it():
 def test_resume_finishes_an_interrupted_solve_as_one_solve(method):
     mag = small()
     delay, part = interrupted_solve(mag, method)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     n = part.iterations + 50
     done = mag.solve(method, tol=1e-300, max_iter=n, resume=True, warn=False)
     whole = mag.solve(method, tol=1e-300, max_iter=n, warn=False)
@@ -188,7 +188,7 @@ def test_resume_needs_the_interrupted_solve():
 def test_sigint_stops_a_cuda_solve(method):
     mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0125, backend="cuda")
     delay, part = interrupted_solve(mag, method, after=0.5)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, method)
     same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
     assert np.array_equal(same.history, part.history)
