@@ -324,6 +324,28 @@ def test_backends_list_the_model():
     assert "cpu" in nl.backends("MaxwellBloch")
 
 
+def test_levels_modes_and_input_fields():
+    """n_levels, mode_numbers and input_fields (the array run() starts from):
+    a dict of pulses fills its modes and leaves the others zero, an array
+    passes through, and run() gives the same bits for both forms."""
+    F = nl.mbloch.franck_condon(3, 2, 1.0)
+    mb = nl.MaxwellBloch(3, 2, (-1, 2), F, h_t=0.1, n_t=12, n_atoms=4, backend="cpu")
+    assert mb.n_levels == 5 and mb.n_modes == 4
+    assert mb.mode_numbers.tolist() == [-1, 0, 1, 2]
+    p = np.linspace(0.0, 1.0, 12)
+    f = mb.input_fields({0: p, 2: 1j * p})
+    assert f.dtype == np.complex128 and f.shape == (12, 4)
+    assert np.array_equal(f[:, 1], p) and np.array_equal(f[:, 3], 1j * p)
+    assert not f[:, [0, 2]].any()
+    assert np.array_equal(mb.input_fields(f), f)
+    with pytest.raises(ValueError, match="mode 3 is not in the mode set"):
+        mb.input_fields({3: p})
+    one = nl.MaxwellBloch(h_t=0.1, n_t=12, n_atoms=4, backend="cpu")
+    assert one.n_levels == 2 and one.mode_numbers.tolist() == [0]
+    assert one.input_fields(p).shape == (12, 1)
+    assert np.array_equal(mb.run({0: p, 2: 1j * p}, 0.05, 2).fields, mb.run(f, 0.05, 2).fields)
+
+
 def test_couplings_and_flops():
     mb = nl.MaxwellBloch(32, 32, (-9, 9), nl.mbloch.franck_condon(32, 32, 1.0), h_t=0.1, n_t=10)
     assert mb.couplings == sum(32 - abs(l) for l in range(-9, 10))
