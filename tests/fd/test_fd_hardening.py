@@ -418,11 +418,12 @@ def test_temporary_files_of_killed_writers_are_removed(tmp_path):
 def test_memory_is_checked_before_the_solver_is_made(monkeypatch):
     psi0, h = state2d(48)
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 100_000)
+    # host memory, so the CPU backend (a GPU's solver is checked against the device)
     with pytest.raises(MemoryError, match=r"NLSE on a grid of shape \(48, 48\).* needs "
                                           r"[0-9.]+ KiB of memory"):
-        nl.NLSE(psi0, h, V=np.zeros(psi0.shape))
+        nl.NLSE(psi0, h, V=np.zeros(psi0.shape), backend="cpu")
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 10 ** 12)
-    nl.NLSE(psi0, h)
+    nl.NLSE(psi0, h, backend="cpu")
 
 
 def test_run_counts_its_frames_before_stepping(monkeypatch):

@@ -132,7 +132,7 @@ def test_sigint_stops_mg_cg_within_a_second_and_resumes_it():
     uninterrupted solve of as many iterations, ``resume=True`` finishes it
     as one uninterrupted solve, bit for bit, and a new solve from its Phi
     reaches the uninterrupted answer within the tolerance."""
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.00125)
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.00125, backend="cpu")  # the CPU's timings
     delay, part = interrupted_solve(mag, "mg-cg", after=0.5)
     assert delay < LATENCY_BOUND
     check_partial(part, "mg-cg")
@@ -286,13 +286,13 @@ def test_a_30000_squared_grid_is_refused_before_allocating(monkeypatch):
     with finishes_within(1.0), pytest.raises(
             MemoryError, match=r"CoaxialMagnet on the 30001x30001 grid .*float64\) needs "
                                r"13\.\d GiB.* 8\.0 GiB available; use a coarser grid"):
-        nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 1 / 30000)
+        nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 1 / 30000, backend="cpu")  # host memory
 
 
 def test_a_solve_counts_its_method_before_allocating(monkeypatch):
     """The state and the Phi returned fit, the multigrid hierarchy does not:
     the multigrid solve is refused, the magnet stays usable."""
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)  # 401 x 401
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025, backend="cpu")  # 401 x 401, host memory
     nn = mag.nr * mag.nz
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 20 * nn)
     for method in ("multigrid", "mg-cg"):
@@ -306,7 +306,7 @@ def test_a_solve_counts_its_method_before_allocating(monkeypatch):
 
 
 def test_memory_counts_follow_the_solver():
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025, backend="cpu")  # the CPU's buffers
     nn = mag.nr * mag.nz
     plain, _ = mag._memory(None, True, 0)
     assert 16 * nn < plain < 17 * nn  # Phi by colour and the Phi returned
