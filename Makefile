@@ -23,8 +23,9 @@ DEBS   := build-essential pkg-config cmake libfftw3-dev
 MPI_DEBS := libopenmpi-dev openmpi-bin
 # `make demo`: the build, the run and its figure
 DEMO_DEPS := numpy scikit-build-core matplotlib tqdm
-# `make test`: the suite's own needs (HDF5 runs, SciPy oracles, the wheel test)
-TEST_DEPS := pytest hypothesis h5py scipy build
+# `make test`: the suite's own needs (HDF5 runs, SciPy oracles, the wheel test, and
+# xarray for open_run's to_xarray(), an optional extra the tests cover both with and without)
+TEST_DEPS := pytest hypothesis h5py scipy build xarray
 # the `docs` extra of pyproject.toml (tests/test_docs.py checks they agree)
 DOCS_DEPS := sphinx numpydoc myst-parser myst-nb
 # the `notebooks` extra of pyproject.toml (tests/test_docs.py checks they agree)

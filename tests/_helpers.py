@@ -20,12 +20,87 @@ from nlsepy.reference import mbloch as mref
 
 
 # ------------------------------------------------------------- time, Ctrl-C
+#: seconds from a SIGINT to the KeyboardInterrupt that no interrupted call may
+#: exceed.  Not the design latency (a chunk of CHUNK_SECONDS, 0.1 s): the
+#: tests assert the mechanism behind it exactly (check_interrupt_mechanism),
+#: and this bound only catches a call that was not cut at all (the calls
+#: interrupted ask for hours of work), with room for a machine whose cores
+#: are shared with other work, where a 0.1 s chunk can take several times that.
+LATENCY_BOUND = 5.0
+
+
+@contextlib.contextmanager
+def chunk_log():
+    """Record every work call that ``nlsepy.common.guard.chunked`` makes.
+
+    Yields a list that receives ``(invocation, start, end, units)`` per
+    call (``time.perf_counter`` seconds), for
+    :func:`check_interrupt_mechanism`; every model's long calls go through
+    ``guard.chunked``.
+    """
+    from nlsepy.common import guard
+    real = guard.chunked
+    calls = []
+    invocations = []
+
+    def spy(total, work, *args, **kw):
+        inv = len(invocations)
+        invocations.append(total)
+
+        def timed(k):
+            t0 = time.perf_counter()
+            try:
+                return work(k)
+            finally:
+                calls.append((inv, t0, time.perf_counter(), k))
+        return real(total, timed, *args, **kw)
+
+    guard.chunked = spy
+    try:
+        yield calls
+    finally:
+        guard.chunked = real
+
+
+def check_interrupt_mechanism(calls, sent, caught):
+    """What makes Ctrl-C act within a chunk, asserted without a clock bound.
+
+    - The chunks were planned: within one ``guard.chunked``, each call does
+      at most 8 times the units of the one before and at most
+      ``CHUNK_SECONDS`` worth at the speed that call measured.
+    - The flag was seen between chunks: at most one call ended after the
+      signal was sent (the one in flight, or one started before the flag
+      was read), and the KeyboardInterrupt came after it ended.
+
+    Parameters
+    ----------
+    calls : list
+        What :func:`chunk_log` recorded.
+    sent, caught : float
+        ``time.perf_counter()`` when the signal was sent and when the
+        KeyboardInterrupt was caught.
+    """
+    from nlsepy.common import guard
+    assert calls, "no chunk ran"
+    for (i0, s0, e0, k0), (i1, s1, e1, k1) in zip(calls, calls[1:]):
+        if i0 == i1:
+            assert k1 <= 8 * k0, (k0, k1)
+            assert k1 <= max(1.0, guard.CHUNK_SECONDS * k0 / (e0 - s0)) * (1 + 1e-9), \
+                (k0, e0 - s0, k1)
+    later = [c for c in calls if c[2] > sent]
+    assert len(later) <= 1, f"{len(later)} chunks ended after the signal: {later}"
+    assert all(c[1] < caught for c in calls)
+    assert caught >= max(c[2] for c in calls)
+
+
 def sigint_during(call, after=0.4, what="call"):
     """Run ``call()`` with a SIGINT sent from a timer thread `after` seconds in.
 
     The call must raise KeyboardInterrupt; the signal must have gone out
     before the call ended, and Python's own SIGINT handler must be back in
-    place afterwards.
+    place afterwards.  Where the call's work goes through
+    ``guard.chunked``, the interrupt's mechanism is checked
+    (:func:`check_interrupt_mechanism`).
 
     Parameters
     ----------
@@ -45,16 +120,19 @@ def sigint_during(call, after=0.4, what="call"):
     sent = []
     timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
                                             os.kill(os.getpid(), signal.SIGINT)))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            call()
-        caught = time.perf_counter()
-    finally:
-        timer.cancel()
-        timer.join()
+    with chunk_log() as calls:
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                call()
+            caught = time.perf_counter()
+        finally:
+            timer.cancel()
+            timer.join()
     assert sent, f"the {what} ended before the signal"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if calls:
+        check_interrupt_mechanism(calls, sent[0], caught)
     return caught - sent[0]
 
 
@@ -73,6 +151,34 @@ def finishes_within(seconds):
     t0 = time.perf_counter()
     yield
     assert time.perf_counter() - t0 < seconds
+
+
+# --------------------------------------------------------------------- CUDA
+def cuda_device_properties():
+    """What the current CUDA device offers, read from the driver (libcuda)
+    with ctypes, independently of the code under test.
+
+    Returns
+    -------
+    dict
+        ``major``, ``minor`` (compute capability), ``smem_optin`` (the most
+        shared memory a block can opt in to, bytes), ``sms`` (multiprocessors)
+        and ``cooperative`` (cooperative launches supported).
+    """
+    import ctypes
+    from nlsepy import _cuda
+    lib = ctypes.CDLL("libcuda.so.1")
+    assert lib.cuInit(0) == 0, "cuInit failed"
+    dev = ctypes.c_int()
+    assert lib.cuDeviceGet(ctypes.byref(dev), _cuda.current_device()) == 0
+
+    def attribute(code):
+        value = ctypes.c_int()
+        assert lib.cuDeviceGetAttribute(ctypes.byref(value), code, dev) == 0, code
+        return value.value
+    # CUdevice_attribute codes of cuda.h
+    return dict(major=attribute(75), minor=attribute(76), smem_optin=attribute(97),
+                sms=attribute(16), cooperative=bool(attribute(95)))
 
 
 # ---------------------------------------------------------------------- MPI
@@ -218,13 +324,49 @@ def mbloch_c_problem(n_g, n_e, modes, n_atoms, n_t, h_t, beta=2.0, area=np.pi, d
                 kappa_g=0.3, kappa_e=0.25, delta=0.1, euler_substeps=4)
 
 
-def check_4pi_split(e, h_t):
-    """A 4 pi sech of width 1 after alpha z = 12: two pulses of area ~2 pi.
+def mccall_hahn_delay(beta, tau, detunings, weights, z):
+    """Delay in retarded time of the 2 pi sech soliton after `z` (McCall-Hahn).
 
-    The areas are split at the intensity minimum between the two peaks
-    (so their overlap counts): each within 10 % of 2 pi, the sum within
-    1 % of 4 pi; the peaks 6 and 2 (the 2 pi solitons of widths 1/3 and 1)
-    within 10 %.
+    ``eps = (2/tau) sech((t - z/V)/tau)`` is an exact solution of the
+    two-level Maxwell-Bloch equations for any line: an atom of detuning
+    Delta answers with the polarisation ``tau^2 F(Delta) d eps/dt``,
+    ``F = 1 / (1 + Delta^2 tau^2)``, so that ``dz eps = i P`` (docs/physics.md
+    section 5) moves the pulse at ``1/V = (beta/2) tau^2 sum_D w_D F(Delta_D)``
+    past the retarded frame: ``alpha tau / 2`` for a line much broader than
+    1/tau (alpha = pi beta g(0)), 0.52 of that for a Gaussian line of rms
+    width 1/tau.
+
+    Parameters
+    ----------
+    beta, tau : float
+        Coupling and pulse width.
+    detunings, weights : numpy.ndarray
+        The sampled line.
+    z : float
+        Propagation length (units of 1/beta).
+
+    Returns
+    -------
+    float
+        ``z / V``.
+    """
+    F = 1.0 / (1.0 + (np.asarray(detunings) * tau) ** 2)
+    return 0.5 * beta * tau ** 2 * float(np.sum(np.asarray(weights) * F)) * z
+
+
+def check_4pi_split(e, h_t):
+    """A 4 pi sech of width 1 after alpha z = 12 (h_t = 0.05, alpha h_z = 0.3):
+    two pulses of area ~2 pi.
+
+    The areas are split at the intensity minimum between the two peaks.
+    Their sum, the output's whole area, is 4 pi to 1.5e-4 (measured
+    3.6e-5, independent of h_z and halved with h_t: the time grid's
+    quadrature of the pulse).  The overlap of the two pulses' tails at the
+    split moves area from the second to the first: each within 8 % of
+    2 pi (measured +6.4 % and -6.4 %, the same at half h_t or h_z).  The peaks tend to 6 and 2 (the
+    2 pi solitons of widths 1/3 and 1), which the narrow one has not
+    reached at alpha z = 12: within 5 % (measured -3.6 %, -0.8 % at
+    alpha z = 20) and 1 % (measured +0.2 %).
 
     Parameters
     ----------
@@ -239,8 +381,8 @@ def check_4pi_split(e, h_t):
     assert len(peaks) == 2
     kmin = peaks[0] + int(np.argmin(I[peaks[0]:peaks[1]]))
     a1, a2 = e[:kmin].sum() * h_t, e[kmin:].sum() * h_t
-    assert a1 == pytest.approx(2 * np.pi, rel=0.10)
-    assert a2 == pytest.approx(2 * np.pi, rel=0.10)
-    assert a1 + a2 == pytest.approx(4 * np.pi, rel=0.01)
-    assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.1)
-    assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.1)
+    assert a1 + a2 == pytest.approx(4 * np.pi, rel=1.5e-4)
+    assert a1 == pytest.approx(2 * np.pi, rel=0.08)
+    assert a2 == pytest.approx(2 * np.pi, rel=0.08)
+    assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.05)
+    assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.01)

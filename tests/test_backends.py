@@ -1,5 +1,8 @@
-"""Backends: what this build offers, selection by name, threads, and CPU/GPU
-parity when a GPU backend is present."""
+"""Backends: what this build offers, selection by name and by NLSEPY_BACKEND,
+and the OpenMP threads of the CPU backend.
+
+The CPU/GPU parity of each model is tested in its own folder,
+``tests/<stem>/test_<stem>_cuda.py`` (marked cuda, skipped without a GPU)."""
 
 import numpy as np
 import pytest
@@ -21,7 +24,7 @@ def test_auto_resolves_to_an_available_backend():
 
 def test_cuda_unavailable_is_a_backend_error():
     if "cuda" in nl.backends():
-        pytest.skip("this machine has the CUDA backend; covered by the parity tests")
+        pytest.skip("this machine has the CUDA backend (tests/<stem>/test_<stem>_cuda.py)")
     psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
     with pytest.raises(nl.BackendError, match="backend='cuda' is not available"):
         nl.NLSE(psi0, h, backend="cuda")
@@ -38,7 +41,9 @@ def test_build_info():
 
 
 def test_threads_do_not_change_results():
-    """OpenMP splits lines between threads; results must not depend on it."""
+    """OpenMP splits lines between threads; results must not depend on it.
+    The CPU backend explicitly: "auto" is the GPU where there is one, and
+    the thread count would then change nothing."""
     psi0, h, p = nl.examples.dark_vortex(length=40.0, h=0.25)  # 161^2 > parallel threshold
     before = nl.get_num_threads()
     out = []
@@ -46,7 +51,7 @@ def test_threads_do_not_change_results():
         for n in (1, 2):
             nl.set_num_threads(n)
             assert nl.get_num_threads() == (n if nl.build_info()["openmp"] else 1)
-            sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], bc="msd")
+            sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], bc="msd", backend="cpu")
             sim.step(20)
             out.append(sim.psi)
     finally:

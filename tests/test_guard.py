@@ -12,6 +12,8 @@ import nlsepy as nl
 from nlsepy.common import files as _files
 from nlsepy.common import guard as _guard
 
+from _helpers import LATENCY_BOUND, check_interrupt_mechanism, chunk_log
+
 
 def _sigint_after(seconds):
     """Send SIGINT to this process from a timer thread after `seconds`."""
@@ -21,20 +23,28 @@ def _sigint_after(seconds):
 
 
 def test_chunked_books_every_chunk_and_stops_on_sigint():
+    """A SIGINT during chunked(1e9 units of 2 ms): the chunks were sized
+    from the measured speed, and the KeyboardInterrupt came at the first
+    chunk boundary after the signal (check_interrupt_mechanism), not
+    after a wall-clock time."""
     done = []
+    sent = []
 
     def work(k):
         time.sleep(0.002 * k)
         done.append(k)
 
-    timer = _sigint_after(0.3)
-    t0 = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        _guard.chunked(10**9, work)
-    elapsed = time.perf_counter() - t0
+    timer = threading.Timer(0.3, lambda: (sent.append(time.perf_counter()),
+                                          os.kill(os.getpid(), signal.SIGINT)))
+    with chunk_log() as calls:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            _guard.chunked(10**9, work)
+        caught = time.perf_counter()
     timer.join()
-    assert elapsed < 1.0
-    assert 0 < sum(done) < 10**9
+    check_interrupt_mechanism(calls, sent[0], caught)
+    assert caught - sent[0] < LATENCY_BOUND
+    assert [c[3] for c in calls] == done and 0 < sum(done) < 10**9
     # the chunks grew from 1 towards CHUNK_SECONDS' worth and no further
     assert done[0] == 1 and max(done) <= 8 * 0.1 / 0.002
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -5,13 +5,18 @@ Each example draws every argument either from values a user would pass or
 from hostile ones (NaN, Inf, zero, negatives, huge numbers, wrong types,
 wrong shapes), calls the public API, and accepts only success or a clear
 exception: TypeError, ValueError, MemoryError (refused before allocating),
-nl.BackendError, and nl.BlowUpError where a step may blow up.  After an
-exception the object must still work.  Under ``make sanitize`` the same
-battery runs against the C core built with AddressSanitizer and UBSan.
+nl.BackendError, and nl.BlowUpError where a step may blow up.  A call that
+gets a hostile value must refuse it, unless the value is listed as one that
+argument accepts (``arg(..., accept=...)``, each with its reason); a success
+on any other hostile value fails the test.  After an exception the object
+must still work.  Under ``make sanitize`` the same battery runs against the
+C core built with AddressSanitizer and UBSan.
 """
 
+import inspect
 import math
 import time
+import types
 
 import numpy as np
 import pytest
@@ -43,16 +48,90 @@ HOSTILE_COUNT = HOSTILE.filter(
     lambda v: not (isinstance(v, (int, float)) and math.isfinite(v) and v > 10 ** 6))
 
 
-def arg(valid, count=False):
-    """A valid value (from a strategy or a list) or a hostile one."""
+# The hostile values an argument is meant to accept: those its contract
+# (nlsepy.common.checks: real, positive, count) lets through.  Every other
+# hostile value must be refused.
+def REAL(v):
+    """A finite real number (not a bool): couplings, potentials, B, detunings."""
+    return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            and math.isfinite(v))
+
+
+def POSITIVE(v):
+    """A finite real number > 0: spacings, steps, tolerances, lengths."""
+    return REAL(v) and v > 0
+
+
+def WHOLE(minimum):
+    """An integer (not a bool) >= `minimum`: counts of steps, frames, atoms."""
+    return lambda v: (isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                      and v >= minimum)
+
+
+def POINT(v):
+    """One point (x, y, z): an array of shape (3,), as (n, 3) has n points."""
+    return isinstance(v, np.ndarray) and v.shape == (3,)
+
+
+def _same(a, b):
+    """`a` is `b` as a value: the same type and equal (NaN equal to NaN); an
+    array only itself."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a is b
+    try:
+        return bool(a == b) or bool(a != a and b != b)
+    except (TypeError, ValueError):
+        return a is b
+
+
+def _accepted(value, accept):
+    """`value` is one of `accept`: a value (_same) or a predicate of it."""
+    return any(a(value) if isinstance(a, types.FunctionType) else _same(value, a)
+               for a in accept)
+
+
+def arg(valid, count=False, accept=()):
+    """A valid value (from a strategy or a list) or a hostile one, drawn as
+    ``(value, refused)``: `refused` when the value is hostile and not one of
+    `accept`, the hostile values this argument is meant to take (values,
+    or predicates of the value)."""
+    listed = () if isinstance(valid, st.SearchStrategy) else tuple(valid)
     good = valid if isinstance(valid, st.SearchStrategy) else st.sampled_from(valid)
-    return st.one_of(good, good, HOSTILE_COUNT if count else HOSTILE)
+    good = good.map(lambda v: (v, False))
+    bad = (HOSTILE_COUNT if count else HOSTILE).map(
+        lambda v: (v, not _accepted(v, tuple(accept) + listed)))
+    return st.one_of(good, good, bad)
 
 
-def call(fn, *args, allowed=CLEAR, **kw):
+def valid(values):
+    """Only valid values, drawn as arg() draws them."""
+    return st.sampled_from(values).map(lambda v: (v, False))
+
+
+def battery(**args):
+    """``settings(**SETTINGS)`` and ``given(**args)`` for a test whose
+    arguments arg() draws: the test receives the values, and first
+    `refused`, the names of the arguments whose value it must see refused."""
+    def decorate(fn):
+        def test(**drawn):
+            refused = frozenset(k for k, (_, bad) in drawn.items() if bad)
+            return fn(refused, **{k: v for k, (v, _) in drawn.items()})
+        test.__signature__ = inspect.Signature(
+            [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in args])
+        for name in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(test, name, getattr(fn, name))
+        return settings(**SETTINGS)(given(**args)(test))
+    return decorate
+
+
+def call(fn, *args, allowed=CLEAR, refuse=(), **kw):
     """Call fn; success or an allowed exception with a message. Anything
     else (KeyError, ZeroDivisionError, OverflowError, IndexError, a crash)
-    fails the test. Returns the result or the exception."""
+    fails the test, and so does a success when `refuse` names an argument
+    whose hostile value the call must refuse. Returns the result or the
+    exception."""
     t0 = time.perf_counter()
     try:
         out = fn(*args, **kw)
@@ -60,6 +139,9 @@ def call(fn, *args, allowed=CLEAR, **kw):
         assert str(exc).strip(), f"{type(exc).__name__} without a message"
         out = exc
     assert time.perf_counter() - t0 < 60, "a hostile call ran for a minute"
+    if refuse and not isinstance(out, BaseException):
+        raise AssertionError(f"{getattr(fn, '__qualname__', fn)} accepted the hostile "
+                             f"{sorted(refuse)}: args {args!r}, {kw!r}")
     return out
 
 
@@ -67,142 +149,166 @@ def finite(x):
     return isinstance(x, float) and math.isfinite(x)
 
 
+def _is(value, marker):
+    """`value` is the string `marker` the battery stands for an array with."""
+    return isinstance(value, str) and value == marker
+
+
 # ------------------------------------------------------------------ NLSE
-@settings(**SETTINGS)
-@given(n=arg([16, 24]), ndim=st.sampled_from([1, 2]), spacing=arg([0.1, 0.5]),
-       a=arg([1.0, 0.5]), s=arg([-1.0, 1.0]), scheme=arg(["cd", "2shoc"]),
-       bc=arg(["periodic", "msd", "dirichlet"]), dt=arg([None, 1e-3]),
-       dtype=arg([None, np.complex64, np.complex128]), backend=arg(["cpu"]))
-def test_nlse_constructor(n, ndim, spacing, a, s, scheme, bc, dt, dtype, backend):
+@battery(n=arg([16, 24]), ndim=valid([1, 2]), spacing=arg([0.1, 0.5], accept=[POSITIVE]),
+         a=arg([1.0, 0.5], accept=[POSITIVE]), s=arg([-1.0, 1.0], accept=[REAL]),
+         scheme=arg(["cd", "2shoc"]), bc=arg(["periodic", "msd", "dirichlet"]),
+         dt=arg([None, 1e-3], accept=[POSITIVE]),
+         dtype=arg([None, np.complex64, np.complex128]), backend=arg(["cpu"]))
+def test_nlse_constructor(refused, n, ndim, spacing, a, s, scheme, bc, dt, dtype, backend):
     shape = (n,) * ndim if isinstance(n, int) and 0 < n < 64 else n
     try:
         psi0 = np.ones(shape, complex)
     except (TypeError, ValueError, MemoryError, OverflowError):
         psi0 = n
     sim = call(nl.NLSE, psi0, spacing, a=a, s=s, scheme=scheme, bc=bc, dt=dt, dtype=dtype,
-               backend=backend)
+               backend=backend, refuse=refused)
     if isinstance(sim, nl.NLSE):
         call(sim.step, 2, allowed=CLEAR + (nl.BlowUpError,))
 
 
-@settings(**SETTINGS)
-@given(n=arg([0, 3], True), t_end=arg([0.01, 0.02], True), frames=arg([1, 2]), V=arg([None, "ones"]),
-       psi=arg(["ones"]), dt=arg([1e-3]))
-def test_nlse_methods(n, t_end, frames, V, psi, dt):
+@battery(n=arg([0, 3], True, accept=[WHOLE(0)]), t_end=arg([0.01, 0.02], True),
+         frames=arg([1, 2], accept=[WHOLE(1)]), V=arg([None, "ones"]), psi=arg(["ones"]),
+         dt=arg([1e-3], accept=[POSITIVE]))
+def test_nlse_methods(refused, n, t_end, frames, V, psi, dt):
     sim = nl.NLSE(np.ones(16, complex), 0.1, bc="periodic", backend="cpu")
-    call(sim.step, n, allowed=CLEAR + (nl.BlowUpError,))
-    call(setattr, sim, "V", np.ones(16) if isinstance(V, str) and V == "ones" else V)
-    call(setattr, sim, "psi", np.ones(16) if isinstance(psi, str) and psi == "ones" else psi)
-    call(setattr, sim, "dt", dt)
+    call(sim.step, n, allowed=CLEAR + (nl.BlowUpError,), refuse=refused & {"n"})
+    call(setattr, sim, "V", np.ones(16) if isinstance(V, str) and V == "ones" else V,
+         refuse=refused & {"V"})
+    call(setattr, sim, "psi", np.ones(16) if isinstance(psi, str) and psi == "ones" else psi,
+         refuse=refused & {"psi"})
+    call(setattr, sim, "dt", dt, refuse=refused & {"dt"})
     call(sim.run, sim.t + t_end if finite(t_end) else t_end, frames=frames,
-         allowed=CLEAR + (nl.BlowUpError,))
+         allowed=CLEAR + (nl.BlowUpError,), refuse=refused & {"t_end", "frames"})
     assert finite(sim.t) and np.all(np.isfinite(sim.psi))
     call(sim.step, 1, allowed=(nl.BlowUpError,))  # still works (or reports)
 
 
 # ------------------------------------------------------------ DipolarGPE
-@settings(**SETTINGS)
-@given(n=arg([8, 12]), spacing=arg([0.4]), dt=arg([1e-3]), g=arg([0.0, 5.0]),
-       gdd=arg([0.0, 2.0]), trap=arg([(1.0, 1.0, 1.0), (1.0, 2.0, 0.5)]),
-       geometry=arg(["3d", "2d", "1d"]), option=arg([1, 2]),
-       dtype=arg([np.complex128, np.complex64]), backend=arg(["cpu"]))
-def test_dipolar_constructor(n, spacing, dt, g, gdd, trap, geometry, option, dtype, backend):
+@battery(n=arg([8, 12]), spacing=arg([0.4], accept=[POSITIVE]),
+         dt=arg([1e-3], accept=[POSITIVE]), g=arg([0.0, 5.0], accept=[REAL]),
+         gdd=arg([0.0, 2.0], accept=[REAL]), trap=arg([(1.0, 1.0, 1.0), (1.0, 2.0, 0.5)]),
+         geometry=arg(["3d", "2d", "1d"]), option=arg([1, 2]),
+         dtype=arg([np.complex128, np.complex64]), backend=arg(["cpu"]))
+def test_dipolar_constructor(refused, n, spacing, dt, g, gdd, trap, geometry, option, dtype,
+                             backend):
     nd = {"3d": 3, "2d": 2, "1d": 1}.get(geometry, 3) if isinstance(geometry, str) else 3
     shape = (n,) * nd if isinstance(n, int) and not isinstance(n, bool) else n
     gpe = call(nl.DipolarGPE, shape, spacing, dt, g=g, gdd=gdd, trap=trap, geometry=geometry,
-               option=option, dtype=dtype, backend=backend)
+               option=option, dtype=dtype, backend=backend, refuse=refused)
     if isinstance(gpe, nl.DipolarGPE):
         call(gpe.imaginary_time, 2, allowed=CLEAR + (nl.BlowUpError,))
 
 
-@settings(**SETTINGS)
-@given(steps=arg([0, 2], True), frames=arg([None, 1]), t_end=arg([0.004], True), psi=arg(["ones"]))
-def test_dipolar_methods(steps, frames, t_end, psi):
+@battery(steps=arg([0, 2], True, accept=[WHOLE(0)]), frames=arg([None, 1], accept=[WHOLE(1)]),
+         t_end=arg([0.004], True), psi=arg(["ones"]))
+def test_dipolar_methods(refused, steps, frames, t_end, psi):
     gpe = nl.DipolarGPE((8, 8, 8), 0.5, 1e-3, g=2.0, gdd=1.0, backend="cpu")
-    call(gpe.imaginary_time, steps, frames=frames, allowed=CLEAR + (nl.BlowUpError,))
-    call(setattr, gpe, "psi", np.ones((8, 8, 8)) if isinstance(psi, str) else psi)
-    call(gpe.run, gpe.t + t_end if finite(t_end) else t_end, allowed=CLEAR + (nl.BlowUpError,))
+    call(gpe.imaginary_time, steps, frames=frames, allowed=CLEAR + (nl.BlowUpError,),
+         refuse=refused & {"steps", "frames"})
+    call(setattr, gpe, "psi", np.ones((8, 8, 8)) if _is(psi, "ones") else psi,
+         refuse=refused & {"psi"})
+    call(gpe.run, gpe.t + t_end if finite(t_end) else t_end, allowed=CLEAR + (nl.BlowUpError,),
+         refuse=refused & {"t_end"})
     assert finite(gpe.t)
     call(gpe.imaginary_time, 1, allowed=(nl.BlowUpError,))  # still works (or reports)
 
 
 # ---------------------------------------------------------- CoaxialMagnet
-@settings(**SETTINGS)
-@given(r0=arg([0.25]), z0=arg([0.5]), r1=arg([1.0]), z1=arg([1.5]), h=arg([0.25, 0.125]),
-       B=arg([1e-3]), dtype=arg([np.float64, np.float32]), backend=arg(["cpu"]),
-       method=arg(["jacobi", "sor", "red-black", "multigrid"]), tol=arg([1e-4]),
-       max_iter=arg([50, 2000], True))
-def test_magnet_constructor_and_solve(r0, z0, r1, z1, h, B, dtype, backend, method, tol,
-                                      max_iter):
-    mag = call(nl.CoaxialMagnet, r0, z0, r1, z1, h, B=B, dtype=dtype, backend=backend)
+@battery(r0=arg([0.25], accept=[POSITIVE]), z0=arg([0.5], accept=[POSITIVE]),
+         r1=arg([1.0], accept=[POSITIVE]), z1=arg([1.5], accept=[POSITIVE]),
+         h=arg([0.25, 0.125], accept=[POSITIVE]), B=arg([1e-3], accept=[REAL]),
+         dtype=arg([np.float64, np.float32]), backend=arg(["cpu"]),
+         method=arg(["jacobi", "sor", "red-black", "multigrid"]),
+         tol=arg([1e-4], accept=[POSITIVE]), max_iter=arg([50, 2000], True, accept=[WHOLE(1)]))
+def test_magnet_constructor_and_solve(refused, r0, z0, r1, z1, h, B, dtype, backend, method,
+                                      tol, max_iter):
+    made = refused & {"r0", "z0", "r1", "z1", "h", "B", "dtype", "backend"}
+    mag = call(nl.CoaxialMagnet, r0, z0, r1, z1, h, B=B, dtype=dtype, backend=backend,
+               refuse=made)
     if isinstance(mag, nl.CoaxialMagnet):
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sol = call(mag.solve, method, tol=tol, max_iter=max_iter)
+            sol = call(mag.solve, method, tol=tol, max_iter=max_iter,
+                       refuse=refused & {"method", "tol", "max_iter"})
         if isinstance(sol, nl.MagnetSolution):
-            call(sol.winding, max_iter)
-            call(sol.homogeneity, tol)
+            call(sol.winding, max_iter, refuse=refused & {"max_iter"})
+            call(sol.homogeneity, tol, refuse=refused & {"tol"})
 
 
 # ----------------------------------------------------------- MaxwellBloch
-@settings(**SETTINGS)
-@given(n_e=arg([1, 2]), h_t=arg([0.05]), n_t=arg([64]), n_atoms=arg([8, 16]),
-       beta=arg([1.0]), delta=arg([0.0, 0.5]), dtype=arg([np.complex128, np.complex64]),
-       backend=arg(["cpu"]), h_z=arg([0.01]), n_z=arg([2, 3], True), save_every=arg([1]))
-def test_mbloch_constructor_and_run(n_e, h_t, n_t, n_atoms, beta, delta, dtype, backend, h_z,
-                                    n_z, save_every):
+@battery(n_e=arg([1, 2], accept=[WHOLE(1)]), h_t=arg([0.05], accept=[POSITIVE]),
+         n_t=arg([64], accept=[WHOLE(2)]), n_atoms=arg([8, 16], accept=[WHOLE(1)]),
+         beta=arg([1.0], accept=[REAL]), delta=arg([0.0, 0.5], accept=[REAL]),
+         dtype=arg([np.complex128, np.complex64]), backend=arg(["cpu"]),
+         h_z=arg([0.01], accept=[POSITIVE]), n_z=arg([2, 3], True, accept=[WHOLE(1)]),
+         save_every=arg([1], accept=[WHOLE(1)]))
+def test_mbloch_constructor_and_run(refused, n_e, h_t, n_t, n_atoms, beta, delta, dtype, backend,
+                                    h_z, n_z, save_every):
+    made = refused & {"n_e", "h_t", "n_t", "n_atoms", "beta", "delta", "dtype", "backend"}
     mb = call(nl.MaxwellBloch, 1, n_e, h_t=h_t, n_t=n_t, n_atoms=n_atoms, beta=beta,
-              delta=delta, dtype=dtype, backend=backend)
+              delta=delta, dtype=dtype, backend=backend, refuse=made)
     if isinstance(mb, nl.MaxwellBloch):
         nt = mb.n_t if hasattr(mb, "n_t") else 64
         f0 = np.zeros((mb.n_modes, nt), complex)
         f0[:, nt // 4: nt // 2] = 0.5
-        call(mb.run, f0, h_z, n_z, save_every=save_every, allowed=CLEAR + (nl.BlowUpError,))
+        call(mb.run, f0, h_z, n_z, save_every=save_every, allowed=CLEAR + (nl.BlowUpError,),
+             refuse=refused & {"h_z", "n_z", "save_every"})
 
 
 # ----------------------------------------------------------------- DecGPE
-@settings(**SETTINGS)
-@given(grid=arg(["cubic", "bcc", "a15"]), blocks=arg([2, (2, 3, 2)]), spacing=arg([1.0]),
-       g=arg([0.0, 3.0]), trap=arg([1.0, (1.0, 0.5, 2.0)]), bc=arg(["zero", "periodic"]),
-       dt=arg([None, 1e-3]), dtype=arg([np.complex128, np.complex64]), backend=arg(["cpu"]))
-def test_dec_constructor(grid, blocks, spacing, g, trap, bc, dt, dtype, backend):
+@battery(grid=arg(["cubic", "bcc", "a15"]), blocks=arg([2, (2, 3, 2)]),
+         spacing=arg([1.0], accept=[POSITIVE]), g=arg([0.0, 3.0], accept=[REAL]),
+         trap=arg([1.0, (1.0, 0.5, 2.0)]), bc=arg(["zero", "periodic"]),
+         dt=arg([None, 1e-3], accept=[POSITIVE]), dtype=arg([np.complex128, np.complex64]),
+         backend=arg(["cpu"]))
+def test_dec_constructor(refused, grid, blocks, spacing, g, trap, bc, dt, dtype, backend):
     pytest.importorskip("scipy")
     sim = call(nl.DecGPE, grid, blocks, spacing, g=g, trap=trap, bc=bc, dt=dt, dtype=dtype,
-               backend=backend)
+               backend=backend, refuse=refused)
     if isinstance(sim, nl.DecGPE):
         sim.psi = np.ones(sim.size)
         call(sim.step, 2, allowed=CLEAR + (nl.BlowUpError,))
 
 
-@settings(**SETTINGS)
-@given(n=arg([0, 3], True), steps=arg([0, 2], True), norm=arg([None, 2.0]), t_end=arg([0.01], True),
-       frames=arg([1, 2]), V=arg([None, "zeros"]), psi=arg(["ones"]),
-       points=arg([np.zeros((2, 3))]), shape=arg([(4, 4), (3, 3, 3)]))
-def test_dec_methods(n, steps, norm, t_end, frames, V, psi, points, shape):
+@battery(n=arg([0, 3], True, accept=[WHOLE(0)]), steps=arg([0, 2], True, accept=[WHOLE(0)]),
+         norm=arg([None, 2.0], accept=[POSITIVE]), t_end=arg([0.01], True),
+         frames=arg([1, 2], accept=[WHOLE(1)]),
+         # a number: a uniform potential, broadcast to every cell
+         V=arg([None, "zeros"], accept=[REAL]), psi=arg(["ones"]),
+         points=arg([np.zeros((2, 3))], accept=[POINT]), shape=arg([(4, 4), (3, 3, 3)]))
+def test_dec_methods(refused, n, steps, norm, t_end, frames, V, psi, points, shape):
     pytest.importorskip("scipy")
     sim = nl.DecGPE("bcc", 2, trap=1.0, g=1.0, backend="cpu")
     sim.psi = np.ones(sim.size)
-    call(sim.step, n, allowed=CLEAR + (nl.BlowUpError,))
-    call(sim.imaginary_time, steps, norm=norm, allowed=CLEAR + (nl.BlowUpError,))
-    call(setattr, sim, "V", np.zeros(sim.size) if isinstance(V, str) else V)
-    call(setattr, sim, "psi", np.ones(sim.size) if isinstance(psi, str) else psi)
+    call(sim.step, n, allowed=CLEAR + (nl.BlowUpError,), refuse=refused & {"n"})
+    call(sim.imaginary_time, steps, norm=norm, allowed=CLEAR + (nl.BlowUpError,),
+         refuse=refused & {"steps", "norm"})
+    call(setattr, sim, "V", np.zeros(sim.size) if _is(V, "zeros") else V,
+         refuse=refused & {"V"})
+    call(setattr, sim, "psi", np.ones(sim.size) if _is(psi, "ones") else psi,
+         refuse=refused & {"psi"})
     call(sim.run, sim.t + t_end if finite(t_end) else t_end, frames=frames,
-         allowed=CLEAR + (nl.BlowUpError,))
-    call(sim.density_at, points)
-    call(sim.density_on_grid, shape)
-    call(sim.apply, psi if not isinstance(psi, str) else np.ones(sim.size))
+         allowed=CLEAR + (nl.BlowUpError,), refuse=refused & {"t_end", "frames"})
+    call(sim.density_at, points, refuse=refused & {"points"})
+    call(sim.density_on_grid, shape, refuse=refused & {"shape"})
+    call(sim.apply, np.ones(sim.size) if _is(psi, "ones") else psi, refuse=refused & {"psi"})
     assert finite(sim.t)
     call(sim.step, 1, allowed=(nl.BlowUpError,))  # still works (or reports)
 
 
 # ----------------------------------------------------------------- helpers
-@settings(**SETTINGS)
-@given(n=arg([1, 2]))
-def test_set_num_threads(n):
+@battery(n=arg([1, 2], accept=[lambda v: WHOLE(1)(v) and v <= nl.max_threads()]))
+def test_set_num_threads(refused, n):
     before = nl.get_num_threads()
     try:
-        call(nl.set_num_threads, n)
+        call(nl.set_num_threads, n, refuse=refused)
         nl.NLSE(np.ones(16, complex), 0.1, bc="periodic", backend="cpu").step(2)
     finally:
         nl.set_num_threads(before)

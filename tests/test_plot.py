@@ -187,6 +187,32 @@ def test_dec_slice_of_cells(tmp_path):
     check_panels(fig, 2, 4, "x (oscillator lengths)", "y (oscillator lengths)")
 
 
+def test_dec_plot_slice_is_the_density_at_the_cells():
+    """DecGPE.plot_slice: |psi|^2 interpolated on the plane z, exact at the
+    circumcentres (on the cubic grid a 2 h / 4 grid of the box puts every
+    other point on a cell centre); on the Axes given, imshow's keywords
+    passed on, the box as the extent, the plane and time in the title."""
+    pytest.importorskip("scipy")
+    import matplotlib.pyplot as plt
+    sim = nl.DecGPE("cubic", blocks=(6, 5, 4), spacing=0.5, trap=1.0, backend="cpu")
+    x, y, z = sim.positions.T
+    sim.psi = (1 + 0.3 * x - 0.2 * y + 0.1 * z) * np.exp(1j * x)
+    fig, ax = plt.subplots()
+    im = sim.plot_slice(0.25, ax=ax, shape=(13, 11), cmap="magma")
+    assert im.axes is ax and im.get_cmap().name == "magma"
+    assert im.get_extent() == pytest.approx([-1.5, 1.5, -1.25, 1.25])
+    img = np.asarray(im.get_array()).T  # (x, y)
+    assert img.shape == (13, 11)
+    on = np.isclose(z, 0.25)
+    i = np.rint((x[on] + 1.5) / 0.25).astype(int)
+    j = np.rint((y[on] + 1.25) / 0.25).astype(int)
+    assert np.all(i % 2 == 1) and np.all(j % 2 == 1) and on.sum() == 30
+    np.testing.assert_allclose(img[i, j], np.abs(sim.psi[on]) ** 2, rtol=1e-12)
+    assert "z = 0.25" in ax.get_title() and "oscillator lengths" in ax.get_xlabel()
+    assert sim.plot_slice().axes.figure is not fig  # a new figure without ax
+    plt.close("all")
+
+
 # ------------------------------------------------------------------ magnet
 def test_magnet_phi_and_winding(tmp_path):
     sol = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, backend="cpu").solve()

@@ -146,6 +146,34 @@ def test_every_model_plots(tmp_path, name):
     assert fig.axes and os.path.getsize(tmp_path / "fig.png") > 0
 
 
+def advance(model, n):
+    (getattr(model, "real_time", None) or model.step)(n)
+
+
+@pytest.mark.parametrize("name", STEPPERS)
+def test_load_takes_the_backend_it_is_given(tmp_path, name, monkeypatch):
+    """load() chooses its backend as a constructor does, never the one that
+    wrote the file: "auto" (the default) is the GPU where this machine has
+    one, else the CPU (NLSEPY_BACKEND steers it); an explicit backend is
+    taken.  The state comes back bit for bit either way, and on the CPU,
+    which wrote it, the steps that follow are the saved solver's bit for bit."""
+    monkeypatch.delenv("NLSEPY_BACKEND", raising=False)
+    model = MAKE[name]()  # a CPU solver
+    model.save(tmp_path / "ck.npz")
+    cls = type(model)
+    auto = cls.load(tmp_path / "ck.npz")
+    assert auto.backend == ("cuda" if "cuda" in nl.backends(name) else "cpu")
+    assert np.array_equal(auto.psi, model.psi) and auto.t == model.t
+    monkeypatch.setenv("NLSEPY_BACKEND", "cpu")
+    assert cls.load(tmp_path / "ck.npz").backend == "cpu"
+    monkeypatch.delenv("NLSEPY_BACKEND")
+    cpu = cls.load(tmp_path / "ck.npz", backend="cpu")
+    assert cpu.backend == "cpu"
+    advance(model, 3)
+    advance(cpu, 3)
+    assert np.array_equal(cpu.psi, model.psi) and cpu.t == model.t
+
+
 def test_h5_without_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
     sim = nlse()
     monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py fails

@@ -474,8 +474,11 @@ def node_rank():
     return rank
 
 
-needs_cuda = pytest.mark.skipif("cuda" not in nl.backends("DecGPE"),
-                                reason="needs the CUDA backend and a GPU")
+def needs_cuda(test):
+    """GPU ranks: marked cuda (test_dec_mpi.py runs them apart) and skipped
+    without the DecGPE CUDA backend."""
+    return pytest.mark.cuda(pytest.mark.skipif("cuda" not in nl.backends("DecGPE"),
+                                               reason="needs the CUDA backend and a GPU")(test))
 
 
 @needs_cuda

@@ -8,6 +8,7 @@ followed by spaces, every output key set.
 
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -274,6 +275,44 @@ def test_nlsepy_extras_on_a_labelled_line(tmp_path):
     assert lines.index(extra[0]) > max(i for i, ln in enumerate(lines) if ln.startswith("After"))
 
 
+#: a number as the -out.txt files print it
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def check_same_printed_rows(a, b, where):
+    """Two -out.txt texts print the same rows: the same words, and the same
+    numbers, each to one unit of its last printed digit (the backends
+    agree to about 1e-12, so a value on a rounding boundary may print one
+    digit apart); the clock and CPU-time lines differ by design."""
+    rows = [[ln for ln in text.splitlines() if "Time:" not in ln] for text in (a, b)]
+    assert len(rows[0]) == len(rows[1]), where
+    for x, y in zip(*rows):
+        assert NUMBER.sub("#", x) == NUMBER.sub("#", y), (where, x, y)
+        for u, v in zip(NUMBER.findall(x), NUMBER.findall(y)):
+            mantissa = re.split("[eE]", u)[0]
+            decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+            exponent = int(re.split("[eE]", u)[1]) if re.search("[eE]", u) else 0
+            assert abs(float(u) - float(v)) <= 1.01 * 10.0 ** (exponent - decimals), (where, x, y)
+
+
+def test_printed_rows_check_sees_one_digit():
+    """check_same_printed_rows on the rows the CPU prints: equal to
+    themselves, refused with one number changed in its fourth decimal
+    (which the line lengths, compared before, did not see)."""
+    text = """  ------------------------------------------------------------------
+                      Norm       Chem     Ener/N       <r>  |Psi(0,0,0)|^2
+Initial:            1.0000    6.32295    4.43693   2.11999    0.03220
+After NRUN iter.:   1.0052    7.88949    5.29859   2.20998    0.02372
+  Clock Time: 7 seconds
+"""
+    check_same_printed_rows(text, text.replace("Clock Time: 7", "Clock Time: 9"), "same")
+    check_same_printed_rows(text, text.replace("7.88949", "7.88950"), "last digit")
+    with pytest.raises(AssertionError):
+        check_same_printed_rows(text, text.replace("7.88949", "7.88959"), "changed")
+    with pytest.raises(AssertionError):
+        check_same_printed_rows(text, text.replace("Initial:", "Initial;"), "words")
+
+
 @pytest.mark.cuda
 def test_published_pair_on_cuda_matches_cpu(tmp_path):
     if "cuda" not in nl.backends("DipolarGPE"):
@@ -291,9 +330,8 @@ def test_published_pair_on_cuda_matches_cpu(tmp_path):
                           if not n.endswith("-out.txt")}
     assert files["cpu"] == files["cuda"]
     for prog in ("imag3d", "real3d"):  # the same rows; the clock and CPU seconds differ
-        rows = {b: [ln for ln in (tmp_path / b / f"{prog}-out.txt").read_text().splitlines()
-                    if "Time:" not in ln] for b in ("cpu", "cuda")}
-        assert [len(ln) for ln in rows["cpu"]] == [len(ln) for ln in rows["cuda"]], prog
+        check_same_printed_rows(*((tmp_path / b / f"{prog}-out.txt").read_text()
+                                  for b in ("cpu", "cuda")), prog)
     a = np.fromfile(tmp_path / "cpu" / "real3d-den.bin")
     b = np.fromfile(tmp_path / "cuda" / "real3d-den.bin")
     assert np.allclose(a, b, rtol=1e-9, atol=1e-12)

@@ -187,6 +187,7 @@ def test_blow_up_in_one_slab_only():
     np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif("cuda" not in nl.backends("NLSE"), reason="needs the CUDA backend and a GPU")
 @pytest.mark.parametrize("shape,scheme,bc", [((25, 12, 10), "2shoc", "periodic"),
                                              ((31, 16), "cd", "msd")])

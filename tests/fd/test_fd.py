@@ -31,7 +31,9 @@ ORDERS = {"cd": (2.0, 0.3, [0.2, 0.1, 0.05]), "2shoc": (4.0, 0.4, [0.4, 0.2, 0.1
 # ----------------------------------------------------------------- 1D orders
 @pytest.mark.parametrize("scheme", ["cd", "2shoc"])
 def test_dark_soliton_order_msd(scheme, backend):
-    """Source's dark soliton (s=-1, a=1, c=0.5, Omega=-1) with MSD boundaries."""
+    """Source's dark soliton (s=-1, a=1, c=0.5, Omega=-1) with MSD boundaries.
+    |Psi| = 1 at the ends and its phase has a gradient there (c != 0): under
+    Dirichlet, L0, periodic or one-sided the error does not fall with h."""
     expect, tol, hs = ORDERS[scheme]
     errs = []
     for h in hs:
@@ -45,14 +47,17 @@ def test_dark_soliton_order_msd(scheme, backend):
 
 @pytest.mark.parametrize("scheme", ["cd", "2shoc"])
 def test_bright_soliton_order_periodic(scheme, backend):
-    """Moving bright soliton on a periodic box of length 50 (tails e^-25)."""
+    """Moving bright soliton on a periodic box of length 50, centred on the
+    seam (x0 = L/2 = -L/2): its peak, O(1), crosses the wrap-around, which
+    any other rule would cut (its tails, e^-25, are in the middle)."""
     expect, tol, hs = ORDERS[scheme]
     length = 50.0
     c = 4 * np.pi * 2 / length  # c L / 2a = 4 pi: the phase is periodic
     errs = []
     for h in hs:
         psi0, h, p = nl.examples.bright_soliton(length=length, h=h, c=c, omega=1.0,
-                                                periodic=True)
+                                                x0=0.5 * length, periodic=True)
+        assert abs(psi0[0]) > 1.0  # the peak, sqrt(2), sits on the seam
         sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], scheme=scheme, bc="periodic",
                       backend=backend)
         sim.run(1.0, frames=1)
@@ -60,21 +65,48 @@ def test_bright_soliton_order_periodic(scheme, backend):
     assert abs(order(hs, errs) - expect) < tol, errs
 
 
+def edge_state_1d(bc, length, h, a=1.0):
+    """A continuous solution of i u_t + a u_xx - V0 u = 0 (s = 0) on [0, L]
+    that is O(1) at both ends and satisfies `bc` there, and only that rule.
+
+    Both carry c sin(3 pi x / L) exp(-i (a (3 pi/L)^2 + V0) t), zero at the
+    ends and with zero second derivative there.  Dirichlet adds the
+    stationary exp(kappa (x - L/2)), V0 = a kappa^2: the ends hold still
+    (L0 would turn them at the rate V0).  L0 adds the linear
+    (1 + 0.4 x / L) exp(-i V0 t): u_xx = 0 at the ends, which turn at the
+    rate V0 (Dirichlet would hold them).  Neither is periodic, and MSD,
+    which copies the phase velocity of the next point in, misses both.
+    Swapping any other rule in leaves an error that does not fall with h
+    (0.05 to 1.4 at these parameters; one-sided: order 1)."""
+    n = int(round(length / h))
+    x = h * np.arange(n + 1)
+    k, kappa, c = 3 * np.pi / length, 0.15, 0.6
+    V0 = a * kappa ** 2 if bc == "dirichlet" else 0.7
+    mode = c * np.sin(k * x)
+
+    def exact(t):
+        wave = mode * np.exp(-1j * (a * k * k + V0) * t)
+        if bc == "dirichlet":
+            return np.exp(kappa * (x - 0.5 * length)) + wave
+        return (1 + 0.4 * x / length) * np.exp(-1j * V0 * t) + wave
+    return exact, V0
+
+
 @pytest.mark.parametrize("scheme", ["cd", "2shoc"])
 @pytest.mark.parametrize("bc", ["dirichlet", "l0"])
 def test_order_dirichlet_l0_1d(scheme, bc, backend):
-    """Dirichlet: bright soliton (Psi ~ 0 at the ends); L0: resting dark soliton
-    (its background has zero Laplacian)."""
+    """Dirichlet and L0 against a continuous solution that is O(1) at the
+    ends and consistent with that rule alone (edge_state_1d): the error
+    falls at the scheme's order."""
     expect, tol, hs = ORDERS[scheme]
     errs = []
     for h in hs:
-        if bc == "dirichlet":
-            psi0, h, p = nl.examples.bright_soliton(length=50.0, h=h, c=0.3, periodic=False)
-        else:
-            psi0, h, p = nl.examples.dark_soliton(length=40.0, h=h, c=0.0)
-        sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], scheme=scheme, bc=bc, backend=backend)
+        exact, V0 = edge_state_1d(bc, 12.0, h)
+        psi0 = exact(0.0)
+        sim = nl.NLSE(psi0, h, a=1.0, s=0.0, V=np.full(psi0.shape, V0), scheme=scheme, bc=bc,
+                      backend=backend)
         sim.run(1.0, frames=1)
-        errs.append(max_err(sim, p["exact"](1.0)))
+        errs.append(max_err(sim, exact(1.0)))
     assert abs(order(hs, errs) - expect) < tol, errs
 
 
@@ -151,54 +183,140 @@ def test_plane_wave_order_2d(scheme, backend):
     assert abs(order(hs, errs) - expect) < tol, errs
 
 
-def gaussian_packet(x, t, a, sigma):
-    """Free Gaussian exp(-x^2/sigma^2) evolved by i u_t + a u_xx = 0."""
-    w = sigma ** 2 + 4j * a * t
-    return np.sqrt(sigma ** 2 / w) * np.exp(-x ** 2 / w)
+def lap_eigenvalue(kappa, h, scheme):
+    """Eigenvalue of the scheme's Laplacian on exp(kappa . x), per axis summed
+    (kappa real: a growing exponential; the 2SHOC cross terms cancel the
+    coupling of the axes, as for a plane wave)."""
+    lam = 0.0
+    for kq, hq in zip(kappa, h):
+        mu = 4 / hq ** 2 * np.sinh(kq * hq / 2) ** 2       # the CD stencil on one axis
+        lam += mu - (hq ** 2 * mu ** 2 / 12 if scheme == "2shoc" else 0.0)
+    return lam
 
 
-def packet(shape_len, h, ndim, t, a=1.0, sigma=1.5):
-    x = nl.examples.grid(shape_len, h)
-    axes = np.meshgrid(*([x] * ndim), indexing="ij")
-    return np.prod([gaussian_packet(X, t, a, sigma) for X in axes], axis=0)
+def closed_box(shape, h):
+    """Coordinates 0 .. (n - 1) h per axis (both faces are grid points)."""
+    return np.meshgrid(*[hq * np.arange(n) for n, hq in zip(shape, h)], indexing="ij")
 
 
-def dark_plane(length, h, ndim):
-    """Resting dark soliton along axis 0, uniform along the others (s=-1)."""
-    psi0, _, p = nl.examples.dark_soliton(length=length, h=h, c=0.0)
-    width = 8 * h * 2
-    m = int(round(width / h)) + 1
-    shape = (psi0.size,) + (m,) * (ndim - 1)
-    ex = p["exact"]
-    return (lambda t: np.broadcast_to(ex(t).reshape((-1,) + (1,) * (ndim - 1)), shape).copy(),
-            p)
+def sine_mode(shape, h, modes):
+    """prod_q sin(pi m_q x_q / L_q): zero on every face, an eigenvector of
+    both schemes' Laplacians with every face value zero (the odd extension)."""
+    X = closed_box(shape, h)
+    ks = [np.pi * m / ((n - 1) * hq) for m, n, hq in zip(modes, shape, h)]
+    return np.prod([np.sin(k * Xq) for k, Xq in zip(ks, X)], axis=0), ks
 
 
-@pytest.mark.parametrize("ndim", [2, 3])
+def boundary_case(bc, shape, h, scheme, a=0.8):
+    """A state O(1) on every face whose fully discrete evolution under `bc`
+    is known in closed form, and differs at O(1), or at O(h) next to the
+    faces, under every other rule.  Returns (psi0, V, s, exact(nsteps, dt)).
+
+    - "dirichlet" (s = 0): the stationary exp(kappa . (x - L/2)), with V =
+      a lambda_h(kappa) inside and a mu_cd(kappa) on the faces (2SHOC takes
+      the face value of the CD Laplacian from -N Psi / a there, which must
+      be the stencil's), plus c S(x) (sine_mode) turning at a lambda_S + V:
+      the faces hold still.  L0 turns them at the rate V (Psi is O(1)
+      there), MSD at the rate of the next point in (O(h) from c S), and
+      the exponential is not periodic.
+    - "l0" (s = 0, V = V0): (1 + b . x / L) R(-i V0 dt)^n, whose Laplacian
+      vanishes at every point, plus c S(x) R(-i (a lambda_S + V0) dt)^n:
+      the faces turn at the rate V0.  Dirichlet holds them; MSD copies the
+      rate of the next point in, which the mode moves by O(h); the linear
+      part is not periodic.
+    - "msd" (s = -1, V = V0): a plane wave exp(i k . x) whose k fits no
+      period of the box: |Psi| = 1 everywhere and every point turns at the
+      same rate, so MSD's copy of the next point's rate is exact, and the
+      whole grid follows the scalar RK4 of g' = i (-a lambda_h(k) + s |g|^2
+      - V0) g.  L0 turns the faces at s - V0 (no Laplacian), Dirichlet
+      holds them, periodic wraps a mismatched phase.
+    """
+    nd = len(shape)
+    X = closed_box(shape, h)
+    L = [(n - 1) * hq for n, hq in zip(shape, h)]
+    face = np.zeros(shape, bool)
+    for q in range(nd):
+        idx = [slice(None)] * nd
+        idx[q] = [0, -1]
+        face[tuple(idx)] = True
+    S, ks = sine_mode(shape, h, (1, 2, 1)[:nd])
+    lam_S = -lap_eigenvalue([1j * k for k in ks], h, scheme).real   # > 0
+    c = 0.5
+
+    def rk4(z, n):
+        return rk4_factor(z) ** n
+
+    if bc == "dirichlet":
+        kappa = (0.3, -0.25, 0.2)[:nd]
+        phi = np.exp(sum(kq * (Xq - 0.5 * Lq) for kq, Xq, Lq in zip(kappa, X, L)))
+        V = np.full(shape, a * lap_eigenvalue(kappa, h, scheme))
+        V[face] = a * lap_eigenvalue(kappa, h, "cd")
+        omega = a * lam_S + V[(1,) * nd]
+        return (phi + c * S, V, 0.0,
+                lambda n, dt: phi + c * S * rk4(-1j * omega * dt, n))
+    if bc == "l0":
+        V0 = 0.9
+        lin = 1 + sum(bq * Xq / Lq for bq, Xq, Lq in zip((0.4, -0.3, 0.25), X, L))
+        return (lin + c * S, np.full(shape, V0), 0.0,
+                lambda n, dt: lin * rk4(-1j * V0 * dt, n)
+                + c * S * rk4(-1j * (a * lam_S + V0) * dt, n))
+    assert bc == "msd"
+    s, V0 = -1.0, 0.35
+    k = [2 * np.pi * f / Lq for f, Lq in zip((0.63, -0.41, 0.52), L)]
+    wave = np.exp(1j * sum(kq * Xq for kq, Xq in zip(k, X)))
+    lam = -lap_eigenvalue([1j * kq for kq in k], h, scheme).real
+
+    def exact(n, dt):
+        g = 1.0 + 0j
+        f = lambda g: 1j * (-a * lam + s * abs(g) ** 2 - V0) * g  # noqa: E731
+        for _ in range(n):
+            k1 = f(g)
+            k2 = f(g + 0.5 * dt * k1)
+            k3 = f(g + 0.5 * dt * k2)
+            k4 = f(g + dt * k3)
+            g = g + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return g * wave
+    return wave, np.full(shape, V0), s, exact
+
+
+BOUNDARY_SHAPES = {1: ((23,), (0.3,)), 2: ((17, 14), (0.3, 0.26)),
+                   3: ((11, 10, 9), (0.35, 0.3, 0.33))}
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
 @pytest.mark.parametrize("bc", ["dirichlet", "l0", "msd"])
 @pytest.mark.parametrize("scheme", ["cd", "2shoc"])
-def test_boundaries_multid(ndim, bc, scheme, backend):
-    """Each boundary condition on every face in 2D and 3D against an exact
-    solution consistent with it: a free Gaussian packet (Dirichlet, L0:
-    Psi and its Laplacian vanish at the faces) or a resting planar dark
-    soliton (MSD: |Psi|^2 is constant on every face).  Two resolutions: the
-    error must fall by the scheme's order (within its tolerance)."""
-    expect, tol, _ = ORDERS[scheme]
-    hs = (0.5, 0.25) if ndim == 2 else (0.6, 0.3)
-    errs = []
-    for h in hs:
-        if bc == "msd":
-            exact, p = dark_plane(24.0, h, ndim)
-            a, s = p["a"], p["s"]
-        else:
-            length = 24.0 if ndim == 2 else 19.2
-            a, s = 1.0, 0.0
-            exact = (lambda t, h=h, L=length: packet(L, h, ndim, t, a))
-        sim = nl.NLSE(exact(0.0), h, a=a, s=s, scheme=scheme, bc=bc, backend=backend)
-        sim.run(0.5, frames=1)
-        errs.append(max_err(sim, exact(0.5)))
-    measured = np.log2(errs[0] / errs[1])
-    assert abs(measured - expect) < tol + 0.2, errs
+def test_boundaries_exact_discrete(ndim, bc, scheme, backend):
+    """Each boundary condition on every face, 1D to 3D, against a fully
+    discrete solution that is O(1) on the faces and consistent with that
+    rule alone (boundary_case): 30 steps within 1e-12 of it.  Any other
+    rule is off by far more (test_boundary_cases_tell_the_rules_apart)."""
+    shape, h = BOUNDARY_SHAPES[ndim]
+    psi0, V, s, exact = boundary_case(bc, shape, h, scheme)
+    assert np.abs(psi0[0]).min() > 0.3  # O(1) on a face
+    sim = nl.NLSE(psi0, h, a=0.8, s=s, V=V, scheme=scheme, bc=bc, backend=backend)
+    sim.step(30)
+    want = exact(30, sim.dt)
+    assert np.abs(sim.psi - want).max() < 1e-12 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("bc", ["dirichlet", "l0", "msd"])
+def test_boundary_cases_tell_the_rules_apart(ndim, bc):
+    """The states of test_boundaries_exact_discrete see their boundary: under
+    any other rule (and one-sided in 1D) the same 30 steps miss the exact
+    discrete solution by more than 1e-6 (by 1e4 times the tolerance there)."""
+    shape, h = BOUNDARY_SHAPES[ndim]
+    others = ["dirichlet", "l0", "msd", "periodic"] + (["one-sided"] if ndim == 1 else [])
+    for scheme in ("cd", "2shoc"):
+        psi0, V, s, exact = boundary_case(bc, shape, h, scheme)
+        for other in others:
+            if other == bc:
+                continue
+            sim = nl.NLSE(psi0, h, a=0.8, s=s, V=V, scheme=scheme, bc=other, backend="cpu")
+            sim.step(30)
+            want = exact(30, sim.dt)
+            assert np.abs(sim.psi - want).max() > 1e-6 * np.abs(want).max(), (scheme, other)
 
 
 # -------------------------------------------------------------- invariants

@@ -89,7 +89,7 @@ def test_multigrid_with_dirichlet_data_and_restart():
 def test_rbsor_follows_algorithm_2_step_by_step():
     """The C red-black SOR and the NumPy statement of Algorithm 2 give the same
     residual history (the stopping quantity of eq. 2.50) at every iteration."""
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=2e-3)
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, B=2e-3, backend="cpu")  # the C code
     omega = mag.omega_estimate()
     sol = mag.solve("rbsor", tol=1e-9, omega=omega)
     ref = rl.red_black_sor(rl.coaxial_stencil(0.25, 0.5, 1.0, 1.0, 0.05, B=2e-3), omega, tol=1e-9)
@@ -127,6 +127,19 @@ def test_not_converged_is_flagged_and_warned():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not mag.solve("jacobi", tol=1e-10, max_iter=5, warn=False).converged
+
+
+def test_updates_per_second_counts_node_updates():
+    """MagnetSolution.updates_per_second: unknowns times iterations over the
+    solve's own seconds (the rate bench/magnet.py reports)."""
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05, backend="cpu")
+    sol = mag.solve("rbsor", tol=1e-6)
+    assert sol.solve_seconds > 0 and sol.iterations > 1
+    assert sol.updates_per_second == pytest.approx(
+        mag.unknowns * sol.iterations / sol.solve_seconds, rel=1e-12)
+    again = mag.solve("rbsor", tol=1e-6, max_iter=sol.iterations // 2, warn=False)
+    assert again.updates_per_second == pytest.approx(
+        mag.unknowns * again.iterations / again.solve_seconds, rel=1e-12)
 
 
 def test_restart_from_a_previous_solution():

@@ -82,7 +82,7 @@ def test_dirichlet_data_on_the_device():
 
 
 def test_float_on_the_device():
-    a = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.025).solve("rbsor", tol=1e-8)
+    a = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.025, backend="cpu").solve("rbsor", tol=1e-8)
     b = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.025, dtype=np.float32,
                          backend="cuda").solve("rbsor", tol=1e-4)
     assert b.converged

@@ -8,7 +8,7 @@ import nlsepy as nl
 from nlsepy.common import guard as _guard
 from nlsepy.magnet import post
 
-from _helpers import finishes_within, sigint_during
+from _helpers import LATENCY_BOUND, finishes_within, sigint_during
 
 STATIONARY = ["jacobi", "gauss-seidel", "sor", "rbsor", "multigrid"]
 GiB = 1 << 30
@@ -41,7 +41,7 @@ def test_sigint_stops_a_solve_within_a_second_and_keeps_its_iterations(method):
     are those of an uninterrupted solve of that many iterations, bit for bit."""
     mag = small()
     delay, part = interrupted_solve(mag, method)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, method)
     same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
     assert same.iterations == part.iterations
@@ -55,7 +55,7 @@ def test_interrupted_jacobi_continues_from_its_potential():
     continues the Jacobi iteration exactly where it stopped."""
     mag = small()
     delay, part = interrupted_solve(mag, "jacobi")
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, "jacobi")
     more = mag.solve("jacobi", tol=1e-300, max_iter=500, phi0=part.phi, warn=False)
     whole = mag.solve("jacobi", tol=1e-300, max_iter=part.iterations + 500, warn=False)
@@ -132,9 +132,9 @@ def test_sigint_stops_mg_cg_within_a_second_and_resumes_it():
     uninterrupted solve of as many iterations, ``resume=True`` finishes it
     as one uninterrupted solve, bit for bit, and a new solve from its Phi
     reaches the uninterrupted answer within the tolerance."""
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.00125)
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.00125, backend="cpu")  # the CPU's timings
     delay, part = interrupted_solve(mag, "mg-cg", after=0.5)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, "mg-cg")
     n = part.iterations + 3
     done = mag.solve("mg-cg", tol=1e-300, max_iter=n, resume=True, warn=False)
@@ -156,7 +156,7 @@ def test_sigint_stops_mg_cg_within_a_second_and_resumes_it():
 def test_resume_finishes_an_interrupted_solve_as_one_solve(method):
     mag = small()
     delay, part = interrupted_solve(mag, method)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     n = part.iterations + 50
     done = mag.solve(method, tol=1e-300, max_iter=n, resume=True, warn=False)
     whole = mag.solve(method, tol=1e-300, max_iter=n, warn=False)
@@ -188,7 +188,7 @@ def test_resume_needs_the_interrupted_solve():
 def test_sigint_stops_a_cuda_solve(method):
     mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0125, backend="cuda")
     delay, part = interrupted_solve(mag, method, after=0.5)
-    assert delay < 1.0
+    assert delay < LATENCY_BOUND
     check_partial(part, method)
     same = mag.solve(method, tol=1e-300, max_iter=part.iterations, warn=False)
     assert np.array_equal(same.history, part.history)
@@ -286,13 +286,13 @@ def test_a_30000_squared_grid_is_refused_before_allocating(monkeypatch):
     with finishes_within(1.0), pytest.raises(
             MemoryError, match=r"CoaxialMagnet on the 30001x30001 grid .*float64\) needs "
                                r"13\.\d GiB.* 8\.0 GiB available; use a coarser grid"):
-        nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 1 / 30000)
+        nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 1 / 30000, backend="cpu")  # host memory
 
 
 def test_a_solve_counts_its_method_before_allocating(monkeypatch):
     """The state and the Phi returned fit, the multigrid hierarchy does not:
     the multigrid solve is refused, the magnet stays usable."""
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)  # 401 x 401
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025, backend="cpu")  # 401 x 401, host memory
     nn = mag.nr * mag.nz
     monkeypatch.setattr(_guard, "host_memory_available", lambda: 20 * nn)
     for method in ("multigrid", "mg-cg"):
@@ -306,7 +306,7 @@ def test_a_solve_counts_its_method_before_allocating(monkeypatch):
 
 
 def test_memory_counts_follow_the_solver():
-    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025)
+    mag = nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.0025, backend="cpu")  # the CPU's buffers
     nn = mag.nr * mag.nz
     plain, _ = mag._memory(None, True, 0)
     assert 16 * nn < plain < 17 * nn  # Phi by colour and the Phi returned

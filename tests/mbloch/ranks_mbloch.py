@@ -219,6 +219,7 @@ def test_callback_ends_the_run_on_one_rank():
         nl.MaxwellBloch(**kw, comm=COMM).run(e0, H_Z, 5, callback=bad)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
                     reason="needs the CUDA backend and a GPU")
 def test_cuda_matches_single_gpu():

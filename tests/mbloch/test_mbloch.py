@@ -26,7 +26,7 @@ import pytest
 import nlsepy as nl
 from nlsepy.reference import mbloch as rm
 
-from _helpers import check_4pi_split, mbloch_multilevel
+from _helpers import check_4pi_split, mbloch_multilevel, mccall_hahn_delay
 
 SIGMA, N_AT, SPAN, BETA = 1.0, 128, 4.0, 1.0
 H_T, N_T, T0, TAU = 0.05, 801, 8.0, 1.0
@@ -85,21 +85,31 @@ def test_matches_reference_double(backend, threads, n_atoms):
 
 
 def test_single_precision_agrees(backend):
-    """complex64 atoms track complex128 to float accuracy (2 pi pulse, alpha z = 2)."""
+    """complex64 atoms track complex128 to float accuracy (2 pi pulse, alpha z = 2).
+
+    The difference is float's rounding (eps32 = 6e-8) carried through 10 z
+    steps of 801 time points: measured 4.4e-8 of the peak field, 3.5e-7 in
+    the populations and 2.1e-6 in the norm monitor on the CPU (the GPU's
+    float kernels came within 2e-8 of double on the multilevel case of
+    test_mbloch_cuda.py).  Tolerances: about 5 times those."""
     _, _, r64 = sech_run(backend, 2 * np.pi, 2.0, n_z=10)
     _, _, r32 = sech_run(backend, 2 * np.pi, 2.0, n_z=10, dtype=np.complex64)
     scale = np.abs(r64.fields[-1]).max()
-    assert np.abs(r32.fields[-1] - r64.fields[-1]).max() < 1e-4 * scale
-    assert np.abs(r32.populations - r64.populations).max() < 1e-4
+    assert np.abs(r32.fields[-1] - r64.fields[-1]).max() < 2e-7 * scale
+    assert np.abs(r32.populations - r64.populations).max() < 1.5e-6
     assert r32.norm_deviation == pytest.approx(r64.norm_deviation, abs=1e-5)
 
 
 def test_single_precision_multilevel(backend):
+    """The multilevel ensemble in float against double: float's rounding
+    over 5 z steps of 201 points, measured 7.7e-9 of the peak field on the
+    CPU (the GPU's float kernels 3e-9 to 1.3e-8, test_mbloch_cuda.py);
+    tolerance 5e-8."""
     model, det, w, e0 = multilevel(45)
     out = [nl.MaxwellBloch(h_t=0.03, n_t=201, line=(det, w), dtype=dt, backend=backend,
                            **model).run(e0, 0.2, 5) for dt in (np.complex128, np.complex64)]
     scale = np.abs(out[0].fields).max()
-    assert np.abs(out[1].fields - out[0].fields).max() < 1e-5 * scale
+    assert np.abs(out[1].fields - out[0].fields).max() < 5e-8 * scale
 
 
 def test_threads_change_only_the_rounding(backend):
@@ -119,25 +129,37 @@ def test_threads_change_only_the_rounding(backend):
 # -------------------------------------------------------------------- physics
 
 def test_weak_pulse_beer_law(backend):
-    """A weak (0.01) pulse's area decays as exp(-alpha z / 2) (alpha z = 4)."""
+    """A weak (0.01) pulse's area decays as exp(-alpha z / 2) (alpha z = 4),
+    within 1 %: Adams-Bashforth 2's O(h_z^2) error in z at alpha h_z = 0.2,
+    measured +0.78 % (+0.19 % at half h_z)."""
     mb, e0, out = sech_run(backend, 0.01, 4.0)
     theta = out.areas()[:, 0]
     assert theta[-1].real / theta[0].real == pytest.approx(math.exp(-2.0), rel=0.01)
     assert abs(theta[-1].imag) < 1e-4 * abs(theta[-1])  # symmetric line: real area
 
 
+#: the area theorem's error at alpha z = 4, alpha h_z = 0.2, h_t = 0.05: Adams-
+#: Bashforth 2's O(h_z^2) in z and the 128-atom line (h_t does not move it):
+#: measured 9.1e-5, 6.5e-5, 1.2e-4 against the theorem of the sampled input's
+#: area for theta0 = 0.5, 1.5, 2.5 pi; tolerance about 3 times the largest
+AREA_TOL = 4e-4
+
+
 @pytest.mark.parametrize("theta0", [0.5 * np.pi, 1.5 * np.pi, 2.5 * np.pi])
 def test_area_theorem(backend, theta0):
-    """tan(theta/2) = tan(theta0/2) exp(-alpha z/2) at alpha z = 4, within 0.2 % of 2 pi."""
+    """tan(theta/2) = tan(theta_in/2) exp(-alpha z/2) at alpha z = 4 (theta_in the
+    sampled input's area, theta0 less its tail before t = 0), within AREA_TOL."""
     mb, e0, out = sech_run(backend, theta0, 4.0)
     theta = area(out.fields[-1, :, 0])
-    assert abs(theta - rm.area_theorem(theta0, 4.0)) < 2e-3 * 2 * np.pi
+    assert abs(theta - rm.area_theorem(area(e0), 4.0)) < AREA_TOL
     # the norm monitor is RK4's non-unitarity of the fastest rotation, Delta = 4 sigma
     assert out.norm_deviation < 1.2 * N_T * (SPAN * SIGMA * H_T) ** 6 / 72
 
 
 def test_area_theorem_along_z(backend):
-    """theta(z) of a 1.2 pi pulse follows the closed form at every saved z."""
+    """theta(z) of a 1.2 pi pulse follows the closed form at every saved z.
+    Near pi the theorem is unstable and amplifies the scheme's error:
+    measured 7.7e-3 (at alpha z = 2), within 2e-3 * 2 pi."""
     mb = two_level(backend)
     e0 = nl.mbloch.sech_pulse(mb.t, TAU, T0, area=1.2 * np.pi)
     n_z = 20
@@ -148,16 +170,28 @@ def test_area_theorem_along_z(backend):
 
 
 def test_2pi_sech_soliton(backend):
-    """A 2 pi sech keeps its area within 2 % and its shape (alpha z = 4)."""
+    """A 2 pi sech is a soliton for any line (alpha z = 4, alpha h_z = 0.2).
+
+    - Area: 2 pi to 1e-4 (measured -2.4e-5, the same at half h_t or h_z;
+      the input, truncated 8 tau before its peak, has 2 pi - 1.3e-3, and
+      the soliton pulls it back).
+    - Delay (centroid of |eps|^2): McCall-Hahn's (mccall_hahn_delay,
+      1.0463 here) to 3e-3 relative (measured 8.9e-4, falling 3.8 times a
+      halving of h_z: Adams-Bashforth 2).
+    - Shape: the input sech at that delay to 5e-3 of the peak intensity
+      (measured 1.6e-3, 3.7e-4 at half h_z); energy to 5e-4 (measured
+      1.5e-4, 3.3e-5 at half h_z).
+    """
     mb, e0, out = sech_run(backend, 2 * np.pi, 4.0)
     e, t = out.fields[-1, :, 0], mb.t
-    assert area(e) == pytest.approx(2 * np.pi, rel=0.02)
+    assert area(e) == pytest.approx(2 * np.pi, rel=1e-4)
     I, I0 = np.abs(e) ** 2, np.abs(e0) ** 2
     delay = (t * I).sum() / I.sum() - (t * I0).sum() / I0.sum()
-    assert 0.2 < delay < 5.0
-    shifted = np.abs(nl.mbloch.sech_pulse(t, TAU, T0 + delay, area=2 * np.pi)) ** 2
-    assert np.abs(I - shifted).max() / I0.max() < 0.02
-    assert out.energies()[-1, 0] == pytest.approx(out.energies()[0, 0], rel=0.02)
+    theory = mccall_hahn_delay(BETA, TAU, mb.detunings, mb.weights, 4.0 / ALPHA)
+    assert delay == pytest.approx(theory, rel=3e-3)
+    shifted = np.abs(nl.mbloch.sech_pulse(t, TAU, T0 + theory, area=2 * np.pi)) ** 2
+    assert np.abs(I - shifted).max() / I0.max() < 5e-3
+    assert out.energies()[-1, 0] == pytest.approx(out.energies()[0, 0], rel=5e-4)
 
 
 def test_4pi_splits_into_two_2pi(backend):
@@ -189,8 +223,8 @@ def test_physics_runs_keep_the_norm_below_1e10(backend, theta0, alpha_z, n_z, de
     theta, theta_in = area(out.fields[-1, :, 0], FINE["h_t"]), area(e0, FINE["h_t"])
     if theta0 < 0.1:
         assert theta / theta_in == pytest.approx(math.exp(-alpha_z / 2), rel=0.01)
-    else:
-        assert abs(theta - rm.area_theorem(theta_in, alpha_z)) < 2e-3 * 2 * np.pi
+    else:  # the fine time grid leaves the error in z and the line (AREA_TOL)
+        assert abs(theta - rm.area_theorem(theta_in, alpha_z)) < AREA_TOL
 
 
 @pytest.mark.parametrize("theta", [np.pi / 2, np.pi, 2 * np.pi])
@@ -288,6 +322,28 @@ def test_blowup_keeps_last_fields(backend):
 
 def test_backends_list_the_model():
     assert "cpu" in nl.backends("MaxwellBloch")
+
+
+def test_levels_modes_and_input_fields():
+    """n_levels, mode_numbers and input_fields (the array run() starts from):
+    a dict of pulses fills its modes and leaves the others zero, an array
+    passes through, and run() gives the same bits for both forms."""
+    F = nl.mbloch.franck_condon(3, 2, 1.0)
+    mb = nl.MaxwellBloch(3, 2, (-1, 2), F, h_t=0.1, n_t=12, n_atoms=4, backend="cpu")
+    assert mb.n_levels == 5 and mb.n_modes == 4
+    assert mb.mode_numbers.tolist() == [-1, 0, 1, 2]
+    p = np.linspace(0.0, 1.0, 12)
+    f = mb.input_fields({0: p, 2: 1j * p})
+    assert f.dtype == np.complex128 and f.shape == (12, 4)
+    assert np.array_equal(f[:, 1], p) and np.array_equal(f[:, 3], 1j * p)
+    assert not f[:, [0, 2]].any()
+    assert np.array_equal(mb.input_fields(f), f)
+    with pytest.raises(ValueError, match="mode 3 is not in the mode set"):
+        mb.input_fields({3: p})
+    one = nl.MaxwellBloch(h_t=0.1, n_t=12, n_atoms=4, backend="cpu")
+    assert one.n_levels == 2 and one.mode_numbers.tolist() == [0]
+    assert one.input_fields(p).shape == (12, 1)
+    assert np.array_equal(mb.run({0: p, 2: 1j * p}, 0.05, 2).fields, mb.run(f, 0.05, 2).fields)
 
 
 def test_couplings_and_flops():

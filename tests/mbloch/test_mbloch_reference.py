@@ -19,7 +19,7 @@ import pytest
 
 from nlsepy.reference import mbloch as mb
 
-from _helpers import check_4pi_split
+from _helpers import check_4pi_split, mccall_hahn_delay
 
 SIGMA, N_AT, SPAN, BETA = 1.0, 128, 4.0, 1.0
 H_T, N_T, T0, TAU = 0.05, 801, 8.0, 1.0
@@ -49,7 +49,9 @@ def norm_bound(n_t, h_t, omega_max):
 
 
 def test_weak_pulse_area_beer_law():
-    """A weak (0.01) pulse's area decays as exp(-alpha z / 2); alpha z = 4."""
+    """A weak (0.01) pulse's area decays as exp(-alpha z / 2); alpha z = 4,
+    within 1 %: Adams-Bashforth 2's O(h_z^2) at alpha h_z = 0.2, measured
+    +0.78 %."""
     t, e0, r = run(0.01, 4.0, n_z=20)
     theta = area(r.fields[-1, :, 0])
     assert area(e0) == pytest.approx(0.01, rel=1e-3)  # sech truncated at t = 0 (e^-8)
@@ -59,30 +61,37 @@ def test_weak_pulse_area_beer_law():
 
 @pytest.mark.parametrize("theta0", [0.5 * np.pi, 1.5 * np.pi, 2.5 * np.pi])
 def test_area_theorem(theta0):
-    """tan(theta/2) = tan(theta0/2) exp(-alpha z/2) at alpha z = 4, within 0.2 % of 2 pi."""
+    """tan(theta/2) = tan(theta_in/2) exp(-alpha z/2) at alpha z = 4 (theta_in the
+    sampled input's area), within 4e-4: Adams-Bashforth 2's O(h_z^2) and the
+    128-atom line, measured 9.1e-5, 6.5e-5, 1.2e-4 (h_t does not move it)."""
     t, e0, r = run(theta0, 4.0)
     theta = area(r.fields[-1, :, 0])
-    assert abs(theta - mb.area_theorem(theta0, 4.0)) < 2e-3 * 2 * np.pi
+    assert abs(theta - mb.area_theorem(area(e0), 4.0)) < 4e-4
     # norm monitor: the RK4 non-unitarity of the fastest free rotation (Delta = 4 sigma)
     assert r.norm_deviation < 1.2 * norm_bound(N_T, H_T, SPAN * SIGMA)
 
 
 def test_2pi_sech_soliton():
-    """A 2 pi sech keeps its area within 2 % and its shape.
+    """A 2 pi sech keeps its area, moves at McCall-Hahn's speed and keeps its shape.
 
-    Shape: |eps|^2 at alpha z = 4 against the input sech^2 shifted by the measured
-    delay (centroid of |eps|^2); max difference / peak < 2 %.  The 2 pi sech is an
-    exact soliton for any line g, so what is left is the discretisation
-    (h_t = 0.05 tau, h_z = 0.2 / alpha, 128-atom line) -- measured ~ see report.
+    The 2 pi sech is an exact soliton for any line g, so what is left is the
+    discretisation (h_t = 0.05 tau, h_z = 0.2 / alpha, 128-atom line), measured
+    at alpha z = 4: the area -2.4e-5 relative (the same at half h_t or h_z),
+    the delay of the centroid of |eps|^2 8.9e-4 relative to McCall-Hahn's
+    1.0463 (mccall_hahn_delay; falling 3.8 times a halving of h_z), |eps|^2
+    against the input sech^2 at that delay 1.6e-3 of the peak.  Tolerances:
+    1e-4, 3e-3, 5e-3.
     """
-    t, e0, r = run(2 * np.pi, 4.0)
+    model = two_level()
+    t, e0, r = run(2 * np.pi, 4.0, model=model)
     e = r.fields[-1, :, 0]
-    assert area(e) == pytest.approx(2 * np.pi, rel=0.02)
+    assert area(e) == pytest.approx(2 * np.pi, rel=1e-4)
     I, I0 = np.abs(e) ** 2, np.abs(e0) ** 2
     delay = (t * I).sum() / I.sum() - (t * I0).sum() / I0.sum()
-    assert 0.2 < delay < 5.0
-    shifted = np.abs(mb.sech_pulse(t, TAU, T0 + delay, area=2 * np.pi)) ** 2
-    assert np.abs(I - shifted).max() / I0.max() < 0.02
+    theory = mccall_hahn_delay(BETA, TAU, model.detunings, model.weights, 4.0 / ALPHA)
+    assert delay == pytest.approx(theory, rel=3e-3)
+    shifted = np.abs(mb.sech_pulse(t, TAU, T0 + theory, area=2 * np.pi)) ** 2
+    assert np.abs(I - shifted).max() / I0.max() < 5e-3
 
 
 def test_4pi_splits_into_two_2pi():
@@ -119,9 +128,11 @@ def test_norm_below_1e10_2pi_full():
 
 
 def test_single_precision_agrees():
+    """complex64 against complex128: float's rounding through 10 z steps,
+    measured 2.1e-7 of the peak field (a few eps32 = 6e-8); tolerance 1e-6."""
     t, e0, r64 = run(2 * np.pi, 2.0, n_z=10)
     _, _, r32 = run(2 * np.pi, 2.0, n_z=10, dtype="complex64")
-    assert np.abs(r32.fields[-1] - r64.fields[-1]).max() < 1e-3 * np.abs(r64.fields[-1]).max()
+    assert np.abs(r32.fields[-1] - r64.fields[-1]).max() < 1e-6 * np.abs(r64.fields[-1]).max()
 
 
 def test_populations_and_homogeneous_rabi():

@@ -279,6 +279,8 @@ def run(model: Any, t_end: float, frames: int = 10,
         the checkpoint file, when given, holds the last complete chunk;
         the output file, when given, holds the frames taken so far.
     """
+    if isinstance(t_end, (bool, str, bytes)):  # float() would take True, "2.5", b"2.5"
+        raise TypeError(f"t_end must be a real number, got {t_end!r}")
     t_end = float(t_end)
     if not np.isfinite(t_end) or t_end <= model.t:
         raise ValueError(f"t_end must be finite and later than the current time "

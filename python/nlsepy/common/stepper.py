@@ -338,7 +338,15 @@ class TimeStepper(Parametrised):
         path : path-like
             Checkpoint file.
         backend : {"auto", "cpu", "cuda"}, optional
-            Backend of the new solver.
+            Backend of the new solver, chosen as a constructor chooses it:
+            ``"auto"`` (the default) takes the GPU where there is one,
+            whichever backend wrote the checkpoint (a checkpoint is not
+            tied to one: written on a GPU, it loads on a machine without).
+            The state, clock and counters are restored bit for bit; the
+            steps that follow are the saved solver's bit for bit on its
+            backend and agree to rounding on the other, so continuing a
+            CPU run bit for bit on a machine with a GPU needs
+            ``backend="cpu"``.
         comm : mpi4py communicator, optional
             Load into a solver distributed over `comm` (every rank calls
             this).  Any checkpoint loads with any number of ranks: one
