@@ -34,6 +34,8 @@ HEADLINES = {
     "dipolar.ipynb": (r"'mu': ([^,]+),", lambda v: abs(v - 5.81621) < 2e-3, 1e-9),
     "fd.ipynb": (r"max error at t = 30: (\S+)", lambda v: v < 5e-3, 1e-6),
     "magnet.ipynb": (r"Delta Phi at the corner: (\S+) ", lambda v: 3700 < v < 3760, 1e-5),
+    "rotation.ipynb": (r"vortex density against Feynman's rule, r < 4: (\S+)",
+                       lambda v: 0.8 < v < 1.2, 1e-9),
     "mbloch.ipynb": (r"delay per unit z: measured (\S+),",
                      lambda v: abs(v / 0.32784 - 1) < 3e-3, 1e-6),
 }
