@@ -386,3 +386,25 @@ def check_4pi_split(e, h_t):
     assert a2 == pytest.approx(2 * np.pi, rel=0.08)
     assert np.sqrt(I[peaks[0]]) == pytest.approx(6.0, rel=0.05)
     assert np.sqrt(I[peaks[1]]) == pytest.approx(2.0, rel=0.01)
+
+
+def rank_tests(ranks):
+    """The two drivers of a model's rank-side tests in file `ranks` under
+    ``mpirun`` on 2 and 3 ranks: the CPU ranks' tests (``-m "not cuda"``)
+    and the GPU ranks' (``-m cuda``); a rank-side skip is the driver's skip.
+    A test module binds them to its own ``test_*`` names."""
+
+    @pytest.mark.mpi
+    @pytest.mark.parametrize("nranks", [2, 3])
+    def cpu_ranks(mpirun, nranks):
+        """The CPU rank-side tests (any rank-side skip is this test's skip)."""
+        mpirun(nranks, ranks, "-m", "not cuda")
+
+    @pytest.mark.mpi
+    @pytest.mark.cuda
+    @pytest.mark.parametrize("nranks", [2, 3])
+    def gpu_ranks(mpirun, nranks):
+        """The rank-side tests marked cuda: GPU ranks against one GPU."""
+        mpirun(nranks, ranks, "-m", "cuda")
+
+    return cpu_ranks, gpu_ranks

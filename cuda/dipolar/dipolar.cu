@@ -648,17 +648,9 @@ template <typename T> static int step_t(nlse_dipolar *s, int mode, long n, doubl
     int held = 0;                           /* rows on the device, not yet collected */
     double *rows = rec ? rec->out : NULL;   /* the next collected row goes here      */
     for (long k = 0; k < n; ++k) {
-        s->g += dg;
-        s->gdd += dgdd;
-        const double t = mode == NLSE_DIPOLAR_REAL ? t0 + (double)k * s->p.dt : t0;
-        const double amp = obst_amp(s, t);
-        if (amp != 0)
+        double t;
+        if (dipolar_step_inputs<T>(s, &a, mode, k, t0, dg, dgdd, want, &t) != 0)
             CKS(dipolar_obstacle_at(s, t));
-        a.amp = (T)amp;
-        a.g = s->g;
-        a.gdd = want ? s->gdd : 0.0;
-        a.gqf = s->gqf;
-        a.D = NULL;
         if (want && s->gdd != 0) {
             CKS(dipolar_apply_fft<T>(s));
             a.D = (const T *)s->dens;

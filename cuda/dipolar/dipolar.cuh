@@ -616,6 +616,26 @@ static inline double obst_amp(const nlse_dipolar *s, double t)
     return s->have_obst ? dipolar_obst_amp(&s->obst, t) : 0.0;
 }
 
+/* The inputs of step k of a call (the solver's and a slab's step loops):
+ * the couplings grown by (dg, dgdd), the step's time *t, and the kernels'
+ * couplings and obstacle amplitude in a (the dipolar potential D is set
+ * once made).  Returns the amplitude. */
+template <typename T>
+static inline double dipolar_step_inputs(nlse_dipolar *s, H1Args<T> *a, int mode, long k,
+                                         double t0, double dg, double dgdd, int want, double *t)
+{
+    s->g += dg;
+    s->gdd += dgdd;
+    *t = mode == NLSE_DIPOLAR_REAL ? t0 + (double)k * s->p.dt : t0;
+    const double amp = obst_amp(s, *t);
+    a->amp = (T)amp;
+    a->g = s->g;
+    a->gdd = want ? s->gdd : 0.0;
+    a->gqf = s->gqf;
+    a->D = NULL;
+    return amp;
+}
+
 /* ------------------------------------------------------------------ */
 /* what each file provides                                            */
 /* ------------------------------------------------------------------ */

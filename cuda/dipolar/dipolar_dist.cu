@@ -944,16 +944,10 @@ static int step_t(nlse_dipolar *s, int mode, long n, double t0, double dg, doubl
     a.dt = (T)s->p.dt;
     a.norm = s->norm;
     for (long k = 0; k < n; ++k) {
-        s->g += dg;
-        s->gdd += dgdd;
-        const double t = mode == NLSE_DIPOLAR_REAL ? t0 + (double)k * s->p.dt : t0;
-        const double amp = obst_amp(s, t);
-        int st = amp != 0 ? dipolar_obstacle_at(s, t) : NLSE_OK;
-        a.amp = (T)amp;
-        a.g = s->g;
-        a.gdd = want ? s->gdd : 0.0;
-        a.gqf = s->gqf;
-        a.D = NULL;
+        double t;
+        int st = dipolar_step_inputs<T>(s, &a, mode, k, t0, dg, dgdd, want, &t) != 0
+                     ? dipolar_obstacle_at(s, t)
+                     : NLSE_OK;
         if (want && s->gdd != 0) {
             if ((st = st ? dist_sync(s, st) : dist_fft<T>(s)))
                 return st;

@@ -4,7 +4,6 @@ files are refused; memory is checked before it is taken."""
 
 import os
 import signal
-import threading
 import time
 
 import numpy as np
@@ -16,7 +15,7 @@ import nlsepy as nl  # noqa: E402
 from nlsepy.common import files as _files  # noqa: E402
 from nlsepy.common import guard as _guard  # noqa: E402
 
-from _helpers import LATENCY_BOUND, chunk_log, check_interrupt_mechanism  # noqa: E402
+from _helpers import LATENCY_BOUND, check_interrupt_mechanism, chunk_log, sigint_during  # noqa: E402
 
 
 def make(backend="cpu", **kw):
@@ -33,21 +32,7 @@ def _interrupted(call, after=0.4):
     the first chunk boundary after the signal, the chunks planned at
     CHUNK_SECONDS each (check_interrupt_mechanism), and within
     LATENCY_BOUND seconds."""
-    sent = []
-    timer = threading.Timer(after, lambda: (sent.append(time.perf_counter()),
-                                            os.kill(os.getpid(), signal.SIGINT)))
-    with chunk_log() as calls:
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                call()
-            caught = time.perf_counter()
-        finally:
-            timer.cancel()  # a call that failed otherwise must not leave a signal behind
-            timer.join()
-    assert sent, "the call ended before the signal"
-    check_interrupt_mechanism(calls, sent[0], caught)
-    assert caught - sent[0] < LATENCY_BOUND
+    assert sigint_during(call, after) < LATENCY_BOUND
 
 
 def _sigint_consistent(backend):

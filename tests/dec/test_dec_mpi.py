@@ -5,21 +5,8 @@ missing."""
 
 import os
 
-import pytest
+from _helpers import rank_tests  # noqa: E402
 
 RANKS = os.path.join(os.path.dirname(__file__), "ranks_dec.py")
 
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_dec_gpe(mpirun, nranks):
-    """The CPU rank-side tests (any rank-side skip is this test's skip)."""
-    mpirun(nranks, RANKS, "-m", "not cuda")
-
-
-@pytest.mark.mpi
-@pytest.mark.cuda
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_dec_gpe_gpu(mpirun, nranks):
-    """The rank-side tests marked cuda: GPU ranks against one GPU."""
-    mpirun(nranks, RANKS, "-m", "cuda")
+test_distributed_dec_gpe, test_distributed_dec_gpe_gpu = rank_tests(RANKS)

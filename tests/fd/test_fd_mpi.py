@@ -9,22 +9,12 @@ import pytest
 
 import nlsepy as nl
 
+from _helpers import rank_tests  # noqa: E402
+
 RANKS = os.path.join(os.path.dirname(__file__), "ranks_fd.py")
 
 
-@pytest.mark.mpi
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_nlse(mpirun, nranks):
-    """The CPU rank-side tests (any rank-side skip is this test's skip)."""
-    mpirun(nranks, RANKS, "-m", "not cuda")
-
-
-@pytest.mark.mpi
-@pytest.mark.cuda
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_nlse_gpu(mpirun, nranks):
-    """The rank-side tests marked cuda: GPU ranks against one GPU."""
-    mpirun(nranks, RANKS, "-m", "cuda")
+test_distributed_nlse, test_distributed_nlse_gpu = rank_tests(RANKS)
 
 
 def test_comm_without_mpi4py_names_what_to_install(monkeypatch):

@@ -4,21 +4,8 @@ divides).  Skipped where MPI, mpi4py or nlsepy's MPI layer is missing."""
 
 import os
 
-import pytest
+from _helpers import rank_tests  # noqa: E402
 
 RANKS = os.path.join(os.path.dirname(__file__), "ranks_mbloch.py")
 
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_maxwell_bloch(mpirun, nranks):
-    """The CPU rank-side tests (any rank-side skip is this test's skip)."""
-    mpirun(nranks, RANKS, "-m", "not cuda")
-
-
-@pytest.mark.mpi
-@pytest.mark.cuda
-@pytest.mark.parametrize("nranks", [2, 3])
-def test_distributed_maxwell_bloch_gpu(mpirun, nranks):
-    """The rank-side tests marked cuda: GPU ranks against one GPU."""
-    mpirun(nranks, RANKS, "-m", "cuda")
+test_distributed_maxwell_bloch, test_distributed_maxwell_bloch_gpu = rank_tests(RANKS)

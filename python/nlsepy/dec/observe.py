@@ -102,31 +102,13 @@ class Observables:
     def psi_on_grid(self, shape: Sequence[int] = (64, 64, 64),
                     bounds: Optional[Sequence[Tuple[float, float]]] = None,
                     neighbours: int = 8) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
-        """The wave function interpolated to a regular grid (as
-        :meth:`density_on_grid`, of ``psi`` itself): a Cartesian state for
-        :func:`nlsepy.vortices` and other grid tools.
+        """The wave function interpolated to a regular grid: a Cartesian
+        state for :func:`nlsepy.vortices` and other grid tools.
 
-        Inverse-distance weighting of ``psi`` at the ``neighbours`` nearest
-        circumcentres (SciPy's cKDTree); exact at the circumcentres.  Its
-        phase winds as the state's around any loop longer than the
-        circumcentres' spacing.
-
-        Parameters
-        ----------
-        shape : (int, int, int) or (int, int)
-            Points along x, y (and z).  With two entries the grid is the plane
-            ``z = bounds[2][0]`` (default z = 0).
-        bounds : sequence of (lo, hi), optional
-            Extent per axis (default: the box).
-        neighbours : int, optional
-            Circumcentres per interpolated point.
-
-        Returns
-        -------
-        psi : ndarray
-            complex128, shape `shape`.
-        axes : tuple of ndarray
-            The grid's coordinates per axis.
+        The parameters and the interpolation are those of
+        :meth:`density_on_grid`, applied to ``psi`` itself (complex128, shape
+        `shape`, with the grid's coordinates per axis); its phase winds as the
+        state's around any loop longer than the circumcentres' spacing.
         """
         return self._on_grid(shape, bounds, neighbours, density=False)
 

@@ -157,8 +157,7 @@ class DecGPE(Cells, Observables, TimeStepper):
     dt : float, optional
         Time step; default ``DT_SAFETY`` times the bound of eq. 11,
         ``1 / (2 max_i M_ii)`` with ``M_ii`` the diagonal of the linear
-        operator (Laplacian and potential).  A larger value raises unless
-        `force`.
+        operator (Laplacian and potential); a larger one raises unless `force`.
     dtype : {numpy.complex128, numpy.complex64}, optional
         Precision of the state and arithmetic.
     psi0 : array_like or callable, optional
@@ -533,9 +532,8 @@ class DecGPE(Cells, Observables, TimeStepper):
         shape : (int, int), optional
             Interpolation grid.
         **kwargs
-            ``vortices=True`` (or a dict of ``threshold``, ``reach``) marks
-            the plane's point vortices (:meth:`vortices` on the same grid);
-            the rest is passed to ``imshow``.
+            ``vortices=True`` (or a dict of :meth:`vortices`' options) marks
+            the plane's vortices; the rest goes to ``imshow``.
 
         Returns
         -------

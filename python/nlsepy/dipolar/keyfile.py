@@ -189,16 +189,9 @@ def read_input(path: Union[str, os.PathLike], table: KeyTable) -> Dict[str, Any]
     dict
         Key -> value (int, float or str), with ``"_line"`` mapping each key
         to its line number, ``"_path"`` the file and ``"_override"`` the
-        keys set by :func:`apply_overrides`.
-
-    Raises
-    ------
-    InputError
-        A malformed line, an unknown or repeated key, a value of the wrong
-        type or out of range, or an output name with a folder part (the
-        message names the key and the line).
-    OSError
-        The file cannot be read.
+        keys set by :func:`apply_overrides`; a bad line raises
+        :class:`InputError` naming the key and the line (what
+        :func:`nlsepy.dbec.read_input` documents), an unreadable file OSError.
     """
     path = os.fspath(path)
     out: Dict[str, Any] = {}
