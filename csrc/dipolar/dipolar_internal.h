@@ -15,7 +15,9 @@
  *           (and, when the step is recorded, the sums of |Psi|^2 x_a^2).
  * In 2D and 1D pass A is the whole step and ends with the norm and density.
  * The CN operators of different axes commute exactly, so the order y, z, x
- * gives the same step as DBEC-GP's x, y, z.
+ * gives the same step as DBEC-GP's x, y, z; in the rotating frame the x and
+ * y sweeps carry -w L_z's first derivatives and no longer commute (the same
+ * first-order splitting in another order than BEC-GP-ROT-OMP's x, y, z).
  */
 #ifndef NLSEPY_DIPOLAR_INTERNAL_H
 #define NLSEPY_DIPOLAR_INTERNAL_H
