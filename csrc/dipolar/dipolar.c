@@ -315,10 +315,8 @@ static void set_shape(struct nlse_dipolar *s, const nlse_dipolar_params *p)
     dipolar_make_layout(p, &L);
     s->ndim = L.ndim;
     s->off = L.off;
-    /* the x-y plane of the rotating frame: internal axes off, off + 1 */
-    const int plane = p->geometry == NLSE_DIPOLAR_3D || p->geometry == NLSE_DIPOLAR_2D_XY;
-    s->rq[0] = plane ? L.off : -1;
-    s->rq[1] = plane ? L.off + 1 : -1;
+    s->rq[0] = L.rq[0];
+    s->rq[1] = L.rq[1];
     for (int q = 0; q < 3; ++q) {
         s->n[q] = L.n[q];
         s->h[q] = L.h[q];

@@ -43,6 +43,9 @@ void dipolar_make_layout(const nlse_dipolar_params *p, dipolar_layout *L)
         L->h[q] = a >= 0 ? p->spacing[a] : 1.0;
         L->N *= L->n[q];
     }
+    const int plane = p->geometry == NLSE_DIPOLAR_3D || p->geometry == NLSE_DIPOLAR_2D_XY;
+    L->rq[0] = plane ? L->off : -1;
+    L->rq[1] = plane ? L->off + 1 : -1;
 }
 
 double dipolar_coord(size_t i, size_t n, double h)

@@ -24,6 +24,7 @@ typedef struct {
     size_t n[3];
     double h[3];
     size_t N;
+    int rq[2];  /* internal axes of x and y, the rotating frame's plane (-1: none) */
 } dipolar_layout;
 
 const char *dipolar_geometry_name(int geometry);

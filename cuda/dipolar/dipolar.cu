@@ -289,9 +289,8 @@ static int create(const nlse_dipolar_params *p, nlse_dipolar *s, size_t row0, si
     s->p = *p;
     dipolar_make_layout(p, &s->L);
     s->n0_all = s->L.n[0];
-    const int plane = p->geometry == NLSE_DIPOLAR_3D || p->geometry == NLSE_DIPOLAR_2D_XY;
-    s->rq[0] = plane ? s->L.off : -1; /* the rotating frame's x and y axes */
-    s->rq[1] = plane ? s->L.off + 1 : -1;
+    s->rq[0] = s->L.rq[0]; /* the rotating frame's x and y axes */
+    s->rq[1] = s->L.rq[1];
     s->row0 = row0;
     if (rows) { /* a slab: x rows [row0, row0 + rows) of the grid */
         s->L.n[0] = rows;

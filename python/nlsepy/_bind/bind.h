@@ -149,6 +149,19 @@ int nlsepy_handle_ready(const void *handle, int busy);
         return nlsepy_none(st);                                    \
     }
 
+/* A setter of one number with no copy kept on the object: set(self->s, v)
+ * on the solver's thread guard (NLSEPY_RUN). */
+#define NLSEPY_SET_DOUBLE(fname, object_t, set)                   \
+    static PyObject *fname(object_t *self, PyObject *arg)         \
+    {                                                             \
+        double v;                                                 \
+        int st;                                                   \
+        if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &v))  \
+            return NULL;                                          \
+        NLSEPY_RUN(self, st, set(self->s, v));                    \
+        return nlsepy_none(st);                                   \
+    }
+
 /* set_comm(capsule or None): the solver becomes one part of a distributed
  * run over the capsule's table (None: the whole system again): set(self->s,
  * table), the object keeping the capsule in self->comm (nlsepy_keep_comm).

@@ -92,25 +92,8 @@ static PyObject *dipolar_set_couplings(DipolarObject *self, PyObject *args)
     return nlsepy_none(st);
 }
 
-static PyObject *dipolar_set_rotation(DipolarObject *self, PyObject *arg)
-{
-    double w;
-    int st;
-    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &w))
-        return NULL;
-    NLSEPY_RUN(self, st, nlse_dipolar_set_rotation(self->s, w));
-    return nlsepy_none(st);
-}
-
-static PyObject *dipolar_set_lhy(DipolarObject *self, PyObject *arg)
-{
-    double q;
-    int st;
-    if (!NLSEPY_READY(self) || nlsepy_parse_double(arg, &q))
-        return NULL;
-    NLSEPY_RUN(self, st, nlse_dipolar_set_lhy(self->s, q));
-    return nlsepy_none(st);
-}
+NLSEPY_SET_DOUBLE(dipolar_set_rotation, DipolarObject, nlse_dipolar_set_rotation)
+NLSEPY_SET_DOUBLE(dipolar_set_lhy, DipolarObject, nlse_dipolar_set_lhy)
 
 static PyObject *dipolar_set_potential(DipolarObject *self, PyObject *obj)
 {
