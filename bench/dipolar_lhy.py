@@ -17,8 +17,8 @@ divided by the steps (CUDA events on the device, the wall clock on the
 CPU).  The table gives the medians over ``--repeats`` rounds and the
 median of the rounds' ratios (robust to load that drifts between rounds).
 
-    python bench/lhy.py --backend cuda --size 256
-    python bench/lhy.py --backend cpu --size 256 --steps 3 --repeats 7
+    python bench/dipolar_lhy.py --backend cuda --size 256
+    python bench/dipolar_lhy.py --backend cpu --size 256 --steps 3 --repeats 7
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ warm-up call; a call's time per step is ``gpe.last_step_seconds`` divided
 by the steps (CUDA events on the device, the wall clock on the CPU), and
 the table gives the median.
 
-    python bench/rotation.py --backend cuda --size 256
-    python bench/rotation.py --backend cpu --size 256 --steps 3
+    python bench/dipolar_rotation.py --backend cuda --size 256
+    python bench/dipolar_rotation.py --backend cpu --size 256 --steps 3
 """
 
 from __future__ import annotations
