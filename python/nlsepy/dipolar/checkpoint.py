@@ -196,8 +196,13 @@ class Checkpoints:
         ----------
         path : path-like
             File from :meth:`save`.
-        backend : str, optional
-            Backend of the new solver.
+        backend : {"auto", "cpu", "cuda"}, optional
+            Backend of the new solver, chosen as the constructor chooses it
+            (``"auto"`` takes the GPU where there is one), whichever backend
+            wrote the file. The state, clock and counters are restored bit
+            for bit; the steps that follow match the saved solver's bit for
+            bit on its backend and to rounding on the other, so continuing a
+            CPU run bit for bit on a machine with a GPU needs ``backend="cpu"``.
         comm : mpi4py.MPI.Intracomm, optional
             Load into a distributed solver over these ranks (collective).
         **overrides
