@@ -13,8 +13,10 @@ one model on one grid, and fits the parallel fractions of source 001:
 
 Each run reports, per step, the median over ``--repeats`` timed blocks of
 ``--steps`` steps (wall clock between two barriers on the CPU; on the GPU
-the block ends with a device synchronisation), and, for the dipolar GPE,
-where the time goes (transposes, FFTs, reductions: ``last_timings``).
+the block ends with a device synchronisation), where the time goes
+(transposes, FFTs, reductions, halo exchanges:
+``last_timings``) and the fraction of the step spent in communication that
+is not hidden behind computation (``EXPOSED``).
 
 Examples
 --------
@@ -184,13 +186,30 @@ def launch(args: argparse.Namespace, nranks: int, grid: Sequence[int]) -> Dict[s
                        f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
+#: the parts of ``last_timings`` that are communication left exposed (not
+#: hidden behind computation): the FD slabs' halo exchange and the wait for
+#: the slowest rank, the DEC halo swap (on CPU ranks only its part that the
+#: interior layers did not hide), the dipolar transposes (all-to-all and
+#: their barriers) and reductions
+EXPOSED = {"fd": ("wait", "exchange"), "dec": ("exchange",), "dipolar": ("transpose", "reduce")}
+
+
+def exposed_fraction(row: Dict[str, Any]) -> float:
+    """The fraction of a run's step spent in communication that is not
+    hidden (0 for one process; the slowest rank's median of each part)."""
+    parts = row.get("parts_s") or {}
+    comm = sum(parts.get(k, 0.0) for k in EXPOSED.get(row.get("model", ""), ()))
+    return comm / row["per_step_s"] if row["per_step_s"] > 0 else float("nan")
+
+
 def table(rows: List[Dict[str, Any]], weak: bool) -> str:
     n = [r["ranks"] for r in rows]
     t = [r["per_step_s"] for r in rows]
     t1 = t[n.index(1)] if 1 in n else None
     head = "| ranks | grid | ms/step | " + ("scaled speed-up | " if weak else "speed-up | ") + \
-        "efficiency | where the time goes (ms/step, slowest rank) |"
-    out = [head, "|" + "---|" * 6]
+        "efficiency | exposed communication (fraction of the step) | " + \
+        "where the time goes (ms/step, slowest rank) |"
+    out = [head, "|" + "---|" * 7]
     for r in rows:
         tt = r["per_step_s"]
         if t1 is None:
@@ -201,7 +220,7 @@ def table(rows: List[Dict[str, Any]], weak: bool) -> str:
             sp, eff = t1 / tt, t1 / (r["ranks"] * tt)
         parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in sorted(r["parts_s"].items()))
         out.append(f"| {r['ranks']} | {'x'.join(map(str, r['shape']))} | {1e3 * tt:.2f} | "
-                   f"{sp:.2f} | {eff:.2f} | {parts or '-'} |")
+                   f"{sp:.2f} | {eff:.2f} | {exposed_fraction(r):.3f} | {parts or '-'} |")
     if any(r.get("single_device_solver") for r in rows):
         out.append("\n1 rank: the single-GPU solver (no comm), the baseline of the speed-ups.")
     ref = next((r.get("check") for r in rows if r["ranks"] == 1), None)

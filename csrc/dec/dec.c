@@ -14,7 +14,9 @@
  * nlse_dec_set_slab): the kernels then sweep its own layers only, the trap
  * is evaluated at the global layer, and with a reduction table
  * (nlse_dec_set_comm) the imaginary-time norm and the blow-up checks are
- * agreed over the processes.
+ * agreed over the processes; where the table swaps halos, the leapfrog
+ * steps swap the new state's halo layers themselves, overlapped with the
+ * interior layers (leap_overlapped).
  */
 #include <fenv.h>
 #include <float.h>
@@ -161,6 +163,7 @@ struct nlse_dec {
     const nlse_comm *comm; /* reductions of a distributed run, or NULL     */
     int par, have_prev;
     double last_seconds;
+    double last_wait;    /* of last_seconds, waiting for the halo swap     */
 };
 
 static size_t real_size(const nlse_dec *s) { return s->p.dtype == NLSE_COMPLEX64 ? 4 : 8; }
@@ -570,6 +573,76 @@ static int rk4_start(nlse_dec *s, int *bad)
     return NLSE_OK;
 }
 
+/* Layers a .. b - 1 of the leapfrog step out = out - 2 i dt H(cur) cur
+ * (the kernels sweep G.z0 .. G.z1 - 1); 1 when a value blew up.  Each
+ * point is computed as by the whole slab's sweep, so the bits do not
+ * depend on how the layers are split. */
+static int leap_layers(nlse_dec *s, void *out, const void *cur, long a, long b)
+{
+    const long z0 = s->G.z0, z1 = s->G.z1;
+    s->G.z0 = a;
+    s->G.z1 = b;
+    const int bad = apply(s, out, out, cur, 0, -2 * s->p.dt, NULL);
+    s->G.z0 = z0;
+    s->G.z1 = z1;
+    return bad;
+}
+
+/* Interior layers computed between two chances for the library to move
+ * the halo messages. */
+#ifndef DEC_OVERLAP_PARTS
+#define DEC_OVERLAP_PARTS 4
+#endif
+
+/* The time waiting for a halo swap's call c, added to s->last_wait. */
+#define DEC_WAIT(s, c)                                 do {                                                   const double w0_ = dec_now();                      st = (c);                                          (s)->last_wait += dec_now() - w0_;             } while (0)
+
+/* One leapfrog step into `out` (psi(n-1) there) with the halo swap of the
+ * new state overlapped (source 001, section 4.2, on the host): the own
+ * first and last layers first, their swap with the neighbours started,
+ * the interior layers in parts with the swap progressing between them,
+ * then the swap finished, so that the halo layers of psi(n+1) are the
+ * neighbours' when the step returns.  The swap writes out's halo layers,
+ * which this step does not read (it reads out's own layers and cur's).
+ * *bad: 1 when a value blew up; returns an nlse_status. */
+static int leap_overlapped(nlse_dec *s, void *out, const void *cur, int *bad)
+{
+    const long z0 = s->G.z0, z1 = s->G.z1, nz = s->G.n[2];
+    const size_t K = 2 * (size_t)(s->G.px * s->p.cells * s->p.blocks[1]) * real_size(s);
+    char *o = (char *)out;
+    int st;
+    *bad = leap_layers(s, out, cur, z0, z0 + 1);
+    if (z1 - 1 > z0)
+        *bad |= leap_layers(s, out, cur, z1 - 1, z1);
+    const nlse_comm *c = s->comm;
+    DEC_WAIT(s, c->halo_start(c->ctx, z0 > 0 ? o + (size_t)z0 * K : NULL,
+                              z0 > 0 ? o + (size_t)(z0 - 1) * K : NULL,
+                              z1 < nz ? o + (size_t)(z1 - 1) * K : NULL,
+                              z1 < nz ? o + (size_t)z1 * K : NULL, K));
+    if (st)
+        return st;
+    const long inner = z1 - z0 - 2;
+    const long part = inner > DEC_OVERLAP_PARTS ? (inner + DEC_OVERLAP_PARTS - 1) / DEC_OVERLAP_PARTS
+                                                : 1;
+    for (long a = z0 + 1; a < z1 - 1; a += part) {
+        *bad |= leap_layers(s, out, cur, a, a + part < z1 - 1 ? a + part : z1 - 1);
+        DEC_WAIT(s, c->halo_progress(c->ctx));
+        if (st)
+            break;
+    }
+    const int fin = c->halo_finish(c->ctx);  /* always: no request left in flight */
+    DEC_WAIT(s, st ? st : fin);
+    return st;
+}
+
+/* Whether the steps swap the halo layers themselves: a slab with a
+ * neighbour and a table that swaps (else the caller refreshes them). */
+static int swaps_halos(const nlse_dec *s)
+{
+    return s->comm && s->comm->halo_start && s->comm->halo_progress && s->comm->halo_finish &&
+           (s->G.z0 > 0 || s->G.z1 < s->G.n[2]);
+}
+
 int nlse_dec_step(nlse_dec *s, long n, long *done)
 {
     int st = dec_check_steps(s, n, done);
@@ -580,8 +653,10 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
                                          "RK4 (its halos need refreshing between the stages): "
                                          "start with nlse_dec_combine or give psi(-dt)");
     const double t0 = dec_now();
+    const int swap = swaps_halos(s);
     long k = 0;
     int bad = 0;
+    s->last_wait = 0;
     if (n > 0 && !s->have_prev) {
         if ((st = rk4_start(s, &bad)))
             return st;
@@ -589,7 +664,12 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     }
     for (; k < n && !bad; ++k) {
         void *prev = s->buf[s->par ^ 1];
-        bad = apply(s, prev, prev, s->buf[s->par], 0, -2 * s->p.dt, NULL);
+        if (!swap)
+            bad = apply(s, prev, prev, s->buf[s->par], 0, -2 * s->p.dt, NULL);
+        else if ((st = leap_overlapped(s, prev, s->buf[s->par], &bad))) {
+            s->have_prev = 0;
+            break;
+        }
         if ((st = dec_agree_bad(s->comm, &bad))) {
             s->have_prev = 0;
             break;
@@ -612,6 +692,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     if (!(isfinite(norm) && norm > 0))
         return nlse_fail(NLSE_ERR_VALUE, "norm must be finite and > 0, got %g", norm);
     const double t0 = dec_now();
+    s->last_wait = 0;
     long k = 0;
     int bad = 0;
     for (; k < n; ++k) {
@@ -781,5 +862,7 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
 }
 
 double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }
+
+double nlse_dec_last_wait_seconds(const nlse_dec *s) { return s ? s->last_wait : 0; }
 
 const char *nlse_dec_kernel(const nlse_dec *s) { return s ? "rows" : ""; }

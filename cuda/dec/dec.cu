@@ -2385,4 +2385,7 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
 
 double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }
 
+/* the GPU solver swaps no halos itself (the caller does, between steps) */
+double nlse_dec_last_wait_seconds(const nlse_dec *s) { (void)s; return 0; }
+
 const char *nlse_dec_kernel(const nlse_dec *s) { return s && s->form ? s->form : ""; }

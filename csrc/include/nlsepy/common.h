@@ -99,6 +99,19 @@ typedef struct nlse_comm {
      * rank r lands at recv + rdispl[r] items (rcount[r] items). */
     int (*alltoallv)(void *ctx, size_t item, const void *send, const size_t *scount,
                      const size_t *sdispl, void *recv, const size_t *rcount, const size_t *rdispl);
+    /* A halo swap with the neighbours along the distributed axis, started
+     * and finished apart so that work overlaps it (source 001, section
+     * 4.2): halo_start posts the receives of `bytes` bytes into recv_lo
+     * (from rank - 1) and recv_hi (from rank + 1) and sends send_lo to
+     * rank - 1 and send_hi to rank + 1, ranks counted modulo the size (the
+     * periodic wrap); NULL on a side: no neighbour there.  halo_progress
+     * lets the library move the messages while the caller computes;
+     * halo_finish waits for them.  NULL members: no such swap (the caller
+     * exchanges halos itself). */
+    int (*halo_start)(void *ctx, const void *send_lo, void *recv_lo, const void *send_hi,
+                      void *recv_hi, size_t bytes);
+    int (*halo_progress)(void *ctx);
+    int (*halo_finish)(void *ctx);
 } nlse_comm;
 
 #ifdef __cplusplus

@@ -147,10 +147,14 @@ int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src);
 /* The reduction table of a distributed run (nlsepy/common.h), or NULL for
  * the whole system.  With a table, the imaginary-time norm is the sum over
  * every process's own layers, and each step's blow-up check is agreed
- * (c->max), so every process keeps or drops the same step.  The halos are
- * refreshed between steps by the caller: it takes one step per call, and
- * it starts the leapfrog itself (by nlse_dec_combine) or gives psi(-dt):
- * nlse_dec_step refuses to start by RK4 with a table. */
+ * (c->max), so every process keeps or drops the same step.  Where the
+ * table swaps halos (c->halo_start; the CPU solver), nlse_dec_step swaps
+ * the new state's halo layers after each leapfrog step itself, overlapped
+ * with its interior layers, and takes any number of steps per call;
+ * otherwise (and after imaginary-time steps) the halos are refreshed
+ * between steps by the caller, one step per call.  The caller starts the
+ * leapfrog itself (by nlse_dec_combine) or gives psi(-dt): nlse_dec_step
+ * refuses to start by RK4 with a table. */
 int nlse_dec_set_comm(nlse_dec *s, const nlse_comm *c);
 
 /* 1 when the next real-time step continues the leapfrog (psi(t - dt) is
@@ -169,6 +173,11 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s);
 
 /* Seconds the last nlse_dec_step or nlse_dec_imaginary took. */
 double nlse_dec_last_seconds(const nlse_dec *s);
+
+/* Of those, the seconds the steps waited for their halo swaps (the swap's
+ * part that their interior layers did not hide; 0 where the steps swap
+ * no halos: see nlse_dec_set_comm). */
+double nlse_dec_last_wait_seconds(const nlse_dec *s);
 
 /* The kernel form of the backend's last application of H (a static
  * string): "rows" on the CPU; on CUDA "z marching", "rows, units by warps"

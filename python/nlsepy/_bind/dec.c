@@ -309,6 +309,7 @@ static PyObject *dec_combine(DecObject *self, PyObject *args)
 
 NLSEPY_GETTER(dec_bytes, DecObject, PyFloat_FromDouble, nlse_dec_bytes_per_cell_step)
 NLSEPY_GETTER(dec_seconds, DecObject, PyFloat_FromDouble, nlse_dec_last_seconds)
+NLSEPY_GETTER(dec_wait_seconds, DecObject, PyFloat_FromDouble, nlse_dec_last_wait_seconds)
 NLSEPY_GETTER(dec_kernel, DecObject, PyUnicode_FromString, nlse_dec_kernel)
 
 static PyMethodDef dec_methods[] = {
@@ -349,6 +350,9 @@ static PyMethodDef dec_methods[] = {
      "Bytes a leapfrog step moves per unknown (model)."},
     {"last_seconds", (PyCFunction)dec_seconds, METH_NOARGS,
      "Seconds the last step() or imaginary() took."},
+    {"last_wait_seconds", (PyCFunction)dec_wait_seconds, METH_NOARGS,
+     "Of those, the seconds spent waiting for the halo swaps that step() did itself "
+     "(the part its interior layers did not hide)."},
     {"kernel", (PyCFunction)dec_kernel, METH_NOARGS,
      "kernel() -> the kernel form of the last application of H ('' before the first)."},
     {NULL, NULL, 0, NULL}};

@@ -10,7 +10,8 @@
  * in rank order, so a run's results do not depend on message timing and are
  * bit-identical across runs with the same number of ranks.  The table's
  * all-to-all carries the transposes and halo rows of the distributed
- * dipolar GPE.
+ * dipolar GPE; its halo swap (started, progressed, finished apart) lets the
+ * DEC step overlap its neighbours' layers with the interior.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ typedef struct comm_ctx {
     int size;
     double *buf;
     size_t cap;
+    MPI_Request req[4]; /* the halo swap in flight (halo_start .. halo_finish) */
+    int nreq;
 } comm_ctx;
 
 /* Every rank's n doubles side by side in c->buf (rank r at r * n). */
@@ -127,6 +130,52 @@ static int alltoallv(void *ctx, size_t item, const void *send, const size_t *sco
                              : nlse_fail(NLSE_ERR_BACKEND, "MPI_Alltoallv failed (error %d)", rc);
 }
 
+/* the halo swap's tags: a layer going to the lower rank, to the upper one
+ * (with two ranks and periodic ends both neighbours are the same rank) */
+enum { TAG_DOWN = 0x4e4c, TAG_UP = 0x4e4d };
+
+static int halo_start(void *ctx, const void *send_lo, void *recv_lo, const void *send_hi,
+                      void *recv_hi, size_t bytes)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    if (bytes > (size_t)INT_MAX)
+        return nlse_fail(NLSE_ERR_VALUE, "a halo of %zu bytes exceeds MPI's count", bytes);
+    if (c->nreq)
+        return nlse_fail(NLSE_ERR_VALUE, "halo_start: a halo swap is already in flight");
+    int rank, rc = MPI_SUCCESS;
+    MPI_Comm_rank(c->comm, &rank);
+    const int lo = (rank + c->size - 1) % c->size, hi = (rank + 1) % c->size, n = (int)bytes;
+    if (recv_lo)
+        rc |= MPI_Irecv(recv_lo, n, MPI_BYTE, lo, TAG_UP, c->comm, &c->req[c->nreq++]);
+    if (recv_hi)
+        rc |= MPI_Irecv(recv_hi, n, MPI_BYTE, hi, TAG_DOWN, c->comm, &c->req[c->nreq++]);
+    if (send_lo)
+        rc |= MPI_Isend(send_lo, n, MPI_BYTE, lo, TAG_DOWN, c->comm, &c->req[c->nreq++]);
+    if (send_hi)
+        rc |= MPI_Isend(send_hi, n, MPI_BYTE, hi, TAG_UP, c->comm, &c->req[c->nreq++]);
+    return rc == MPI_SUCCESS ? NLSE_OK
+                             : nlse_fail(NLSE_ERR_BACKEND, "MPI_Isend/MPI_Irecv of a halo failed");
+}
+
+static int halo_progress(void *ctx)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    int done = 0;
+    if (c->nreq && MPI_Testall(c->nreq, c->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Testall of a halo swap failed");
+    return NLSE_OK;
+}
+
+static int halo_finish(void *ctx)
+{
+    comm_ctx *c = (comm_ctx *)ctx;
+    const int n = c->nreq;
+    c->nreq = 0;
+    if (n && MPI_Waitall(n, c->req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return nlse_fail(NLSE_ERR_BACKEND, "MPI_Waitall of a halo swap failed");
+    return NLSE_OK;
+}
+
 static void capsule_free(PyObject *cap)
 {
     comm_ctx *c = (comm_ctx *)PyCapsule_GetPointer(cap, NLSEPY_COMM_CAPSULE);
@@ -158,6 +207,9 @@ static PyObject *m_comm_capsule(PyObject *Py_UNUSED(m), PyObject *obj)
     c->vt.sum = ordered_sum;
     c->vt.max = ordered_max;
     c->vt.alltoallv = alltoallv;
+    c->vt.halo_start = halo_start;
+    c->vt.halo_progress = halo_progress;
+    c->vt.halo_finish = halo_finish;
     PyObject *cap = PyCapsule_New(&c->vt, NLSEPY_COMM_CAPSULE, capsule_free);
     if (!cap) {
         MPI_Comm_free(&c->comm);

@@ -10,8 +10,12 @@ leapfrog step (eq. 12) or an imaginary-time step; the halos are refreshed
 from the neighbours after every step: on GPU ranks of one node device to
 device (``_dist.IpcHalo``: each rank's edge layers copied into its device
 mailboxes, the neighbours' mailboxes, mapped by CUDA IPC, copied into the
-halo layers), otherwise through host memory (``MPI_Sendrecv``).  Both move
-the same bytes, so the results are the same bits.
+halo layers), otherwise through host memory (``MPI_Sendrecv``).  On CPU
+ranks the C handle swaps the halos of its leapfrog steps itself (the
+swap of the reduction table, non-blocking MPI): it computes its first and
+last own layers, sends them, and computes the interior while they travel
+(source 001, section 4.2).  All move the same bytes, so the results are
+the same bits.
 
 The rank's extended slab is one single-process C handle (on a GPU rank,
 made on the rank's own GPU, which ``DecGPE`` selects first) with
@@ -219,16 +223,36 @@ class SlabDec:
             self.ipc.settled()
 
     def step(self, n: int) -> Tuple[int, bool]:
-        """`n` leapfrog steps, one per C call with the halo exchange after
-        each; stops on every rank at the first step that blew up on any.
+        """`n` leapfrog steps; stops on every rank at the first step that
+        blew up on any.
 
-        On the device-to-device path an exchange followed by another step
-        leaves out its closing barrier: that step's agreed blow-up check
-        (an ``MPI_Allgather`` every rank enters after its halo copies)
-        proves the neighbours done with this rank's mailboxes.  The last
-        exchange of the call keeps it."""
+        CPU ranks: one C call, which swaps the new state's halo layers
+        after each step itself, with non-blocking MPI overlapped with the
+        interior layers (the handle's ``last_wait_seconds`` is the part the
+        interior did not hide).  GPU ranks: one step per C call with the
+        halo exchange after each.  On the device-to-device path an exchange
+        followed by another step leaves out its closing barrier: that step's
+        agreed blow-up check (an ``MPI_Allgather`` every rank enters after
+        its halo copies) proves the neighbours done with this rank's
+        mailboxes.  The last exchange of the call keeps it."""
         self.seconds = 0.0
         clock, tm = time.perf_counter, self.timings
+        if self.device is None and n > 0:
+            first = 0
+            if not self.h.has_prev():
+                if self._rk4_start():
+                    return 0, True
+                first = 1
+            if first == n:
+                return n, False
+            t0 = clock()
+            done, blew = self.h.step(n - first)  # halos swapped in C, overlapped
+            wait = self.h.last_wait_seconds()
+            tm["step"] += clock() - t0 - wait
+            tm["exchange"] += wait
+            tm["steps"] += done
+            self.seconds = self.h.last_seconds() - wait
+            return first + done, blew
         for q in range(n):
             if not self.h.has_prev():
                 if self._rk4_start():
@@ -283,6 +307,21 @@ class SlabDec:
         return self.h.kernel()
 
 
+def _exchange_words(sim: Any, sol: SlabDec) -> str:
+    """How the halo layers of a distributed DecGPE move, in words."""
+    if sol.ipc:
+        words = "device to device through CUDA IPC (one node), one layer of blocks per side, " \
+                "once per step"
+    elif sim.backend == "cuda":
+        words = "MPI_Sendrecv of one layer of blocks per side, once per step (device layers " \
+                "staged through the host)"
+    else:
+        words = "MPI_Isend/MPI_Irecv of one layer of blocks per side after each leapfrog " \
+                "step, overlapped with the step's interior layers (MPI_Sendrecv after an " \
+                "imaginary-time step)"
+    return words + (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else "")
+
+
 def comm_info(sim: Any) -> Dict[str, Any]:
     """How a distributed DecGPE is laid out and communicates."""
     lay, sol = sim._layout, sim._solver
@@ -292,12 +331,7 @@ def comm_info(sim: Any) -> Dict[str, Any]:
             "layers": (lay.start, lay.count), "counts": lay.counts.tolist(),
             "cells": (sim._own.start, sim._n_own), "halo_layers": HALO_LAYERS,
             "halo": sol.halo,
-            "exchange": ("device to device through CUDA IPC (one node), one layer of "
-                         "blocks per side, once per step" if sol.ipc else
-                         "MPI_Sendrecv of one layer of blocks per side, once per step" +
-                         (" (device layers staged through the host)"
-                          if sim.backend == "cuda" else "")) +
-                        (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
+            "exchange": _exchange_words(sim, sol),
             "reduction": "rank-ordered sum (MPI_Allgather)", "mpi": info["library"],
             "cuda_aware_mpi": info["cuda_aware"],
             "device": sim._device if sim.backend == "cuda" else None}
