@@ -24,7 +24,7 @@
  * (c even), so the chunk-wise accesses of a warp hit distinct banks. */
 __device__ __forceinline__ int zpos(int e, int c) { return e + e / c; }
 
-template <typename T, typename V, typename C, bool H1, bool LAST>
+template <typename T, typename V, typename C, bool H1, bool LAST, bool Q>
 __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, CN<C> cn, int chunk,
                                                Dens<T> out)
 {
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
         for (int e = lane; e < n; e += 32) {
             V v = p[e];
             if (H1)
-                v = h1_apply(v, h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
+                v = h1_apply<Q>(v, h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
             s[zpos(e, c)] = v;
         }
         __syncwarp();
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
  * and the per-lane Crank-Nicolson coefficients (the same for every line,
  * loaded once) stay in registers, so the loop over lines carries no index
  * arithmetic (the generic k_zline is bound by instructions, not memory). */
-template <typename T, typename V, typename C, bool LAST, int CH>
+template <typename T, typename V, typename C, bool LAST, int CH, bool Q>
 __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN<C> cn,
                                               Dens<T> out)
 {
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
         const int i = (int)(line / G.n1), j = (int)(line % G.n1);
         V *p = psi + line * n;
         for (int e = lane; e < n; e += 32)
-            s[e + e / CH] = h1_apply(p[e], h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
+            s[e + e / CH] = h1_apply<Q>(p[e], h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
         __syncwarp();
         V v[CH];
 #pragma unroll
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
 /* k_h1: the non-derivative step alone (lines too long for k_zline)   */
 /* ------------------------------------------------------------------ */
 
-template <typename T, typename V>
+template <typename T, typename V, bool Q>
 __global__ void __launch_bounds__(BLK) k_h1(V *psi, Grid<T> G, H1Args<T> a)
 {
     const H1Scale<T> S = h1_scale(a);
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(BLK) k_h1(V *psi, Grid<T> G, H1Args<T> a)
         const int i = (int)(row / G.n1), j = (int)(row % G.n1);
         for (int k = threadIdx.x; k < G.n2; k += blockDim.x) {
             V *p = psi + row * G.n2 + k;
-            *p = h1_apply(*p, h1_pot(G, a, S, i, j, k, row), a.dt, S, a.imag);
+            *p = h1_apply<Q>(*p, h1_pot(G, a, S, i, j, k, row), a.dt, S, a.imag);
         }
     }
 }
@@ -251,21 +251,28 @@ int dipolar_zsolve(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a
                    const Dens<T> &out, bool last_z, int *parts)
 {
     const int n0 = G.n0, n1 = G.n1;
+    const bool q = a.gqf != 0; /* the kernels with the Lee-Huang-Yang term */
     if (s->zreg > 0) {
         const long long lines = (long long)n0 * n1;
         const int wpb = 4;
         const size_t smem = (size_t)wpb * 32 * (s->zreg + 1) * sizeof(V) +
                             2 * (size_t)32 * s->zreg * sizeof(C);
         const int blocks = grid_for(lines, wpb);
+#define ZREG_Q(LAST, CH, Q)                                                                     \
+    do {                                                                                        \
+        CKS(smem_limit(k_zreg<T, V, C, LAST, CH, Q>, smem));                                    \
+        k_zreg<T, V, C, LAST, CH, Q><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn, out); \
+    } while (0)
 #define ZREG(CH)                                                                                \
     case CH:                                                                                    \
-        if (last_z) {                                                                           \
-            CKS(smem_limit(k_zreg<T, V, C, true, CH>, smem));                                   \
-            k_zreg<T, V, C, true, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn, out); \
-        } else {                                                                                \
-            CKS(smem_limit(k_zreg<T, V, C, false, CH>, smem));                                  \
-            k_zreg<T, V, C, false, CH><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn, out); \
-        }                                                                                       \
+        if (last_z && q)                                                                        \
+            ZREG_Q(true, CH, true);                                                             \
+        else if (last_z)                                                                        \
+            ZREG_Q(true, CH, false);                                                            \
+        else if (q)                                                                             \
+            ZREG_Q(false, CH, true);                                                            \
+        else                                                                                    \
+            ZREG_Q(false, CH, false);                                                           \
         break;
         switch (s->zreg) {
             ZREG(1)
@@ -275,6 +282,7 @@ int dipolar_zsolve(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a
             ZREG(16)
         }
 #undef ZREG
+#undef ZREG_Q
         if (last_z)
             *parts = blocks;
     } else {
@@ -282,14 +290,20 @@ int dipolar_zsolve(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a
         const int wpb = s->zwarps;
         const size_t smem = (size_t)wpb * 2 * 32 * (s->zchunk + 1) * sizeof(V);
         const int blocks = grid_for(lines, wpb);
-        if (last_z) {
-            k_zline<T, V, C, true, true><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn,
-                                                                                s->zchunk, out);
+#define ZLINE(LAST, Q)                                                                          \
+    k_zline<T, V, C, true, LAST, Q><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn,         \
+                                                                            s->zchunk, out)
+        if (last_z && q)
+            ZLINE(true, true);
+        else if (last_z)
+            ZLINE(true, false);
+        else if (q)
+            ZLINE(false, true);
+        else
+            ZLINE(false, false);
+#undef ZLINE
+        if (last_z)
             *parts = blocks;
-        } else {
-            k_zline<T, V, C, true, false><<<blocks, 32 * wpb, smem, s->stream>>>(psi, G, a, cn,
-                                                                                 s->zchunk, out);
-        }
     }
     return NLSE_OK;
 }
@@ -297,7 +311,11 @@ int dipolar_zsolve(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a
 template <typename T, typename V>
 int dipolar_h1(nlse_dipolar *s, V *psi, const Grid<T> &G, const H1Args<T> &a)
 {
-    k_h1<T, V><<<grid_for((long long)G.n0 * G.n1, 1), BLK, 0, s->stream>>>(psi, G, a);
+    const int blocks = grid_for((long long)G.n0 * G.n1, 1);
+    if (a.gqf != 0)
+        k_h1<T, V, true><<<blocks, BLK, 0, s->stream>>>(psi, G, a);
+    else
+        k_h1<T, V, false><<<blocks, BLK, 0, s->stream>>>(psi, G, a);
     return NLSE_OK;
 }
 
