@@ -11,7 +11,7 @@ import numpy as np
 from ..common import backend as _backend
 from ..common import checks as _validate
 from ..common.guard import require_memory
-from . import open as _open
+from . import lindblad as _lindblad
 
 __all__ = ["ADVICE", "require", "require_model", "require_run", "run_bytes"]
 
@@ -64,7 +64,7 @@ def open_run_bytes(mb: Any, na: int, out: int, field: int, saved_populations: in
     state = (16 + 16 * nl) * na + 5 * field + 16 * nt * n2
     if mb.backend == "cpu":
         nthr = max(1, min(int(_backend.core().get_num_threads()), -(-na // 8)))
-        return out + state + _open.open_bytes(nl, nt, nf, na, nthr, pops), 0
+        return out + state + _lindblad.open_bytes(nl, nt, nf, na, nthr, pops), 0
     rs = np.dtype(mb.dtype).itemsize // 2
     nb = -(-na // max(1, 256 // n2))          # blocks of the density-matrix kernel
     dev = state + 2 * rs * (n2 + nl) * na + 8 * n2 + nb * 2 * rs * nt * nf + \

@@ -26,7 +26,7 @@ from ..common.hdf5 import check_output as _check_output
 from ..common.runner import progress_bar
 from .checks import real_array
 from .memory import require_run
-from .open import attach
+from .lindblad import attach
 from .result import MaxwellBlochResult
 
 __all__ = ["Saved", "RunState", "saved_positions", "check_run", "make_solver", "record_file",

@@ -46,7 +46,7 @@ from ..reference.mbloch import (absorption_coefficient, area_theorem, franck_con
 from . import checks as _checks
 from . import dist as _mbdist
 from . import memory as _memory
-from . import open as _open
+from . import lindblad as _lindblad
 from . import propagate as _propagate
 from .checks import LINES
 from .result import MaxwellBlochResult
@@ -121,7 +121,7 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         population of level ``from`` goes to ``to`` at rate Gamma x
         branching (levels numbered ground 0..n_g-1, then excited n_g..).
         Any of `decay`, `dephasing`, `doppler` makes the atoms density
-        matrices (Lindblad form, :mod:`nlsepy.mbloch.open`,
+        matrices (Lindblad form, :mod:`nlsepy.mbloch.lindblad`,
         docs/models/mbloch.md); without them the amplitudes of eq. 4 are
         solved as they always were.
     dephasing : array_like, optional
@@ -226,16 +226,16 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         self._backend = _backend.resolve(backend, "MaxwellBloch")
         self._core = _backend.module(self.backend)
         self._decay_in = decay
-        self._decay = _open.check_decay(decay, self.n_levels)
-        self._dephasing = _open.check_dephasing(dephasing, self.n_levels)
-        self._doppler = _open.as_doppler(doppler)
+        self._decay = _lindblad.check_decay(decay, self.n_levels)
+        self._dephasing = _lindblad.check_dephasing(dephasing, self.n_levels)
+        self._doppler = _lindblad.as_doppler(doppler)
         classes = 1 if self._doppler is None else self._doppler.n_classes
         _memory.require_model(self, line, n_atoms, initial_state, classes)
         det, w = _checks.sample_line(line, n_atoms)
         self._line = (_checks.owned(det), _checks.owned(w))
         self._shifts = None
         if self._doppler is not None:
-            det, w, shifts = _open.expand_atoms(det, w, self._doppler, self.modes, self._F)
+            det, w, shifts = _lindblad.expand_atoms(det, w, self._doppler, self.modes, self._F)
             self._shifts = _checks.owned(shifts)
         self._detunings, self._weights = _checks.owned(det), _checks.owned(w)
         self._initial_state = _checks.owned(
