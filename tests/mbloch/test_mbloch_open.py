@@ -213,7 +213,6 @@ def test_single_precision(backend):
 
 # ----------------------------------------------------------- EIT
 
-@pytest.mark.slow
 def test_eit_window_and_group_delay(backend):
     """Lambda system (g0 = 0, g1 = 1, e = 2; mode 0 the probe g0-e, mode -1
     the coupling g1-e), decay Gamma from e to g0 and g1 (branching 1/2),
@@ -278,7 +277,10 @@ def test_level_factors_and_counter_propagation():
     assert counter[0] - counter[2] == 1 and counter[1] - counter[2] == -1
     assert counter[0] - counter[1] == 2
     with pytest.raises(ValueError, match="inconsistent"):
-        level_factors([1.0, 2.0], (0, 1), np.ones((2, 2)))
+        level_factors([1.0, 2.0, 5.0], (-1, 1), np.ones((2, 2)))
+    # factors linear in l are consistent around the same loop
+    c = level_factors([1.0, 2.0, 3.0], (-1, 1), np.ones((2, 2)))
+    assert c[0] - c[2] == 2 and c[0] - c[3] == 3 and c[1] - c[2] == 1 and c[1] - c[3] == 2
 
 
 @pytest.mark.parametrize("kw, exc, match", [

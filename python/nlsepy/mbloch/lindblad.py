@@ -181,15 +181,16 @@ def check_dephasing(dephasing: Any, n_levels: int) -> Optional[np.ndarray]:
     g = g.astype(np.float64)
     if not np.all(np.isfinite(g)) or np.any(g < 0):
         q = int(np.argmax(~np.isfinite(g.ravel()) | (g.ravel() < 0)))
-        raise ValueError(f"dephasing rates must be finite and >= 0, got {g.ravel()[q]!r} at "
-                         f"index {np.unravel_index(q, g.shape)}")
+        at = tuple(int(i) for i in np.unravel_index(q, g.shape))
+        raise ValueError(f"dephasing rates must be finite and >= 0, got {float(g.ravel()[q])!r} "
+                         f"at index {at}")
     if g.shape == (n_levels,):
         g = g[:, None] + g[None, :]
     elif g.shape == (n_levels, n_levels):
         if not np.array_equal(g, g.T):
             i, j = np.argwhere(g != g.T)[0]
             raise ValueError(f"dephasing per coherence must be symmetric: [{i}, {j}] = "
-                             f"{g[i, j]!r}, [{j}, {i}] = {g[j, i]!r}")
+                             f"{float(g[i, j])!r}, [{j}, {i}] = {float(g[j, i])!r}")
         g = g.copy()
     else:
         raise ValueError(f"dephasing must have shape ({n_levels},) (per level) or "

@@ -45,7 +45,7 @@ class MaxwellBlochResult:
         The z step.
     density : numpy.ndarray or None
         Open models run with ``density=True``: the ensemble density matrix
-        :math:`\sum_D w_D\rho^D_{ij}(z, t)` at `z_populations`, complex128
+        :math:`\\sum_D w_D\\rho^D_{ij}(z, t)` at `z_populations`, complex128
         of shape ``(len(z_populations), n_t, n, n)`` (its diagonal is
         `populations`); else None.
     interrupted : bool
