@@ -55,3 +55,18 @@ def test_different_decay_on_one_rank():
     kw, _ = model(gamma=1.0 if RANK != SIZE - 1 else 2.0)
     with pytest.raises(ValueError, match="decay differs from rank 0's"):
         nl.MaxwellBloch(**kw, comm=COMM)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
+                    reason="needs the CUDA backend and a GPU")
+def test_cuda_ranks_match_one_cpu_process():
+    """GPU ranks (density matrices on the device, sums through the host)
+    against one CPU process: 1e-10."""
+    kw, e0 = model()
+    run = dict(h_z=0.02, n_z=6, save_every=3, euler_substeps=2, density=True)
+    out = nl.MaxwellBloch(**kw, backend="cuda", comm=COMM).run(e0, **run)
+    ref = nl.MaxwellBloch(**kw, backend="cpu").run(e0, **run)
+    assert np.abs(out.fields - ref.fields).max() < 1e-10 * np.abs(ref.fields).max()
+    assert np.abs(out.density - ref.density).max() < 1e-10
+    assert same_everywhere(out.fields)

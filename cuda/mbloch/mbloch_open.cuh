@@ -1,0 +1,200 @@
+/*
+ * mbloch_open.cuh -- the density-matrix atoms of an open Maxwell-Bloch
+ * solver on CUDA (nlsepy/mbloch.h, nlse_mbloch_set_open;
+ * docs/models/mbloch.md, "Open systems"), included by mbloch.cu after its
+ * helpers (coef_set, C2, cmac): the Lindblad master equation
+ *   d rho/dt = i [H_D, rho] + decay channels + pure dephasing
+ * (H_D of eq. 4 of source 004) stepped by the RK4 of algorithm 2, the
+ * polarisation of eq. 6 as sum F rho_{b a}; written once for float and
+ * double (T).
+ *
+ * A block owns na atoms for the whole time grid.  Their matrices (rho, the
+ * RK4 sum and two stage inputs, [atom][i][j]) sit in shared memory, or in a
+ * per-block slice of global memory when they do not fit; each thread
+ * takes elements (atom, i, j) with a block stride, so any level count runs.
+ * The coupling rows and the coefficient sets (0.5 F eps_l, three a step,
+ * rotated as in k_atoms) are those of the amplitude kernel.  After each
+ * step the block writes its atoms' weighted polarisation (and density
+ * matrix) as a per-block partial, summed over the blocks in a fixed order
+ * by k_sum_blocks2.
+ */
+
+struct MBOpenArgs {
+    int n_g, n_lev, n2, n_f, n_t, n_atoms, na, l_min, n2c, want_rho;
+    double h, kg, ke;
+};
+
+/* the host's view of an open solver's device arrays */
+struct MBOpen {
+    MBOpenArgs a;
+    int nb, threads, global;   /* global: the states live in gwork */
+    size_t smem;
+    void *rho0, *shift, *damp, *frate, *part, *ppart, *gwork;
+    int *foff, *ffrom;
+};
+
+/* k_ij of one element (times h): i ((E_i - E_j) y_ij + (V y)_ij - (y V)_ij)
+ * - damp_ij y_ij + [i = j] sum of the feeds */
+template <typename T>
+__device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, const typename C2<T>::t *Y,
+                                                        const typename C2<T>::t *C, const MBRow *rows,
+                                                        const T *E, const T *damp, const int *foff,
+                                                        const int *ffrom, const T *frate, int i, int j)
+{
+    typedef typename C2<T>::t V;
+    const int n = a.n_lev;
+    const V y = Y[i * n + j];
+    const T de = E[i] - E[j];
+    V s = C2<T>::make(de * y.x, de * y.y);
+    const MBRow Ri = rows[i], Rj = rows[j];
+    for (int q = 0; q < Ri.cnt; ++q) /* + V_ix y_xj */
+        cmac(s, C[Ri.off + q], Y[(Ri.src + q) * n + j]);
+    for (int q = 0; q < Rj.cnt; ++q) { /* - y_ix conj(V_jx) */
+        const V c = C[Rj.off + q], z = Y[i * n + Rj.src + q];
+        s.x -= c.x * z.x + c.y * z.y;
+        s.y -= c.x * z.y - c.y * z.x;
+    }
+    const T g = damp[i * n + j];
+    V k = C2<T>::make(-s.y - g * y.x, s.x - g * y.y);
+    if (i == j)
+        for (int q = foff[i]; q < foff[i + 1]; ++q) {
+            const V p = Y[ffrom[q] * (n + 1)];
+            k.x += frate[q] * p.x;
+            k.y += frate[q] * p.y;
+        }
+    const T h = (T)a.h;
+    return C2<T>::make(h * k.x, h * k.y);
+}
+
+/* one RK4 stage over the block's elements: kind 0 first, 1 middle, 2 last */
+template <typename T>
+__device__ void open_stage(const MBOpenArgs &a, const typename C2<T>::t *C, const MBRow *rows, const T *E,
+                           const T *damp, const int *foff, const int *ffrom, const T *frate,
+                           const typename C2<T>::t *Y, typename C2<T>::t *O, typename C2<T>::t *R,
+                           typename C2<T>::t *AC, T ca, T cb, int kind)
+{
+    typedef typename C2<T>::t V;
+    const int n2 = a.n2;
+    for (int x = threadIdx.x; x < a.na * n2; x += blockDim.x) {
+        const int at = x / n2, e = x - at * n2, i = e / a.n_lev, j = e - i * a.n_lev;
+        const V k = open_deriv<T>(a, Y + (size_t)at * n2, C, rows, E + at * a.n_lev, damp, foff, ffrom, frate, i, j);
+        if (kind == 2) {
+            R[x] = C2<T>::make(AC[x].x + cb * k.x, AC[x].y + cb * k.y);
+        } else {
+            const V r = R[x], base = kind == 0 ? r : AC[x];
+            O[x] = C2<T>::make(r.x + ca * k.x, r.y + ca * k.y);
+            AC[x] = C2<T>::make(base.x + cb * k.x, base.y + cb * k.y);
+        }
+    }
+}
+
+/* t_k: the block's weighted polarisation (and density matrix) partials,
+ * the trace deviation of its atoms */
+template <typename T>
+__device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t *R, const T *W, const T *Fg,
+                            const MBRow *prow, int nvalid, typename C2<T>::t *part, typename C2<T>::t *ppart,
+                            double &dev)
+{
+    typedef typename C2<T>::t V;
+    const size_t blk = blockIdx.x;
+    const int n = a.n_lev, n2 = a.n2, ne = a.n_lev - a.n_g;
+    for (int li = threadIdx.x; li < a.n_f; li += blockDim.x) {
+        const MBRow P = prow[li];
+        const int l = a.l_min + li;
+        V s = C2<T>::make(0, 0);
+        for (int at = 0; at < a.na; ++at) {
+            V u = C2<T>::make(0, 0);
+            for (int q = 0; q < P.cnt; ++q) {
+                const int m = P.src + q;
+                const T f = Fg[m * ne + m + l];
+                const V r = R[(size_t)at * n2 + (a.n_g + m + l) * n + m];
+                u.x += f * r.x;
+                u.y += f * r.y;
+            }
+            s.x += W[at] * u.x;
+            s.y += W[at] * u.y;
+        }
+        part[(blk * a.n_t + k) * a.n_f + li] = s;
+    }
+    for (int e = threadIdx.x; a.want_rho && e < n2; e += blockDim.x) {
+        V s = C2<T>::make(0, 0);
+        for (int at = 0; at < a.na; ++at) {
+            s.x += W[at] * R[(size_t)at * n2 + e].x;
+            s.y += W[at] * R[(size_t)at * n2 + e].y;
+        }
+        ppart[(blk * a.n_t + k) * n2 + e] = s;
+    }
+    for (int at = threadIdx.x; at < nvalid; at += blockDim.x) {
+        double tr = 0;
+        for (int i = 0; i < n; ++i)
+            tr += (double)R[(size_t)at * n2 + i * (n + 1)].x;
+        dev = fmax(dev, fabs(tr - 1.0));
+    }
+}
+
+template <typename T>
+__global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
+                       const T *shift, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
+                       const T *damp, const int *foff, const int *ffrom, const T *frate,
+                       typename C2<T>::t *part, typename C2<T>::t *ppart, double *devb,
+                       typename C2<T>::t *gwork)
+{
+    typedef typename C2<T>::t V;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const size_t ns = (size_t)a.na * a.n2;
+    V *Cs = (V *)smem;
+    T *E = (T *)(Cs + 3 * a.n2c), *W = E + a.na * a.n_lev;
+    V *st = gwork ? gwork + blockIdx.x * 4 * ns : (V *)(W + a.na + ((a.na * (a.n_lev + 1)) & 1));
+    V *R = st, *AC = R + ns, *Y0 = AC + ns, *Y1 = Y0 + ns;
+    const int D0 = blockIdx.x * a.na;
+    const int nvalid = min(a.na, a.n_atoms - D0);
+    for (int x = threadIdx.x; x < (int)ns; x += blockDim.x) {
+        const int at = x / a.n2, D = D0 + min(at, nvalid - 1); /* padding: the last atom, weight 0 */
+        R[x] = rho0[(size_t)D * a.n2 + (x - at * a.n2)];
+    }
+    for (int x = threadIdx.x; x < a.na * a.n_lev; x += blockDim.x) {
+        const int at = x / a.n_lev, i = x - at * a.n_lev, D = D0 + min(at, nvalid - 1);
+        T e = i < a.n_g ? (T)((double)i * a.kg) + det[D] : (T)((double)(i - a.n_g) * a.ke);
+        if (shift)
+            e += shift[(size_t)D * a.n_lev + i];
+        E[x] = e;
+    }
+    for (int at = threadIdx.x; at < a.na; at += blockDim.x)
+        W[at] = at < nvalid ? w[D0 + at] : (T)0;
+    const MBRow *prow = rows + a.n_lev;
+    int prv = 1, mid = 2, nxt = 0;
+    coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, eps, eps, false);
+    __syncthreads();
+    double dev = 0;
+    open_record<T>(a, 0, R, W, Fg, prow, nvalid, part, ppart, dev);
+    const T half = (T)0.5, one = 1, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
+    for (int k = 1; k < a.n_t; ++k) {
+        const int t0 = prv;
+        prv = nxt;
+        nxt = mid;
+        mid = t0;
+        coef_set<T>(Cs + mid * a.n2c, a.n2c, ent, Fg, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
+        coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, eps + (size_t)k * a.n_f, false);
+        open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, R, Y0, R, AC, half, sixth, 0);
+        __syncthreads();
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, Y1, R, AC, half, third, 1);
+        __syncthreads();
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y1, Y0, R, AC, one, third, 1);
+        __syncthreads();
+        open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, R, R, AC, 0, sixth, 2);
+        __syncthreads();
+        open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
+    }
+    __shared__ double dmax[MBLOCH_MAX_THREADS / 32];
+    for (int d = 16; d > 0; d >>= 1)
+        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
+    if ((threadIdx.x & 31) == 0)
+        dmax[threadIdx.x >> 5] = dev;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = 0;
+        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
+            m = fmax(m, dmax[q]);
+        devb[blockIdx.x] = m;
+    }
+}
