@@ -232,7 +232,7 @@ def level_factors(factors: Any, modes: Tuple[int, int], F: np.ndarray) -> np.nda
                     c[j] = c[i] + d
                     todo.append(j)
                 elif abs(c[j] - (c[i] + d)) > 1e-12 * (1 + abs(c[j])):
-                    raise ValueError(f"doppler factors {list(f)} are inconsistent: levels {i} "
+                    raise ValueError(f"doppler factors {[float(x) for x in f]} are inconsistent: levels {i} "
                                      f"and {j} (mode {l}) are joined by paths whose Doppler "
                                      f"shifts differ")
     return c
