@@ -178,7 +178,7 @@ class MaxwellBloch(Results, Sealed, Replaceable):
                           copy=True)
     dtype = Param("Precision of the atoms (numpy.complex128 or numpy.complex64).")
     backend = Param('Where the atoms are solved ("cpu" or "cuda").')
-    dephasing = Param("The dephasing of each coherence ``(n, n)``, or None (a copy).", copy=True)
+    dephasing = Param("The dephasing of each coherence ``(n, n)`` (read-only), or None.")
     doppler = Param("The Doppler broadening (nl.mbloch.Doppler), or None.")
 
     def __init__(self, n_g: int = 1, n_e: int = 1, modes: Tuple[int, int] = (0, 0),
@@ -227,7 +227,8 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         self._core = _backend.module(self.backend)
         self._decay_in = decay
         self._decay = _lindblad.check_decay(decay, self.n_levels)
-        self._dephasing = _lindblad.check_dephasing(dephasing, self.n_levels)
+        deph = _lindblad.check_dephasing(dephasing, self.n_levels)
+        self._dephasing = None if deph is None else _checks.owned(deph)
         self._doppler = _lindblad.as_doppler(doppler)
         classes = 1 if self._doppler is None else self._doppler.n_classes
         _memory.require_model(self, line, n_atoms, initial_state, classes)
