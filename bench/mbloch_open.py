@@ -12,14 +12,17 @@ Two cases, each with a 2048-point time grid and 1000 z steps by default:
   band of modes 1..9, every mode carrying the same field), decay from every
   excited sublevel, 256 Doppler classes.
 
-Flop model of one atom step (what the kernels execute; a complex
-multiply-add counts 8, as in bench/mbloch.py): per RK4 stage every element
-(i, j) of the n x n density matrix sums its row of the coupling band and
-its column (2 K band entries over the n rows: 8 x 2 n x 2 K = 32 n K), plus
-18 flops for the diagonal term, damping and the stage combination (18 n^2)
-and 4 per feed; 4 stages give 128 n K + 72 n^2 + 16 n_decay; the
-polarisation adds 4 K and the trace n.  K counts the band's entries
-(zeros of F inside the band included, as the kernels visit them).
+Flop model of one atom step (what the CPU kernels execute; a complex
+multiply-add counts 8, as in bench/mbloch.py): per RK4 stage the product
+M = V y of the coupling band with the density matrix (2 K n complex
+multiply-adds, K band entries), then the elements i <= j of the Hermitian
+k = i ((E_i - E_j) y + M - M^dagger) - damping + feeds (18 flops each,
+8 more for the mirror element's combination, 4 per population feed):
+16 K n + 9 n (n + 1) + 4 n (n - 1) + 4 n_decay per stage, four stages; the
+polarisation adds 4 K and the trace n.  K counts the band's entries (zeros
+of F inside the band included, as the kernels visit them).  The CUDA kernel
+sums both band rows for each element i <= j instead of forming M (16 K
+(n + 1) per stage, 1/n more).
 
 Bytes model of one z step (global memory; the matrices stay in a block's
 shared memory or a thread's cache for the whole time grid): every block
@@ -119,7 +122,7 @@ def d2_case(a: argparse.Namespace) -> Dict[str, Any]:
 def counts(mb: Any) -> Dict[str, float]:
     """Flops per atom step and bytes per z step of the models above."""
     n, K, nd = mb.n_levels, mb.couplings, int(mb._decay[0].size)
-    flops = 128 * n * K + 72 * n * n + 16 * nd + 4 * K + n
+    flops = 4 * (16 * K * n + 9 * n * (n + 1) + 4 * n * (n - 1) + 4 * nd) + 4 * K + n
     return dict(flops=flops, n=n, K=K)
 
 

@@ -62,6 +62,20 @@ static inline int ocpu_num_threads(void)
 
 enum { MBLOCH_OPEN_FIRST, MBLOCH_OPEN_MIDDLE, MBLOCH_OPEN_LAST };
 
+/* The stage and record kernels are also compiled for x86-64-v3 (AVX2, FMA)
+ * and x86-64-v4 (AVX-512) and chosen at load time, as in mbloch.c. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
+#define OCPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define OCPU_CLONES
+#endif
+#if defined(__GNUC__)
+#define OCPU_INLINE static inline __attribute__((always_inline))
+#else
+#define OCPU_INLINE static inline
+#endif
+
 #define OCAT_(a, b) a##b
 #define OCAT(a, b) OCAT_(a, b)
 #define REAL float

@@ -952,7 +952,7 @@ static void open_free(MBOpen *o)
 {
     if (!o)
         return;
-    void *ptrs[] = {o->rho0, o->shift, o->damp, o->frate, o->part, o->ppart, o->gwork, o->foff, o->ffrom};
+    void *ptrs[] = {o->rho0, o->shift, o->damp, o->frate, o->part, o->ppart, o->gwork, o->foff, o->ffrom, o->tri};
     nlse_cuda_free_all(ptrs, sizeof ptrs / sizeof ptrs[0]);
     free(o);
 }
@@ -980,7 +980,7 @@ template <typename T> static int open_layout(nlse_mbloch *s, MBOpen *o)
     na = mbloch_imin(na, mbloch_imax(1, (a->n_atoms + 4 * nsm - 1) / (4 * nsm)));
     a->na = na;
     o->nb = (a->n_atoms + na - 1) / na;
-    o->threads = mbloch_imin(256, ((na * a->n2 + 31) / 32) * 32);
+    o->threads = mbloch_imin(256, ((na * a->ntri + 31) / 32) * 32);
     const size_t head = 3 * (size_t)a->n2c * sizeof(V) + ((size_t)na * (a->n_lev + 1) + 1) * sizeof(T);
     const size_t states = 4 * (size_t)na * a->n2 * sizeof(V);
     o->global = head + states + 1024 > (size_t)maxsm;
@@ -1007,6 +1007,7 @@ static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_
     a->n_atoms = b->n_atoms;
     a->l_min = b->l_min;
     a->n2c = 2 * b->ncoef;
+    a->ntri = a->n_lev * (a->n_lev + 1) / 2;
     a->h = b->h;
     a->kg = b->kg;
     a->ke = b->ke;
@@ -1025,6 +1026,17 @@ static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_
         CKS(upload_real(s, o->frate, tab->feed_rate, nd));
     CKS(upload_int((void **)&o->foff, tab->feed_off, (size_t)a->n_lev + 1, "the feeds"));
     CKS(upload_int((void **)&o->ffrom, tab->feed_from, nd, "the feeds"));
+    int *tri = (int *)malloc(2 * (size_t)a->ntri * sizeof(int));
+    if (!tri)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (int i = 0, q = 0; i < a->n_lev; ++i)
+        for (int j = i; j < a->n_lev; ++j, ++q) {
+            tri[2 * q] = i;
+            tri[2 * q + 1] = j;
+        }
+    const int st = upload_int((void **)&o->tri, tri, 2 * (size_t)a->ntri, "the element pairs");
+    free(tri);
+    CKS(st);
     CKS(dalloc(&o->part, (size_t)o->nb * nfield(s) * 2 * rs(s), "the per-block polarisations"));
     return NLSE_OK;
 }
@@ -1091,7 +1103,7 @@ template <typename T> static int open_atoms_t(nlse_mbloch *s, int want_pop)
     k_open<T><<<o->nb, o->threads, o->smem, s->stream>>>(
         a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w,
         (const T *)s->F, s->rows, s->ent, (const T *)o->damp, o->foff, o->ffrom, (const T *)o->frate,
-        (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
+        o->tri, (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
     CK(cudaGetLastError());
     k_sum_blocks2<V><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const V *)o->part, o->nb, nf, s->p.beta,
                                                                      s->P, s->flag);

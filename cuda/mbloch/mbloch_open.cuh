@@ -11,7 +11,8 @@
  * A block owns na atoms for the whole time grid.  Their matrices (rho, the
  * RK4 sum and two stage inputs, [atom][i][j]) sit in shared memory, or in a
  * per-block slice of global memory when they do not fit; each thread
- * takes elements (atom, i, j) with a block stride, so any level count runs.
+ * takes elements (atom, i <= j) with a block stride and writes (j, i) as
+ * the conjugate, so any level count runs and rho stays Hermitian.
  * The coupling rows and the coefficient sets (0.5 F eps_l, three a step,
  * rotated as in k_atoms) are those of the amplitude kernel.  After each
  * step the block writes its atoms' weighted polarisation (and density
@@ -21,6 +22,7 @@
 
 struct MBOpenArgs {
     int n_g, n_lev, n2, n_f, n_t, n_atoms, na, l_min, n2c, want_rho;
+    int ntri;            /* elements i <= j: n (n + 1) / 2 */
     double h, kg, ke;
 };
 
@@ -31,6 +33,7 @@ struct MBOpen {
     size_t smem;
     void *rho0, *shift, *damp, *frate, *part, *ppart, *gwork;
     int *foff, *ffrom;
+    int2 *tri;                 /* the elements (i, j), i <= j, a thread computes */
 };
 
 /* k_ij of one element (times h): i ((E_i - E_j) y_ij + (V y)_ij - (y V)_ij)
@@ -66,25 +69,41 @@ __device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, con
     return C2<T>::make(h * k.x, h * k.y);
 }
 
-/* one RK4 stage over the block's elements: kind 0 first, 1 middle, 2 last */
+/* the RK4 combination of element x from its k: out = rho + ca k and the
+ * sum acc = rho + cb k (kind 0), acc += cb k (kind 1); rho = acc + cb k
+ * (kind 2) */
+template <typename T>
+__device__ __forceinline__ void open_combine(typename C2<T>::t *O, typename C2<T>::t *R, typename C2<T>::t *AC,
+                                             size_t x, typename C2<T>::t k, T ca, T cb, int kind)
+{
+    if (kind == 2) {
+        R[x] = C2<T>::make(AC[x].x + cb * k.x, AC[x].y + cb * k.y);
+    } else {
+        const typename C2<T>::t r = R[x], base = kind == 0 ? r : AC[x];
+        O[x] = C2<T>::make(r.x + ca * k.x, r.y + ca * k.y);
+        AC[x] = C2<T>::make(base.x + cb * k.x, base.y + cb * k.y);
+    }
+}
+
+/* one RK4 stage over the block's elements i <= j (tri), each writing
+ * (j, i) too with the conjugate k, so rho stays Hermitian: kind 0 first,
+ * 1 middle, 2 last */
 template <typename T>
 __device__ void open_stage(const MBOpenArgs &a, const typename C2<T>::t *C, const MBRow *rows, const T *E,
-                           const T *damp, const int *foff, const int *ffrom, const T *frate,
+                           const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
                            const typename C2<T>::t *Y, typename C2<T>::t *O, typename C2<T>::t *R,
                            typename C2<T>::t *AC, T ca, T cb, int kind)
 {
     typedef typename C2<T>::t V;
     const int n2 = a.n2;
-    for (int x = threadIdx.x; x < a.na * n2; x += blockDim.x) {
-        const int at = x / n2, e = x - at * n2, i = e / a.n_lev, j = e - i * a.n_lev;
-        const V k = open_deriv<T>(a, Y + (size_t)at * n2, C, rows, E + at * a.n_lev, damp, foff, ffrom, frate, i, j);
-        if (kind == 2) {
-            R[x] = C2<T>::make(AC[x].x + cb * k.x, AC[x].y + cb * k.y);
-        } else {
-            const V r = R[x], base = kind == 0 ? r : AC[x];
-            O[x] = C2<T>::make(r.x + ca * k.x, r.y + ca * k.y);
-            AC[x] = C2<T>::make(base.x + cb * k.x, base.y + cb * k.y);
-        }
+    for (int x = threadIdx.x; x < a.na * a.ntri; x += blockDim.x) {
+        const int at = x / a.ntri;
+        const int2 p = tri[x - at * a.ntri];
+        const size_t base = (size_t)at * n2;
+        const V k = open_deriv<T>(a, Y + base, C, rows, E + at * a.n_lev, damp, foff, ffrom, frate, p.x, p.y);
+        open_combine<T>(O, R, AC, base + p.x * a.n_lev + p.y, k, ca, cb, kind);
+        if (p.x != p.y)
+            open_combine<T>(O, R, AC, base + p.y * a.n_lev + p.x, C2<T>::make(k.x, -k.y), ca, cb, kind);
     }
 }
 
@@ -135,7 +154,7 @@ __device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t 
 template <typename T>
 __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
                        const T *shift, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
-                       const T *damp, const int *foff, const int *ffrom, const T *frate,
+                       const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
                        typename C2<T>::t *part, typename C2<T>::t *ppart, double *devb,
                        typename C2<T>::t *gwork)
 {
@@ -175,13 +194,13 @@ __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t
         mid = t0;
         coef_set<T>(Cs + mid * a.n2c, a.n2c, ent, Fg, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
         coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, eps + (size_t)k * a.n_f, false);
-        open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, R, Y0, R, AC, half, sixth, 0);
+        open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, tri, R, Y0, R, AC, half, sixth, 0);
         __syncthreads();
-        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, Y1, R, AC, half, third, 1);
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, Y1, R, AC, half, third, 1);
         __syncthreads();
-        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y1, Y0, R, AC, one, third, 1);
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y1, Y0, R, AC, one, third, 1);
         __syncthreads();
-        open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, R, R, AC, 0, sixth, 2);
+        open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, R, R, AC, 0, sixth, 2);
         __syncthreads();
         open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
     }

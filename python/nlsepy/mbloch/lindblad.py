@@ -270,5 +270,5 @@ def open_bytes(n_levels: int, n_t: int, n_modes: int, n_atoms: int, threads: int
     """Host bytes the CPU density-matrix march adds to a solver."""
     n2 = n_levels * n_levels
     per_thread = 16 * n_t * n_modes + (16 * n_t * n2 if populations else 0) + \
-        8 * (8 * n2 * 16 + 16 * n_levels) + 1024
+        8 * (10 * n2 * 16 + 16 * n_levels) + 1024
     return 16 * n2 * n_atoms + 8 * n_levels * n_atoms + 16 * n_t * n2 + threads * per_thread
