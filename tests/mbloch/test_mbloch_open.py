@@ -384,3 +384,18 @@ def test_atom_solve_matches_numpy_reference(backend):
     assert np.abs(solver.get_polarisation() - P).max() < 1e-12 * np.abs(P).max()
     assert np.abs(solver.get_density() - rho).max() < 1e-12
     assert np.abs(rho).max() > 0.1 and np.abs(P).max() > 0.1
+
+
+def test_run_file_records_the_open_system(tmp_path):
+    """The HDF5 run file's parameters hold the channels (rate, from, to),
+    the dephasing matrix, the Doppler classes and the level shifts."""
+    pytest.importorskip("h5py")
+    mb = nl.MaxwellBloch(h_t=0.05, n_t=101, line=("gaussian", 1.0), n_atoms=4, backend="cpu",
+                         decay=[(0.5, 1, 0, 0.5)], dephasing=[0.0, 0.1],
+                         doppler={"factors": [1], "width": 0.5, "n_classes": 3})
+    mb.run(nl.mbloch.sech_pulse(mb.t, 1.0, 2.0, area=1.0), h_z=0.1, n_z=2,
+           output=tmp_path / "open.h5")
+    p = nl.open_run(tmp_path / "open.h5").attrs["parameters"]
+    assert np.array_equal(p["decay"], [[0.25, 1, 0]])
+    assert np.array_equal(p["dephasing"], [[0, 0.1], [0.1, 0]])
+    assert "n_classes=3" in p["doppler"] and p["level_shifts"].shape == (12, 2)

@@ -150,6 +150,14 @@ def record_file(mb: Any, path: str, run_args: Dict[str, Any]) -> RunFile:
         "h_t": mb.h_t, "n_t": mb.n_t, "kappa_g": mb.kappa_g, "kappa_e": mb.kappa_e,
         "delta": mb.delta, "beta": mb.beta, "dtype": np.dtype(mb.dtype).name,
         "n_atoms": mb.n_atoms, "initial_state": mb._initial_state}
+    if mb.is_open:  # the open system: channels (rate, from, to), dephasing, Doppler classes
+        src, dst, rate = mb._decay
+        params["decay"] = np.stack([rate, src, dst], axis=1).reshape(-1, 3)
+        if mb._dephasing is not None:
+            params["dephasing"] = mb._dephasing
+        if mb._doppler is not None:
+            params["doppler"] = repr(mb._doppler)
+            params["level_shifts"] = mb._shifts
     params.update(run_args)
     levels = [f"ground {m}" for m in range(mb.n_g)] + \
         [f"excited {n}" for n in range(mb.n_e)]
