@@ -952,7 +952,7 @@ static void open_free(MBOpen *o)
 {
     if (!o)
         return;
-    void *ptrs[] = {o->rho0, o->shift, o->damp, o->frate, o->part, o->ppart, o->gwork, o->foff, o->ffrom, o->tri};
+    void *ptrs[] = {o->rho0, o->shift, o->damp, o->frate, o->part, o->ppart, o->gwork, o->foff, o->ffrom, o->tri, o->G};
     nlse_cuda_free_all(ptrs, sizeof ptrs / sizeof ptrs[0]);
     free(o);
 }
@@ -1011,7 +1011,14 @@ static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_
     a->h = b->h;
     a->kg = b->kg;
     a->ke = b->ke;
-    CKS(s->p.dtype == NLSE_COMPLEX64 ? open_layout<float>(s, o) : open_layout<double>(s, o));
+    o->reg = a->n_lev <= MBLOCH_OPEN_REG_MAX && s->tune.kernel != MBLOCH_KERNEL_SIMT;
+    if (o->reg) {
+        o->threads = MBLOCH_OPEN_REG_THREADS;
+        o->nb = (a->n_atoms + o->threads - 1) / o->threads;
+        a->na = o->threads;
+    } else {
+        CKS(s->p.dtype == NLSE_COMPLEX64 ? open_layout<float>(s, o) : open_layout<double>(s, o));
+    }
     const size_t na = (size_t)a->n_atoms, n2 = (size_t)a->n2, nd = (size_t)tab->n_decay;
     CKS(dalloc(&o->rho0, 2 * na * n2 * rs(s), "the initial density matrices"));
     CKS(upload_real(s, o->rho0, op->rho0, 2 * na * n2));
@@ -1026,6 +1033,14 @@ static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_
         CKS(upload_real(s, o->frate, tab->feed_rate, nd));
     CKS(upload_int((void **)&o->foff, tab->feed_off, (size_t)a->n_lev + 1, "the feeds"));
     CKS(upload_int((void **)&o->ffrom, tab->feed_from, nd, "the feeds"));
+    double G[MBLOCH_OPEN_REG_MAX * MBLOCH_OPEN_REG_MAX] = {0};
+    for (int t = 0; o->reg && t < a->n_lev; ++t)
+        for (int q = tab->feed_off[t]; q < tab->feed_off[t + 1]; ++q)
+            G[t * a->n_lev + tab->feed_from[q]] += tab->feed_rate[q];
+    if (o->reg) {
+        CKS(dalloc(&o->G, n2 * rs(s), "the feed rates"));
+        CKS(upload_real(s, o->G, G, n2));
+    }
     int *tri = (int *)malloc(2 * (size_t)a->ntri * sizeof(int));
     if (!tri)
         return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
@@ -1100,10 +1115,22 @@ template <typename T> static int open_atoms_t(nlse_mbloch *s, int want_pop)
     const size_t nf = nfield(s), np = (size_t)a.n_t * a.n2;
     if (want_pop && !o->ppart)
         CKS(dalloc(&o->ppart, (size_t)o->nb * np * 2 * rs(s), "the per-block density matrices"));
-    k_open<T><<<o->nb, o->threads, o->smem, s->stream>>>(
-        a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w,
-        (const T *)s->F, s->rows, s->ent, (const T *)o->damp, o->foff, o->ffrom, (const T *)o->frate,
-        o->tri, (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
+    if (o->reg) {
+#define MBLOCH_OPEN_REG(N)                                                                          \
+    k_open_reg<T, N><<<o->nb, o->threads, 0, s->stream>>>(                                      \
+        a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w, \
+        (const T *)s->F, (const T *)o->damp, (const T *)o->G, (V *)o->part, (V *)o->ppart, s->devb)
+        if (a.n_lev == 2)
+            MBLOCH_OPEN_REG(2);
+        else
+            MBLOCH_OPEN_REG(3);
+#undef MBLOCH_OPEN_REG
+    } else {
+        k_open<T><<<o->nb, o->threads, o->smem, s->stream>>>(
+            a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w,
+            (const T *)s->F, s->rows, s->ent, (const T *)o->damp, o->foff, o->ffrom, (const T *)o->frate,
+            o->tri, (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
+    }
     CK(cudaGetLastError());
     k_sum_blocks2<V><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const V *)o->part, o->nb, nf, s->p.beta,
                                                                      s->P, s->flag);

@@ -7,7 +7,9 @@ on the CPU, per block and then over blocks on the GPU, and inside each
 commutator element) and in the GPU's fused multiply-adds, so double
 precision agrees to rounding: fields, populations and the ensemble density
 matrix within 1e-10 (relative to the fields' peak) after several z steps,
-Euler start included.  The cases cover a Lambda system with decay,
+Euler start included.  Systems of two and three levels run on the
+register kernel (k_open_reg) and, with NLSEPY_MBLOCH_KERNEL=simt, on the
+general one (k_open); the cases cover a two-level line, a Lambda system with decay,
 branching, dephasing and counter-propagating Doppler classes (atoms not a
 multiple of a block's), a 20-level system (5 + 15 levels, several modes,
 one atom a block), a 60-level system whose matrices do not fit in shared
@@ -48,6 +50,17 @@ def many_levels(n_g, n_e, n_atoms, n_t=201):
     return kw, e0
 
 
+@pytest.fixture(params=["auto", "simt"])
+def open_kernel(request, monkeypatch):
+    """The register kernel (k_open_reg, n <= 3) or, with
+    NLSEPY_MBLOCH_KERNEL=simt, the general one (k_open) for every case."""
+    if request.param == "simt":
+        monkeypatch.setenv("NLSEPY_MBLOCH_KERNEL", "simt")
+    else:
+        monkeypatch.delenv("NLSEPY_MBLOCH_KERNEL", raising=False)
+    return request.param
+
+
 def both(kw, e0, n_z=4, **run):
     run = dict(h_z=0.02, n_z=n_z, save_every=2, density=True, **run)
     gpu = nl.MaxwellBloch(**kw, backend="cuda").run(e0, **run)
@@ -62,7 +75,7 @@ def close(gpu, cpu, tol):
     assert np.abs(gpu.density - cpu.density).max() < tol
 
 
-def test_lambda_doppler_double():
+def test_lambda_doppler_double(open_kernel):
     kw, e0 = lambda_case()
     gpu, cpu = both(kw, e0, n_z=6)
     close(gpu, cpu, 1e-10)
@@ -84,10 +97,21 @@ def test_sixty_levels_global_memory_double():
     close(gpu, cpu, 1e-10)
 
 
-def test_float_against_double():
+def test_float_against_double(open_kernel):
     kw, e0 = lambda_case(np.complex64)
     gpu, cpu = both(kw, e0)
     close(gpu, cpu, 1e-5)
+
+
+def test_two_level_decay_double(open_kernel):
+    """A two-level line with decay and Doppler classes (the register
+    kernel's N = 2), 130 atoms: more than one block of 128."""
+    kw = dict(h_t=0.02, n_t=401, line=("gaussian", 1.0), n_atoms=13, beta=1.0,
+              decay=[(0.5, 1, 0)], dephasing=[0.0, 0.2],
+              doppler={"factors": [1.0], "width": 0.5, "n_classes": 10})
+    e0 = nl.mbloch.sech_pulse(0.02 * np.arange(401), 1.0, 4.0, area=1.5 * np.pi)
+    gpu, cpu = both(kw, e0)
+    close(gpu, cpu, 1e-10)
 
 
 def test_steps_and_callbacks_agree():
