@@ -399,3 +399,13 @@ def test_run_file_records_the_open_system(tmp_path):
     assert np.array_equal(p["decay"], [[0.25, 1, 0]])
     assert np.array_equal(p["dephasing"], [[0, 0.1], [0.1, 0]])
     assert "n_classes=3" in p["doppler"] and p["level_shifts"].shape == (12, 2)
+
+
+def test_memory_is_refused_up_front():
+    """The density matrices are counted before anything is allocated:
+    100000 atoms of 3001 levels (16 n^2 bytes each, 14 TB) are refused at
+    construction, naming the atoms and the levels."""
+    F = np.ones((1, 3000))
+    with pytest.raises(MemoryError, match=r"n_atoms = 100000 \(n_g \+ n_e = 3001 levels"):
+        nl.MaxwellBloch(1, 3000, (0, 2999), F, h_t=0.1, n_t=100, line=("gaussian", 1.0),
+                        n_atoms=100000, decay=[(1.0, 1, 0)], backend="cpu")
