@@ -23,7 +23,9 @@ Fourier transform on the e^{-i nu t} convention.
 Error budget: the z march is AB2 (error ~ (5/12) |beta chi|^3 h_z^2 L,
 below 1e-5 here), the time step a trapezoidal rule in the drive (relative
 error ~ (nu h_t)^2 / 12, below 2e-4 over the compared band), the response
-decays as e^{-Gamma t / 2} within the window (e^{-20} or less).
+decays as e^{-Gamma t / 2} within the window (e^{-20} or less).  The
+physics tests run on every backend of the build (the suite's ``backend``
+fixture: the CUDA kernels too where a GPU is present).
 """
 
 import numpy as np
@@ -45,11 +47,6 @@ def spectrum(out, beta, L):
 
 def weak_probe(t, width=0.5, delay=5.0):
     return 1e-3 * nl.mbloch.gaussian_pulse(t, width, delay, area=1.0)
-
-
-@pytest.fixture(params=["cpu"])
-def backend(request):
-    return request.param
 
 
 # ----------------------------------------------------------- Beer-Lambert
