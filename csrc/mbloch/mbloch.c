@@ -31,6 +31,7 @@
 #include <omp.h>
 #endif
 #include "mbloch_internal.h"
+#include "mbloch_open.h"
 
 /* Flush subnormals to zero in the march (amplitudes of far, weakly coupled
  * levels in single precision); values below 1e-38 carry no physics here. */
@@ -108,7 +109,10 @@ struct nlse_mbloch {
     double dev;         /* norm deviation over every atom solve so far */
     double last_seconds;
     const nlse_comm *comm; /* the other processes' atoms (NULL: none)   */
-    double *red;        /* 2 n_t N_F + n_t n_lev: what comm->sum adds      */
+    double *red;        /* 2 n_t N_F + npop: what comm->sum adds           */
+    size_t npop;        /* doubles of pop: n_t n_lev, or 2 n_t n_lev^2 (open) */
+    mbloch_ocpu *open;  /* the density-matrix atoms of an open system, or NULL */
+    double *F;          /* n_g n_e, for nlse_mbloch_set_open */
 };
 
 static size_t mbloch_round(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -214,10 +218,11 @@ void nlse_mbloch_destroy(nlse_mbloch *s)
     if (!s)
         return;
     free_threads(s);
+    mbloch_ocpu_destroy(s->open);
     void *arr[] = {s->lo,      s->off,    s->src,     s->tile, s->crow,   s->cu,    s->hf_r,
                    s->hf_i,    s->pm_lo,  s->pm_off,  s->pf,   s->det,    s->weights,
                    s->psi0,    s->fields, s->fnext,   s->P,    s->P_prev, s->P_sub, s->pop,
-                   s->red};
+                   s->red,     s->F};
     nlse_free_all(arr, sizeof arr / sizeof arr[0]);
     free(s);
 }
@@ -330,7 +335,9 @@ int nlse_mbloch_create(const nlse_mbloch_params *p, const double *F, const doubl
     s->P = mbloch_alloc(nfield, &fail);
     s->P_prev = mbloch_alloc(nfield, &fail);
     s->P_sub = mbloch_alloc(nfield, &fail);
-    s->pop = mbloch_alloc((size_t)p->n_t * nl * sizeof(double), &fail);
+    s->F = mbloch_alloc((size_t)p->n_g * p->n_e * sizeof(double), &fail);
+    s->npop = (size_t)p->n_t * nl;
+    s->pop = mbloch_alloc(s->npop * sizeof(double), &fail);
     if (fail) {
         nlse_mbloch_destroy(s);
         return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_create: out of memory (n_t = %d, N_F = %d, "
@@ -338,6 +345,7 @@ int nlse_mbloch_create(const nlse_mbloch_params *p, const double *F, const doubl
     }
     build_bands(s, F);
     build_tiles(s);
+    memcpy(s->F, F, (size_t)p->n_g * p->n_e * sizeof(double));
     memcpy(s->det, detunings, na * sizeof(double));
     memcpy(s->weights, weights, na * sizeof(double));
     memcpy(s->psi0, psi0, 2 * na * nl * sizeof(double));
@@ -396,7 +404,7 @@ static int all_finite(const double *x, size_t n)
  * (so that the others see a blow-up and no process waits) and returns it. */
 static int reduce_processes(nlse_mbloch *s, double *P, double *pop, int failed)
 {
-    const size_t np = 2 * (size_t)s->p.n_t * s->nf, npop = (size_t)s->p.n_t * s->nlev;
+    const size_t np = 2 * (size_t)s->p.n_t * s->nf, npop = s->npop;
     const size_t n = np + (pop ? npop : 0);
     if (failed) {
         for (size_t q = 0; q < n; ++q)
@@ -421,12 +429,32 @@ static int reduce_processes(nlse_mbloch *s, double *P, double *pop, int failed)
     return NLSE_OK;
 }
 
+/* The atoms of an open system (mbloch_open.c) at `fields`: P and the
+ * ensemble density matrix (pop, when given) as solve_atoms gives its sums. */
+static int solve_open(nlse_mbloch *s, const double *fields, double *P, double *pop)
+{
+    const size_t np = 2 * (size_t)s->p.n_t * s->nf;
+    double *sP = s->comm ? s->red : P, *spop = pop && s->comm ? s->red + np : pop;
+    int st = mbloch_ocpu_atoms(s->open, fields, s->comm ? 1.0 : s->p.beta, sP, spop, &s->dev);
+    if (s->comm && (st = reduce_processes(s, P, pop, st)))
+        return st;
+    if (st)
+        return st;
+    if (!all_finite(P, np))
+        return nlse_fail(NLSE_ERR_BLOWUP, "nlse_mbloch: the polarisation became non-finite at z "
+                         "index %ld (trace deviation %g); the fields of z index %ld are kept",
+                         s->j, s->dev, s->j);
+    return NLSE_OK;
+}
+
 /* Every atom at `fields` (algorithm 1, lines 2-7): P = beta * the sum over
  * threads in thread order (then over the processes of a distributed run),
  * populations into pop when given, the norm deviation into s->dev.
  * NLSE_ERR_BLOWUP when P is not finite. */
 static int solve_atoms(nlse_mbloch *s, const double *fields, double *P, double *pop)
 {
+    if (s->open)
+        return solve_open(s, fields, P, pop);
     const int f32 = s->p.dtype == NLSE_COMPLEX64, wide = f32 ? 32 : 16;
     int nthr = nlse_get_num_threads();
     /* the wide blocks unless they would leave threads idle */
@@ -583,7 +611,7 @@ int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
     if (c && (!c->sum || !c->max))
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: the table has no sum or max");
     if (c && !s->red) {
-        const size_t n = 2 * (size_t)s->p.n_t * s->nf + (size_t)s->p.n_t * s->nlev;
+        const size_t n = 2 * (size_t)s->p.n_t * s->nf + s->npop;
         s->red = (double *)malloc(n * sizeof(double));
         if (!s->red)
             return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_set_comm: out of memory (%zu values)", n);
@@ -612,7 +640,54 @@ int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out)
 
 int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out)
 {
-    return get(s, s ? s->pop : NULL, s ? (size_t)s->p.n_t * s->nlev : 0, out);
+    if (!s || !s->open)
+        return get(s, s ? s->pop : NULL, s ? (size_t)s->p.n_t * s->nlev : 0, out);
+    if (!out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch: NULL output array");
+    const size_t n = (size_t)s->nlev; /* the diagonal of the density matrix */
+    for (size_t k = 0; k < (size_t)s->p.n_t; ++k)
+        for (size_t i = 0; i < n; ++i)
+            out[k * n + i] = s->pop[2 * (k * n * n + i * n + i)];
+    return NLSE_OK;
+}
+
+int nlse_mbloch_get_density(const nlse_mbloch *s, double *out)
+{
+    if (s && !s->open)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_density: the solver is not open "
+                         "(nlse_mbloch_set_open)");
+    return get(s, s ? s->pop : NULL, s ? s->npop : 0, out);
+}
+
+int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *o)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_open: NULL solver");
+    if (s->open || s->j != 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_open: call it once, before the first step");
+    mbloch_ocpu *oc = NULL;
+    int st = mbloch_ocpu_create(&s->p, s->F, s->det, s->weights, o, &oc);
+    if (st)
+        return st;
+    const size_t npop = 2 * (size_t)s->p.n_t * s->nlev * s->nlev;
+    const size_t nred = 2 * (size_t)s->p.n_t * s->nf + npop;
+    double *pop = (double *)calloc(npop, sizeof(double));
+    double *red = s->red ? (double *)malloc(nred * sizeof(double)) : NULL;
+    if (!pop || (s->red && !red)) {
+        free(pop);
+        free(red);
+        mbloch_ocpu_destroy(oc);
+        return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_set_open: out of memory (%zu values)", npop);
+    }
+    free(s->pop);
+    s->pop = pop;
+    s->npop = npop;
+    if (red) {
+        free(s->red);
+        s->red = red;
+    }
+    s->open = oc;
+    return NLSE_OK;
 }
 
 long nlse_mbloch_z_index(const nlse_mbloch *s) { return s ? s->j : -1; }

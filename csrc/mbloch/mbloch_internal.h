@@ -38,6 +38,23 @@ static inline MBLOCH_HD int mbloch_hi_e(int m, int l_max, int n_e) { return mblo
 int mbloch_check_arrays(const nlse_mbloch_params *p, const double *F, const double *detunings,
                     const double *weights, const double *psi0, const double *fields0);
 
+/* The dissipative part of an open solver (nlse_mbloch_set_open), shared by
+ * the CPU and CUDA backends: d rho_ij/dt gets -damp[i n + j] rho_ij, and
+ * d rho_ii/dt gets sum_q feed_rate[q] rho_{f f}, f = feed_from[q], q =
+ * feed_off[i] .. feed_off[i + 1] - 1 (the channels into i, in input order). */
+typedef struct {
+    int nlev, n_decay;
+    double *damp;      /* n^2: (G_i + G_j) / 2 + gam_ij off the diagonal, G_i on it */
+    int *feed_off;     /* n + 1 */
+    int *feed_from;    /* n_decay */
+    double *feed_rate; /* n_decay */
+} mbloch_open_tab;
+
+/* Check o against p (named errors: rates, level indices, arrays) and build
+ * the tables; mbloch_open_free releases them (also after a failure). */
+int mbloch_open_build(const nlse_mbloch_params *p, const nlse_mbloch_open *o, mbloch_open_tab *t);
+void mbloch_open_free(mbloch_open_tab *t);
+
 /* Seconds on the monotonic clock. */
 double mbloch_now(void);
 

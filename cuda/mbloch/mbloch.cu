@@ -173,7 +173,11 @@ struct nlse_mbloch {
     cudaStream_t stream;
     cudaEvent_t ev0, ev1;
     int device;                   /* the GPU the solver lives on (ON_DEVICE) */
+    size_t npop;                  /* doubles of pop: n_t n_lev, or 2 n_t n_lev^2 (open) */
+    struct MBOpen *open;          /* the density-matrix atoms of an open system, or NULL */
 };
+
+static void open_free(struct MBOpen *o);
 
 /* ------------------------------------------------------------------ */
 /* the atoms: algorithm 1, lines 2-7, with the RK4 of algorithm 2     */
@@ -405,6 +409,8 @@ __global__ void k_atoms(MBArgs a, const double2 *eps, const typename C2<T>::t *p
         devb[blockIdx.x] = m;
     }
 }
+
+#include "mbloch_open.cuh"
 
 /* out[q] = scale * sum_b part[b][q] in double (fixed order); flag if not finite */
 template <typename V>
@@ -863,6 +869,7 @@ static int create(nlse_mbloch *s, const double *F, const double *det, const doub
     CK(cudaMemset(s->P, 0, nf * sizeof(double2)));
     CKS(setup_pipe(s));
     CKS(dalloc(&s->part, (size_t)s->pipe * s->nb * nf * 2 * prs(s), "the per-block polarisations"));
+    s->npop = (size_t)a->n_t * a->n_lev;
     CKS(dalloc((void **)&s->pop, (size_t)a->n_t * a->n_lev * sizeof(double), "the populations"));
     CK(cudaMemset(s->pop, 0, (size_t)a->n_t * a->n_lev * sizeof(double)));
     CKS(dalloc((void **)&s->devb, (size_t)s->pipe * s->nb * sizeof(double), "the norm deviations"));
@@ -878,6 +885,7 @@ extern "C" void nlse_mbloch_destroy(nlse_mbloch *s)
     void *ptrs[] = {s->F, s->det, s->w, s->psi0, s->rows, s->ent, s->eps[0], s->eps[1], s->eps[2], s->P, s->Pprev,
                     s->part, s->ppart, s->pop, s->devb, s->flag, s->coef, s->pE, s->pP, s->Psave, s->pcnt};
     nlse_cuda_free_all(ptrs, sizeof ptrs / sizeof ptrs[0]);
+    open_free(s->open);
     free(s->hred);
     const cudaEvent_t ev[] = {s->ev0, s->ev1};
     nlse_cuda_drop_stream(s->stream, ev, 2);
@@ -936,6 +944,219 @@ template <typename T> static int launch_tc(nlse_mbloch *s, MBPipe pp, int want_p
     return NLSE_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* open systems: the density-matrix atoms (mbloch_open.cuh)           */
+/* ------------------------------------------------------------------ */
+
+static void open_free(MBOpen *o)
+{
+    if (!o)
+        return;
+    void *ptrs[] = {o->rho0, o->shift, o->damp, o->frate, o->part, o->ppart, o->gwork, o->foff, o->ffrom, o->tri, o->G};
+    nlse_cuda_free_all(ptrs, sizeof ptrs / sizeof ptrs[0]);
+    free(o);
+}
+
+/* copy n ints to a new device array */
+static int upload_int(void **dst, const int *src, size_t n, const char *what)
+{
+    CKS(dalloc(dst, (n ? n : 1) * sizeof(int), what));
+    if (n)
+        CK(cudaMemcpy(*dst, src, n * sizeof(int), cudaMemcpyHostToDevice));
+    return NLSE_OK;
+}
+
+/* atoms per block (about 256 elements, at least ~4 blocks an SM when the
+ * atoms allow), threads, and where the states live */
+template <typename T> static int open_layout(nlse_mbloch *s, MBOpen *o)
+{
+    typedef typename C2<T>::t V;
+    MBOpenArgs *a = &o->a;
+    int dev = 0, nsm = 1, maxsm = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int na = mbloch_imax(1, 256 / a->n2);
+    na = mbloch_imin(na, mbloch_imax(1, (a->n_atoms + 4 * nsm - 1) / (4 * nsm)));
+    a->na = na;
+    o->nb = (a->n_atoms + na - 1) / na;
+    o->threads = mbloch_imin(256, ((na * a->ntri + 31) / 32) * 32);
+    const size_t head = 3 * (size_t)a->n2c * sizeof(V) + ((size_t)na * (a->n_lev + 1) + 1) * sizeof(T);
+    const size_t states = 4 * (size_t)na * a->n2 * sizeof(V);
+    o->global = head + states + 1024 > (size_t)maxsm;
+    o->smem = head + (o->global ? 0 : states);
+    if (o->smem + 1024 > (size_t)maxsm)
+        return nlse_fail(NLSE_ERR_VALUE, "the open system's coupling (%d couplings) needs %zu bytes of shared "
+                         "memory per block, the device has %d", a->n2c / 2, o->smem, maxsm);
+    if (o->global)
+        CKS(dalloc(&o->gwork, (size_t)o->nb * states, "the density matrices of the open system"));
+    CK(cudaFuncSetAttribute(k_open<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)o->smem));
+    return NLSE_OK;
+}
+
+/* the tables and arrays of an open system on the device */
+static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_open_tab *tab, MBOpen *o)
+{
+    const MBArgs *b = &s->a;
+    MBOpenArgs *a = &o->a;
+    a->n_g = b->n_g;
+    a->n_lev = b->n_lev;
+    a->n2 = b->n_lev * b->n_lev;
+    a->n_f = b->n_f;
+    a->n_t = b->n_t;
+    a->n_atoms = b->n_atoms;
+    a->l_min = b->l_min;
+    a->n2c = 2 * b->ncoef;
+    a->ntri = a->n_lev * (a->n_lev + 1) / 2;
+    a->h = b->h;
+    a->kg = b->kg;
+    a->ke = b->ke;
+    o->reg = a->n_lev <= MBLOCH_OPEN_REG_MAX && s->tune.kernel != MBLOCH_KERNEL_SIMT;
+    if (o->reg) {
+        o->threads = MBLOCH_OPEN_REG_THREADS;
+        o->nb = (a->n_atoms + o->threads - 1) / o->threads;
+        a->na = o->threads;
+    } else {
+        CKS(s->p.dtype == NLSE_COMPLEX64 ? open_layout<float>(s, o) : open_layout<double>(s, o));
+    }
+    const size_t na = (size_t)a->n_atoms, n2 = (size_t)a->n2, nd = (size_t)tab->n_decay;
+    CKS(dalloc(&o->rho0, 2 * na * n2 * rs(s), "the initial density matrices"));
+    CKS(upload_real(s, o->rho0, op->rho0, 2 * na * n2));
+    if (op->shift) {
+        CKS(dalloc(&o->shift, na * a->n_lev * rs(s), "the level shifts"));
+        CKS(upload_real(s, o->shift, op->shift, na * a->n_lev));
+    }
+    CKS(dalloc(&o->damp, n2 * rs(s), "the damping rates"));
+    CKS(upload_real(s, o->damp, tab->damp, n2));
+    CKS(dalloc(&o->frate, (nd ? nd : 1) * rs(s), "the decay rates"));
+    if (nd)
+        CKS(upload_real(s, o->frate, tab->feed_rate, nd));
+    CKS(upload_int((void **)&o->foff, tab->feed_off, (size_t)a->n_lev + 1, "the feeds"));
+    CKS(upload_int((void **)&o->ffrom, tab->feed_from, nd, "the feeds"));
+    double G[MBLOCH_OPEN_REG_MAX * MBLOCH_OPEN_REG_MAX] = {0};
+    for (int t = 0; o->reg && t < a->n_lev; ++t)
+        for (int q = tab->feed_off[t]; q < tab->feed_off[t + 1]; ++q)
+            G[t * a->n_lev + tab->feed_from[q]] += tab->feed_rate[q];
+    if (o->reg) {
+        CKS(dalloc(&o->G, n2 * rs(s), "the feed rates"));
+        CKS(upload_real(s, o->G, G, n2));
+    }
+    int *tri = (int *)malloc(2 * (size_t)a->ntri * sizeof(int));
+    if (!tri)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    for (int i = 0, q = 0; i < a->n_lev; ++i)
+        for (int j = i; j < a->n_lev; ++j, ++q) {
+            tri[2 * q] = i;
+            tri[2 * q + 1] = j;
+        }
+    const int st = upload_int((void **)&o->tri, tri, 2 * (size_t)a->ntri, "the element pairs");
+    free(tri);
+    CKS(st);
+    CKS(dalloc(&o->part, (size_t)o->nb * nfield(s) * 2 * rs(s), "the per-block polarisations"));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *op)
+{
+    ON_DEVICE(s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_open: NULL solver");
+    if (s->open || s->j != 0)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_open: call it once, before the first step");
+    mbloch_open_tab tab;
+    int st = mbloch_open_build(&s->p, op, &tab);
+    if (st)
+        return st;
+    MBOpen *o = (MBOpen *)calloc(1, sizeof(MBOpen));
+    st = o ? open_create(s, op, &tab, o) : nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    mbloch_open_free(&tab);
+    const size_t npop = 2 * (size_t)s->a.n_t * s->a.n_lev * s->a.n_lev;
+    double *pop = NULL, *devb = NULL, *hred = NULL;
+    if (!st)
+        st = dalloc((void **)&pop, npop * sizeof(double), "the ensemble density matrix");
+    if (!st && o->nb > s->pipe * s->nb)
+        st = dalloc((void **)&devb, (size_t)o->nb * sizeof(double), "the trace deviations");
+    if (!st && s->hred && !(hred = (double *)malloc((2 * nfield(s) + npop) * sizeof(double))))
+        st = nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    if (!st && cudaMemset(pop, 0, npop * sizeof(double)) != cudaSuccess)
+        st = nlse_fail(NLSE_ERR_BACKEND, "cudaMemset failed");
+    if (st) {
+        void *ptrs[] = {pop, devb};
+        nlse_cuda_free_all(ptrs, 2);
+        free(hred);
+        open_free(o);
+        return st;
+    }
+    void *old[] = {s->pop, devb ? s->devb : NULL, s->ppart};
+    nlse_cuda_free_all(old, 3);
+    s->ppart = NULL;
+    s->pop = pop;
+    if (devb)
+        s->devb = devb;
+    if (hred) {
+        free(s->hred);
+        s->hred = hred;
+    }
+    s->npop = npop;
+    s->open = o;
+    s->pipe = 1; /* one z step a launch */
+    s->pipe_own = 1;
+    return NLSE_OK;
+}
+
+/* every atom of an open system at the fields eps[0]; P (and pop: the
+ * ensemble density matrix) from the per-block partials */
+template <typename T> static int open_atoms_t(nlse_mbloch *s, int want_pop)
+{
+    typedef typename C2<T>::t V;
+    MBOpen *o = s->open;
+    MBOpenArgs a = o->a;
+    a.want_rho = want_pop;
+    const size_t nf = nfield(s), np = (size_t)a.n_t * a.n2;
+    if (want_pop && !o->ppart)
+        CKS(dalloc(&o->ppart, (size_t)o->nb * np * 2 * rs(s), "the per-block density matrices"));
+    if (o->reg) {
+#define MBLOCH_OPEN_REG(N)                                                                          \
+    k_open_reg<T, N><<<o->nb, o->threads, 0, s->stream>>>(                                      \
+        a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w, \
+        (const T *)s->F, (const T *)o->damp, (const T *)o->G, (V *)o->part, (V *)o->ppart, s->devb)
+        if (a.n_lev == 2)
+            MBLOCH_OPEN_REG(2);
+        else
+            MBLOCH_OPEN_REG(3);
+#undef MBLOCH_OPEN_REG
+    } else {
+        k_open<T><<<o->nb, o->threads, o->smem, s->stream>>>(
+            a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w,
+            (const T *)s->F, s->rows, s->ent, (const T *)o->damp, o->foff, o->ffrom, (const T *)o->frate,
+            o->tri, (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
+    }
+    CK(cudaGetLastError());
+    k_sum_blocks2<V><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const V *)o->part, o->nb, nf, s->p.beta,
+                                                                     s->P, s->flag);
+    if (want_pop)
+        k_sum_blocks2<V><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const V *)o->ppart, o->nb, np, 1.0,
+                                                                         (double2 *)s->pop, s->flag);
+    CK(cudaGetLastError());
+    return NLSE_OK;
+}
+
+/* the diagonal of the ensemble density matrix, through the host */
+static int open_populations(const nlse_mbloch *s, double *out)
+{
+    const size_t n = (size_t)s->a.n_lev, nt = (size_t)s->a.n_t;
+    double *h = (double *)malloc(s->npop * sizeof(double));
+    if (!h)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory");
+    const cudaError_t err = cudaMemcpy(h, s->pop, s->npop * sizeof(double), cudaMemcpyDeviceToHost);
+    for (size_t k = 0; err == cudaSuccess && k < nt; ++k)
+        for (size_t i = 0; i < n; ++i)
+            out[k * n + i] = h[2 * (k * n * n + i * n + i)];
+    free(h);
+    CK(err);
+    return NLSE_OK;
+}
+
 /* every atom over the time grid at the fields eps[0]; P <- the polarisation */
 template <typename T> static int atoms_t(nlse_mbloch *s, int want_pop)
 {
@@ -974,6 +1195,8 @@ template <typename T> static int atoms_t(nlse_mbloch *s, int want_pop)
 
 static int atoms(nlse_mbloch *s, int want_pop)
 {
+    if (s->open)
+        return s->p.dtype == NLSE_COMPLEX64 ? open_atoms_t<float>(s, want_pop) : open_atoms_t<double>(s, want_pop);
     return s->p.dtype == NLSE_COMPLEX64 ? atoms_t<float>(s, want_pop) : atoms_t<double>(s, want_pop);
 }
 
@@ -1010,7 +1233,7 @@ static int clear_flag(nlse_mbloch *s)
  * returns its status. */
 static int reduce_processes(nlse_mbloch *s, int want_pop, int failed, int *flag)
 {
-    const size_t np = 2 * nfield(s), npop = (size_t)s->a.n_t * s->a.n_lev;
+    const size_t np = 2 * nfield(s), npop = s->npop;
     const size_t n = np + (want_pop ? npop : 0);
     int st = failed;
     if (!st) {
@@ -1054,12 +1277,12 @@ static int atoms_checked(nlse_mbloch *s, int want_pop)
         if (!st)
             st = atoms(s, want_pop);
         if (!st)
-            st = finish(s, &flag, s->nb);
+            st = finish(s, &flag, s->open ? s->open->nb : s->nb);
         CKS(reduce_processes(s, want_pop, st, &flag));
     } else {
         CKS(clear_flag(s));
         CKS(atoms(s, want_pop));
-        CKS(finish(s, &flag, s->nb));
+        CKS(finish(s, &flag, s->open ? s->open->nb : s->nb));
     }
     if (want_pop)
         s->have_pop = 1;
@@ -1268,14 +1491,14 @@ extern "C" int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
     if (c && (!c->sum || !c->max))
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_set_comm: the table has no sum or max");
     if (c && !s->hred) {
-        const size_t n = 2 * nfield(s) + (size_t)s->a.n_t * s->a.n_lev;
+        const size_t n = 2 * nfield(s) + s->npop;
         s->hred = (double *)malloc(n * sizeof(double));
         if (!s->hred)
             return nlse_fail(NLSE_ERR_NOMEM, "nlse_mbloch_set_comm: out of memory (%zu values)", n);
     }
     if (c && !s->comm)
         s->pipe_own = s->pipe;
-    if (!c && s->comm)
+    if (!c && s->comm && !s->open)
         s->pipe = s->pipe_own;
     if (c) /* one z step a launch: the sum over the processes comes between two */
         s->pipe = 1;
@@ -1309,7 +1532,21 @@ extern "C" int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out)
     if (!s || !out)
         return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_populations: NULL argument");
     CK(cudaStreamSynchronize(s->stream));
+    if (s->open)
+        return open_populations(s, out);
     CK(cudaMemcpy(out, s->pop, (size_t)s->a.n_t * s->a.n_lev * sizeof(double), cudaMemcpyDeviceToHost));
+    return NLSE_OK;
+}
+
+extern "C" int nlse_mbloch_get_density(const nlse_mbloch *s, double *out)
+{
+    ON_DEVICE(s);
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_density: NULL argument");
+    if (!s->open)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_mbloch_get_density: the solver is not open (nlse_mbloch_set_open)");
+    CK(cudaStreamSynchronize(s->stream));
+    CK(cudaMemcpy(out, s->pop, s->npop * sizeof(double), cudaMemcpyDeviceToHost));
     return NLSE_OK;
 }
 

@@ -92,6 +92,39 @@ int nlse_mbloch_get_fields(const nlse_mbloch *s, double *out);
 int nlse_mbloch_get_polarisation(const nlse_mbloch *s, double *out);
 int nlse_mbloch_get_populations(const nlse_mbloch *s, double *out);
 
+/* Open systems (docs/models/mbloch.md, "Open systems"): the atoms become
+ * density matrices rho (n_lev x n_lev, rho_ij with i, j over a then b)
+ * obeying the Lindblad master equation in the units of eq. 4,
+ *
+ *   d rho/dt = i [H_D, rho] + sum_c G_c (rho_ff |t><t| - {|f><f|, rho} / 2)
+ *              - sum_{i != j} gam_ij rho_ij |i><j|
+ *
+ * H_D the Hermitian matrix of eq. 4 (d psi/dt = i H_D psi) with the diagonal
+ * of atom D plus shift[D n_lev + i] (Doppler level shifts, NULL: none); the
+ * channels c move population from level f = decay_from[c] to t =
+ * decay_to[c] at rate G_c = decay_rate[c] >= 0; gam (n_lev x n_lev,
+ * symmetric, >= 0, diagonal ignored; NULL: none) the pure dephasing of each
+ * coherence.  rho0: every atom's initial density matrix (n_atoms n_lev^2
+ * complex, Hermitian, trace 1).  The polarisation becomes
+ * P_l = beta sum_D w_D sum_m F[m][m+l] rho_{b_{m+l}, a_m}; populations are
+ * the diagonal of sum_D w_D rho_D; the norm monitor is |Tr rho - 1|.  The
+ * same RK4 (algorithm 2) steps rho.  Call before the first atom solve. */
+typedef struct nlse_mbloch_open {
+    int n_decay;
+    const int *decay_from, *decay_to;
+    const double *decay_rate;
+    const double *gam;     /* n_lev^2 or NULL */
+    const double *shift;   /* n_atoms n_lev or NULL */
+    const double *rho0;    /* 2 n_atoms n_lev^2 */
+} nlse_mbloch_open;
+
+int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *o);
+
+/* The ensemble density matrix sum_D w_D rho_D(t_k) of the last atom solve
+ * that asked for populations (2 n_t n_lev^2 doubles, [k][i][j]); open
+ * solvers only. */
+int nlse_mbloch_get_density(const nlse_mbloch *s, double *out);
+
 /* Make s one part of a distributed run (c != NULL) or the whole system
  * (c == NULL, the default).  Each process creates its solver with its own
  * atoms (a contiguous block of the ensemble: their detunings, weights and

@@ -140,6 +140,68 @@ static PyObject *mbloch_steps(MblochObject *self, PyObject *arg)
     return mbloch_call(self, nlse_mbloch_steps, (int)n);
 }
 
+/* set_open(decay_from, decay_to, decay_rate, dephasing, shift, rho0): the
+ * atoms as density matrices (nlse_mbloch_set_open); dephasing (n, n) and
+ * shift (n_atoms, n) may be None. */
+static PyObject *mbloch_set_open(MblochObject *self, PyObject *args)
+{
+    PyObject *of, *ot, *orate, *ogam, *oshift, *orho;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "OOOOOO", &of, &ot, &orate, &ogam, &oshift, &orho))
+        return NULL;
+    const npy_intp n = self->p.n_g + self->p.n_e;
+    npy_intp dc[1] = {-1}, dt[1] = {-1}, dr[1] = {-1}, dg[2] = {n, n}, ds[2] = {self->p.n_atoms, n};
+    npy_intp d0[3] = {self->p.n_atoms, n, n};
+    PyArrayObject *af = NULL, *at = NULL, *ar = NULL, *ag = NULL, *ash = NULL, *a0 = NULL;
+    PyObject *ret = NULL;
+    if (!(af = mbloch_array(of, "decay_from", NPY_INT32, 1, dc)))
+        goto done;
+    dt[0] = dr[0] = dc[0];
+    if (!(at = mbloch_array(ot, "decay_to", NPY_INT32, 1, dt)) ||
+        !(ar = mbloch_array(orate, "decay_rate", NPY_FLOAT64, 1, dr)) ||
+        (ogam != Py_None && !(ag = mbloch_array(ogam, "dephasing", NPY_FLOAT64, 2, dg))) ||
+        (oshift != Py_None && !(ash = mbloch_array(oshift, "shift", NPY_FLOAT64, 2, ds))) ||
+        !(a0 = mbloch_array(orho, "rho0", NPY_COMPLEX128, 3, d0)))
+        goto done;
+    if (dc[0] > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many decay channels");
+        goto done;
+    }
+    nlse_mbloch_open o;
+    o.n_decay = (int)dc[0];
+    o.decay_from = (const int *)PyArray_DATA(af);
+    o.decay_to = (const int *)PyArray_DATA(at);
+    o.decay_rate = (const double *)PyArray_DATA(ar);
+    o.gam = ag ? (const double *)PyArray_DATA(ag) : NULL;
+    o.shift = ash ? (const double *)PyArray_DATA(ash) : NULL;
+    o.rho0 = (const double *)PyArray_DATA(a0);
+    const int st = nlse_mbloch_set_open(self->s, &o);
+    if (st)
+        nlsepy_raise(st);
+    else
+        ret = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(af);
+    Py_XDECREF(at);
+    Py_XDECREF(ar);
+    Py_XDECREF(ag);
+    Py_XDECREF(ash);
+    Py_XDECREF(a0);
+    return ret;
+}
+
+/* get_density() -> (n_t, n, n) complex128, the ensemble density matrix */
+static PyObject *mbloch_density(MblochObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!NLSEPY_READY(self))
+        return NULL;
+    const npy_intp n = self->p.n_g + self->p.n_e;
+    npy_intp dims[3] = {self->p.n_t, n, n};
+    PyObject *out = PyArray_SimpleNew(3, dims, NPY_COMPLEX128);
+    if (!out)
+        return NULL;
+    return nlsepy_array_result(out, nlse_mbloch_get_density(self->s, (double *)PyArray_DATA((PyArrayObject *)out)));
+}
+
 NLSEPY_GETTER(mbloch_pipeline, MblochObject, PyLong_FromLong, nlse_mbloch_pipeline)
 
 /* A new (n_t, cols) array of `type` filled by `get`. */
@@ -197,6 +259,10 @@ static PyMethodDef mbloch_methods[] = {
      "get_polarisation() -> (n_t, N_F) complex128 of the last atom solve."},
     {"get_populations", (PyCFunction)mbloch_populations, METH_NOARGS,
      "get_populations() -> (n_t, n_g + n_e) float64 of the last solve that asked for them."},
+    {"set_open", (PyCFunction)mbloch_set_open, METH_VARARGS,
+     "set_open(decay_from, decay_to, decay_rate, dephasing, shift, rho0): density-matrix atoms."},
+    {"get_density", (PyCFunction)mbloch_density, METH_NOARGS,
+     "get_density() -> (n_t, n, n) complex128, sum_D w_D rho_D of the last solve with populations."},
     {"z_index", (PyCFunction)mbloch_z_index, METH_NOARGS, "z_index() -> j of the current fields."},
     {"norm_deviation", (PyCFunction)mbloch_norm_dev, METH_NOARGS,
      "norm_deviation() -> max | |psi|^2 - 1 | over every atom solve so far."},

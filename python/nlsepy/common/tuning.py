@@ -281,9 +281,10 @@ _TABLE: Tuple[Switch, ...] = (
            "FP64 and TF32 mma and each half has at most 32 levels (in float the "
            "warpgroup kernel on sm_90 for 17 to 32 levels a half, else the "
            "mma.sync split-TF32 one), else the plain kernel",
-           'The atom kernel: "simt" the plain kernel, "tc64" the FP64 '
-           'tensor-core kernel for float too, "tcf" the mma.sync float kernel '
-           'instead of the warpgroup one, "tc" the default choice.',
+           'The atom kernel: "simt" the plain kernel (for open systems the '
+           'general density-matrix kernel, also at two or three levels), "tc64" '
+           'the FP64 tensor-core kernel for float too, "tcf" the mma.sync float '
+           'kernel instead of the warpgroup one, "tc" the default choice.',
            values=("tc", "tcf", "tc64", "simt"),
            encode=_one_of("tc", "tcf", "tc64", "simt"),
            read=_read_word("tcf", "tc64", "simt")),

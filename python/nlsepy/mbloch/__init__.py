@@ -1,7 +1,8 @@
 """Maxwell-Bloch propagation through multi-level atoms (``nl.MaxwellBloch``):
 the model (``solver``: ``MaxwellBloch``; ``result``: ``MaxwellBlochResult``;
 ``checks``, ``memory``, ``propagate`` and ``dist``: its input checks, memory
-accounting, z loop and distributed part), its figures (``plot``), and the
+accounting, z loop and distributed part; ``lindblad``: decay, dephasing and
+Doppler classes, ``Doppler``), its figures (``plot``), and the
 line shapes, pulses and Franck-Condon factors that describe a run's input.
 
 Line shapes, pulses and Franck-Condon factors are those of
@@ -10,8 +11,9 @@ Line shapes, pulses and Franck-Condon factors are those of
 
 from ..reference.mbloch import (absorption_coefficient, area_theorem, franck_condon,
                                 gaussian_line, gaussian_pulse, lorentzian_line, sech_pulse)
+from .lindblad import Doppler, doppler_width
 from .solver import LINES, MaxwellBloch, MaxwellBlochResult
 
 __all__ = ["MaxwellBloch", "MaxwellBlochResult", "franck_condon", "sech_pulse",
            "gaussian_pulse", "gaussian_line", "lorentzian_line", "absorption_coefficient",
-           "area_theorem", "LINES"]
+           "area_theorem", "LINES", "Doppler", "doppler_width"]

@@ -123,6 +123,11 @@ def check_initial_state(psi0: Any, n_levels: int, n_atoms: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def one_or_all(psi: np.ndarray) -> np.ndarray:
+    """Every atom's initial state, or the one they share (``(n_levels,)``)."""
+    return psi[0] if bool(np.all(psi == psi[:1])) else psi
+
+
 def _numeric(arr: np.ndarray, name: str) -> np.ndarray:
     if arr.dtype.kind not in "fciu" or arr.dtype == bool:
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")

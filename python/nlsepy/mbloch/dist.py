@@ -44,7 +44,8 @@ def digest(mb: Any) -> Dict[str, str]:
              "h_t": mb.h_t, "n_t": mb.n_t, "kappa_g": mb.kappa_g,
              "kappa_e": mb.kappa_e, "delta": mb.delta, "beta": mb.beta,
              "detunings (line)": mb._detunings, "weights (line)": mb._weights,
-             "initial_state": mb._initial_state, "dtype": np.dtype(mb.dtype).name}
+             "initial_state": mb._initial_state, "dtype": np.dtype(mb.dtype).name,
+             "decay": mb._decay, "dephasing": mb._dephasing, "level shifts": mb._shifts}
     return {k: fingerprint(v) for k, v in parts.items()}
 
 

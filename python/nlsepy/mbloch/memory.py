@@ -11,6 +11,7 @@ import numpy as np
 from ..common import backend as _backend
 from ..common import checks as _validate
 from ..common.guard import require_memory
+from . import lindblad as _lindblad
 
 __all__ = ["ADVICE", "require", "require_model", "require_run", "run_bytes"]
 
@@ -37,6 +38,8 @@ def run_bytes(mb: Any, saved_fields: int, saved_populations: int,
     na = n_atoms
     field = 16 * nt * nf
     out = 2 * (saved_fields * field + saved_populations * 8 * nt * nl) + field
+    if getattr(mb, "is_open", False):
+        return open_run_bytes(mb, na, out, field, saved_populations)
     if mb.backend == "cpu":
         nthr = max(1, min(int(_backend.core().get_num_threads()), -(-na // 16)))
         scratch = 9 * 128 * nl + 64 * mb.couplings + 32 * nf + 1024
@@ -50,7 +53,28 @@ def run_bytes(mb: Any, saved_fields: int, saved_populations: int,
     return out + 4 * (2 + 2 * nl) * na, dev   # + the atoms staged as float
 
 
-def require_model(mb: Any, line: Any, n_atoms: Any, initial_state: Any) -> None:
+def open_run_bytes(mb: Any, na: int, out: int, field: int, saved_populations: int) -> Tuple[int, int]:
+    """``(host, device)`` bytes of a run of an open model over `na` atoms:
+    the density matrices (initial, the march's state), the ensemble density
+    matrix of each kept position (twice, as the populations) and the
+    per-thread (CPU) or per-block (CUDA) sums."""
+    nf, nt, nl = mb.n_modes, mb.n_t, mb.n_levels
+    n2, pops = nl * nl, saved_populations > 0
+    out += 2 * saved_populations * 16 * nt * n2
+    state = (16 + 16 * nl) * na + 5 * field + 16 * nt * n2
+    if mb.backend == "cpu":
+        nthr = max(1, min(int(_backend.core().get_num_threads()), -(-na // 8)))
+        return out + state + _lindblad.open_bytes(nl, nt, nf, na, nthr, pops), 0
+    rs = np.dtype(mb.dtype).itemsize // 2
+    nb = -(-na // max(1, 256 // n2))          # blocks of the density-matrix kernel
+    dev = state + 2 * rs * (n2 + nl) * na + 8 * n2 + nb * 2 * rs * nt * nf + \
+        nb * 8 * rs * n2 * max(1, 256 // n2)  # states of blocks that spill to global memory
+    if pops:
+        dev += nb * 2 * rs * nt * n2
+    return out + 16 * n2 * na, dev
+
+
+def require_model(mb: Any, line: Any, n_atoms: Any, initial_state: Any, classes: int = 1) -> None:
     """MemoryError before the line is sampled when the atoms (the model's
     arrays) and the smallest run (its solver, one kept field) do not fit
     the host.  `mb` has its levels, modes, time grid and backend set."""
@@ -61,6 +85,7 @@ def require_model(mb: Any, line: Any, n_atoms: Any, initial_state: Any) -> None:
         elif line[0].lower() != "single":
             n = _validate.count("n_atoms", n_atoms, 1)
             extra = 4 * 8 * n                 # the sampling's temporaries
+    n *= _validate.count("doppler n_classes", classes, 1)  # every atom of the line, every class
     own = (16 + 16 * mb.n_levels) * n         # detunings, weights, initial states
     if initial_state is not None:
         extra += 16 * mb.n_levels * n         # the given state converted

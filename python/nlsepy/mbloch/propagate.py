@@ -26,6 +26,7 @@ from ..common.hdf5 import check_output as _check_output
 from ..common.runner import progress_bar
 from .checks import real_array
 from .memory import require_run
+from .lindblad import attach
 from .result import MaxwellBlochResult
 
 __all__ = ["Saved", "RunState", "saved_positions", "check_run", "make_solver", "record_file",
@@ -137,6 +138,8 @@ def make_solver(mb: Any, fields0: np.ndarray, h_z: float, euler_substeps: int) -
                      core.COMPLEX64 if mb.dtype == np.complex64 else core.COMPLEX128)
     if mb._capsule is not None:
         sv.set_comm(mb._capsule)
+    if mb.is_open:
+        attach(sv, mb)
     return sv
 
 
@@ -147,6 +150,14 @@ def record_file(mb: Any, path: str, run_args: Dict[str, Any]) -> RunFile:
         "h_t": mb.h_t, "n_t": mb.n_t, "kappa_g": mb.kappa_g, "kappa_e": mb.kappa_e,
         "delta": mb.delta, "beta": mb.beta, "dtype": np.dtype(mb.dtype).name,
         "n_atoms": mb.n_atoms, "initial_state": mb._initial_state}
+    if mb.is_open:  # the open system: channels (rate, from, to), dephasing, Doppler classes
+        src, dst, rate = mb._decay
+        params["decay"] = np.stack([rate, src, dst], axis=1).reshape(-1, 3)
+        if mb._dephasing is not None:
+            params["dephasing"] = mb._dephasing
+        if mb._doppler is not None:
+            params["doppler"] = repr(mb._doppler)
+            params["level_shifts"] = mb._shifts
     params.update(run_args)
     levels = [f"ground {m}" for m in range(mb.n_g)] + \
         [f"excited {n}" for n in range(mb.n_e)]
@@ -192,8 +203,10 @@ class ZMarch:
     def __init__(self, mb: Any, solver: Any, h_z: float, n_z: int, saved: Saved,
                  full_map: bool, populations: bool, euler_substeps: int,
                  callback: Optional[Callable[[Any], Any]], path: Optional[str],
-                 t_start: float) -> None:
+                 t_start: float, density: bool = False) -> None:
         self.mb, self.solver, self.comm = mb, solver, mb.comm
+        self.density = bool(density) and populations
+        self.dens: List[np.ndarray] = []    # ensemble density matrices kept (open models)
         self.h_z, self.n_z, self.saved = h_z, n_z, saved
         self.full_map, self.populations = bool(full_map), bool(populations)
         self.euler_substeps, self.callback, self.path = euler_substeps, callback, path
@@ -255,6 +268,8 @@ class ZMarch:
         if self.keep_pop(j):
             self.zp.append(j * h_z)
             self.pops.append(solver.get_populations())
+            if self.density:
+                self.dens.append(solver.get_density())
             if self.path is not None:
                 self.on_root(lambda: self.record("z_populations", j * h_z,
                                                  {"populations": self.pops[-1]}))
@@ -270,6 +285,7 @@ class ZMarch:
             z=np.array(z), t=mb.t, modes=mb.mode_numbers, fields=np.array(f),
             z_populations=np.array(self.zp),
             populations=np.array(self.pops) if self.populations else None,
+            density=np.array(self.dens) if self.density else None,
             norm_deviation=float(solver.norm_deviation()),
             seconds=time.perf_counter() - self.t_start, kernel_seconds=self.kernel, h_z=h_z,
             interrupted=interrupted)

@@ -43,6 +43,11 @@ class MaxwellBlochResult:
         Time spent in the backend's steps (CUDA events on the device).
     h_z : float
         The z step.
+    density : numpy.ndarray or None
+        Open models run with ``density=True``: the ensemble density matrix
+        :math:`\\sum_D w_D\\rho^D_{ij}(z, t)` at `z_populations`, complex128
+        of shape ``(len(z_populations), n_t, n, n)`` (its diagonal is
+        `populations`); else None.
     interrupted : bool
         True for the partial result of a run stopped by Ctrl-C
         (:attr:`MaxwellBloch.partial_result`): it ends with the fields at
@@ -60,6 +65,7 @@ class MaxwellBlochResult:
     kernel_seconds: float
     h_z: float
     interrupted: bool = False
+    density: Optional[np.ndarray] = None
 
     @property
     def h_t(self) -> float:

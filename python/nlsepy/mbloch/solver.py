@@ -23,6 +23,10 @@ With ``comm=`` (an mpi4py communicator) the atoms are split over the ranks
 in contiguous blocks; the solver of each rank adds the ranks' polarisations
 (and populations) in rank order once per atom solve, so the fields and
 every output are the same on every rank (:mod:`.dist`).
+
+With ``decay``, ``dephasing`` or ``doppler`` the atoms are density matrices
+(the Lindblad master equation of :mod:`.open`), stepped by the same scheme
+on every backend.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from ..reference.mbloch import (absorption_coefficient, area_theorem, franck_con
 from . import checks as _checks
 from . import dist as _mbdist
 from . import memory as _memory
+from . import lindblad as _lindblad
 from . import propagate as _propagate
 from .checks import LINES
 from .result import MaxwellBlochResult
@@ -111,6 +116,20 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         (equal to one process's within rounding; bit-identical across runs
         with the same number of ranks).  Needs nlsepy's MPI layer and
         mpi4py; there must be at least as many atoms as ranks.
+    decay : list of tuple, optional
+        Spontaneous decay channels ``(Gamma, from, to[, branching])``: the
+        population of level ``from`` goes to ``to`` at rate Gamma x
+        branching (levels numbered ground 0..n_g-1, then excited n_g..).
+        Any of `decay`, `dephasing`, `doppler` makes the atoms density
+        matrices (Lindblad form, :mod:`nlsepy.mbloch.lindblad`,
+        docs/models/mbloch.md); without them the amplitudes of eq. 4 are
+        solved as they always were.
+    dephasing : array_like, optional
+        Pure dephasing: per level ``(n_g + n_e,)`` (coherence i, j decays at
+        gamma_i + gamma_j) or per coherence ``(n_g + n_e, n_g + n_e)``.
+    doppler : nlsepy.mbloch.Doppler or dict, optional
+        Velocity classes and the Doppler factor of each mode; every atom of
+        `line` gets every class.
 
     Notes
     -----
@@ -159,18 +178,21 @@ class MaxwellBloch(Results, Sealed, Replaceable):
                           copy=True)
     dtype = Param("Precision of the atoms (numpy.complex128 or numpy.complex64).")
     backend = Param('Where the atoms are solved ("cpu" or "cuda").')
+    dephasing = Param("The dephasing of each coherence ``(n, n)`` (read-only), or None.")
+    doppler = Param("The Doppler broadening (nl.mbloch.Doppler), or None.")
 
     def __init__(self, n_g: int = 1, n_e: int = 1, modes: Tuple[int, int] = (0, 0),
                  F: Optional[Any] = None, *, h_t: float, n_t: int, kappa_g: float = 0.0,
                  kappa_e: float = 0.0, delta: float = 0.0,
                  line: Tuple[Any, ...] = ("gaussian", 1.0), n_atoms: int = 128,
                  beta: float = 1.0, initial_state: Optional[Any] = None,
-                 dtype: Any = np.complex128, backend: str = "auto", comm: Any = None) -> None:
+                 dtype: Any = np.complex128, backend: str = "auto", comm: Any = None,
+                 decay: Any = None, dephasing: Any = None, doppler: Any = None) -> None:
         self._partial: Optional[MaxwellBlochResult] = None
         self._comm: Any = None
         self._capsule: Any = None
         args = (n_g, n_e, modes, F, h_t, n_t, kappa_g, kappa_e, delta, line, n_atoms, beta,
-                initial_state, dtype, backend)
+                initial_state, dtype, backend, decay, dephasing, doppler)
         if comm is None:
             self._setup(*args)
             self._local = slice(0, self.n_atoms)
@@ -181,7 +203,8 @@ class MaxwellBloch(Results, Sealed, Replaceable):
 
     def _setup(self, n_g: Any, n_e: Any, modes: Any, F: Any, h_t: Any, n_t: Any, kappa_g: Any,
                kappa_e: Any, delta: Any, line: Any, n_atoms: Any, beta: Any,
-               initial_state: Any, dtype: Any, backend: Any) -> None:
+               initial_state: Any, dtype: Any, backend: Any, decay: Any = None,
+               dephasing: Any = None, doppler: Any = None) -> None:
         """Check and keep the constructor's arguments."""
         self._n_g = _validate.count("n_g", n_g, 1)
         self._n_e = _validate.count("n_e", n_e, 1)
@@ -202,8 +225,19 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         self._dtype = dt.type
         self._backend = _backend.resolve(backend, "MaxwellBloch")
         self._core = _backend.module(self.backend)
-        _memory.require_model(self, line, n_atoms, initial_state)
+        self._decay_in = decay
+        self._decay = _lindblad.check_decay(decay, self.n_levels)
+        deph = _lindblad.check_dephasing(dephasing, self.n_levels)
+        self._dephasing = None if deph is None else _checks.owned(deph)
+        self._doppler = _lindblad.as_doppler(doppler)
+        classes = 1 if self._doppler is None else self._doppler.n_classes
+        _memory.require_model(self, line, n_atoms, initial_state, classes)
         det, w = _checks.sample_line(line, n_atoms)
+        self._line = (_checks.owned(det), _checks.owned(w))
+        self._shifts = None
+        if self._doppler is not None:
+            det, w, shifts = _lindblad.expand_atoms(det, w, self._doppler, self.modes, self._F)
+            self._shifts = _checks.owned(shifts)
         self._detunings, self._weights = _checks.owned(det), _checks.owned(w)
         self._initial_state = _checks.owned(
             _checks.check_initial_state(initial_state, self.n_levels, self.n_atoms))
@@ -227,16 +261,18 @@ class MaxwellBloch(Results, Sealed, Replaceable):
         as its atoms' detunings and weights, the communicator kept)."""
         return dict(n_g=self.n_g, n_e=self.n_e, modes=self.modes, F=self._F, h_t=self.h_t,
                     n_t=self.n_t, kappa_g=self.kappa_g, kappa_e=self.kappa_e,
-                    delta=self.delta, line=(self._detunings, self._weights),
-                    n_atoms=self.n_atoms, beta=self.beta, initial_state=self._initial_state,
-                    dtype=self.dtype, backend=self.backend, comm=self._comm)
+                    delta=self.delta, line=self._line, n_atoms=self._line[0].size,
+                    beta=self.beta, initial_state=_checks.one_or_all(self._initial_state), dtype=self.dtype,
+                    backend=self.backend, comm=self._comm, decay=self._decay_in,
+                    dephasing=self._dephasing, doppler=self._doppler)
 
     def _replace_changes(self, kw: Dict[str, Any], changes: Dict[str, Any]) -> Dict[str, Any]:
         """`changes`, and what they imply: new atoms or levels drop the
         initial state (kept when every atom had the same and the levels
         stay), new levels drop F."""
         out = dict(changes)
-        if "initial_state" not in changes and ({"line", "n_atoms", "n_g", "n_e"} & set(changes)):
+        if "initial_state" not in changes and ({"line", "n_atoms", "n_g", "n_e", "doppler"} &
+                                               set(changes)):
             psi = self._initial_state
             same = bool(np.all(psi == psi[:1]))
             keep_levels = changes.get("n_g", self.n_g) + changes.get("n_e", self.n_e) == \
@@ -263,6 +299,16 @@ class MaxwellBloch(Results, Sealed, Replaceable):
     def n_levels(self) -> int:
         """n_g + n_e."""
         return self.n_g + self.n_e
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the atoms are density matrices (decay, dephasing or doppler given)."""
+        return not (self._decay_in is None and self._dephasing is None and self._doppler is None)
+
+    @property
+    def level_shifts(self) -> Optional[np.ndarray]:
+        """Each atom's Doppler level shifts ``(N_Delta, n_g + n_e)`` (a copy), or None."""
+        return None if self._shifts is None else self._shifts.copy()
 
     @property
     def n_modes(self) -> int:
@@ -354,7 +400,7 @@ class MaxwellBloch(Results, Sealed, Replaceable):
             full_map: bool = False, populations: bool = True, euler_substeps: int = 8,
             progress: bool = False,
             callback: Optional[Callable[[Any], Any]] = None,
-            output: Any = None) -> MaxwellBlochResult:
+            output: Any = None, density: bool = False) -> MaxwellBlochResult:
         """Propagate `fields0` from z = 0 to ``n_z h_z`` (algorithm 1).
 
         Parameters
@@ -394,6 +440,10 @@ class MaxwellBloch(Results, Sealed, Replaceable):
             read back by :func:`nlsepy.open_run`.  Distributed: rank 0
             (whose fields are every rank's) writes the file with h5py
             (without MPI).
+        density : bool, optional
+            Open models: keep the ensemble density matrix (populations and
+            coherences) where the populations are kept (``result.density``;
+            not streamed to `output`).
 
         Returns
         -------
@@ -443,7 +493,8 @@ class MaxwellBloch(Results, Sealed, Replaceable):
                 "output (given or not)": output is not None, "fields0": eps0})
         solver = self._agree(lambda: _propagate.make_solver(self, eps0, h_z, euler_substeps))
         march = _propagate.ZMarch(self, solver, h_z, n_z, saved, full_map, populations,
-                                  euler_substeps, callback, path, t_start)
+                                  euler_substeps, callback, path, t_start,
+                                  density=density and self.is_open)
         if path is not None:
             march.open_record({"h_z": h_z, "n_z": n_z, "save_every": save_every,
                                "full_map": bool(full_map), "populations": bool(populations),

@@ -1,0 +1,436 @@
+/*
+ * mbloch_open.cuh -- the density-matrix atoms of an open Maxwell-Bloch
+ * solver on CUDA (nlsepy/mbloch.h, nlse_mbloch_set_open;
+ * docs/models/mbloch.md, "Open systems"), included by mbloch.cu after its
+ * helpers (coef_set, C2, cmac): the Lindblad master equation
+ *   d rho/dt = i [H_D, rho] + decay channels + pure dephasing
+ * (H_D of eq. 4 of source 004) stepped by the RK4 of algorithm 2, the
+ * polarisation of eq. 6 as sum F rho_{b a}; written once for float and
+ * double (T).
+ *
+ * A block owns na atoms for the whole time grid.  Their matrices (rho, the
+ * RK4 sum and two stage inputs, [atom][i][j]) sit in shared memory, or in a
+ * per-block slice of global memory when they do not fit; each thread
+ * takes elements (atom, i <= j) with a block stride and writes (j, i) as
+ * the conjugate, so any level count runs and rho stays Hermitian.
+ * The coupling rows and the coefficient sets (0.5 F eps_l, three a step,
+ * rotated as in k_atoms) are those of the amplitude kernel.  After each
+ * step the block writes its atoms' weighted polarisation (and density
+ * matrix) as a per-block partial, summed over the blocks in a fixed order
+ * by k_sum_blocks2.
+ *
+ * With at most three levels (two-level, Lambda, V and ladder systems) a
+ * thread holds one atom's matrices in registers instead (k_open_reg, the
+ * coupling dense in shared memory, one barrier a time step), unless
+ * NLSEPY_MBLOCH_KERNEL=simt asks for the general kernel.
+ */
+
+struct MBOpenArgs {
+    int n_g, n_lev, n2, n_f, n_t, n_atoms, na, l_min, n2c, want_rho;
+    int ntri;            /* elements i <= j: n (n + 1) / 2 */
+    double h, kg, ke;
+};
+
+/* the host's view of an open solver's device arrays */
+struct MBOpen {
+    MBOpenArgs a;
+    int nb, threads, global;   /* global: the states live in gwork */
+    size_t smem;
+    void *rho0, *shift, *damp, *frate, *part, *ppart, *gwork;
+    int *foff, *ffrom;
+    int2 *tri;                 /* the elements (i, j), i <= j, a thread computes */
+    int reg;                   /* k_open_reg (n <= 3, an atom a thread) instead of k_open */
+    void *G;                   /* k_open_reg: G[t n + f], the rates from f to t */
+};
+
+/* k_ij of one element (times h): i ((E_i - E_j) y_ij + (V y)_ij - (y V)_ij)
+ * - damp_ij y_ij + [i = j] sum of the feeds */
+template <typename T>
+__device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, const typename C2<T>::t *Y,
+                                                        const typename C2<T>::t *C, const MBRow *rows,
+                                                        const T *E, const T *damp, const int *foff,
+                                                        const int *ffrom, const T *frate, int i, int j)
+{
+    typedef typename C2<T>::t V;
+    const int n = a.n_lev;
+    const V y = Y[i * n + j];
+    const T de = E[i] - E[j];
+    V s = C2<T>::make(de * y.x, de * y.y);
+    const MBRow Ri = rows[i], Rj = rows[j];
+    for (int q = 0; q < Ri.cnt; ++q) /* + V_ix y_xj */
+        cmac(s, C[Ri.off + q], Y[(Ri.src + q) * n + j]);
+    for (int q = 0; q < Rj.cnt; ++q) { /* - y_ix conj(V_jx) */
+        const V c = C[Rj.off + q], z = Y[i * n + Rj.src + q];
+        s.x -= c.x * z.x + c.y * z.y;
+        s.y -= c.x * z.y - c.y * z.x;
+    }
+    const T g = damp[i * n + j];
+    V k = C2<T>::make(-s.y - g * y.x, s.x - g * y.y);
+    if (i == j)
+        for (int q = foff[i]; q < foff[i + 1]; ++q) {
+            const V p = Y[ffrom[q] * (n + 1)];
+            k.x += frate[q] * p.x;
+            k.y += frate[q] * p.y;
+        }
+    const T h = (T)a.h;
+    return C2<T>::make(h * k.x, h * k.y);
+}
+
+/* the RK4 combination of element x from its k: out = rho + ca k and the
+ * sum acc = rho + cb k (kind 0), acc += cb k (kind 1); rho = acc + cb k
+ * (kind 2) */
+template <typename T>
+__device__ __forceinline__ void open_combine(typename C2<T>::t *O, typename C2<T>::t *R, typename C2<T>::t *AC,
+                                             size_t x, typename C2<T>::t k, T ca, T cb, int kind)
+{
+    if (kind == 2) {
+        R[x] = C2<T>::make(AC[x].x + cb * k.x, AC[x].y + cb * k.y);
+    } else {
+        const typename C2<T>::t r = R[x], base = kind == 0 ? r : AC[x];
+        O[x] = C2<T>::make(r.x + ca * k.x, r.y + ca * k.y);
+        AC[x] = C2<T>::make(base.x + cb * k.x, base.y + cb * k.y);
+    }
+}
+
+/* one RK4 stage over the block's elements i <= j (tri), each writing
+ * (j, i) too with the conjugate k, so rho stays Hermitian: kind 0 first,
+ * 1 middle, 2 last */
+template <typename T>
+__device__ void open_stage(const MBOpenArgs &a, const typename C2<T>::t *C, const MBRow *rows, const T *E,
+                           const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
+                           const typename C2<T>::t *Y, typename C2<T>::t *O, typename C2<T>::t *R,
+                           typename C2<T>::t *AC, T ca, T cb, int kind)
+{
+    typedef typename C2<T>::t V;
+    const int n2 = a.n2;
+    for (int x = threadIdx.x; x < a.na * a.ntri; x += blockDim.x) {
+        const int at = x / a.ntri;
+        const int2 p = tri[x - at * a.ntri];
+        const size_t base = (size_t)at * n2;
+        const V k = open_deriv<T>(a, Y + base, C, rows, E + at * a.n_lev, damp, foff, ffrom, frate, p.x, p.y);
+        open_combine<T>(O, R, AC, base + p.x * a.n_lev + p.y, k, ca, cb, kind);
+        if (p.x != p.y)
+            open_combine<T>(O, R, AC, base + p.y * a.n_lev + p.x, C2<T>::make(k.x, -k.y), ca, cb, kind);
+    }
+}
+
+/* t_k: the block's weighted polarisation (and density matrix) partials,
+ * the trace deviation of its atoms */
+template <typename T>
+__device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t *R, const T *W, const T *Fg,
+                            const MBRow *prow, int nvalid, typename C2<T>::t *part, typename C2<T>::t *ppart,
+                            double &dev)
+{
+    typedef typename C2<T>::t V;
+    const size_t blk = blockIdx.x;
+    const int n = a.n_lev, n2 = a.n2, ne = a.n_lev - a.n_g;
+    for (int li = threadIdx.x; li < a.n_f; li += blockDim.x) {
+        const MBRow P = prow[li];
+        const int l = a.l_min + li;
+        V s = C2<T>::make(0, 0);
+        for (int at = 0; at < a.na; ++at) {
+            V u = C2<T>::make(0, 0);
+            for (int q = 0; q < P.cnt; ++q) {
+                const int m = P.src + q;
+                const T f = Fg[m * ne + m + l];
+                const V r = R[(size_t)at * n2 + (a.n_g + m + l) * n + m];
+                u.x += f * r.x;
+                u.y += f * r.y;
+            }
+            s.x += W[at] * u.x;
+            s.y += W[at] * u.y;
+        }
+        part[(blk * a.n_t + k) * a.n_f + li] = s;
+    }
+    for (int e = threadIdx.x; a.want_rho && e < n2; e += blockDim.x) {
+        V s = C2<T>::make(0, 0);
+        for (int at = 0; at < a.na; ++at) {
+            s.x += W[at] * R[(size_t)at * n2 + e].x;
+            s.y += W[at] * R[(size_t)at * n2 + e].y;
+        }
+        ppart[(blk * a.n_t + k) * n2 + e] = s;
+    }
+    for (int at = threadIdx.x; at < nvalid; at += blockDim.x) {
+        double tr = 0;
+        for (int i = 0; i < n; ++i)
+            tr += (double)R[(size_t)at * n2 + i * (n + 1)].x;
+        dev = fmax(dev, fabs(tr - 1.0));
+    }
+}
+
+template <typename T>
+__global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
+                       const T *shift, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
+                       const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
+                       typename C2<T>::t *part, typename C2<T>::t *ppart, double *devb,
+                       typename C2<T>::t *gwork)
+{
+    typedef typename C2<T>::t V;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const size_t ns = (size_t)a.na * a.n2;
+    V *Cs = (V *)smem;
+    T *E = (T *)(Cs + 3 * a.n2c), *W = E + a.na * a.n_lev;
+    V *st = gwork ? gwork + blockIdx.x * 4 * ns : (V *)(W + a.na + ((a.na * (a.n_lev + 1)) & 1));
+    V *R = st, *AC = R + ns, *Y0 = AC + ns, *Y1 = Y0 + ns;
+    const int D0 = blockIdx.x * a.na;
+    const int nvalid = min(a.na, a.n_atoms - D0);
+    for (int x = threadIdx.x; x < (int)ns; x += blockDim.x) {
+        const int at = x / a.n2, D = D0 + min(at, nvalid - 1); /* padding: the last atom, weight 0 */
+        R[x] = rho0[(size_t)D * a.n2 + (x - at * a.n2)];
+    }
+    for (int x = threadIdx.x; x < a.na * a.n_lev; x += blockDim.x) {
+        const int at = x / a.n_lev, i = x - at * a.n_lev, D = D0 + min(at, nvalid - 1);
+        T e = i < a.n_g ? (T)((double)i * a.kg) + det[D] : (T)((double)(i - a.n_g) * a.ke);
+        if (shift)
+            e += shift[(size_t)D * a.n_lev + i];
+        E[x] = e;
+    }
+    for (int at = threadIdx.x; at < a.na; at += blockDim.x)
+        W[at] = at < nvalid ? w[D0 + at] : (T)0;
+    const MBRow *prow = rows + a.n_lev;
+    int prv = 1, mid = 2, nxt = 0;
+    coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, eps, eps, false);
+    __syncthreads();
+    double dev = 0;
+    open_record<T>(a, 0, R, W, Fg, prow, nvalid, part, ppart, dev);
+    const T half = (T)0.5, one = 1, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
+    for (int k = 1; k < a.n_t; ++k) {
+        const int t0 = prv;
+        prv = nxt;
+        nxt = mid;
+        mid = t0;
+        coef_set<T>(Cs + mid * a.n2c, a.n2c, ent, Fg, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
+        coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, eps + (size_t)k * a.n_f, false);
+        open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, tri, R, Y0, R, AC, half, sixth, 0);
+        __syncthreads();
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, Y1, R, AC, half, third, 1);
+        __syncthreads();
+        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y1, Y0, R, AC, one, third, 1);
+        __syncthreads();
+        open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, R, R, AC, 0, sixth, 2);
+        __syncthreads();
+        open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
+    }
+    __shared__ double dmax[MBLOCH_MAX_THREADS / 32];
+    for (int d = 16; d > 0; d >>= 1)
+        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
+    if ((threadIdx.x & 31) == 0)
+        dmax[threadIdx.x >> 5] = dev;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = 0;
+        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
+            m = fmax(m, dmax[q]);
+        devb[blockIdx.x] = m;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* few levels (n <= 3): one atom a thread, its matrices in registers  */
+/* ------------------------------------------------------------------ */
+
+#define MBLOCH_OPEN_REG_MAX 3       /* levels of the register kernel      */
+#define MBLOCH_OPEN_REG_THREADS 128 /* atoms a block of the register kernel */
+
+/* The dense coupling V at one time (or the mean of two), every element
+ * by its own thread: V[m][n_g+n] = 0.5 F[m][n] conj(eps_{n-m}), V[n_g+n][m]
+ * its conjugate, 0 elsewhere (the arithmetic of coef_set). */
+template <typename T>
+__device__ void open_dense_set(const MBOpenArgs &a, typename C2<T>::t *Vd, const T *Fg, const double2 *e0,
+                               const double2 *e1, bool mean)
+{
+    const int n = a.n_lev, ne = n - a.n_g;
+    for (int q = threadIdx.x; q < n * n; q += blockDim.x) {
+        const int i = q / n, j = q - i * n;
+        const bool gi = i < a.n_g, gj = j < a.n_g;
+        typename C2<T>::t v = C2<T>::make(0, 0);
+        if (gi != gj) {
+            const int m = gi ? i : j, x = (gi ? j : i) - a.n_g, li = x - m - a.l_min;
+            if (li >= 0 && li < a.n_f) {
+                double2 e = e1[li];
+                if (mean) {
+                    const double2 d = e0[li];
+                    e.x = 0.5 * (e.x + d.x);
+                    e.y = 0.5 * (e.y + d.y);
+                }
+                const T f = (T)0.5 * Fg[m * ne + x], ex = (T)e.x, ey = (T)e.y;
+                v = C2<T>::make(f * ex, gi ? -f * ey : f * ey);
+            }
+        }
+        Vd[q] = v;
+    }
+}
+
+/* k = h (i ((E_i - E_j) y + V y - y V) - damp y + G diag(y)) on registers */
+template <typename T, int N>
+__device__ __forceinline__ void open_reg_deriv(const typename C2<T>::t (&y)[N][N], const typename C2<T>::t *V,
+                                               const T (&E)[N], const T *damp, const T *G, T h,
+                                               typename C2<T>::t (&k)[N][N])
+{
+    typedef typename C2<T>::t Vt;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            const T de = E[i] - E[j];
+            Vt s = C2<T>::make(de * y[i][j].x, de * y[i][j].y);
+#pragma unroll
+            for (int x = 0; x < N; ++x) {
+                cmac(s, V[i * N + x], y[x][j]); /* + V_ix y_xj */
+                const Vt c = V[x * N + j], z = y[i][x]; /* - y_ix V_xj */
+                s.x -= z.x * c.x - z.y * c.y;
+                s.y -= z.x * c.y + z.y * c.x;
+            }
+            const T g = damp[i * N + j];
+            Vt d = C2<T>::make(-s.y - g * y[i][j].x, s.x - g * y[i][j].y);
+            if (i == j)
+#pragma unroll
+                for (int f = 0; f < N; ++f) {
+                    d.x += G[i * N + f] * y[f][f].x;
+                    d.y += G[i * N + f] * y[f][f].y;
+                }
+            k[i][j] = C2<T>::make(h * d.x, h * d.y);
+        }
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(MBLOCH_OPEN_REG_THREADS)
+k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det, const T *shift,
+           const T *w, const T *Fg, const T *damp_g, const T *G_g, typename C2<T>::t *part,
+           typename C2<T>::t *ppart, double *devb)
+{
+    typedef typename C2<T>::t V;
+    __shared__ V Vs[3][N * N];
+    __shared__ T damp[N * N], G[N * N];
+    __shared__ V red[MBLOCH_OPEN_REG_THREADS / 32][N * N];
+    __shared__ double dmax[MBLOCH_OPEN_REG_THREADS / 32];
+    const int D0 = blockIdx.x * blockDim.x, nvalid = min((int)blockDim.x, a.n_atoms - D0);
+    const int D = D0 + min((int)threadIdx.x, nvalid - 1);
+    const bool valid = (int)threadIdx.x < nvalid;
+    const T wgt = valid ? w[D] : (T)0;
+    for (int q = threadIdx.x; q < N * N; q += blockDim.x) {
+        damp[q] = damp_g[q];
+        G[q] = G_g[q];
+    }
+    V r[N][N], ac[N][N], y[N][N], k[N][N];
+    T E[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        T e = i < a.n_g ? (T)((double)i * a.kg) + det[D] : (T)((double)(i - a.n_g) * a.ke);
+        if (shift)
+            e += shift[(size_t)D * N + i];
+        E[i] = e;
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+            r[i][j] = rho0[(size_t)D * N * N + i * N + j];
+    }
+    const T h = (T)a.h, half = (T)0.5, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
+    double dev = 0;
+    int prv = 1, mid = 2, nxt = 0;
+    open_dense_set<T>(a, Vs[nxt], Fg, eps, eps, false);
+    for (int kt = 0; kt < a.n_t; ++kt) {
+        if (kt > 0) {
+            const int t0 = prv;
+            prv = nxt;
+            nxt = mid;
+            mid = t0;
+            open_dense_set<T>(a, Vs[mid], Fg, eps + (size_t)(kt - 1) * a.n_f, eps + (size_t)kt * a.n_f, true);
+            open_dense_set<T>(a, Vs[nxt], Fg, NULL, eps + (size_t)kt * a.n_f, false);
+        }
+        __syncthreads(); /* the sets, and red[] read by the previous record */
+        if (kt > 0) {
+            open_reg_deriv<T, N>(r, Vs[prv], E, damp, G, h, k);
+#pragma unroll
+            for (int i = 0; i < N; ++i)
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    y[i][j] = C2<T>::make(r[i][j].x + half * k[i][j].x, r[i][j].y + half * k[i][j].y);
+                    ac[i][j] = C2<T>::make(r[i][j].x + sixth * k[i][j].x, r[i][j].y + sixth * k[i][j].y);
+                }
+            open_reg_deriv<T, N>(y, Vs[mid], E, damp, G, h, k);
+#pragma unroll
+            for (int i = 0; i < N; ++i)
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    y[i][j] = C2<T>::make(r[i][j].x + half * k[i][j].x, r[i][j].y + half * k[i][j].y);
+                    ac[i][j].x += third * k[i][j].x;
+                    ac[i][j].y += third * k[i][j].y;
+                }
+            open_reg_deriv<T, N>(y, Vs[mid], E, damp, G, h, k);
+#pragma unroll
+            for (int i = 0; i < N; ++i)
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    y[i][j] = C2<T>::make(r[i][j].x + k[i][j].x, r[i][j].y + k[i][j].y);
+                    ac[i][j].x += third * k[i][j].x;
+                    ac[i][j].y += third * k[i][j].y;
+                }
+            open_reg_deriv<T, N>(y, Vs[nxt], E, damp, G, h, k);
+#pragma unroll
+            for (int i = 0; i < N; ++i)
+#pragma unroll
+                for (int j = 0; j < N; ++j)
+                    r[i][j] = C2<T>::make(ac[i][j].x + sixth * k[i][j].x, ac[i][j].y + sixth * k[i][j].y);
+        }
+        /* record t_k: the trace, the block's weighted sum of every element
+         * (warp butterflies, then the warps in order by thread 0) */
+        double tr = 0;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            tr += (double)r[i][i].x;
+        if (valid)
+            dev = fmax(dev, fabs(tr - 1.0));
+#pragma unroll
+        for (int e = 0; e < N * N; ++e) {
+            T sx = wgt * r[e / N][e % N].x, sy = wgt * r[e / N][e % N].y;
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) {
+                sx += __shfl_xor_sync(0xffffffffu, sx, d);
+                sy += __shfl_xor_sync(0xffffffffu, sy, d);
+            }
+            if ((threadIdx.x & 31) == 0)
+                red[threadIdx.x >> 5][e] = C2<T>::make(sx, sy);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const size_t row = (size_t)blockIdx.x * a.n_t + kt;
+            V S[N * N];
+#pragma unroll
+            for (int e = 0; e < N * N; ++e) {
+                S[e] = C2<T>::make(0, 0);
+                for (int q = 0; q < (int)(blockDim.x >> 5); ++q) {
+                    S[e].x += red[q][e].x;
+                    S[e].y += red[q][e].y;
+                }
+                if (a.want_rho)
+                    ppart[row * N * N + e] = S[e];
+            }
+            for (int li = 0; li < a.n_f; ++li) { /* eq. 6: F[m][m+l] rho_{b_{m+l} a_m} */
+                V p = C2<T>::make(0, 0);
+                const int l = a.l_min + li;
+#pragma unroll
+                for (int m = 0; m < N; ++m) {
+                    const int x = m + l;
+                    if (m < a.n_g && x >= 0 && x < N - a.n_g) {
+                        const T f = Fg[m * (N - a.n_g) + x];
+                        const V s = S[(a.n_g + x) * N + m];
+                        p.x += f * s.x;
+                        p.y += f * s.y;
+                    }
+                }
+                part[row * a.n_f + li] = p;
+            }
+        }
+    }
+    for (int d = 16; d > 0; d >>= 1)
+        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
+    if ((threadIdx.x & 31) == 0)
+        dmax[threadIdx.x >> 5] = dev;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = 0;
+        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
+            m = fmax(m, dmax[q]);
+        devb[blockIdx.x] = m;
+    }
+}
