@@ -39,6 +39,7 @@ from .common.outputs import OutputSet, check_name
 from .common.version import __version__
 from .dipolar import dbec
 from .fd import NLSE
+from .mbloch.config import run_config
 
 #: the default input of ``python -m nlsepy demo``
 DEFAULT_INPUT = """\
@@ -413,7 +414,6 @@ def _launched_comm():
 
 # ----------------------------------------------------------------- mbloch
 def _mbloch_main(args: argparse.Namespace) -> int:
-    from .mbloch.config import run_config
     if args.progress:
         try:
             import tqdm  # noqa: F401

@@ -18,7 +18,7 @@ velocity classes shift each field's detuning by ``factor_doppler_shift``
 times the class's :math:`2\\pi\\delta`, weighted by
 :math:`e^{-(\\delta/w)^2}` (normalised).
 
-The map onto the model (module docstring of :mod:`nlsepy.reference.mbloch`:
+The map onto the model (the model's equations, :mod:`nlsepy.reference.mbloch`:
 :math:`\\partial_z\\varepsilon_l = iP_l`, level energies linear in the level
 index):
 
@@ -64,7 +64,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from ..common.outputs import check_name
-from .config import Plan, integer, number, show, string
+from .filekeys import Plan, integer, number, show, string
 
 __all__ = ["from_maxwellbloch", "T_FUNCS"]
 
@@ -210,7 +210,7 @@ def _spacing(h: np.ndarray, levels: List[int], what: str, source: str) -> float:
 
 
 def from_maxwellbloch(data: Dict[str, Any], source: str) -> Plan:
-    """The :class:`~nlsepy.mbloch.config.Plan` of a maxwellbloch input (see the module docstring).
+    """The :class:`~nlsepy.mbloch.filekeys.Plan` of a maxwellbloch input (see the module docstring).
 
     Raises
     ------

@@ -32,22 +32,25 @@ and the outputs of one run of :class:`nlsepy.MaxwellBloch`
 A JSON file with an ``"atom"`` object is read as a ``maxwellbloch`` input
 file instead (:mod:`nlsepy.mbloch.compat`).  Every key and value is checked
 before anything runs; an error names the file, the table, the key and the
-value.  The outputs are written all or none (:class:`nlsepy.common.outputs.OutputSet`).
+value.  The outputs are written all or none (staged, then renamed together).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from ..common.hdf5 import require_h5py
 from ..common.outputs import OutputSet, check_name
+from ..common.plot import require as require_matplotlib
 from ..reference.mbloch import gaussian_pulse, sech_pulse
+from .compat import from_maxwellbloch
+from .filekeys import Plan, boolean, integer, number, numbers, show, steps, string, table
+from .hyperfine import _polarisation, hyperfine
+from .solver import MaxwellBloch
 
 __all__ = ["Plan", "read_config", "parse_config", "build_model", "run_config"]
 
@@ -60,151 +63,6 @@ _RUN = {"h_z", "n_z", "z_max", "save_every", "full_map", "populations", "euler_s
 _OUTPUT = {"run_file", "plot", "summary"}
 _TOP = {"name", "model", "hyperfine", "fields", "run", "output"}
 _SHAPES = ("sech", "gaussian", "square")
-
-
-# ------------------------------------------------------------------ values
-def show(value: Any) -> str:
-    """`value` as the file writes it (for messages)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "a table"
-    return repr(value)
-
-
-def number(v: Any, what: str, positive: bool = False, nonneg: bool = False) -> float:
-    """A finite number (> 0, >= 0 when asked); ValueError naming `what`."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{what} must be a number, got {show(v)}")
-    x = float(v)
-    if not math.isfinite(x):
-        raise ValueError(f"{what} must be finite, got {show(v)}")
-    if positive and x <= 0:
-        raise ValueError(f"{what} must be > 0, got {show(v)}")
-    if nonneg and x < 0:
-        raise ValueError(f"{what} must be >= 0, got {show(v)}")
-    return x
-
-
-def integer(v: Any, what: str, minimum: Optional[int] = None) -> int:
-    """An integer (not a boolean, not 2.0), >= `minimum` when given."""
-    if type(v) is not int:
-        raise ValueError(f"{what} must be an integer, got {show(v)}")
-    if minimum is not None and v < minimum:
-        raise ValueError(f"{what} must be >= {minimum}, got {show(v)}")
-    return v
-
-
-def boolean(v: Any, what: str) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"{what} must be true or false, got {show(v)}")
-    return v
-
-
-def string(v: Any, what: str, choices: Optional[Sequence[str]] = None) -> str:
-    if not isinstance(v, str):
-        raise ValueError(f"{what} must be a string, got {show(v)}")
-    if choices is not None and v not in choices:
-        raise ValueError(f"{what} must be one of {list(choices)}, got {show(v)}")
-    return v
-
-
-def numbers(v: Any, what: str, ndim: int = 1, nonneg: bool = False) -> np.ndarray:
-    """A list (ndim 1) or list of equal lists (ndim 2) of finite numbers."""
-    if not isinstance(v, list) or not v:
-        raise ValueError(f"{what} must be a non-empty list{' of lists' * (ndim - 1)} of "
-                         f"numbers, got {show(v)}")
-    if ndim == 2:
-        rows = [numbers(r, f"{what}[{i}]", 1, nonneg) for i, r in enumerate(v)]
-        if len({r.size for r in rows}) != 1:
-            raise ValueError(f"{what} must be a list of equally long lists, got row lengths "
-                             f"{[r.size for r in rows]}")
-        return np.array(rows)
-    return np.array([number(x, f"{what}[{i}]", nonneg=nonneg) for i, x in enumerate(v)])
-
-
-def table(cfg: Dict[str, Any], name: str, keys: set, source: str,
-          required: Sequence[str] = ()) -> Dict[str, Any]:
-    """The table `name` of `cfg` ({} when absent), its keys among `keys`."""
-    sec = cfg.get(name, {})
-    if not isinstance(sec, dict):
-        raise ValueError(f"{source}: [{name}] must be a table, got {show(sec)}")
-    unknown = sorted(set(sec) - keys)
-    if unknown:
-        raise ValueError(f"{source}: unknown key(s) in [{name}]: {unknown}; known keys: "
-                         f"{sorted(keys)}")
-    for k in required:
-        if k not in sec:
-            raise ValueError(f"{source}: [{name}] needs the key {k!r}")
-    return sec
-
-
-def steps(sec: Dict[str, Any], h: str, n: str, top: str, where: str, minimum: int
-          ) -> Tuple[float, int]:
-    """``(h, n)`` from `h` and either `n` or the span `top` (a whole number
-    of steps; the grid has n points for time, n steps for z)."""
-    if h not in sec:
-        raise ValueError(f"{where} needs the key {h!r}")
-    step = number(sec[h], f"{where} {h}", positive=True)
-    if (n in sec) == (top in sec):
-        raise ValueError(f"{where} needs exactly one of {n!r} and {top!r}")
-    if n in sec:
-        return step, integer(sec[n], f"{where} {n}", minimum)
-    span = number(sec[top], f"{where} {top}", positive=True)
-    k = round(span / step)
-    if abs(k * step - span) > 1e-9 * span:
-        raise ValueError(f"{where} {top} = {span!r} is not a whole number of steps {h} = "
-                         f"{step!r} ({span / step!r} steps)")
-    return step, int(k) + (minimum - 1 if n == "n_t" else 0)
-
-
-# ------------------------------------------------------------------ plan
-@dataclass
-class Plan:
-    """A checked input file: what :func:`build_model` and :func:`run_config` use.
-
-    Attributes
-    ----------
-    source : str
-        The file (for messages).
-    name : str
-        The stem of the outputs.
-    model : dict
-        Keyword arguments of :class:`nlsepy.MaxwellBloch` (``decay`` and
-        ``dephasing`` only when the file gives them).
-    fields : dict
-        ``{l: (n_t,) complex array}``, the input pulses by mode.
-    run : dict
-        Keyword arguments of :meth:`nlsepy.MaxwellBloch.run` but the fields.
-    outputs : dict
-        ``run_file``, ``plot``, ``summary``: file names, or None to leave out.
-    labels : dict
-        ``{l: label}`` of the modes that carry a named pulse.
-    field_scale : dict
-        ``{l: s}``: the file's field on mode l is ``s`` times the model's
-        (1 for every mode of a native file).
-    t0, z0 : float
-        The file's time at ``t = 0`` and position at ``z = 0`` of the model.
-    format : str
-        "nlsepy" or "maxwellbloch".
-    """
-
-    source: str
-    name: str
-    model: Dict[str, Any]
-    fields: Dict[int, np.ndarray]
-    run: Dict[str, Any]
-    outputs: Dict[str, Optional[str]]
-    labels: Dict[int, str] = field(default_factory=dict)
-    field_scale: Dict[int, float] = field(default_factory=dict)
-    t0: float = 0.0
-    z0: float = 0.0
-    format: str = "nlsepy"
-
-    @property
-    def t(self) -> np.ndarray:
-        """The model's time grid."""
-        return self.model["h_t"] * np.arange(self.model["n_t"])
 
 
 def _load(path: Union[str, os.PathLike]) -> Tuple[Dict[str, Any], str]:
@@ -277,7 +135,6 @@ def parse_config(data: Dict[str, Any], source: str = "<input>") -> Plan:
     """Check the parsed contents `data` of a run file named `source`
     (see :func:`read_config`)."""
     if "atom" in data:
-        from .compat import from_maxwellbloch
         return from_maxwellbloch(data, source)
     unknown = sorted(set(data) - _TOP)
     if unknown:
@@ -425,7 +282,6 @@ def _state(v: Any, what: str) -> np.ndarray:
 
 
 def _hyperfine(data: Dict[str, Any], source: str) -> Tuple[Any, Optional[np.ndarray]]:
-    from .hyperfine import hyperfine
     sec = table(data, "hyperfine", _HYPERFINE, source, required=("species", "line", "F"))
     w = f"{source}: [hyperfine]"
     kw = {k: sec[k] for k in ("species", "line", "F", "F_prime", "polarisation") if k in sec}
@@ -484,7 +340,6 @@ def _field_modes(f: Dict[str, Any], modes: Tuple[int, int], hf: Any, w: str) -> 
             raise ValueError(f"{w} needs the key 'mode' (the model has modes {modes[0]} .. "
                              f"{modes[1]})")
         return [modes[0]]
-    from .hyperfine import _polarisation
     try:
         qs = _polarisation(f["polarisation"]) if "polarisation" in f else hf.polarisations
         fps = f["F_prime"] if "F_prime" in f else list(hf.F_prime)
@@ -571,7 +426,6 @@ def build_model(plan: Plan, backend: Optional[str] = None) -> Any:
         file asks for ``decay`` or ``dephasing`` and this build's model has
         no open systems.
     """
-    from .solver import MaxwellBloch
     kw = dict(plan.model)
     if backend is not None:
         kw["backend"] = backend
@@ -648,10 +502,8 @@ def run_config(path: Union[str, os.PathLike], out: Union[str, os.PathLike] = "."
     for k, v in names.items():
         outs.reserve(v, f"{plan.source}: [output] {k}")
     if "plot" in names:
-        from ..common import plot as _plot
-        _plot.require()
+        require_matplotlib()
     if "run_file" in names:
-        from ..common.hdf5 import require_h5py
         require_h5py()
     mb = build_model(plan, backend)
     if announce is not None:

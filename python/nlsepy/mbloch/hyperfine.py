@@ -313,11 +313,11 @@ def _coupling(I: Fraction, J: Fraction, Jp: Fraction, F: Fraction, mF: Fraction,
 
 
 # ---------------------------------------------------------------- system
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Hyperfine:
     """The hyperfine sublevels of one D-line transition F → F′ and their
     couplings, laid out for :class:`nlsepy.MaxwellBloch` (made by
-    :func:`hyperfine`; the layout is in the module docstring).
+    :func:`nlsepy.mbloch.hyperfine`, whose notes give the layout).
 
     Attributes
     ----------
@@ -327,7 +327,7 @@ class Hyperfine:
         Nuclear spin, the ground and excited J, the ground hyperfine level.
     F_prime : tuple of fractions.Fraction
         The excited hyperfine levels in the order of their blocks of
-        excited levels (ascending, see :func:`hyperfine`).
+        excited levels (ascending, see :func:`nlsepy.mbloch.hyperfine`).
     polarisations : tuple of int
         The q = m_F' - m_F coupled (ascending).
     strengths : dict
