@@ -154,6 +154,8 @@ BAD = [
     (tiny().replace("h_t = 0.05\n", ""), "[model] needs the key 'h_t'"),
     (tiny(model="t_max = 10.0"), "needs exactly one of 'n_t' and 't_max'"),
     (tiny().replace("n_t = 201", "t_max = 10.01"), "t_max = 10.01 is not a whole number"),
+    (tiny().replace("n_z = 4", "z_max = 0.04"), "[run] z_max = 0.04 is not a whole number of "
+                                                "steps h_z = 0.1"),
     (tiny().replace('["gaussian", 1.0]', '["voigt", 1.0]'), "[model] line[0] must be one of"),
     (tiny().replace('["gaussian", 1.0]', '["gaussian", -1.0]'), "line width must be > 0"),
     (tiny(model='dtype = "float32"'), "[model] dtype must be one of ['complex128', 'complex64']"),

@@ -107,7 +107,8 @@ def steps(sec: Dict[str, Any], h: str, n: str, top: str, where: str, minimum: in
     if abs(k * step - span) > 1e-9 * span:
         raise ValueError(f"{where} {top} = {span!r} is not a whole number of steps {h} = "
                          f"{step!r} ({span / step!r} steps)")
-    return step, int(k) + (minimum - 1 if n == "n_t" else 0)
+    # a positive span of whole steps has k >= 1: n_t = k + 1 points, n_z = k steps
+    return step, int(k) + (1 if n == "n_t" else 0)
 
 
 # ------------------------------------------------------------------ plan
