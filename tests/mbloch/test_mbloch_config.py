@@ -130,9 +130,11 @@ def test_spans_give_whole_step_counts():
 def test_decay_and_dephasing_are_parsed():
     """decay = [[rate, from, to(, branching)]], dephasing per level or per
     coherence, checked and handed to the model's keywords as they are."""
-    t = tiny(model="decay = [[1.0, 1, 0], [0.5, 1, 0, 0.25]]\ndephasing = [0.0, 0.3]")
+    t = tiny(model="decay = [[1.0, 1, 0], [0.5, 1, 0, 0.25]]\ndephasing = [0.0, 0.3]\n"
+                   "doppler = {factors = [-1.0], width = 2.0, n_classes = 8}")
     p = cfg.parse_config(__import__("tomllib").loads(t), "x.toml")
     assert p.model["decay"] == [(1.0, 1, 0), (0.5, 1, 0, 0.25)]
+    assert p.model["doppler"] == {"factors": [-1.0], "width": 2.0, "n_classes": 8}
     np.testing.assert_array_equal(p.model["dephasing"], [0.0, 0.3])
     t = tiny(model="dephasing = [[0.0, 0.2], [0.2, 0.0]]")
     p = cfg.parse_config(__import__("tomllib").loads(t), "x.toml")
@@ -169,6 +171,10 @@ BAD = [
     (tiny(model="decay = [[1.0, 1, 1]]"), "[model] decay[0] decays from level 1 into itself"),
     (tiny(model="decay = [[1.0, 1]]"), "[model] decay[0] must be [rate, from, to]"),
     (tiny(model="decay = [[1.0, 1.0, 0]]"), "[model] decay[0] from level must be an integer"),
+    (tiny(model="decay = [[1.0, 1, 0, 1.5]]"), "[model] decay[0] branching must be in [0, 1]"),
+    (tiny(model="doppler = {width = 1.0}"), "[model] doppler needs the key 'factors'"),
+    (tiny(model="doppler = {factors = [1.0], widht = 1.0}"), "unknown key(s) ['widht']"),
+    (tiny(model="doppler = {factors = [1.0], n_classes = 0}"), "doppler n_classes must be >= 1"),
     (tiny(model="dephasing = [0.1]"), "[model] dephasing must hold a rate per level, shape (2,)"),
     (tiny(model="dephasing = [0.1, -0.2]"), "[model] dephasing[1] must be >= 0, got -0.2"),
     (tiny(model="dephasing = [[0.0, 0.1], [0.2, 0.0]]"), "[model] dephasing must be symmetric"),
@@ -332,14 +338,40 @@ def test_maxwellbloch_mixture_and_doppler():
     np.testing.assert_array_equal(m["initial_state"], [[1, 0]] * 3 + [[0, 1]] * 3)
 
 
+def test_maxwellbloch_lambda_doppler():
+    """A Λ's velocity classes shift its ground levels apart (maxwellbloch puts
+    each field's shift on the second level of its pairs: level 1 by -delta,
+    level 2 by +delta with detuning_positive false), so they become the
+    model's doppler=: per mode the shift of its transitions per unit of
+    class shift (probe -1, coupling -2), the classes the midpoint sample
+    whose nodes are maxwellbloch's grid (spacing 1: span 3 d / sqrt(2) w,
+    sigma 2 pi w / sqrt(2))."""
+    lam = [{"coupled_levels": [[0, 1]]}, {"coupled_levels": [[1, 2]], "detuning_positive": False}]
+    vc = {"thermal_delta_min": -1.0, "thermal_delta_max": 1.0, "thermal_delta_steps": 2,
+          "thermal_width": 1.0}
+    p = from_maxwellbloch(mbjson(lam, n=3, velocity_classes=vc), "l.json")
+    d = p.model["doppler"]
+    assert p.model["modes"] == (-1, 0) and d["factors"] == [-2.0, -1.0]
+    assert d["n_classes"] == 3
+    assert d["width"] == pytest.approx(2 * math.pi / math.sqrt(2), rel=1e-15)
+    assert d["span"] == pytest.approx(3 / math.sqrt(2), rel=1e-15)
+    # the nodes of the midpoint rule on [-span, span] sigma are maxwellbloch's classes
+    nodes, _ = nl.mbloch.gaussian_line(d["n_classes"], d["width"], d["span"])
+    np.testing.assert_allclose(nodes, 2 * math.pi * np.array([-1.0, 0.0, 1.0]), atol=1e-12)
+    assert p.model["line"] == ("single", 0.0)
+    if "doppler" not in inspect.signature(nl.MaxwellBloch).parameters:
+        with pytest.raises(ValueError, match="l.json: doppler needs the open-system"):
+            cfg.build_model(p)
+
+
 def test_maxwellbloch_refusals():
     ladder = [{"coupled_levels": [[0, 1]]}, {"coupled_levels": [[1, 2]]}]
     with pytest.raises(ValueError, match=r"l.json: level 1 is the upper level of field 0 and the "
                                          r"lower level of field 1 \(a ladder\)"):
         from_maxwellbloch(mbjson(ladder, n=3), "l.json")
     lam = [{"coupled_levels": [[0, 1]]}, {"coupled_levels": [[1, 2]], "detuning_positive": False}]
-    vc = {"thermal_delta_min": -1.0, "thermal_delta_max": 1.0, "thermal_delta_steps": 2}
-    with pytest.raises(ValueError, match="the Doppler shifts of the ground levels"):
+    vc = {"thermal_delta_min": -1.0, "thermal_delta_max": 2.0, "thermal_delta_steps": 3}
+    with pytest.raises(ValueError, match="one evenly spaced grid symmetric about 0"):
         from_maxwellbloch(mbjson(lam, n=3, velocity_classes=vc), "l.json")
     same = [{"coupled_levels": [[0, 1]]}, {"coupled_levels": [[0, 1]]}]
     with pytest.raises(ValueError, match="fall on the same mode l = 0"):

@@ -40,7 +40,9 @@ index):
 - velocity classes: the atoms of the line (detunings shifted by the
   classes, Maxwell-Boltzmann weights), where every ground level shifts alike
   and every excited level alike (co-propagating fields of one Doppler
-  factor); other Doppler patterns are refused;
+  factor); otherwise (a Λ, counter-propagating fields) ``doppler=`` of the
+  model, a factor per mode (the shift of its transitions per unit of class
+  shift) and the classes of an evenly spaced grid symmetric about 0;
 - ``initial_state`` (populations): one atom per populated level and
   velocity class, weighted by the population (a mixture);
 - the medium: the part of ``[z_min, z_max]`` where the square density is
@@ -59,7 +61,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -218,7 +220,7 @@ def from_maxwellbloch(data: Dict[str, Any], source: str) -> Plan:
         An unknown key, a value of the wrong type, or a system the model
         cannot hold (a ladder, fields that share or mix their offsets,
         unequally spaced energies, an unsupported time or density function,
-        a Doppler pattern other than a common shift of each manifold).
+        velocity classes with per-field factors on an uneven or one-sided grid).
     """
     _keys(data, _TOP, source)
     atom = _keys(data["atom"], _ATOM, f"{source}: atom")
@@ -290,7 +292,10 @@ def from_maxwellbloch(data: Dict[str, Any], source: str) -> Plan:
     model["kappa_g"] = _spacing(h, ground, "ground", source)
     model["kappa_e"] = _spacing(h, excited, "excited", source)
     delta0 = float(h[excited[0]] - h[ground[0]])
-    det, w8 = _velocity(data, source, s, ground, excited)
+    det, w8, doppler = _velocity(data, source, s, ground, excited, pairs, fields, pos, mode_of,
+                                 model["modes"])
+    if doppler is not None:
+        model["doppler"] = doppler
     _initial(atom, source, n, pos, ground, len(excited), delta0 + det, w8, model)
     decay = _decays(atom, source, n, pos, ground)
     if decay:
@@ -348,8 +353,13 @@ def _medium(data: Dict[str, Any], source: str, h_t: float) -> Tuple[float, Dict[
 
 
 def _velocity(data: Dict[str, Any], source: str, s: np.ndarray, ground: List[int],
-              excited: List[int]) -> Tuple[np.ndarray, np.ndarray]:
-    """Detuning shifts and weights of the velocity classes (one class at 0 without)."""
+              excited: List[int], pairs: Any, fields: Any, pos: Dict[int, int],
+              mode_of: List[int], modes: Tuple[int, int]
+              ) -> Tuple[np.ndarray, np.ndarray, Optional[Dict[str, Any]]]:
+    """The velocity classes: as detuning shifts and weights of the line
+    where every ground level shifts alike and every excited level alike,
+    else as ``doppler=`` (per-mode factors) of the model; one class at 0
+    without classes."""
     vc = _keys(data.get("velocity_classes") or {}, _VC, f"{source}: velocity_classes")
     w = f"{source}: velocity_classes"
     c = {"thermal_width": 1.0, "thermal_delta_min": 0.0, "thermal_delta_max": 0.0,
@@ -362,16 +372,42 @@ def _velocity(data: Dict[str, Any], source: str, s: np.ndarray, ground: List[int
         np.linspace(c["thermal_delta_min"], c["thermal_delta_max"], c["thermal_delta_steps"] + 1),
         np.linspace(c["thermal_delta_inner_min"], c["thermal_delta_inner_max"],
                     c["thermal_delta_inner_steps"] + 1)]))
-    if deltas.size > 1 or deltas[0] != 0:
-        for levels, what in ((ground, "ground"), (excited, "excited")):
-            if np.ptp(s[levels]) != 0:
-                raise ValueError(f"{w}: the Doppler shifts of the {what} levels {levels} differ "
-                                 f"({[float(x) for x in s[levels] / (2 * math.pi)]} per unit of "
-                                 f"thermal detuning): nl.MaxwellBloch shifts every ground level "
-                                 f"alike and every excited level alike")
-    weights = np.exp(-(deltas / width) ** 2)
-    shift = (s[excited[0]] - s[ground[0]]) * deltas
-    return shift, weights / weights.sum()
+    uniform = all(np.ptp(s[levels]) == 0 for levels in (ground, excited))
+    if (deltas.size == 1 and deltas[0] == 0) or uniform:
+        weights = np.exp(-(deltas / width) ** 2)
+        shift = (s[excited[0]] - s[ground[0]]) * deltas
+        return shift, weights / weights.sum(), None
+    return np.zeros(1), np.ones(1), _doppler(deltas, width, s, ground, pairs, fields, pos,
+                                               mode_of, modes, w)
+
+
+def _doppler(deltas: np.ndarray, width: float, s: np.ndarray, ground: List[int], pairs: Any,
+             fields: Any, pos: Dict[int, int], mode_of: List[int], modes: Tuple[int, int],
+             w: str) -> Dict[str, Any]:
+    """``doppler=`` of the model for classes whose shifts differ within a
+    manifold (a Λ's two fields): mode l's factor is the shift of its pairs'
+    transition per unit of class shift, (s_e - s_g) / 2 pi; the classes
+    are the midpoint-rule sample of nl.mbloch.Doppler whose nodes are
+    maxwellbloch's evenly spaced, symmetric grid (weights not renormalised:
+    the Gaussian's tails beyond the grid are left out)."""
+    d = np.diff(deltas)
+    if deltas[0] != -deltas[-1] or np.ptp(d) > 1e-12 * abs(deltas[-1]):
+        raise ValueError(f"{w}: with Doppler shifts that differ within a manifold (per-field "
+                         f"factors) the classes must be one evenly spaced grid symmetric about 0, "
+                         f"got {[float(x) for x in deltas]}")
+    factors = [0.0] * (modes[1] - modes[0] + 1)
+    for i, (f, ps) in enumerate(zip(fields, pairs)):
+        up_first = not f.get("detuning_positive", True)
+        got = {float(s[b if not up_first else a] - s[a if not up_first else b]) / (2 * math.pi)
+               for a, b in ps}
+        if len(got) != 1:
+            raise ValueError(f"{w}: field {i} shifts its pairs' transitions by different "
+                             f"factors {sorted(got)}: one Doppler factor per field")
+        factors[mode_of[i] - modes[0]] = got.pop()
+    n = deltas.size
+    sigma = 2 * math.pi * width / math.sqrt(2)
+    return {"factors": factors, "width": sigma, "n_classes": int(n),
+            "span": float(n * d[0] / (math.sqrt(2) * width))}
 
 
 def _decays(atom: Dict[str, Any], source: str, n: int, pos: Dict[int, int],

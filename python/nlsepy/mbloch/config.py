@@ -10,8 +10,9 @@ and the outputs of one run of :class:`nlsepy.MaxwellBloch`
   ``delta``, ``beta``, ``line``, ``n_atoms``, ``initial_state``, ``dtype``,
   ``backend``, and the open-system channels ``decay`` (a list of
   ``[rate, from, to]`` or ``[rate, from, to, branching]``, levels numbered
-  ground first) and ``dephasing`` (a rate per level, or a matrix of rates per
-  coherence);
+  ground first), ``dephasing`` (a rate per level, or a matrix of rates per
+  coherence) and ``doppler`` (the fields of ``nl.mbloch.Doppler``: per-mode
+  ``factors``, ``width`` or the gas, ``n_classes``, ``span``);
 - ``[hyperfine]``: instead of ``n_g``, ``n_e``, ``modes`` and ``F``, the
   sublevels of an alkali D line (:func:`nlsepy.mbloch.hyperfine`:
   ``species``, ``line``, ``F``, ``F_prime``, ``polarisation``; ``initial``
@@ -55,7 +56,10 @@ from .solver import MaxwellBloch
 __all__ = ["Plan", "read_config", "parse_config", "build_model", "run_config"]
 
 _MODEL = {"n_g", "n_e", "modes", "F", "h_t", "n_t", "t_max", "kappa_g", "kappa_e", "delta",
-          "beta", "line", "n_atoms", "initial_state", "dtype", "backend", "decay", "dephasing"}
+          "beta", "line", "n_atoms", "initial_state", "dtype", "backend", "decay", "dephasing",
+          "doppler"}
+_DOPPLER = {"factors": "numbers", "width": "float", "temperature": "float", "mass": "float",
+            "wavelength": "float", "time_unit": "float", "n_classes": "int", "span": "float"}
 _HYPERFINE = {"species", "line", "F", "F_prime", "polarisation", "initial"}
 _FIELD = {"mode", "F_prime", "polarisation", "shape", "width", "delay", "area", "amplitude",
           "on", "off", "phase", "label"}
@@ -197,12 +201,34 @@ def _model(data: Dict[str, Any], source: str) -> Tuple[Dict[str, Any], Any]:
         kw["decay"] = decay_channels(sec["decay"], n_lev, f"{w} decay")
     if "dephasing" in sec:
         kw["dephasing"] = dephasing_rates(sec["dephasing"], n_lev, f"{w} dephasing")
+    if "doppler" in sec:
+        kw["doppler"] = _doppler(sec["doppler"], f"{w} doppler")
     return kw, hf
 
 
+def _doppler(v: Any, what: str) -> Dict[str, Any]:
+    """The fields of nl.mbloch.Doppler, typed (the model checks their values)."""
+    if not isinstance(v, dict):
+        raise ValueError(f"{what} must be a table of factors, width (or temperature, mass, "
+                         f"wavelength, time_unit), n_classes, span; got {show(v)}")
+    unknown = sorted(set(v) - set(_DOPPLER))
+    if unknown:
+        raise ValueError(f"{what}: unknown key(s) {unknown}; known keys: {sorted(_DOPPLER)}")
+    if "factors" not in v:
+        raise ValueError(f"{what} needs the key 'factors' (one per mode)")
+    out: Dict[str, Any] = {}
+    for k, x in v.items():
+        kind = _DOPPLER[k]
+        out[k] = (numbers(x, f"{what} {k}").tolist() if kind == "numbers" else
+                  integer(x, f"{what} {k}", 1) if kind == "int" else
+                  number(x, f"{what} {k}", positive=True))
+    return out
+
+
 def decay_channels(v: Any, n_lev: int, what: str) -> List[Tuple[Any, ...]]:
-    """``[(rate, from, to[, branching]), ...]`` checked: rates and branching
-    factors finite and >= 0, levels integers in 0 .. n_lev - 1, from != to."""
+    """``[(rate, from, to[, branching]), ...]`` checked: rates finite and
+    >= 0, branching factors in [0, 1], levels integers in 0 .. n_lev - 1,
+    from != to."""
     if not isinstance(v, list):
         raise ValueError(f"{what} must be a list of [rate, from, to] or [rate, from, to, "
                          f"branching], got {show(v)}")
@@ -224,7 +250,10 @@ def decay_channels(v: Any, n_lev: int, what: str) -> List[Tuple[Any, ...]]:
             raise ValueError(f"{wi} decays from level {ends[0]} into itself")
         item: Tuple[Any, ...] = (rate, ends[0], ends[1])
         if len(ch) == 4:
-            item += (number(ch[3], f"{wi} branching", nonneg=True),)
+            b = number(ch[3], f"{wi} branching", nonneg=True)
+            if b > 1:
+                raise ValueError(f"{wi} branching must be in [0, 1], got {show(ch[3])}")
+            item += (b,)
         out.append(item)
     return out
 
@@ -432,12 +461,12 @@ def build_model(plan: Plan, backend: Optional[str] = None) -> Any:
     try:
         return MaxwellBloch(**kw)
     except TypeError as exc:
-        open_keys = [k for k in ("decay", "dephasing") if k in kw]
+        open_keys = [k for k in ("decay", "dephasing", "doppler") if k in kw]
         if open_keys and "unexpected keyword argument" in str(exc):
             verb = "need" if len(open_keys) > 1 else "needs"
             raise ValueError(f"{plan.source}: {' and '.join(open_keys)} {verb} the open-system "
-                             f"Maxwell-Bloch solver (nl.MaxwellBloch(decay=..., dephasing=...)), "
-                             f"which this build of nlsepy does not have") from None
+                             f"Maxwell-Bloch solver (nl.MaxwellBloch(decay=..., dephasing=..., "
+                             f"doppler=...)), which this build of nlsepy does not have") from None
         raise TypeError(f"{plan.source}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"{plan.source}: {exc}") from None
@@ -455,7 +484,7 @@ def _summary(plan: Plan, mb: Any, res: Any, files: List[str]) -> Dict[str, Any]:
         "t0": plan.t0, "z0": plan.z0, "field_scale": [float(s) for s in scale],
         "labels": {str(l): s for l, s in plan.labels.items()},
         "backend": mb.backend, "dtype": np.dtype(mb.dtype).name,
-        "open_system": any(k in plan.model for k in ("decay", "dephasing")),
+        "open_system": any(k in plan.model for k in ("decay", "dephasing", "doppler")),
         "area_in": [float(a.real) for a in areas[0]], "area_out": [float(a.real) for a in areas[-1]],
         "energy_in": [float(e) for e in energies[0]], "energy_out": [float(e) for e in energies[-1]],
         "norm_deviation": float(res.norm_deviation), "seconds": float(res.seconds),
