@@ -297,6 +297,10 @@ def from_maxwellbloch(data: Dict[str, Any], source: str) -> Plan:
     if doppler is not None:
         model["doppler"] = doppler
     _initial(atom, source, n, pos, ground, len(excited), delta0 + det, w8, model)
+    if doppler is not None:  # the model gives every atom of the line every class, atom major
+        psi = model["initial_state"]
+        model["initial_state"] = psi[0] if psi.shape[0] == 1 else \
+            np.repeat(psi, doppler["n_classes"], axis=0)
     decay = _decays(atom, source, n, pos, ground)
     if decay:
         model["decay"] = decay
