@@ -4,7 +4,8 @@
 default when none is given: the NLSEmagic dark soliton), and writes its
 frames (``frames.npz``), a summary (``summary.json`` and ``summary.txt``) and
 a plot (``<name>.png``) under the output folder.  ``dbec`` runs a DBEC-GP
-input file (:mod:`nlsepy.dipolar.dbec`).
+input file (:mod:`nlsepy.dipolar.dbec`); ``mbloch`` a Maxwell-Bloch run
+file, TOML or JSON or a ``maxwellbloch`` JSON input (:mod:`nlsepy.mbloch.config`).
 
 Both check their input before running (types: an integer is an integer, a
 boolean a boolean, a number finite; output names are plain file names kept
@@ -38,6 +39,7 @@ from .common.outputs import OutputSet, check_name
 from .common.version import __version__
 from .dipolar import dbec
 from .fd import NLSE
+from .mbloch.config import run_config
 
 #: the default input of ``python -m nlsepy demo``
 DEFAULT_INPUT = """\
@@ -410,6 +412,22 @@ def _launched_comm():
     return MPI.COMM_WORLD
 
 
+# ----------------------------------------------------------------- mbloch
+def _mbloch_main(args: argparse.Namespace) -> int:
+    if args.progress:
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            raise ImportError("--progress needs tqdm: pip install 'nlsepy[progress]'") from None
+    summary = run_config(args.input, args.out, backend=args.backend, progress=args.progress,
+                         announce=_say)
+    for k in ("area_in", "area_out", "energy_in", "energy_out", "norm_deviation", "seconds"):
+        print(f"{k:>20s} : {summary[k]}")
+    if summary["files"]:
+        print("wrote " + ", ".join(summary["files"]))
+    return 0
+
+
 # ----------------------------------------------------------------- errors
 _PLAIN = (ValueError, TypeError, OSError, MemoryError, ImportError, BlowUpError, BackendError)
 
@@ -461,6 +479,13 @@ def _parser() -> argparse.ArgumentParser:
     dbec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                       help="replace a key of the input file (repeatable; typed as in the file)")
     dbec.add_argument("--progress", action="store_true", help="show progress bars (tqdm)")
+    mb = sub.add_parser("mbloch", help="run a Maxwell-Bloch run file (TOML or JSON; a "
+                        "maxwellbloch JSON input too)")
+    mb.add_argument("input", help="run file (e.g. examples/mbloch/sech_2pi.toml)")
+    mb.add_argument("--out", default=".", help="output folder (default: current folder)")
+    mb.add_argument("--backend", default=None, choices=("auto", "cpu", "cuda"),
+                    help="replace the file's backend")
+    mb.add_argument("--progress", action="store_true", help="show a progress bar (tqdm)")
     return parser
 
 
@@ -473,7 +498,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     """
     try:
         args = _parser().parse_args(argv)
-        return _demo_main(args) if args.command == "demo" else _dbec_main(args)
+        run = {"demo": _demo_main, "dbec": _dbec_main, "mbloch": _mbloch_main}[args.command]
+        return run(args)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:
