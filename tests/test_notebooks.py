@@ -32,6 +32,7 @@ HEADLINES = {
     "dec.ipynb": (r"vortex \(1, 300, 10\): mu = (\S+),", lambda v: abs(v / 13.44948 - 1) < 1e-4,
                   1e-7),
     "dipolar.ipynb": (r"'mu': ([^,]+),", lambda v: abs(v - 5.81621) < 2e-3, 1e-9),
+    "dipolar_droplets.ipynb": (r"droplets along x: (\d+) ", lambda v: v >= 2, 0.0),
     "fd.ipynb": (r"max error at t = 30: (\S+)", lambda v: v < 5e-3, 1e-6),
     "magnet.ipynb": (r"Delta Phi at the corner: (\S+) ", lambda v: 3700 < v < 3760, 1e-5),
     "rotation.ipynb": (r"vortex density against Feynman's rule, r < 4: (\S+)",
