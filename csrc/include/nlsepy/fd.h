@@ -35,6 +35,15 @@ enum nlse_fd_bc {
     NLSE_BC_ONE_SIDED = 4  /* one-sided Laplacian, 1D only         */
 };
 
+/* How a step runs: four passes over the grid (one per RK4 stage, the
+ * reference), one pass (all four stages of a tile at once, with the halo
+ * each stage needs recomputed at the tile's edge), or the backend's choice. */
+enum nlse_fd_kernel {
+    NLSE_FD_STAGED = 0,
+    NLSE_FD_FUSED = 1,
+    NLSE_FD_AUTO = 2
+};
+
 typedef struct nlse_fd_params {
     int ndim;            /* 1, 2 or 3                                    */
     size_t shape[3];     /* points per axis; the last axis is contiguous */
@@ -123,8 +132,23 @@ int nlse_fd_undo_step(nlse_fd *s);
 int nlse_fd_snapshot(nlse_fd *s, int slot);
 int nlse_fd_fetch(nlse_fd *s, int slot, void *psi);
 
-/* Bytes the kernels move through memory per step and point (model). */
+/* Bytes the staged kernels move through memory per step and point (model). */
 double nlse_fd_bytes_per_point_step(const nlse_fd *s);
+
+/* Bytes the fused step moves per step and point (model): Psi^n (and V) read
+ * over each tile's box, Psi^{n+1} written over the tile. */
+double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s);
+
+/*
+ * Choose the kernel of the next steps (enum nlse_fd_kernel; the default is
+ * NLSE_FD_AUTO).  A fused request the backend cannot serve for these
+ * parameters runs staged; nlse_fd_last_kernel says which ran.  Both give the
+ * same state to rounding (bit for bit on the CPU).
+ */
+int nlse_fd_set_kernel(nlse_fd *s, int kernel);
+/* Kernel of the last step taken: NLSE_FD_STAGED or NLSE_FD_FUSED, -1 before
+ * the first step. */
+int nlse_fd_last_kernel(const nlse_fd *s);
 
 #ifdef __cplusplus
 }
