@@ -162,6 +162,17 @@ int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     return st;
 }
 
+int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])
+{
+    ptrdiff_t T[3];
+    if (!s)
+        return 0;
+    fused_tile(s, T);
+    for (int a = 0; a < s->g.ndim; ++a)
+        tile[a] = (size_t)T[a];
+    return 1;
+}
+
 int nlse_fd_set_kernel(nlse_fd *s, int kernel)
 {
     if (!s)

@@ -55,9 +55,6 @@ int nlse_fd_check_dt(double dt);
  * (NULL), then **done = 0 */
 int nlse_fd_check_step(const void *s, long nsteps, long **done, long *spare);
 void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g);
-/* How far F at one point reaches, in points along an axis, for the scheme
- * and boundary (the halo of one stage in the fused step, 4x per step). */
-int nlse_fd_reach(int scheme, int bc);
 /* Whether kernel mode `kernel` (enum nlse_fd_kernel) runs fused steps for
  * these parameters on a backend that fuses (`can`: the backend's fused path
  * takes them): 1 fused, 0 staged. */

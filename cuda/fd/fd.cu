@@ -1380,6 +1380,17 @@ extern "C" double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
     return c * (box / tile + 1) + (s->V ? (double)s->real_size * box / tile : 0);
 }
 
+extern "C" int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])
+{
+    int tj, tk;
+    if (!s || s->g.m > 1 || !fused_shape(s, &tj, &tk))
+        return 0;
+    if (s->g.m == 1)
+        tile[0] = (size_t)(tj < s->dg.n1 ? tj : s->dg.n1);
+    tile[s->g.m] = (size_t)(tk < s->dg.len ? tk : s->dg.len);
+    return 1;
+}
+
 extern "C" int nlse_fd_set_kernel(nlse_fd *s, int kernel)
 {
     if (!s)

@@ -61,6 +61,10 @@ typedef struct nlse_fd nlse_fd;
 /* Smallest number of points per axis the scheme and boundary need. */
 size_t nlse_fd_min_points(int scheme, int bc);
 
+/* How far F at one point reads, in points along an axis, for the scheme and
+ * boundary condition: the halo of one stage of the fused step (4x per step). */
+int nlse_fd_reach(int scheme, int bc);
+
 /* Linear stability bound on dt (eqs. 18-19) for these parameters. */
 double nlse_fd_max_dt(const nlse_fd_params *p);
 
@@ -138,6 +142,11 @@ double nlse_fd_bytes_per_point_step(const nlse_fd *s);
 /* Bytes the fused step moves per step and point (model): Psi^n (and V) read
  * over each tile's box, Psi^{n+1} written over the tile. */
 double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s);
+
+/* Tile of the fused step, points per axis (shape[0] first) in tile[0 ..
+ * ndim-1]; returns 0 when the backend has no fused step for these
+ * parameters (then tile is untouched), 1 otherwise. */
+int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3]);
 
 /*
  * Choose the kernel of the next steps (enum nlse_fd_kernel; the default is

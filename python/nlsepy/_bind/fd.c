@@ -232,6 +232,19 @@ NLSEPY_GETTER(fd_bytes, FDObject, PyFloat_FromDouble, nlse_fd_bytes_per_point_st
 NLSEPY_GETTER(fd_fused_bytes, FDObject, PyFloat_FromDouble, nlse_fd_fused_bytes_per_point_step)
 NLSEPY_GETTER(fd_last_kernel, FDObject, PyLong_FromLong, nlse_fd_last_kernel)
 
+static PyObject *fd_fused_tile(FDObject *self, PyObject *Py_UNUSED(ignored))
+{
+    size_t t[3] = {0, 0, 0};
+    if (!NLSEPY_READY(self))
+        return NULL;
+    if (!nlse_fd_fused_tile(self->s, t))
+        return PyTuple_New(0);
+    PyObject *out = PyTuple_New(self->p.ndim);
+    for (int a = 0; out && a < self->p.ndim; ++a)
+        PyTuple_SET_ITEM(out, a, PyLong_FromSize_t(t[a]));
+    return out;
+}
+
 static PyObject *fd_set_kernel(FDObject *self, PyObject *obj)
 {
     long k = PyLong_AsLong(obj);
@@ -269,6 +282,8 @@ static PyMethodDef fd_methods[] = {
      "Bytes the staged kernels move per grid point and step (model)."},
     {"fused_bytes_per_point_step", (PyCFunction)fd_fused_bytes, METH_NOARGS,
      "Bytes the fused step moves per grid point and step (model)."},
+    {"fused_tile", (PyCFunction)fd_fused_tile, METH_NOARGS,
+     "fused_tile() -> the fused step's tile, points per axis (() without a fused step)."},
     {"set_kernel", (PyCFunction)fd_set_kernel, METH_O,
      "set_kernel(k): run the next steps staged (0), fused (1) or as the backend chooses (2)."},
     {"last_kernel", (PyCFunction)fd_last_kernel, METH_NOARGS,
@@ -301,7 +316,18 @@ static PyObject *m_fd_min_points(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromSize_t(nlse_fd_min_points(scheme, bc));
 }
 
+static PyObject *m_fd_reach(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    int scheme, bc;
+    if (!PyArg_ParseTuple(args, "ii", &scheme, &bc))
+        return NULL;
+    return PyLong_FromLong(nlse_fd_reach(scheme, bc));
+}
+
 static PyMethodDef fd_functions[] = {
+    {"fd_reach", m_fd_reach, METH_VARARGS,
+     "fd_reach(scheme, bc): points along an axis that F at one point reads (one fused "
+     "stage's halo)."},
     {"fd_max_dt", m_fd_max_dt, METH_VARARGS,
      "fd_max_dt(ndim, a, spacing, scheme): linear stability bound (NLSEmagic eqs. 18-19)."},
     {"fd_min_points", m_fd_min_points, METH_VARARGS,
