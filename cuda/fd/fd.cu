@@ -702,7 +702,7 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
  * follow their conditions); stage q runs on the box shrunk by (q + 1) R at
  * its cut faces; stage 4's tile points are written to `out`.  Arrays: Psi^n,
  * two stage inputs, the accumulator (+ V), box-sized each. */
-#define FUSED_THREADS 256
+#define FUSED_THREADS 512
 
 __device__ __forceinline__ int wrapi(int x, int n) { return ((x % n) + n) % n; }
 
@@ -722,14 +722,18 @@ __device__ __forceinline__ void fused_span(int lo, int T, int n, int H, int per,
 }
 
 template <typename R, int M, bool SHOC>
-__global__ void __launch_bounds__(FUSED_THREADS)
+__global__ void __launch_bounds__(FUSED_THREADS, 2) /* <= 64 registers */
 k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
         typename Vec2<R>::T *__restrict__ out, const R *__restrict__ V, R dt, int reach,
         int tj, int tk, int step, int *flags)
 {
     typedef typename Vec2<R>::T T;
     extern __shared__ __align__(16) unsigned char fused_smem[];
-    if (flags[0])
+    __shared__ int stop;
+    if (threadIdx.x == 0)
+        stop = flags[0];
+    __syncthreads();
+    if (stop) /* an earlier step blew up; one read for the whole block */
         return;
     const int H = 4 * reach, per = g.periodic;
     const int nj = M >= 1 ? g.n1 : 1;
@@ -818,7 +822,9 @@ static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
 static int fused_on(const nlse_fd *s)
 {
     int tj, tk;
-    return s->g.m <= 1 && s->kernel == NLSE_FD_FUSED && fused_shape(s, &tj, &tk) > 0;
+    if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
+        return 0;
+    return (s->dg.n1 + tj - 1) / tj <= 65535; /* the launch grid's y limit */
 }
 
 template <typename R, int M, bool SHOC>
