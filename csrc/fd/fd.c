@@ -126,19 +126,29 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
     return NLSE_OK;
 }
 
-/* Tile of the fused step, points per axis (measured at 256^3, bench/fd.py):
- * CD in 3D takes 16 x 16 lines of up to 256 points (boxes of 24 x 24 x 264
- * points, 2.4 MB per work array in double); 2SHOC, whose halo is twice as
- * deep, 32 x 32 x 64 (boxes of 48^3); 2D 64 x 512, 1D 4096. */
+/* Tile of the fused step, points per axis (measured at 256^3 on two cores,
+ * bench/fd.py --forms).  Periodic 2D/3D (the box streamed along axis 0):
+ * 64 x 256 points across, chunks of up to 128 planes along axis 0, fewer
+ * when that leaves under 4 tiles per thread (not below 32).  Otherwise (whole
+ * boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
 static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;
     static const ptrdiff_t t1[1] = {4096}, t2[2] = {64, 512}, t3[3] = {32, 32, 64},
-                           t3cd[3] = {16, 16, 256};
-    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->ndim == 2 ? t2
-                         : g->scheme == NLSE_FD_CD ? t3cd : t3;
-    for (int a = 0; a < g->ndim; ++a)
+                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {128, 64, 256};
+    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : r3)
+                         : g->ndim == 2 ? t2 : g->scheme == NLSE_FD_CD ? t3cd : t3;
+    ptrdiff_t across = 1;
+    for (int a = 0; a < g->ndim; ++a) {
         T[a] = g->n[a] < t[a] ? g->n[a] : t[a];
+        if (a > 0)
+            across *= (g->n[a] + T[a] - 1) / T[a];
+    }
+    if (g->periodic && g->ndim >= 2) {
+        const ptrdiff_t want = 4 * (ptrdiff_t)nlse_get_num_threads();
+        while (T[0] > 32 && across * ((g->n[0] + T[0] - 1) / T[0]) < want)
+            T[0] /= 2;
+    }
 }
 
 int nlse_fd_step(nlse_fd *s, long nsteps, long *done)

@@ -21,10 +21,12 @@ import nlsepy as nl
 
 BCS = ("dirichlet", "msd", "l0", "periodic", "one-sided")
 
-# thin, odd and tile-unaligned shapes (CPU tiles: 1D 4096, 2D 64 x 512,
-# 3D 16 x 16 x 256 for CD and 32 x 32 x 64 for 2SHOC)
-SHAPES = {1: [(5,), (61,), (9001,)], 2: [(3, 41), (41, 3), (67, 530)],
-          3: [(3, 7, 5), (37, 35, 70), (20, 3, 131)]}
+# thin, odd and tile-unaligned shapes (CPU tiles: 1D 4096; closed edges
+# 2D 64 x 512, 3D 16 x 16 x 256 (CD), 32 x 32 x 64 (2SHOC); periodic, the
+# streamed boxes, chunks of up to 128 planes times 64 x 256 (3D) or 2048
+# (2D) points across: (140, 70, 300) has several of each)
+SHAPES = {1: [(5,), (61,), (9001,)], 2: [(3, 41), (41, 3), (67, 530), (133, 2100)],
+          3: [(3, 7, 5), (37, 35, 70), (20, 3, 131), (140, 70, 300)]}
 
 
 def state(shape, dtype, seed=3):
@@ -85,7 +87,9 @@ def test_traffic_model_of_both_forms():
     sim = nl.NLSE(psi, 0.3, scheme="cd", bc="periodic", backend="cpu")
     n = psi.size
     assert sim.bytes_per_step(fused=False) == 16 * 16 * n
-    box = (64 + 8) * (512 + 8) / (64 * 512)  # CD: H = 4 points on each side
+    tile = sim._solver.fused_tile()
+    assert len(tile) == 2 and all(0 < t <= m for t, m in zip(tile, psi.shape))
+    box = np.prod([t + 8 for t in tile]) / np.prod(tile)  # CD: H = 4 points on each side
     assert sim.bytes_per_step(fused=True) == pytest.approx(16 * (box + 1) * n)
 
 
