@@ -34,7 +34,20 @@ grid point moves
 * with a potential, one real value more per stage (not exercised here).
 
 That is 16 x 8 = 128 B (complex64) or 256 B (complex128) per point-step for
-CD and 224 B or 448 B for 2SHOC.  The fraction of copy bandwidth is
+CD and 224 B or 448 B for 2SHOC.
+
+The fused step (``fused=True``: the four stages of a tile in one pass) reads
+``Psi^n`` over each tile's box (the tile widened by ``H = 4 R`` points per
+side, ``R`` = 1 for CD, 2 for 2SHOC with periodic boundaries) and writes
+``Psi^{n+1}`` over the tile: ``(box/tile + 1)`` complex values per
+point-step (``FD.fused_bytes_per_point_step()``), and it evaluates the
+stages on regions larger than the tile by ``(3 - q) R`` per side: the
+recompute factor ``w`` (point-stage evaluations over ``4 x points``).  Its
+flops per point-step are ``w`` times the staged ones (``flops_model``).  The
+fused form's bound is the larger of its traffic over the copy bandwidth and,
+given ``--peak-gflops``, its flops over that peak; ``fraction of bound`` is
+that time over the measured one.  Both forms are timed in the same run, in
+alternating repetitions, and their speed-up is taken there.  The fraction of copy bandwidth is
 ``(bytes_per_step / time) / copy_bandwidth``: close to 1 means the step runs
 at memory speed under the model; the 2D/3D stencils' neighbour reuse is not
 always served by cache, so the true traffic can exceed the model.
@@ -44,9 +57,13 @@ Usage
 ::
 
     python bench/fd.py [--quick] [--threads 1,2] [--backend cpu] [--json PATH]
+    python bench/fd.py --forms [--sizes 256^3,4096^2] [--backend cuda] [--peak-gflops G]
 
 Default sizes: 1D ``2**20``, 2D ``1024 x 1024``, 3D ``128^3``; ``--quick``
-uses about 4x fewer points (``2**18``, ``512 x 512``, ``80^3``).
+uses about 4x fewer points (``2**18``, ``512 x 512``, ``80^3``).  ``--forms``
+times the staged and the fused step side by side (default sizes: ``256^3``
+on the CPU; ``4096^2``, ``256^3``, ``512^3`` on CUDA), both precisions and
+schemes, periodic boundaries.
 """
 
 from __future__ import annotations
@@ -211,6 +228,186 @@ def add_reference(row: Dict[str, Any], sec: float, timed: Optional[Tuple[float, 
     return f", {name} {1e3 * rsec:.{digits}f} ms/step ({rsec / sec:.1f}x, rel. diff {diff:.1e})"
 
 
+# ------------------------------------------------------ staged against fused
+def flops_model(scheme: str, ndim: int, backend: str) -> float:
+    """Floating-point operations of one staged RK4 step at an interior point.
+
+    Per stage: the Laplacian, ``N = s|x|^2 - V`` (4), ``F = i(aL + N x)`` (7)
+    and the updates of the accumulator and the next input (8; stage 4 only
+    the accumulator, 4).  CD: ``10 d - 2`` for the Laplacian (each axis
+    ``ih2 (a + b - 2c)`` per component, the axes summed).  2SHOC on the CPU:
+    D (``10 d - 2``) plus the compact step (``8 d + 4`` plus 24 per axis
+    pair); on CUDA the composed 5-point form (``18 d - 2``).
+
+    Parameters
+    ----------
+    scheme : {"cd", "2shoc"}
+    ndim : int
+    backend : {"cpu", "cuda"}
+
+    Returns
+    -------
+    float
+        Flops per point-step.
+    """
+    d = ndim
+    if scheme == "cd":
+        lap = 10 * d - 2
+    elif backend == "cuda":
+        lap = 18 * d - 2
+    else:
+        lap = (10 * d - 2) + (8 * d + 4) + 24 * (d * (d - 1) // 2)
+    return 4 * (lap + 4 + 7 + 8) - 4
+
+
+def recompute_factor(shape: Tuple[int, ...], tile: Tuple[int, ...], reach: int,
+                     periodic: bool = True) -> float:
+    """Point-stage evaluations of the fused step over ``4 x points``: stage q
+    (0..3) runs on the tile widened by ``(3 - q) reach`` per side."""
+    work = 0.0
+    for q in range(4):
+        w = 1.0
+        for n, t in zip(shape, tile):
+            side = t + 2 * (3 - q) * reach
+            w *= (side if periodic or side < n else n) / t
+        work += w
+    return work / 4
+
+
+def time_forms(make: Callable[[bool], Any], target: float, repeats: int
+               ) -> Dict[bool, Tuple[float, int, List[float], Any]]:
+    """Median seconds per step of the staged (False) and fused (True) forms,
+    timed in alternating repetitions of ``step(k)`` (k from a trial of each)."""
+    sims = {f: make(f) for f in (False, True)}
+    ks = {}
+    for f, sim in sims.items():
+        sim.step(1)
+        t0 = time.perf_counter()
+        sim.step(1)
+        ks[f] = max(1, int(round(target / max(time.perf_counter() - t0, 1e-9))))
+    times: Dict[bool, List[float]] = {False: [], True: []}
+    for _ in range(repeats):
+        for f, sim in sims.items():
+            t0 = time.perf_counter()
+            sim.step(ks[f])
+            times[f].append((time.perf_counter() - t0) / ks[f])
+    return {f: (statistics.median(times[f]), ks[f], times[f], sims[f]) for f in sims}
+
+
+FORM_COLUMNS: Tuple[Tuple[str, str, str], ...] = (
+    ("dim", "dim", "{}"), ("grid", "grid", "{}"), ("dtype", "dtype", "{}"),
+    ("scheme", "scheme", "{}"), ("threads", "threads", "{}"),
+    ("staged_ms", "staged ms/step", "{:.3f}"), ("fused_ms", "fused ms/step", "{:.3f}"),
+    ("fused_kernel", "fused ran", "{}"), ("speedup", "fused/staged", "{:.2f}x"),
+    ("staged_bytes", "staged B/pt-step", "{:.0f}"), ("fused_bytes", "fused B/pt-step", "{:.1f}"),
+    ("recompute", "recompute", "{:.2f}"), ("fused_gflops", "fused GFLOP/s", "{:.1f}"),
+    ("staged_fraction_copy", "staged frac. copy", "{:.2f}"),
+    ("fused_bound", "fused bound", "{}"), ("fused_fraction_bound", "fused frac. of bound", "{:.2f}"),
+)
+
+
+def parse_sizes(text: str) -> List[Tuple[int, ...]]:
+    """``"256^3,4096^2,1000x300"`` -> grid shapes."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if "^" in item:
+            n, d = item.split("^")
+            out.append((int(n),) * int(d))
+        else:
+            out.append(tuple(int(v) for v in item.split("x")))
+    return out
+
+
+def main_forms(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """Staged against fused, side by side in one run (``--forms``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options.
+
+    Returns
+    -------
+    list of dict
+        A row per grid, precision, scheme (and thread count on the CPU).
+    """
+    t_start = time.perf_counter()
+    cuda = args.backend == "cuda"
+    info = machine_info(args.backend)
+    print_header("nlsepy FD benchmark: staged against fused RK4 steps", info)
+    if cuda:
+        from nlsepy import _cuda
+        info["device"] = _cuda.device_name()
+        copy_of = {"gpu": _cuda.copy_bandwidth(1 << 30, 20) * 1e9}
+        threads: List[Any] = ["gpu"]
+    else:
+        threads = args.thread_list
+        copy_of = {t: copy_bandwidth(t) for t in threads}
+    for t, bw in copy_of.items():
+        print(f"copy bandwidth ({t}): {bw / 1e9:.2f} GB/s (read + write)", flush=True)
+    sizes = (parse_sizes(args.sizes) if args.sizes else
+             [(4096, 4096), (256,) * 3, (512,) * 3] if cuda else [(256,) * 3])
+    from nlsepy import _core
+    rows: List[Dict[str, Any]] = []
+    for shape in sizes:
+        grid = "x".join(map(str, shape))
+        npts = int(np.prod(shape))
+        for dtype in DTYPES:
+            psi0 = make_state(shape, dtype)
+            for scheme in SCHEMES:
+                for t in threads:
+                    if t != "gpu":
+                        nl.set_num_threads(t)
+
+                    def make(fused: bool) -> Any:
+                        return nl.NLSE(psi0, SPACING, a=A, s=S, scheme=scheme, bc="periodic",
+                                       dtype=dtype, backend=args.backend, fused=fused)
+
+                    res = time_forms(make, 0.3 if cuda else 1.0, args.repeats)
+                    (ts, _, rs, staged), (tf, _, rf, fused) = res[False], res[True]
+                    tile = fused._solver.fused_tile()
+                    reach = _core.fd_reach(0 if scheme == "cd" else 1, 3)
+                    w = recompute_factor(shape, tile, reach) if tile else 1.0
+                    sb = staged._solver.bytes_per_point_step()
+                    fb = (fused._solver.fused_bytes_per_point_step()
+                          if fused.last_kernel == "fused" else sb)
+                    flops = flops_model(scheme, len(shape), args.backend)
+                    fflops = flops * (w if fused.last_kernel == "fused" else 1.0)
+                    t_mem = fb * npts / copy_of[t]
+                    t_cmp = fflops * npts / (args.peak_gflops * 1e9) if args.peak_gflops else 0.0
+                    row = {
+                        "dim": len(shape), "grid": grid, "points": npts,
+                        "dtype": np.dtype(dtype).name, "scheme": scheme, "threads": t,
+                        "staged_ms": 1e3 * ts, "fused_ms": 1e3 * tf,
+                        "staged_ms_reps": [1e3 * x for x in rs],
+                        "fused_ms_reps": [1e3 * x for x in rf],
+                        "fused_kernel": fused.last_kernel, "tile": list(tile),
+                        "speedup": ts / tf, "staged_bytes": sb, "fused_bytes": fb,
+                        "recompute": w, "flops_staged": flops, "flops_fused": fflops,
+                        "fused_gflops": fflops * npts / tf / 1e9,
+                        "copy_gbps": copy_of[t] / 1e9,
+                        "staged_fraction_copy": sb * npts / ts / copy_of[t],
+                        "fused_bound": "compute" if t_cmp > t_mem else "memory",
+                        "fused_fraction_bound": max(t_mem, t_cmp) / tf,
+                    }
+                    rows.append(row)
+                    print(f"{grid} {row['dtype']} {scheme:5s} {t}: staged {1e3 * ts:.3f} ms, "
+                          f"fused {1e3 * tf:.3f} ms ({fused.last_kernel}), "
+                          f"{ts / tf:.2f}x; fused {fb:.1f} B/pt-step, recompute {w:.2f}, "
+                          f"{row['fused_fraction_bound']:.2f} of its {row['fused_bound']} bound",
+                          flush=True)
+                    del res, staged, fused
+    print_table(rows, FORM_COLUMNS, "ms/step: median over alternating repetitions of "
+                "step(k)/k of the two forms; B/pt-step: the traffic models "
+                "(FD.bytes_per_point_step, FD.fused_bytes_per_point_step); recompute: fused "
+                "point-stage evaluations over 4 x points; bound: fused traffic / copy bandwidth "
+                "or, with --peak-gflops, fused flops / peak, whichever is longer.")
+    print(f"total time {time.perf_counter() - t_start:.0f} s")
+    write_json(args.json, {"header": info, "rows": rows})
+    return rows
+
+
 # -------------------------------------------------------------------- report
 COLUMNS: Tuple[Tuple[str, str, str], ...] = (
     # (key, heading, format)
@@ -248,6 +445,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--backend", default="cpu", choices=("auto", "cpu", "cuda"))
     p.add_argument("--repeats", type=int, default=5, help="timed repetitions (>= 5)")
     p.add_argument("--json", metavar="PATH", help="also write header and rows as JSON")
+    p.add_argument("--forms", action="store_true",
+                   help="time the staged and the fused step side by side")
+    p.add_argument("--sizes", help="grids for --forms, e.g. 256^3,4096^2")
+    p.add_argument("--peak-gflops", type=float, default=None,
+                   help="the device's peak GFLOP/s in the row's precision (--forms' "
+                        "compute bound)")
     args = p.parse_args(argv)
     try:
         threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
@@ -276,6 +479,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
         A row per dimension, precision, scheme and thread count.
     """
     args = parse_args(argv)
+    if args.forms:
+        return main_forms(args)
     if args.backend == "cuda":
         return main_cuda(args)
     t_start = time.perf_counter()

@@ -22,6 +22,8 @@ int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     s->p = *p;
     nlse_fd_make_geom(p, &s->g);
     s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
+    s->kernel = NLSE_FD_AUTO;
+    s->last_kernel = -1;
     size_t bytes = (size_t)s->g.npts * 2 * s->real_size;
     s->psi = calloc(1, bytes);
     s->acc = calloc(1, bytes);
@@ -124,16 +126,93 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
     return NLSE_OK;
 }
 
+/* Tile of the fused step, points per axis (measured at 256^3 on two cores,
+ * bench/fd.py --forms).  Periodic 2D/3D (the box streamed along axis 0):
+ * 64 x 256 points across, chunks of up to 128 planes along axis 0, fewer
+ * when that leaves under 4 tiles per thread (not below 32).  Otherwise (whole
+ * boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
+static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
+{
+    const fd_geom *g = &s->g;
+    static const ptrdiff_t t1[1] = {4096}, t2[2] = {64, 512}, t3[3] = {32, 32, 64},
+                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {128, 64, 256};
+    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : r3)
+                         : g->ndim == 2 ? t2 : g->scheme == NLSE_FD_CD ? t3cd : t3;
+    ptrdiff_t across = 1;
+    for (int a = 0; a < g->ndim; ++a) {
+        T[a] = g->n[a] < t[a] ? g->n[a] : t[a];
+        if (a > 0)
+            across *= (g->n[a] + T[a] - 1) / T[a];
+    }
+    if (g->periodic && g->ndim >= 2) {
+        const ptrdiff_t want = 4 * (ptrdiff_t)nlse_get_num_threads();
+        while (T[0] > 32 && across * ((g->n[0] + T[0] - 1) / T[0]) < want)
+            T[0] /= 2;
+    }
+}
+
 int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
 {
     long spare;
     int st = nlse_fd_check_step(s, nsteps, &done, &spare);
     if (st)
         return st;
-    st = s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
-                                      : nlse_fd_advance_d(s, nsteps, done);
+    if (nlse_fd_use_fused(&s->p, s->kernel, 1)) {
+        ptrdiff_t T[3];
+        fused_tile(s, T);
+        st = s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_fused_f(s, nsteps, done, T)
+                                          : nlse_fd_advance_fused_d(s, nsteps, done, T);
+        s->last_kernel = NLSE_FD_FUSED;
+    } else {
+        st = s->p.dtype == NLSE_COMPLEX64 ? nlse_fd_advance_f(s, nsteps, done)
+                                          : nlse_fd_advance_d(s, nsteps, done);
+        s->last_kernel = NLSE_FD_STAGED;
+    }
     s->undo_ok = *done > 0;
     return st;
+}
+
+int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])
+{
+    ptrdiff_t T[3];
+    if (!s)
+        return 0;
+    fused_tile(s, T);
+    for (int a = 0; a < s->g.ndim; ++a)
+        tile[a] = (size_t)T[a];
+    return 1;
+}
+
+int nlse_fd_set_kernel(nlse_fd *s, int kernel)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_kernel: NULL solver");
+    if (kernel < NLSE_FD_STAGED || kernel > NLSE_FD_AUTO)
+        return nlse_fail(NLSE_ERR_VALUE, "kernel must be 0 (staged), 1 (fused) or 2 (auto), "
+                         "got %d", kernel);
+    s->kernel = kernel;
+    return NLSE_OK;
+}
+
+int nlse_fd_last_kernel(const nlse_fd *s)
+{
+    return s ? s->last_kernel : -1;
+}
+
+double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
+{
+    ptrdiff_t T[3];
+    double tile = 1, box = 1;
+    const double H = 4.0 * nlse_fd_reach(s->p.scheme, s->p.bc);
+    fused_tile(s, T);
+    for (int a = 0; a < s->g.ndim; ++a) {
+        double n = (double)s->g.n[a], b = (double)T[a] + 2 * H;
+        tile *= (double)T[a];
+        box *= s->g.periodic || b < n ? b : n; /* a box is cut back to a closed grid */
+    }
+    /* read Psi^n (and V) over the box, write Psi^{n+1} over the tile */
+    double c = 2.0 * (double)s->real_size;
+    return c * (box / tile + 1) + (s->V ? (double)s->real_size * box / tile : 0);
 }
 
 int nlse_fd_rows_to(const nlse_fd *s, size_t first, size_t count, void *dst)

@@ -43,6 +43,8 @@ struct nlse_fd {
     void *V;             /* static potential (NULL when V = 0)           */
     void *snap[2];       /* snapshot slots (allocated on first use)      */
     int undo_ok;         /* acc holds the state before the last step     */
+    int kernel;          /* enum nlse_fd_kernel asked for                */
+    int last_kernel;     /* kernel of the last step taken (-1: none)     */
 };
 #endif
 
@@ -53,10 +55,17 @@ int nlse_fd_check_dt(double dt);
  * (NULL), then **done = 0 */
 int nlse_fd_check_step(const void *s, long nsteps, long **done, long *spare);
 void nlse_fd_make_geom(const nlse_fd_params *p, fd_geom *g);
+/* Whether kernel mode `kernel` (enum nlse_fd_kernel) runs fused steps for
+ * these parameters on a backend that fuses (`can`: the backend's fused path
+ * takes them): 1 fused, 0 staged. */
+int nlse_fd_use_fused(const nlse_fd_params *p, int kernel, int can);
 
 /* CPU kernels, one set per precision (csrc/fd/fd_kernels.inc). */
 int nlse_fd_advance_f(nlse_fd *s, long nsteps, long *done);
 int nlse_fd_advance_d(nlse_fd *s, long nsteps, long *done);
+/* fused steps with tiles of T[a] points per axis (csrc/fd/fd_fused.inc) */
+int nlse_fd_advance_fused_f(nlse_fd *s, long nsteps, long *done, const ptrdiff_t *T);
+int nlse_fd_advance_fused_d(nlse_fd *s, long nsteps, long *done, const ptrdiff_t *T);
 void nlse_fd_measure_f(nlse_fd *s, ptrdiff_t row0, ptrdiff_t row1, double *norm, double *energy);
 void nlse_fd_measure_d(nlse_fd *s, ptrdiff_t row0, ptrdiff_t row1, double *norm, double *energy);
 /* rows first .. first + count - 1 of axis 0 lie inside the grid (else an error) */

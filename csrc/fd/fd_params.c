@@ -30,6 +30,26 @@ size_t nlse_fd_min_points(int scheme, int bc)
     return bc == NLSE_BC_ONE_SIDED ? 4 : 3;
 }
 
+int nlse_fd_reach(int scheme, int bc)
+{
+    /* interior: CD reads +-1, 2SHOC +-2 along an axis (D, then D's
+     * neighbours); MSD: F_b needs F at the inward neighbour (one more);
+     * one-sided ends read 3 points inwards. */
+    int r = scheme == NLSE_FD_2SHOC ? 2 : 1;
+    if (bc == NLSE_BC_MSD)
+        r += 1;
+    if (bc == NLSE_BC_ONE_SIDED)
+        r = 3;
+    return r;
+}
+
+int nlse_fd_use_fused(const nlse_fd_params *p, int kernel, int can)
+{
+    if (!can || kernel == NLSE_FD_STAGED)
+        return 0;
+    return 1;
+}
+
 double nlse_fd_max_dt(const nlse_fd_params *p)
 {
     double h = p->spacing[0];

@@ -62,6 +62,7 @@ struct nlse_fd {
     void *psi, *acc, *ta, *tb, *V;     /* device buffers           */
     int *flags;                        /* [0] bad step, [1] graph base */
     int undo_ok;                       /* acc holds the state before the last step */
+    int kernel, last_kernel;           /* enum nlse_fd_kernel asked for; last run */
     int *host_flag;                    /* pinned                    */
     cudaStream_t stream;
     cudaGraphExec_t graph[2];          /* GRAPH_STEPS steps, one per    */
@@ -690,6 +691,182 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* the fused step (1D, 2D): csrc/fd/fd_fused.inc's tiles in shared memory */
+/* ------------------------------------------------------------------ */
+
+/* One RK4 step of one tile per block, the CPU fused step's algorithm: the
+ * tile widened by H = 4 R (cut back at non-periodic edges, wrapped at
+ * periodic ones) is loaded into shared memory as a grid of its own (never
+ * periodic: the same device point formulas as k_stage, so boundary points
+ * follow their conditions); stage q runs on the box shrunk by (q + 1) R at
+ * its cut faces; stage 4's tile points are written to `out`.  Arrays: Psi^n,
+ * two stage inputs, the accumulator (+ V), box-sized each. */
+#define FUSED_THREADS 512
+
+__device__ __forceinline__ int wrapi(int x, int n) { return ((x % n) + n) % n; }
+
+/* the box along one axis: origin b0, length nb, cut faces c0 / c1 */
+__device__ __forceinline__ void fused_span(int lo, int T, int n, int H, int per, int &b0,
+                                           int &nb, int &c0, int &c1)
+{
+    int b1 = lo + T + H;
+    b0 = lo - H;
+    if (!per) {
+        b0 = b0 > 0 ? b0 : 0;
+        b1 = b1 < n ? b1 : n;
+    }
+    c0 = per || b0 > 0;
+    c1 = per || b1 < n;
+    nb = b1 - b0;
+}
+
+template <typename R, int M, bool SHOC>
+__global__ void __launch_bounds__(FUSED_THREADS, 2) /* <= 64 registers */
+k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
+        typename Vec2<R>::T *__restrict__ out, const R *__restrict__ V, R dt, int reach,
+        int tj, int tk, int step, int *flags)
+{
+    typedef typename Vec2<R>::T T;
+    extern __shared__ __align__(16) unsigned char fused_smem[];
+    __shared__ int stop;
+    if (threadIdx.x == 0)
+        stop = flags[0];
+    __syncthreads();
+    if (stop) /* an earlier step blew up; one read for the whole block */
+        return;
+    const int H = 4 * reach, per = g.periodic;
+    const int nj = M >= 1 ? g.n1 : 1;
+    const int lok = blockIdx.x * tk, loj = blockIdx.y * tj;
+    const int Tk = lok + tk <= g.len ? tk : g.len - lok;
+    const int Tj = M >= 1 ? (loj + tj <= nj ? tj : nj - loj) : 1;
+    int bk0, bk, ck0, ck1, bj0 = 0, bj = 1, cj0 = 0, cj1 = 0;
+    fused_span(lok, Tk, g.len, H, per, bk0, bk, ck0, ck1);
+    if (M >= 1)
+        fused_span(loj, Tj, nj, H, per, bj0, bj, cj0, cj1);
+    DGeom B = g; /* the box as a grid of its own */
+    B.n0 = 1;
+    B.n1 = bj;
+    B.len = bk;
+    B.periodic = 0;
+    const int nb = bj * bk;
+    T *sP = (T *)fused_smem, *sA = sP + nb, *sX = sA + nb, *sY = sX + nb;
+    R *sV = V ? (R *)(sY + nb) : NULL;
+    for (int p = threadIdx.x; p < nb; p += blockDim.x) {
+        const int j = p / bk, k = p - j * bk;
+        const long long gp = (long long)(M >= 1 ? wrapi(bj0 + j, nj) : 0) * g.len +
+                             wrapi(bk0 + k, g.len);
+        sP[p] = psi[gp];
+        if (V)
+            sV[p] = V[gp];
+    }
+    __syncthreads();
+    const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
+    const R wo[4] = {dt / 2, dt / 2, dt, 0};
+    const T *in[4] = {sP, sX, sY, sX};
+    T *nx[4] = {sX, sY, sX, NULL};
+    for (int q = 0; q < 4; ++q) {
+        const int sh = (q + 1) * reach;
+        const int k0 = ck0 ? sh : 0, k1 = bk - (ck1 ? sh : 0);
+        const int j0 = cj0 ? sh : 0, j1 = bj - (cj1 ? sh : 0);
+        const int nk = k1 - k0, cnt = nk > 0 && j1 > j0 ? (j1 - j0) * nk : 0;
+        const T *base = q == 0 ? sP : sA;
+        for (int r = threadIdx.x; r < cnt; r += blockDim.x) {
+            const int j = j0 + r / nk, k = k0 + r % nk, p = j * bk + k;
+            R fr, fi;
+            F_point<R, M, SHOC>(B, C, in[q], sV, 0, j, k, p, fr, fi);
+            T a;
+            a.x = base[p].x + wa[q] * fr;
+            a.y = base[p].y + wa[q] * fi;
+            if (q < 3) {
+                T o;
+                o.x = sP[p].x + wo[q] * fr;
+                o.y = sP[p].y + wo[q] * fi;
+                nx[q][p] = o;
+                sA[p] = a;
+            } else if (k >= lok - bk0 && k < lok - bk0 + Tk && j >= loj - bj0 &&
+                       j < loj - bj0 + Tj) {
+                out[(long long)(bj0 + j) * g.len + bk0 + k] = a;
+                if (!(isfinite(a.x) && isfinite(a.y)))
+                    atomicCAS(flags, 0, flags[1] + step);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* Tile of the fused kernel (points along axis 0, along the contiguous axis)
+ * and its shared memory; 0 bytes when the box does not fit in a block's. */
+static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
+{
+    const int H = 4 * nlse_fd_reach(s->p.scheme, s->p.bc), per = s->g.periodic;
+    const size_t c = 2 * s->real_size;
+    if (s->g.m == 0) {
+        *tj = 1;
+        *tk = 1024;
+    } else {
+        *tj = 32;
+        *tk = 32;
+    }
+    size_t bj = s->g.m ? (size_t)*tj + 2 * H : 1, bk = (size_t)*tk + 2 * H;
+    if (!per) {
+        bj = s->g.m && bj > (size_t)s->dg.n1 ? (size_t)s->dg.n1 : bj;
+        bk = bk > (size_t)s->dg.len ? (size_t)s->dg.len : bk;
+    }
+    size_t bytes = bj * bk * (4 * c + (s->V ? s->real_size : 0));
+    return bytes <= (size_t)227 * 1024 ? bytes : 0;
+}
+
+/* The kernel the next steps run: the fused one for 1D and 2D when it was
+ * asked for and its box fits in shared memory. */
+static int fused_on(const nlse_fd *s)
+{
+    int tj, tk;
+    if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
+        return 0;
+    return (s->dg.n1 + tj - 1) / tj <= 65535; /* the launch grid's y limit */
+}
+
+template <typename R, int M, bool SHOC>
+static void enqueue_fused(nlse_fd *s, int nsteps)
+{
+    typedef typename Vec2<R>::T T;
+    int tj, tk;
+    const size_t bytes = fused_shape(s, &tj, &tk);
+    const int nj = M >= 1 ? s->dg.n1 : 1;
+    const dim3 grid((s->dg.len + tk - 1) / tk, (nj + tj - 1) / tj, 1);
+    const DCoef<R> C = coef_of<R>(s->g);
+    const int reach = nlse_fd_reach(s->p.scheme, s->p.bc);
+    for (int n = 0; n < nsteps; ++n) {
+        T *psi = (T *)s->psi, *acc = (T *)s->acc;
+        k_fused<R, M, SHOC><<<grid, FUSED_THREADS, bytes, s->stream>>>(
+            s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, reach, tj, tk, n + 1, s->flags);
+        s->psi = acc;
+        s->acc = psi;
+    }
+}
+
+/* Allow the fused kernel its shared memory (outside any graph capture). */
+template <typename R, int M, bool SHOC> static int fused_allow(size_t bytes)
+{
+    return nlse_cuda_check(cudaFuncSetAttribute(k_fused<R, M, SHOC>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)bytes),
+                           "cudaFuncSetAttribute");
+}
+
+static int fused_prepare(nlse_fd *s)
+{
+    int tj, tk;
+    const size_t bytes = fused_shape(s, &tj, &tk);
+    const int shoc = s->p.scheme == NLSE_FD_2SHOC, m = s->g.m;
+    if (s->p.dtype == NLSE_COMPLEX64)
+        return shoc ? (m ? fused_allow<float, 1, true>(bytes) : fused_allow<float, 0, true>(bytes))
+                    : (m ? fused_allow<float, 1, false>(bytes) : fused_allow<float, 0, false>(bytes));
+    return shoc ? (m ? fused_allow<double, 1, true>(bytes) : fused_allow<double, 0, true>(bytes))
+                : (m ? fused_allow<double, 1, false>(bytes) : fused_allow<double, 0, false>(bytes));
+}
+
 typedef void (*enqueue_fn)(nlse_fd *, int);
 
 template <typename R> static enqueue_fn pick_enqueue(int m, int shoc)
@@ -701,9 +878,19 @@ template <typename R> static enqueue_fn pick_enqueue(int m, int shoc)
                                                          : enqueue_steps<R, 0, false>;
 }
 
+template <typename R> static enqueue_fn pick_fused(int m, int shoc)
+{
+    if (shoc)
+        return m == 1 ? enqueue_fused<R, 1, true> : enqueue_fused<R, 0, true>;
+    return m == 1 ? enqueue_fused<R, 1, false> : enqueue_fused<R, 0, false>;
+}
+
 static enqueue_fn enqueue_for(const nlse_fd *s)
 {
     const int shoc = s->p.scheme == NLSE_FD_2SHOC;
+    if (fused_on(s))
+        return s->p.dtype == NLSE_COMPLEX64 ? pick_fused<float>(s->g.m, shoc)
+                                            : pick_fused<double>(s->g.m, shoc);
     return s->p.dtype == NLSE_COMPLEX64 ? pick_enqueue<float>(s->g.m, shoc)
                                         : pick_enqueue<double>(s->g.m, shoc);
 }
@@ -766,6 +953,8 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     if (!s)
         return nlse_fail(NLSE_ERR_NOMEM, "out of host memory allocating the solver");
     s->p = *p;
+    s->kernel = NLSE_FD_AUTO;
+    s->last_kernel = -1;
     pthread_mutex_init(&s->stage_lock, NULL);
     nlse_fd_make_geom(p, &s->g);
     s->real_size = (p->dtype == NLSE_COMPLEX64) ? sizeof(float) : sizeof(double);
@@ -1005,6 +1194,9 @@ extern "C" int nlse_fd_step(nlse_fd *s, long nsteps, long *done)
     int st = nlse_fd_check_step(s, nsteps, &done, &spare);
     if (st)
         return st;
+    if (fused_on(s))
+        CKS(fused_prepare(s));
+    s->last_kernel = fused_on(s) ? NLSE_FD_FUSED : NLSE_FD_STAGED;
     void *start[2] = {s->psi, s->acc};
     long left = nsteps;
     while (left > 0) {
@@ -1172,4 +1364,53 @@ extern "C" double nlse_fd_bytes_per_point_step(const nlse_fd *s)
     if (s->V)
         b += 4 * (double)s->real_size;
     return b;
+}
+
+extern "C" double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
+{
+    /* Psi^n (and V) read over each tile's box (tile + 2H per tiled axis, cut
+     * back at closed edges), Psi^{n+1} written over the tile */
+    int tj, tk;
+    fused_shape(s, &tj, &tk);
+    const double H = 4.0 * nlse_fd_reach(s->p.scheme, s->p.bc);
+    const int m = s->g.m, per = s->g.periodic;
+    double tile = 1, box = 1;
+    const double n[2] = {(double)s->dg.n1, (double)s->dg.len};
+    const int t[2] = {tj, tk};
+    for (int a = m >= 1 ? 0 : 1; a < 2; ++a) {
+        const double T = t[a] < n[a] ? t[a] : n[a], b = T + 2 * H;
+        tile *= T;
+        box *= per || b < n[a] ? b : n[a];
+    }
+    const double c = 2.0 * (double)s->real_size;
+    return c * (box / tile + 1) + (s->V ? (double)s->real_size * box / tile : 0);
+}
+
+extern "C" int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])
+{
+    int tj, tk;
+    if (!s || s->g.m > 1 || !fused_shape(s, &tj, &tk))
+        return 0;
+    if (s->g.m == 1)
+        tile[0] = (size_t)(tj < s->dg.n1 ? tj : s->dg.n1);
+    tile[s->g.m] = (size_t)(tk < s->dg.len ? tk : s->dg.len);
+    return 1;
+}
+
+extern "C" int nlse_fd_set_kernel(nlse_fd *s, int kernel)
+{
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_fd_set_kernel: NULL solver");
+    if (kernel < NLSE_FD_STAGED || kernel > NLSE_FD_AUTO)
+        return nlse_fail(NLSE_ERR_VALUE, "kernel must be 0 (staged), 1 (fused) or 2 (auto), "
+                         "got %d", kernel);
+    if (kernel != s->kernel)
+        drop_graph(s); /* the graphs hold the other kernel */
+    s->kernel = kernel;
+    return NLSE_OK;
+}
+
+extern "C" int nlse_fd_last_kernel(const nlse_fd *s)
+{
+    return s ? s->last_kernel : -1;
 }

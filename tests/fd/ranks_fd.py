@@ -68,6 +68,25 @@ def test_matches_single_process(shape, scheme, bc):
     assert abs(sim.energy() - ref.energy()) <= 1e-12 * abs(ref.energy())
 
 
+@pytest.mark.parametrize("shape,scheme,bc", CASES)
+def test_fused_slabs_match_single_process(shape, scheme, bc):
+    """The fused step on the slabs (each slab one handle whose halo, 4 R rows
+    deep, covers the four stages of one step): equal to one process's
+    staged step bit for bit."""
+    ref, sim = pair(shape, scheme, bc)
+    fused = pair(shape, scheme, bc, fused=True)[1]
+    ref.step(100)
+    fused.step(100)
+    assert fused.last_kernel == "fused" and ref.last_kernel == "fused"
+    np.testing.assert_array_equal(fused.psi, ref.psi[fused.local_slice])
+    psi, V = grid(shape)
+    staged = nl.NLSE(psi, 6.0 / (shape[0] - 1), s=-1.0, V=V, scheme=scheme, bc=bc,
+                     backend="cpu", fused=False)
+    staged.step(100)
+    assert staged.last_kernel == "staged"
+    np.testing.assert_array_equal(fused.gather(root=None), staged.psi)
+
+
 def test_same_ranks_same_bits():
     out = []
     for _ in range(2):
@@ -189,16 +208,21 @@ def test_blow_up_in_one_slab_only():
 
 @pytest.mark.cuda
 @pytest.mark.skipif("cuda" not in nl.backends("NLSE"), reason="needs the CUDA backend and a GPU")
-@pytest.mark.parametrize("shape,scheme,bc", [((25, 12, 10), "2shoc", "periodic"),
-                                             ((31, 16), "cd", "msd")])
-def test_cuda_matches_single_gpu(shape, scheme, bc):
-    """GPU ranks (rows staged through the host) against one GPU."""
+@pytest.mark.parametrize("shape,scheme,bc,fused", [((25, 12, 10), "2shoc", "periodic", False),
+                                                   ((31, 16), "cd", "msd", False),
+                                                   ((31, 16), "cd", "msd", True),
+                                                   ((31, 40), "2shoc", "periodic", True)])
+def test_cuda_matches_single_gpu(shape, scheme, bc, fused):
+    """GPU ranks (rows staged through the host) against one GPU; the fused
+    2D kernel on the slabs against one GPU's staged steps."""
     psi, V = grid(shape)
     h = 6.0 / (shape[0] - 1)
-    ref = nl.NLSE(psi, h, s=-1.0, V=V, scheme=scheme, bc=bc, backend="cuda")
-    sim = nl.NLSE(psi, h, s=-1.0, V=V, scheme=scheme, bc=bc, backend="cuda", comm=COMM)
+    ref = nl.NLSE(psi, h, s=-1.0, V=V, scheme=scheme, bc=bc, backend="cuda", fused=False)
+    sim = nl.NLSE(psi, h, s=-1.0, V=V, scheme=scheme, bc=bc, backend="cuda", comm=COMM,
+                  fused=fused)
     ref.step(100)
     sim.step(100)
+    assert sim.last_kernel == ("fused" if fused else "staged")
     want = ref.psi
     assert np.abs(sim.gather(root=None) - want).max() <= 1e-12 * np.abs(want).max()
     assert abs(sim.norm() - ref.norm()) <= 1e-12 * ref.norm()

@@ -35,6 +35,15 @@ enum nlse_fd_bc {
     NLSE_BC_ONE_SIDED = 4  /* one-sided Laplacian, 1D only         */
 };
 
+/* How a step runs: four passes over the grid (one per RK4 stage, the
+ * reference), one pass (all four stages of a tile at once, with the halo
+ * each stage needs recomputed at the tile's edge), or the backend's choice. */
+enum nlse_fd_kernel {
+    NLSE_FD_STAGED = 0,
+    NLSE_FD_FUSED = 1,
+    NLSE_FD_AUTO = 2
+};
+
 typedef struct nlse_fd_params {
     int ndim;            /* 1, 2 or 3                                    */
     size_t shape[3];     /* points per axis; the last axis is contiguous */
@@ -51,6 +60,10 @@ typedef struct nlse_fd nlse_fd;
 
 /* Smallest number of points per axis the scheme and boundary need. */
 size_t nlse_fd_min_points(int scheme, int bc);
+
+/* How far F at one point reads, in points along an axis, for the scheme and
+ * boundary condition: the halo of one stage of the fused step (4x per step). */
+int nlse_fd_reach(int scheme, int bc);
 
 /* Linear stability bound on dt (eqs. 18-19) for these parameters. */
 double nlse_fd_max_dt(const nlse_fd_params *p);
@@ -123,8 +136,28 @@ int nlse_fd_undo_step(nlse_fd *s);
 int nlse_fd_snapshot(nlse_fd *s, int slot);
 int nlse_fd_fetch(nlse_fd *s, int slot, void *psi);
 
-/* Bytes the kernels move through memory per step and point (model). */
+/* Bytes the staged kernels move through memory per step and point (model). */
 double nlse_fd_bytes_per_point_step(const nlse_fd *s);
+
+/* Bytes the fused step moves per step and point (model): Psi^n (and V) read
+ * over each tile's box, Psi^{n+1} written over the tile. */
+double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s);
+
+/* Tile of the fused step, points per axis (shape[0] first) in tile[0 ..
+ * ndim-1]; returns 0 when the backend has no fused step for these
+ * parameters (then tile is untouched), 1 otherwise. */
+int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3]);
+
+/*
+ * Choose the kernel of the next steps (enum nlse_fd_kernel; the default is
+ * NLSE_FD_AUTO).  A fused request the backend cannot serve for these
+ * parameters runs staged; nlse_fd_last_kernel says which ran.  Both give the
+ * same state to rounding (bit for bit on the CPU).
+ */
+int nlse_fd_set_kernel(nlse_fd *s, int kernel);
+/* Kernel of the last step taken: NLSE_FD_STAGED or NLSE_FD_FUSED, -1 before
+ * the first step. */
+int nlse_fd_last_kernel(const nlse_fd *s);
 
 #ifdef __cplusplus
 }

@@ -229,6 +229,29 @@ static PyObject *fd_rows_from(FDObject *self, PyObject *args) { return rows_addr
 
 NLSEPY_ACTION(fd_undo_step, FDObject, nlse_fd_undo_step)
 NLSEPY_GETTER(fd_bytes, FDObject, PyFloat_FromDouble, nlse_fd_bytes_per_point_step)
+NLSEPY_GETTER(fd_fused_bytes, FDObject, PyFloat_FromDouble, nlse_fd_fused_bytes_per_point_step)
+NLSEPY_GETTER(fd_last_kernel, FDObject, PyLong_FromLong, nlse_fd_last_kernel)
+
+static PyObject *fd_fused_tile(FDObject *self, PyObject *Py_UNUSED(ignored))
+{
+    size_t t[3] = {0, 0, 0};
+    if (!NLSEPY_READY(self))
+        return NULL;
+    if (!nlse_fd_fused_tile(self->s, t))
+        return PyTuple_New(0);
+    PyObject *out = PyTuple_New(self->p.ndim);
+    for (int a = 0; out && a < self->p.ndim; ++a)
+        PyTuple_SET_ITEM(out, a, PyLong_FromSize_t(t[a]));
+    return out;
+}
+
+static PyObject *fd_set_kernel(FDObject *self, PyObject *obj)
+{
+    long k = PyLong_AsLong(obj);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    return NLSEPY_READY(self) ? nlsepy_none(nlse_fd_set_kernel(self->s, (int)k)) : NULL;
+}
 
 static PyMethodDef fd_methods[] = {
     {"set_state", (PyCFunction)fd_set_state, METH_O, "set_state(psi): copy psi into the solver."},
@@ -256,7 +279,15 @@ static PyMethodDef fd_methods[] = {
     {"set_rows", (PyCFunction)fd_set_rows, METH_VARARGS,
      "set_rows(first, count, rows): copy rows into axis 0 of the state."},
     {"bytes_per_point_step", (PyCFunction)fd_bytes, METH_NOARGS,
-     "Bytes the kernels move per grid point and step (model)."},
+     "Bytes the staged kernels move per grid point and step (model)."},
+    {"fused_bytes_per_point_step", (PyCFunction)fd_fused_bytes, METH_NOARGS,
+     "Bytes the fused step moves per grid point and step (model)."},
+    {"fused_tile", (PyCFunction)fd_fused_tile, METH_NOARGS,
+     "fused_tile() -> the fused step's tile, points per axis (() without a fused step)."},
+    {"set_kernel", (PyCFunction)fd_set_kernel, METH_O,
+     "set_kernel(k): run the next steps staged (0), fused (1) or as the backend chooses (2)."},
+    {"last_kernel", (PyCFunction)fd_last_kernel, METH_NOARGS,
+     "last_kernel() -> kernel of the last step: 0 staged, 1 fused, -1 none yet."},
     {NULL, NULL, 0, NULL}};
 
 NLSEPY_SOLVER_TYPE(FDType, "FD", FDObject, fd_init, fd_dealloc, fd_methods,
@@ -285,7 +316,18 @@ static PyObject *m_fd_min_points(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromSize_t(nlse_fd_min_points(scheme, bc));
 }
 
+static PyObject *m_fd_reach(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    int scheme, bc;
+    if (!PyArg_ParseTuple(args, "ii", &scheme, &bc))
+        return NULL;
+    return PyLong_FromLong(nlse_fd_reach(scheme, bc));
+}
+
 static PyMethodDef fd_functions[] = {
+    {"fd_reach", m_fd_reach, METH_VARARGS,
+     "fd_reach(scheme, bc): points along an axis that F at one point reads (one fused "
+     "stage's halo)."},
     {"fd_max_dt", m_fd_max_dt, METH_VARARGS,
      "fd_max_dt(ndim, a, spacing, scheme): linear stability bound (NLSEmagic eqs. 18-19)."},
     {"fd_min_points", m_fd_min_points, METH_VARARGS,
@@ -299,6 +341,7 @@ int nlsepy_bind_fd(PyObject *m)
     const nlsepy_constant consts[] = {
         {"CD", NLSE_FD_CD}, {"SHOC", NLSE_FD_2SHOC}, {"BC_DIRICHLET", NLSE_BC_DIRICHLET},
         {"BC_MSD", NLSE_BC_MSD}, {"BC_L0", NLSE_BC_L0}, {"BC_PERIODIC", NLSE_BC_PERIODIC},
-        {"BC_ONE_SIDED", NLSE_BC_ONE_SIDED}};
+        {"BC_ONE_SIDED", NLSE_BC_ONE_SIDED}, {"KERNEL_STAGED", NLSE_FD_STAGED},
+        {"KERNEL_FUSED", NLSE_FD_FUSED}, {"KERNEL_AUTO", NLSE_FD_AUTO}};
     return nlsepy_add_constants(m, consts, sizeof consts / sizeof consts[0]);
 }

@@ -220,3 +220,12 @@ class SlabFD:
 
     def bytes_per_point_step(self) -> float:
         return self.h.bytes_per_point_step()
+
+    def fused_bytes_per_point_step(self) -> float:
+        return self.h.fused_bytes_per_point_step()
+
+    def set_kernel(self, kernel: int) -> None:
+        self.h.set_kernel(kernel)
+
+    def last_kernel(self) -> int:
+        return self.h.last_kernel()

@@ -59,6 +59,20 @@ def _core():
     return _backend.core()
 
 
+#: the step's kernel by the `fused` argument, and back by the handle's code
+_KERNELS = {False: 0, True: 1, "auto": 2}
+_KERNEL_NAMES = {-1: None, 0: "staged", 1: "fused"}
+
+
+def _kernel_code(fused: Any) -> int:
+    """The handle's kernel code of NLSE's `fused` argument."""
+    if isinstance(fused, str):
+        fused = fused.lower()
+    if not (isinstance(fused, (bool, str)) and fused in _KERNELS):
+        raise ValueError(f"fused must be True, False or 'auto', got {fused!r}")
+    return _KERNELS[fused]
+
+
 def _spacing(spacing: Union[float, Sequence[float]], ndim: int) -> Tuple[float, ...]:
     if np.ndim(spacing) == 0:
         h = (spacing,) * ndim
@@ -151,6 +165,13 @@ class NLSE(TimeStepper):
         Accept a `dt` above the linear stability bound.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run.
+    fused : {"auto", True, False}, optional
+        ``False``: a step is four passes over the grid, one per RK4 stage
+        (the reference); ``True``: one pass, each tile taking all four stages
+        with the halo each stage needs recomputed at its edge (staged where
+        the backend has no fused kernel); ``"auto"``: the backend's choice.
+        The same state either way (bit for bit on the CPU, to rounding on
+        CUDA); :attr:`last_kernel` says which ran.
     comm : mpi4py communicator, optional
         Distribute the grid over the ranks of `comm` (run the script under
         ``mpirun``): each rank holds a slab of rows of axis 0 (the slowest),
@@ -214,10 +235,13 @@ class NLSE(TimeStepper):
     def __init__(self, psi0: Any, spacing: Union[float, Sequence[float]], a: float = 1.0,
                  s: float = -1.0, V: Optional[Any] = None, scheme: str = "2shoc",
                  bc: str = "msd", dt: Optional[float] = None, dtype: Any = None,
-                 force: bool = False, backend: str = "auto", comm: Any = None) -> None:
+                 force: bool = False, backend: str = "auto", comm: Any = None,
+                 fused: Union[bool, str] = "auto") -> None:
         self._comm = None if comm is None else _dist.as_comm(comm)
+        self._kernel = _kernel_code(fused)
         if self._comm is None:
             self._setup(psi0, spacing, a, s, V, scheme, bc, dt, dtype, force, backend)
+            self._solver.set_kernel(self._kernel)
             return
         # every rank checks its part; one rank's bad input is every rank's
         # error (the collective calls come before and after, never inside)
@@ -231,6 +255,7 @@ class NLSE(TimeStepper):
         if self.backend == "cuda":
             self._device = _dist.select_gpu(self._comm)
         _dist.agree(self._comm, lambda: self._solver.create(capsule))
+        self._solver.set_kernel(self._kernel)
         self._solver.start(*local)  # the halos of psi and V
         if local[1] is not None:
             local[1].flags.writeable = False
@@ -332,6 +357,11 @@ class NLSE(TimeStepper):
     def ndim(self) -> int:
         """Number of dimensions."""
         return len(self.spacing)
+
+    @property
+    def last_kernel(self) -> Optional[str]:
+        """Kernel of the last step taken: ``"fused"``, ``"staged"`` or None."""
+        return _KERNEL_NAMES[self._solver.last_kernel()]
 
     def _state_bytes(self) -> int:
         return int(math.prod(self._shape)) * self.dtype.itemsize
@@ -517,9 +547,14 @@ class NLSE(TimeStepper):
         """
         return self._solver.observe()[1]
 
-    def bytes_per_step(self) -> float:
-        """Bytes the CPU kernels move through memory per step (traffic model)."""
-        return self._solver.bytes_per_point_step() * int(np.prod(self._shape))
+    def bytes_per_step(self, fused: Optional[bool] = None) -> float:
+        """Bytes a step moves through memory (traffic model) in the fused or
+        staged form (default: the last step's, else the one asked for)."""
+        if fused is None:
+            fused = (self.last_kernel or ("staged", "fused", "fused")[self._kernel]) == "fused"
+        per = (self._solver.fused_bytes_per_point_step() if fused
+               else self._solver.bytes_per_point_step())
+        return per * int(np.prod(self._shape))
 
     # ------------------------------------------------------------ checkpoints
     def _checkpoint(self) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:

@@ -1,0 +1,162 @@
+"""The fused RK4 step (``nl.NLSE(..., fused=True)``, one pass over the grid
+per step) against the staged one (four passes, the reference).
+
+On the CPU the fused step runs the staged kernels' point formulas in the
+same order on overlapped tiles, so after 100 steps the states are equal bit
+for bit, for every boundary condition, scheme, dimension and dtype, on
+shapes thinner than a box's halo, shapes that are not multiples of the tile
+(several tiles per axis) and the thinnest grids the stencils take (3 points
+on an axis; the 1-point axis of a "1 x N" grid is refused by the
+constructor).  A wrong halo depth, region or tile offset changes points at
+tile edges by O(dt), far above one ulp.  On CUDA the fused kernel (1D, 2D)
+sums in another order than the staged kernels: 1e-13 relative in double
+and 3e-6 in single after 100 steps (states of size O(1) whose dynamics
+amplify a rounding change by far less than 100 in that time).
+"""
+
+import numpy as np
+import pytest
+
+import nlsepy as nl
+
+BCS = ("dirichlet", "msd", "l0", "periodic", "one-sided")
+
+# thin, odd and tile-unaligned shapes (CPU tiles: 1D 4096; closed edges
+# 2D 64 x 512, 3D 16 x 16 x 256 (CD), 32 x 32 x 64 (2SHOC); periodic, the
+# streamed boxes, chunks of up to 128 planes times 64 x 256 (3D) or 2048
+# (2D) points across: (140, 70, 300) has several of each)
+SHAPES = {1: [(5,), (61,), (9001,)], 2: [(3, 41), (41, 3), (67, 530), (133, 2100)],
+          3: [(3, 7, 5), (37, 35, 70), (20, 3, 131), (140, 70, 300)]}
+
+
+def state(shape, dtype, seed=3):
+    """O(1) everywhere (MSD is well posed), a phase gradient, a random
+    part, a potential."""
+    rng = np.random.default_rng(seed)
+    axes = np.meshgrid(*[np.linspace(-2, 2, n) for n in shape], indexing="ij")
+    psi = (1 + 0.3 * np.exp(-sum(x ** 2 for x in axes))) * np.exp(0.7j * axes[0])
+    psi = psi + 0.05 * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+    V = 0.2 * sum(x ** 2 for x in axes)
+    return psi.astype(dtype), V
+
+
+def pair(shape, scheme, bc, dtype, backend="cpu", steps=100):
+    psi, V = state(shape, dtype)
+    out = []
+    for fused in (False, True):
+        sim = nl.NLSE(psi, 0.3, s=-1.0, V=V, scheme=scheme, bc=bc, dtype=dtype,
+                      backend=backend, fused=fused)
+        try:  # one-sided and MSD edges of this non-uniform background grow
+            sim.step(steps)  # boundary modes: a blow-up is compared too
+        except nl.BlowUpError:
+            assert bc in ("one-sided", "msd")
+        out.append(sim)
+    return out
+
+
+CPU_CASES = [(shape, bc) for nd, shapes in SHAPES.items() for shape in shapes
+             for bc in BCS if bc != "one-sided" or nd == 1]
+
+
+@pytest.mark.parametrize("shape,bc", CPU_CASES)
+@pytest.mark.parametrize("scheme", ["cd", "2shoc"])
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_fused_equals_staged_on_the_cpu(shape, bc, scheme, dtype):
+    staged, fused = pair(shape, scheme, bc, dtype, steps=100 if np.prod(shape) < 5e4 else 20)
+    assert staged.last_kernel == "staged" and fused.last_kernel == "fused"
+    assert np.isfinite(staged.psi).all() and staged._steps > 2
+    np.testing.assert_array_equal(fused.psi, staged.psi)
+    assert fused.t == staged.t and fused._steps == staged._steps
+
+
+def test_auto_and_the_kernel_names():
+    psi, _ = state((20, 24), np.complex128)
+    sim = nl.NLSE(psi, 0.3, scheme="cd", bc="periodic", backend="cpu")
+    assert sim.last_kernel is None
+    sim.step(1)
+    assert sim.last_kernel == "fused"  # the CPU's choice: the fused step
+    for bad in ("yes", 1, None, 2.0):
+        with pytest.raises(ValueError, match="fused must be True, False or 'auto'"):
+            nl.NLSE(psi, 0.3, fused=bad, backend="cpu")
+
+
+def test_traffic_model_of_both_forms():
+    """Fused: Psi^n read over the tile's box, Psi^{n+1} written (about 2
+    complex values per point for a large tile); staged: 16 (CD)."""
+    psi, _ = state((64, 1024), np.complex128)
+    sim = nl.NLSE(psi, 0.3, scheme="cd", bc="periodic", backend="cpu")
+    n = psi.size
+    assert sim.bytes_per_step(fused=False) == 16 * 16 * n
+    tile = sim._solver.fused_tile()
+    assert len(tile) == 2 and all(0 < t <= m for t, m in zip(tile, psi.shape))
+    box = np.prod([t + 8 for t in tile]) / np.prod(tile)  # CD: H = 4 points on each side
+    assert sim.bytes_per_step(fused=True) == pytest.approx(16 * (box + 1) * n)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_blow_up_keeps_the_last_good_state(fused):
+    """A dt far above the bound: BlowUpError at the same step with the same
+    last finite state in both forms."""
+    psi, _ = state((24, 30), np.complex128)
+    kw = dict(s=1.0, scheme="2shoc", bc="periodic", dt=0.2, force=True, backend="cpu")
+    ref = nl.NLSE(psi, 0.3, fused=False, **kw)
+    with pytest.raises(nl.BlowUpError) as r:
+        ref.step(10 ** 4)
+    sim = nl.NLSE(psi, 0.3, fused=fused, **kw)
+    with pytest.raises(nl.BlowUpError) as e:
+        sim.step(10 ** 4)
+    assert e.value.step == r.value.step and sim.t == ref.t
+    assert np.isfinite(sim.psi).all()
+    np.testing.assert_array_equal(sim.psi, ref.psi)
+
+
+def test_ctrl_c_stops_between_fused_calls():
+    """SIGINT during fused steps: booked at a chunk boundary, then going on
+    equals one uninterrupted call (test_fd_hardening's mechanism)."""
+    from test_fd_hardening import interrupt, make
+    sim = make("cpu", fused=True)
+    interrupt(lambda: sim.step(10 ** 9))
+    k = sim._steps
+    assert sim.last_kernel == "fused" and 0 < k < 10 ** 9
+    sim.step(13)
+    ref = make("cpu", fused=False)
+    ref.step(k + 13)
+    assert np.array_equal(sim.psi, ref.psi) and sim.t == ref.t
+
+
+# --------------------------------------------------------------------- CUDA
+CUDA_CASES = [(shape, bc) for nd, shapes in SHAPES.items() if nd < 3 for shape in shapes
+              for bc in BCS if bc != "one-sided" or nd == 1]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("shape,bc", CUDA_CASES)
+@pytest.mark.parametrize("scheme", ["cd", "2shoc"])
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_cuda_fused_matches_staged(shape, bc, scheme, dtype):
+    staged, fused = pair(shape, scheme, bc, dtype, backend="cuda")
+    assert staged.last_kernel == "staged" and fused.last_kernel == "fused"
+    cpu, _ = pair(shape, scheme, bc, dtype, steps=100)
+    ref = staged.psi
+    tol = 1e-13 if dtype == np.complex128 else 3e-6
+    scale = np.abs(ref).max()
+    assert np.abs(fused.psi - ref).max() <= tol * scale
+    # and both against the CPU (the kernels differ from the CPU's in order)
+    assert np.abs(fused.psi - cpu.psi).max() <= 10 * tol * scale
+
+
+@pytest.mark.cuda
+def test_cuda_fused_blow_up_and_3d_fallback():
+    psi, _ = state((24, 30), np.complex128)
+    kw = dict(s=1.0, scheme="2shoc", bc="periodic", dt=0.2, force=True)
+    ref = nl.NLSE(psi, 0.3, fused=False, backend="cpu", **kw)
+    with pytest.raises(nl.BlowUpError) as r:
+        ref.step(10 ** 4)
+    sim = nl.NLSE(psi, 0.3, fused=True, backend="cuda", **kw)
+    with pytest.raises(nl.BlowUpError) as e:
+        sim.step(10 ** 4)
+    assert e.value.step == r.value.step and np.isfinite(sim.psi).all()
+    psi3, _ = state((8, 9, 10), np.complex128)
+    sim3 = nl.NLSE(psi3, 0.3, fused=True, backend="cuda")
+    sim3.step(2)
+    assert sim3.last_kernel == "staged"  # no fused 3D kernel on CUDA: staged
