@@ -39,6 +39,10 @@ HEADLINES = {
                        lambda v: 0.8 < v < 1.2, 1e-9),
     "mbloch.ipynb": (r"delay per unit z: measured (\S+),",
                      lambda v: abs(v / 0.32784 - 1) < 3e-3, 1e-6),
+    # the EIT group delay OD Gamma / Omega_c^2 = 32 is exact at nu = 0; the notebook's central
+    # difference is biased by -4.8e-9, the scheme's own error there is below 1e-10
+    "mbloch_open.ipynb": (r"EIT group delay: measured (\S+),",
+                          lambda v: abs(v / 32 - 1) < 1e-7, 1e-8),
 }
 
 
