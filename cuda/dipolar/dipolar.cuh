@@ -393,15 +393,15 @@ __device__ __forceinline__ H1Scale<T> h1_scale(const H1Args<T> &a)
 }
 
 /* dt H1's part from |Psi|^2 = d: dt (v + g d), and with the Lee-Huang-Yang
- * term (Q) dt ((v + g d) + q d sqrt(d)) (CPU: nonlin_row, nonlin_lhy).  Q
+ * term (LHY) dt ((v + g d) + q d sqrt(d)) (CPU: nonlin_row, nonlin_lhy).  LHY
  * is a template parameter, chosen at the launch (q != 0), so that without
  * the term the kernels are compiled as they were before it (its sqrt path
  * took registers and occupancy from the z sweeps even when not taken). */
-template <bool Q, typename T>
+template <bool LHY, typename T>
 __device__ __forceinline__ T h1_theta(T v, T d, T dt, const H1Scale<T> &S)
 {
     T h = v + S.g * d;
-    if (Q)
+    if (LHY)
         h += S.q * (d * sqrt(d));
     return dt * h;
 }
@@ -421,23 +421,23 @@ __device__ __forceinline__ T h1_pot(const Grid<T> &G, const H1Args<T> &a, const 
     return v;
 }
 
-template <bool Q, typename T>
+template <bool LHY, typename T>
 __device__ __forceinline__ T h1_apply(T p, T v, T dt, const H1Scale<T> &S, int)
 {
-    T th = h1_theta<Q>(v, p * p, dt, S);
+    T th = h1_theta<LHY>(v, p * p, dt, S);
     return p * (S.sc * vexp(-th));
 }
 
-template <bool Q, typename T, typename T2>
+template <bool LHY, typename T, typename T2>
 __device__ __forceinline__ T2 h1_apply_c(T2 p, T v, T dt, const H1Scale<T> &S, int imag)
 {
     T2 r;
     if (imag) {
-        T f = S.sc * vexp(-h1_theta<Q>(v, p.x * p.x + p.y * p.y, dt, S));
+        T f = S.sc * vexp(-h1_theta<LHY>(v, p.x * p.x + p.y * p.y, dt, S));
         r.x = p.x * f;
         r.y = p.y * f;
     } else {
-        T th = h1_theta<Q>(v, p.x * p.x + p.y * p.y, dt, S);
+        T th = h1_theta<LHY>(v, p.x * p.x + p.y * p.y, dt, S);
         T c, sn;
         vsincos(th, &sn, &c);
         r.x = p.x * c + p.y * sn;
@@ -445,16 +445,16 @@ __device__ __forceinline__ T2 h1_apply_c(T2 p, T v, T dt, const H1Scale<T> &S, i
     }
     return r;
 }
-template <bool Q>
+template <bool LHY>
 __device__ __forceinline__ float2 h1_apply(float2 p, float v, float dt, const H1Scale<float> &S, int im)
 {
-    return h1_apply_c<Q, float, float2>(p, v, dt, S, im);
+    return h1_apply_c<LHY, float, float2>(p, v, dt, S, im);
 }
-template <bool Q>
+template <bool LHY>
 __device__ __forceinline__ double2 h1_apply(double2 p, double v, double dt, const H1Scale<double> &S,
                                             int im)
 {
-    return h1_apply_c<Q, double, double2>(p, v, dt, S, im);
+    return h1_apply_c<LHY, double, double2>(p, v, dt, S, im);
 }
 
 /* ------------------------------------------------------------------ */

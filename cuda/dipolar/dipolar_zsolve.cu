@@ -24,7 +24,7 @@
  * (c even), so the chunk-wise accesses of a warp hit distinct banks. */
 __device__ __forceinline__ int zpos(int e, int c) { return e + e / c; }
 
-template <typename T, typename V, typename C, bool H1, bool LAST, bool Q>
+template <typename T, typename V, typename C, bool H1, bool LAST, bool LHY>
 __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, CN<C> cn, int chunk,
                                                Dens<T> out)
 {
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
         for (int e = lane; e < n; e += 32) {
             V v = p[e];
             if (H1)
-                v = h1_apply<Q>(v, h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
+                v = h1_apply<LHY>(v, h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
             s[zpos(e, c)] = v;
         }
         __syncwarp();
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
  * and the per-lane Crank-Nicolson coefficients (the same for every line,
  * loaded once) stay in registers, so the loop over lines carries no index
  * arithmetic (the generic k_zline is bound by instructions, not memory). */
-template <typename T, typename V, typename C, bool LAST, int CH, bool Q>
+template <typename T, typename V, typename C, bool LAST, int CH, bool LHY>
 __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN<C> cn,
                                               Dens<T> out)
 {
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
         const int i = (int)(line / G.n1), j = (int)(line % G.n1);
         V *p = psi + line * n;
         for (int e = lane; e < n; e += 32)
-            s[e + e / CH] = h1_apply<Q>(p[e], h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
+            s[e + e / CH] = h1_apply<LHY>(p[e], h1_pot(G, a, S, i, j, e, line), a.dt, S, a.imag);
         __syncwarp();
         V v[CH];
 #pragma unroll
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
 /* k_h1: the non-derivative step alone (lines too long for k_zline)   */
 /* ------------------------------------------------------------------ */
 
-template <typename T, typename V, bool Q>
+template <typename T, typename V, bool LHY>
 __global__ void __launch_bounds__(BLK) k_h1(V *psi, Grid<T> G, H1Args<T> a)
 {
     const H1Scale<T> S = h1_scale(a);
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(BLK) k_h1(V *psi, Grid<T> G, H1Args<T> a)
         const int i = (int)(row / G.n1), j = (int)(row % G.n1);
         for (int k = threadIdx.x; k < G.n2; k += blockDim.x) {
             V *p = psi + row * G.n2 + k;
-            *p = h1_apply<Q>(*p, h1_pot(G, a, S, i, j, k, row), a.dt, S, a.imag);
+            *p = h1_apply<LHY>(*p, h1_pot(G, a, S, i, j, k, row), a.dt, S, a.imag);
         }
     }
 }
