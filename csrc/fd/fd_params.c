@@ -47,6 +47,11 @@ int nlse_fd_use_fused(const nlse_fd_params *p, int kernel, int can)
 {
     if (!can || kernel == NLSE_FD_STAGED)
         return 0;
+    /* auto: staged where the fused step measured slower (3D 2SHOC in single
+     * precision, bench/fd.py --forms at 256^3 on two cores) */
+    if (kernel == NLSE_FD_AUTO && p->ndim == 3 && p->scheme == NLSE_FD_2SHOC &&
+        p->dtype == NLSE_COMPLEX64)
+        return 0;
     return 1;
 }
 
