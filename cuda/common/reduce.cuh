@@ -2,8 +2,8 @@
  * reduce.cuh -- the block sums the CUDA backends' reductions share: a
  * double per thread summed over the block in one fixed order (each warp's
  * shuffle tree, then the warps in order), so a sum does not depend on
- * timing and every launch of the same data gives the same bits; and the
- * sum of the blocks' parts by one block.
+ * timing and every launch of the same data gives the same bits; the
+ * block's largest value; and the sum of the blocks' parts by one block.
  */
 #ifndef NLSEPY_CUDA_REDUCE_CUH
 #define NLSEPY_CUDA_REDUCE_CUH
@@ -26,6 +26,23 @@ __device__ __forceinline__ double nlse_block_sum(double v, double *red)
         for (int q = 0; q < (int)(blockDim.x + 31) / 32; ++q)
             s += red[q];
     return s;
+}
+
+/* The largest v over the block (fmax) in thread 0 (0 in the others);
+ * `red` as for nlse_block_sum. */
+__device__ __forceinline__ double nlse_block_max(double v, double *red)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    double m = 0;
+    if (threadIdx.x == 0)
+        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
+            m = fmax(m, red[q]);
+    return m;
 }
 
 /* The sum of part[0 .. n-1] in thread 0 of a one-block launch (0 in the

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "common/check.cuh"
+#include "common/reduce.cuh"
 #include "mbloch/mbloch_internal.h"
 #include "mbloch/mbloch_tuning.h"
 
@@ -397,17 +398,9 @@ __global__ void k_atoms(MBArgs a, const double2 *eps, const typename C2<T>::t *p
     }
     /* the block's largest norm deviation */
     __shared__ double dmax[MBLOCH_MAX_THREADS / 32];
-    for (int d = 16; d > 0; d >>= 1)
-        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
-    if ((threadIdx.x & 31) == 0)
-        dmax[threadIdx.x >> 5] = dev;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double m = 0;
-        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
-            m = fmax(m, dmax[q]);
+    const double m = nlse_block_max(dev, dmax);
+    if (threadIdx.x == 0)
         devb[blockIdx.x] = m;
-    }
 }
 
 #include "mbloch_open.cuh"

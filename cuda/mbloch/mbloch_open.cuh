@@ -212,17 +212,9 @@ __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t
         open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
     }
     __shared__ double dmax[MBLOCH_MAX_THREADS / 32];
-    for (int d = 16; d > 0; d >>= 1)
-        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
-    if ((threadIdx.x & 31) == 0)
-        dmax[threadIdx.x >> 5] = dev;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double m = 0;
-        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
-            m = fmax(m, dmax[q]);
+    const double m = nlse_block_max(dev, dmax);
+    if (threadIdx.x == 0)
         devb[blockIdx.x] = m;
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -422,15 +414,7 @@ k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, cons
             }
         }
     }
-    for (int d = 16; d > 0; d >>= 1)
-        dev = fmax(dev, __shfl_xor_sync(0xffffffffu, dev, d));
-    if ((threadIdx.x & 31) == 0)
-        dmax[threadIdx.x >> 5] = dev;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double m = 0;
-        for (int q = 0; q < (int)(blockDim.x >> 5); ++q)
-            m = fmax(m, dmax[q]);
+    const double m = nlse_block_max(dev, dmax);
+    if (threadIdx.x == 0)
         devb[blockIdx.x] = m;
-    }
 }
