@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "nlsepy/common.h"
 #include "nlsepy/dipolar.h"
 #include "dipolar/dipolar_params.h"
@@ -170,7 +172,12 @@ template <typename C> struct RotCN {
 /* The same with the off-diagonal part of the right-hand side OFF (an
  * expression of pp_ = psi_{i+1}, pm_ = psi_{i-1}) and the coefficient AB of
  * beta_i: the rotating frame's sweeps, whose diagonals below and above
- * differ, pass (ap * pp_ + am * pm_) and ap. */
+ * differ, pass (ap * pp_ + am * pm_) and ap.  The coefficients of a chunk
+ * (gamma, alpha) are loaded with its UNR state values: read inside the
+ * recursion, each would wait behind the previous point's store (the
+ * compiler cannot tell the tables from the state), one cache round trip a
+ * point, which bound the sweeps of few lines (per-line tables of the
+ * rotating frame miss L1). */
 #define CN_FORWARD_OFF(V, p, rs, n, OFF, AB, A0r, ga, UNR, beta, ...)                         \
     {                                                                                          \
         V pp_ = p[(n - 1) * rs], pc_ = p[(n - 2) * rs];                                        \
@@ -178,14 +185,17 @@ template <typename C> struct RotCN {
         for (int i_ = n - 2; i_ >= 1;) {                                                       \
             const int cnt_ = min(UNR, i_);                                                     \
             V buf_[UNR];                                                                       \
-            _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) buf_[u_] =      \
-                p[(i_ - 1 - u_) * rs];                                                         \
+            std::decay_t<decltype(ga[0])> gb_[UNR];                                        \
+            _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) {               \
+                buf_[u_] = p[(i_ - 1 - u_) * rs];                                              \
+                gb_[u_] = ga[i_ - u_];                                                         \
+            }                                                                                  \
             _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_)                 \
             {                                                                                  \
                 const int ii = i_ - u_;                                                        \
                 V pm_ = buf_[u_];                                                              \
                 V cc = A0r * pc_ - (OFF);                                                      \
-                beta = ga[ii] * (AB * beta - cc);                                              \
+                beta = gb_[u_] * (AB * beta - cc);                                             \
                 p[(ii + 1) * rs] = beta;                                                       \
                 __VA_ARGS__;                                                                   \
                 pp_ = pc_;                                                                     \
@@ -198,12 +208,15 @@ template <typename C> struct RotCN {
     for (int m_ = 1; m_ <= n - 2;) {                                                           \
         const int cnt_ = min(UNR, n - 1 - m_);                                                 \
         V buf_[UNR];                                                                           \
-        _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) buf_[u_] =          \
-            p[(m_ + 1 + u_) * rs];                                                             \
+        std::decay_t<decltype(al[0])> ab_[UNR];                                            \
+        _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_) {                   \
+            buf_[u_] = p[(m_ + 1 + u_) * rs];                                                  \
+            ab_[u_] = al[m_ - 1 + u_];                                                         \
+        }                                                                                      \
         _Pragma("unroll") for (int u_ = 0; u_ < UNR; ++u_) if (u_ < cnt_)                     \
         {                                                                                      \
             const int mm = m_ + u_;                                                            \
-            x = al[mm - 1] * x + buf_[u_];                                                     \
+            x = ab_[u_] * x + buf_[u_];                                                        \
             __VA_ARGS__;                                                                       \
         }                                                                                      \
         m_ += cnt_;                                                                            \

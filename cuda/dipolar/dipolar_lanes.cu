@@ -38,7 +38,7 @@ template <int Q> struct LaneMap {
     }
 };
 
-template <typename T, typename V, typename C, int Q, bool LAST, bool MOM, bool ROT>
+template <typename T, typename V, typename C, int Q, bool LAST, bool MOM, bool ROT, int UNR>
 __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int n, Dens<T> out,
                                                RotCN<C> rc)
 {
@@ -47,7 +47,6 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
     const long long lanes = Q == 0 ? (long long)n1 * n2 : Q == 1 ? (long long)n0 * n2
                                                                    : (long long)n0 * n1;
     const C A = cn.A, A0r = cn.A0r;
-    constexpr int UNR = UNR_OF(V);
     double nsum = 0, mom[3] = {0, 0, 0};
     const double *wxq = Q == 0 ? G.q0 : Q == 1 ? G.q1 : G.q2; /* w x^2 along the lane */
     for (long long lane = (long long)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
@@ -80,10 +79,11 @@ __global__ void __launch_bounds__(BLK) k_lanes(V *psi, Grid<T> G, CN<C> cn, int 
                 T d = abs2(x);
                 if (out.dens)
                     out.dens[((long long)i * n1 + j) * G.nlp + k] = d;
-                const double wq = Q == 0 ? G.w0[i] : Q == 1 ? G.w1[j] : G.w2[k];
+                /* read-only loads, free to start before the stores above */
+                const double wq = __ldg(Q == 0 ? &G.w0[i] : Q == 1 ? &G.w1[j] : &G.w2[k]);
                 ls += wq * (double)d;
                 if (MOM)
-                    lq += wxq[mm] * (double)d;
+                    lq += __ldg(&wxq[mm]) * (double)d;
             }
         });
         p[(n - 1) * rs] = zero<V>();
@@ -140,36 +140,60 @@ __global__ void k_norm(const double *partial, int count, double *norm, int *bad,
 /* launches                                                           */
 /* ------------------------------------------------------------------ */
 
-/* One k_lanes launch: the plain sweep, the last one of a step (density and
- * norm), or the last one of a recorded step (and the moments). */
-template <typename T, typename V, typename C, int Q, bool ROT>
-static void launch_lanes(nlse_dipolar *s, int blocks, V *psi, const Grid<T> &G, const CN<C> &cn,
-                         int n, const Dens<T> &out, bool last, const RotCN<C> &rc)
+/* A sweep of few lines (those of the grids of the DBEC-GP and BEC-GP-ROT
+ * programs: the x sweep of 257 x 257 x 33 has 8481 lines of 257 points) at
+ * BLK threads a block leaves most multiprocessors idle, and each thread
+ * waits for one round trip of UNR loads every UNR points: such a sweep is
+ * bound by latency, not bandwidth.  Below FEW_LINES lines the launch takes
+ * FEW_BLK threads a block (every multiprocessor gets lines) and keeps
+ * UNR_FEW(V) loads in flight a thread.  The arithmetic of each line is the
+ * same; the norm's partial sums are grouped by the smaller blocks. */
+#define FEW_LINES 32768
+#define FEW_BLK 32
+#define UNR_FEW(V) (sizeof(V) > 8 ? 8 : 16)
+
+/* One k_lanes launch of `lines` lines: the plain sweep, the last one of a
+ * step (density and norm), or the last one of a recorded step (and the
+ * moments); the number of blocks (the norm's parts) is returned. */
+template <typename T, typename V, typename C, int Q, bool ROT, int UNR>
+static void launch_lanes_unr(nlse_dipolar *s, int blocks, int threads, V *psi, const Grid<T> &G,
+                             const CN<C> &cn, int n, const Dens<T> &out, bool last,
+                             const RotCN<C> &rc)
 {
     if (!last)
-        k_lanes<T, V, C, Q, false, false, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
+        k_lanes<T, V, C, Q, false, false, ROT, UNR><<<blocks, threads, 0, s->stream>>>(psi, G, cn, n, out, rc);
     else if (out.mom)
-        k_lanes<T, V, C, Q, true, true, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
+        k_lanes<T, V, C, Q, true, true, ROT, UNR><<<blocks, threads, 0, s->stream>>>(psi, G, cn, n, out, rc);
     else
-        k_lanes<T, V, C, Q, true, false, ROT><<<blocks, BLK, 0, s->stream>>>(psi, G, cn, n, out, rc);
+        k_lanes<T, V, C, Q, true, false, ROT, UNR><<<blocks, threads, 0, s->stream>>>(psi, G, cn, n, out, rc);
+}
+
+template <typename T, typename V, typename C, int Q, bool ROT>
+static int launch_lanes(nlse_dipolar *s, long long lines, V *psi, const Grid<T> &G, const CN<C> &cn,
+                        int n, const Dens<T> &out, bool last, const RotCN<C> &rc)
+{
+    if (lines < FEW_LINES) {
+        const int blocks = grid_for(lines, FEW_BLK);
+        launch_lanes_unr<T, V, C, Q, ROT, UNR_FEW(V)>(s, blocks, FEW_BLK, psi, G, cn, n, out, last, rc);
+        return blocks;
+    }
+    const int blocks = grid_for(lines, BLK);
+    launch_lanes_unr<T, V, C, Q, ROT, UNR_OF(V)>(s, blocks, BLK, psi, G, cn, n, out, last, rc);
+    return blocks;
 }
 
 template <typename T, typename V, typename C, bool ROT>
 static int lanes_of(nlse_dipolar *s, V *psi, const Grid<T> &G, const CN<C> &cn, int axis, int n,
                     const Dens<T> &out, bool last, int *parts, const RotCN<C> &rc)
 {
-    const int n0 = G.n0, n1 = G.n1, n2 = G.n2;
+    const long long n0 = G.n0, n1 = G.n1, n2 = G.n2;
     int blocks;
-    if (axis == 2) {
-        blocks = grid_for((long long)n0 * n1, BLK);
-        launch_lanes<T, V, C, 2, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
-    } else if (axis == 1) {
-        blocks = grid_for((long long)n0 * n2, BLK);
-        launch_lanes<T, V, C, 1, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
-    } else { /* axis 0 ends a 3D step (not on the pencils of a slab) */
-        blocks = grid_for((long long)n1 * n2, BLK);
-        launch_lanes<T, V, C, 0, ROT>(s, blocks, psi, G, cn, n, out, last, rc);
-    }
+    if (axis == 2)
+        blocks = launch_lanes<T, V, C, 2, ROT>(s, n0 * n1, psi, G, cn, n, out, last, rc);
+    else if (axis == 1)
+        blocks = launch_lanes<T, V, C, 1, ROT>(s, n0 * n2, psi, G, cn, n, out, last, rc);
+    else /* axis 0 ends a 3D step (not on the pencils of a slab) */
+        blocks = launch_lanes<T, V, C, 0, ROT>(s, n1 * n2, psi, G, cn, n, out, last, rc);
     if (last)
         *parts = blocks;
     return NLSE_OK;
