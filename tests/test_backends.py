@@ -59,6 +59,30 @@ def test_threads_do_not_change_results():
     assert np.array_equal(out[0], out[1])
 
 
+def test_observables_do_not_depend_on_threads():
+    """The CPU norm and energy of NLSE (periodic and closed ends) and DecGPE
+    are sums in a fixed order (nlse_sum_parts): the same bits on 1 to 4
+    threads, and on repeated calls (an OpenMP reduction adds the threads'
+    sums in the order they finish)."""
+    psi0, h, p = nl.examples.dark_vortex(length=40.0, h=0.25)
+    before = nl.get_num_threads()
+    seen = {}
+    try:
+        for n in (1, 2, 3, 4, 4):
+            nl.set_num_threads(n)
+            vals = []
+            for bc in ("periodic", "msd"):
+                sim = nl.NLSE(psi0, h, a=p["a"], s=p["s"], bc=bc, backend="cpu")
+                vals += [sim.norm(), sim.energy()]
+            dec = nl.DecGPE("bcc", blocks=24, spacing=0.5, g=50.0, trap=1.0, backend="cpu",
+                            psi0=lambda r: np.exp(-0.5 * (r ** 2).sum(axis=-1)) * (1 + 0.3j * r[..., 0]))
+            vals += [dec.norm(), dec.energy()]
+            seen.setdefault(tuple(vals), []).append(n)
+    finally:
+        nl.set_num_threads(before)
+    assert len(seen) == 1, f"observables differ between thread counts: {seen}"
+
+
 def test_nlsepy_backend_variable_steers_auto(monkeypatch):
     psi0, h, p = nl.examples.dark_soliton(length=10.0, h=0.1)
     monkeypatch.setenv("NLSEPY_BACKEND", "cpu")

@@ -121,6 +121,15 @@ int nlse_have_openmp(void)
 #endif
 }
 
+void nlse_sum_parts(const double *part, int nparts, int K, double *sum)
+{
+    for (int k = 0; k < K; ++k)
+        sum[k] = 0.0;
+    for (int p = 0; p < nparts; ++p)
+        for (int k = 0; k < K; ++k)
+            sum[k] += part[(size_t)p * K + k];
+}
+
 void nlse_parallel_memcpy(void *dst, const void *src, size_t n)
 {
     const size_t block = (size_t)1 << 20;

@@ -79,6 +79,24 @@ void nlse_parallel_memcpy(void *dst, const void *src, size_t n);
 /* 1 when the CPU kernels were compiled with OpenMP. */
 int nlse_have_openmp(void);
 
+/* Sums in a fixed order, the same bits for any number of threads (an OpenMP
+ * reduction adds the threads' sums in the order they finish, which differs
+ * from run to run beyond two threads): the range [0, n) is cut into
+ * nlse_sum_nparts(n) parts of nlse_sum_part_len(n) items (bounds that depend
+ * on n alone, at most NLSE_SUM_PARTS), a kernel sums each part in order into
+ * part[p, k] = part[p * K + k] (the parts in parallel) and
+ * nlse_sum_parts adds them up in order into sum[k], k < K. */
+#define NLSE_SUM_PARTS 1024
+static inline size_t nlse_sum_part_len(size_t n)
+{
+    return n ? (n + NLSE_SUM_PARTS - 1) / NLSE_SUM_PARTS : 1;
+}
+static inline int nlse_sum_nparts(size_t n)
+{
+    return (int)((n + nlse_sum_part_len(n) - 1) / nlse_sum_part_len(n));
+}
+void nlse_sum_parts(const double *part, int nparts, int K, double *sum);
+
 /*
  * Reductions over the processes of a distributed run.  The C core knows no
  * MPI: a solver that is one part of a distributed run is handed this table
