@@ -299,28 +299,23 @@ static void precondition(struct nlse_magnet *s, const double *v, double *z)
     memcpy(z, L->e, n * sizeof(double));
 }
 
-/* a . b as the in-order sum of at most DOT_PARTS parts whose bounds depend
- * on n alone: the same bits for any number of threads, so that a resumed
- * solve repeats an uninterrupted one (an OpenMP reduction adds the threads'
- * sums in the order they finish, which differs from run to run beyond two). */
-#define DOT_PARTS 1024
+/* a . b as a fixed-order sum (nlse_sum_parts): the same bits for any number
+ * of threads, so that a resumed solve repeats an uninterrupted one. */
 static double dot(const double *a, const double *b, size_t n)
 {
-    double part[DOT_PARTS];
-    const size_t len = (n + DOT_PARTS - 1) / DOT_PARTS;
-    const int np = len ? (int)((n + len - 1) / len) : 0;
+    double part[NLSE_SUM_PARTS], t;
+    const size_t len = nlse_sum_part_len(n);
+    const int np = n ? nlse_sum_nparts(n) : 0;
 #pragma omp parallel for NLSE_THREADS schedule(static) if (n > 65536)
     for (int p = 0; p < np; ++p) {
         const size_t q1 = (size_t)p * len, q2 = q1 + len < n ? q1 + len : n;
-        double t = 0.0;
-#pragma omp simd reduction(+ : t)
+        double u = 0.0;
+#pragma omp simd reduction(+ : u)
         for (size_t q = q1; q < q2; ++q)
-            t += a[q] * b[q];
-        part[p] = t;
+            u += a[q] * b[q];
+        part[p] = u;
     }
-    double t = 0.0;
-    for (int p = 0; p < np; ++p)
-        t += part[p];
+    nlse_sum_parts(part, np, 1, &t);
     return t;
 }
 
