@@ -41,7 +41,7 @@ import numpy as np
 import nlsepy as nl
 from nlsepy.mbloch.config import build_model, read_config
 
-from _common import format_table, machine_info
+from _common import format_table, machine_info, write_json
 
 COLUMNS = [("tool", "tool", "{}"), ("backend", "backend", "{}"), ("classes", "classes", "{}"),
            ("z_steps", "z steps", "{}"), ("seconds", "s", "{:.3f}"),
@@ -147,7 +147,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     a = parse(argv)
     backends = [b for b in a.backends.split(",") if b in nl.backends("MaxwellBloch")]
     print("Lambda system, nlsepy and maxwellbloch on one maxwellbloch JSON input")
-    for k, v in machine_info(",".join(backends), threads=nl.get_num_threads()).items():
+    info = machine_info(",".join(backends), threads=nl.get_num_threads())
+    for k, v in info.items():
         print(f"  {k:20s} {v}")
     try:
         import maxwellbloch  # noqa: F401
@@ -186,9 +187,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             print(f"  probe transmission at the small size: nlsepy {r['backend']} "
                   f"{r['transmission']:.6f}, maxwellbloch {mb_rows[-1]['transmission']:.6f} "
                   f"(difference {d:.1e})")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(a.json, {"header": info, "rows": rows})
     return rows
 
 
