@@ -43,7 +43,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -53,7 +52,7 @@ import numpy as np
 import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 
-from _common import cupy_or_none, format_table, machine_info, run_cmd
+from _common import cupy_or_none, format_table, machine_info, run_cmd, write_json
 
 COLUMNS = [("backend", "backend", "{}"), ("dtype", "dtype", "{}"), ("threads", "CPU threads", "{}"),
            ("z_steps", "z steps", "{}"), ("seconds", "s (run)", "{:.3f}"),
@@ -263,10 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                       f"reference")
     print()
     print(format_table(rows, COLUMNS, missing="n/a"))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"header": info, "peak": peak, "flops_per_atom_step": fl, "tc_flops_per_atom_step": tcf,
-                       "rows": rows}, f, indent=1, default=str)
+    write_json(a.json, {"header": info, "peak": peak, "flops_per_atom_step": fl,
+                        "tc_flops_per_atom_step": tcf, "rows": rows}, default=str)
     return rows
 
 

@@ -48,7 +48,6 @@ shortens them (the rates are per atom step).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -59,7 +58,7 @@ import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 from nlsepy.reference.mbloch_open import lindblad_atoms
 
-from _common import copy_bandwidth, format_table, machine_info
+from _common import copy_bandwidth, format_table, machine_info, write_json
 
 COLUMNS = [("case", "case", "{}"), ("backend", "backend", "{}"), ("dtype", "dtype", "{}"),
            ("atoms", "atoms", "{}"), ("z_steps", "z steps", "{}"), ("seconds", "s (run)", "{:.3f}"),
@@ -231,10 +230,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                   f"steps/s", flush=True)
     print()
     print(format_table(rows, COLUMNS, missing="n/a"))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"header": info, "peak": peak, "host_copy": host_copy, "device_copy": dev_copy,
-                       "rows": rows}, f, indent=1, default=str)
+    write_json(a.json, {"header": info, "peak": peak, "host_copy": host_copy,
+                        "device_copy": dev_copy, "rows": rows}, default=str)
     return rows
 
 
