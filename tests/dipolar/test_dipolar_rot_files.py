@@ -484,6 +484,32 @@ def test_final_state_is_read_back_as_input(tmp_path, outtype):
     assert (tmp_path / f"real2d-final.{ending}").is_file()
 
 
+def test_a_run_split_in_two_through_finalout_prints_the_rows_of_one_run(tmp_path):
+    """A long imaginary-time run taken in two halves (the first ending with a
+    binary FINALOUT, the second starting from it with NSTP = 0) prints the
+    rows of the unsplit run: the rotating 3D step, the random start and the
+    vortex of the first half, then the binary state read back bit for bit
+    (the values to rounding: the second half's Initial row is taken on the
+    state as read, the unsplit run's row on the state its step left)."""
+    whole = run(tmp_path / "whole", small3d(NPAS=8, ITER=2, OUTFLAGS=0))
+    first = run(tmp_path / "half", small3d(NPAS=4, ITER=1, NRUN=0, OUTTYPE=2, OUTFLAGS=0))
+    second = run(tmp_path / "half", small3d(NSTP=0, INPUT="imag3d-final.bin", NPAS=4, ITER=1,
+                                            OUTFLAGS=0, OUTPUT="second-out",
+                                            FINALOUT="second-final"), name="second-input")
+    def same(a, b):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert np.allclose(a[k], b[k], rtol=1e-13, atol=0), k
+
+    assert first.rows["NPAS iter.: 1"] == whole.rows["NPAS iter.: 1"]
+    same(second.rows["Initial"], whole.rows["NPAS iter.: 1"])
+    same(second.rows["NPAS iter.: 1"], whole.rows["NPAS iter.: 2"])
+    same(second.rows["NRUN iter."], whole.rows["NRUN iter."])
+    text = lambda p: table_rows(p.read_text())
+    assert (text(tmp_path / "half" / "second-out.txt")["NPAS iter.: 1"]
+            == text(tmp_path / "whole" / "imag3d-out.txt")["NPAS iter.: 2"])
+
+
 def test_ending_already_in_the_name_is_not_added(tmp_path):
     run(tmp_path, small2d(NPAS=0, FINALOUT="final.txt", NRUNOUT="dentxt", OUTFLAGS=1))
     assert {"final.txt", "dentxt-1d_x"} <= set(os.listdir(tmp_path))
