@@ -109,14 +109,16 @@ template <int NA, typename T> __device__ __forceinline__ T warp_sum_atoms(T v)
 
 /* sum over nb per-block partials p[b * stride] in a fixed order (lane L
  * takes b = L, L + 32, ..; then a butterfly, which leaves the same sum in
- * every lane), through L2 */
-__device__ __forceinline__ double2 mbloch_warp_sum(const double2 *p, int nb, size_t stride, int lane)
+ * every lane), in double, through L2; V: double2 (the tensor-core
+ * kernels) or the open kernels' float2 / double2 */
+template <typename V>
+__device__ __forceinline__ double2 mbloch_warp_sum(const V *p, int nb, size_t stride, int lane)
 {
     double x = 0, y = 0;
     for (int b = lane; b < nb; b += 32) {
-        const double2 v = __ldcg(p + (size_t)b * stride);
-        x += v.x;
-        y += v.y;
+        const V v = __ldcg(p + (size_t)b * stride);
+        x += (double)v.x;
+        y += (double)v.y;
     }
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) {
@@ -185,17 +187,18 @@ static void open_free(struct MBOpen *o);
 /* ------------------------------------------------------------------ */
 
 /* One coefficient set in row layout: 0.5 F[m][n] eps_l (conjugated on the
- * ground rows), eps = (e0 + e1) / 2 (mean) or e1. */
-template <typename T>
+ * ground rows), eps = (e0 + e1) / 2 (mean) or e1.  L2: the fields are read
+ * through L2 (written by other blocks of a z-pipelined launch). */
+template <typename T, bool L2 = false>
 __device__ void coef_set(typename C2<T>::t *C, int n2, const int2 *ent, const T *F, const double2 *e0,
                          const double2 *e1, bool mean)
 {
     for (int q = threadIdx.x; q < n2; q += blockDim.x) {
         const int2 p = ent[q];
         const int li = p.y & 0xffff;
-        double2 e = e1[li];
+        double2 e = L2 ? __ldcg(e1 + li) : e1[li];
         if (mean) {
-            const double2 d = e0[li];
+            const double2 d = L2 ? __ldcg(e0 + li) : e0[li];
             e.x = 0.5 * (e.x + d.x);
             e.y = 0.5 * (e.y + d.y);
         }
@@ -435,9 +438,11 @@ __global__ void k_sum_blocks(const T *part, int nb, size_t n, double *out)
     }
 }
 
-/* the tensor-core kernel's reduction: P[q] = scale sum_b part[b n + q],
- * a warp a value in mbloch_warp_sum's order (that of the z pipeline) */
-__global__ void k_sum_warp(const double2 *part, int nb, size_t n, double scale, double2 *out, int *flag)
+/* the reduction of the z-pipelined kernels (tensor-core and open):
+ * P[q] = scale sum_b part[b n + q], a warp a value in mbloch_warp_sum's
+ * order (that of the z pipeline) */
+template <typename V>
+__global__ void k_sum_warp(const V *part, int nb, size_t n, double scale, double2 *out, int *flag)
 {
     const int lane = threadIdx.x & 31;
     const size_t w0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, nw = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -950,6 +955,14 @@ static void open_free(MBOpen *o)
     free(o);
 }
 
+/* the open kernel of the solver (k_open_reg<T, n> or k_open<T>) */
+template <typename T> static const void *open_kernel(const MBOpen *o)
+{
+    if (!o->reg)
+        return (const void *)k_open<T>;
+    return o->a.n_lev == 2 ? (const void *)k_open_reg<T, 2> : (const void *)k_open_reg<T, 3>;
+}
+
 /* copy n ints to a new device array */
 static int upload_int(void **dst, const int *src, size_t n, const char *what)
 {
@@ -1049,6 +1062,59 @@ static int open_create(nlse_mbloch *s, const nlse_mbloch_open *op, const mbloch_
     return NLSE_OK;
 }
 
+#define MBLOCH_OPEN_PIPE_MAX 64 /* z slices a launch of the open kernels */
+#define MBLOCH_OPEN_PIPE_ROWS 4 /* time rows a chunk of their z pipeline */
+
+/* The z slices a launch of the open kernel holds (*S): as many groups of
+ * its blocks as the device keeps resident at once (a cooperative launch),
+ * at most MBLOCH_OPEN_PIPE_MAX and NLSEPY_MBLOCH_PIPE, fewer when their
+ * buffers would exceed a quarter of the free memory; 1 when the states
+ * live in global memory.  The few atoms of an open benchmark (1024
+ * velocity classes: 8 blocks) leave most of the device idle in one z step
+ * a launch, and each atom's 2048 dependent RK4 steps cannot be shortened;
+ * S z steps in flight fill it.  With S > 1 the slices' fields,
+ * polarisations, counters and per-block partials replace the solver's. */
+static int open_pipe(nlse_mbloch *s, MBOpen *o, int *S_out)
+{
+    *S_out = 1;
+    if (o->global)
+        return NLSE_OK;
+    int dev = 0, coop = 0, nsm = 0, per = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    const void *fn = s->p.dtype == NLSE_COMPLEX64 ? open_kernel<float>(o) : open_kernel<double>(o);
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, o->threads, o->reg ? 0 : o->smem));
+    int S = coop ? mbloch_imin(MBLOCH_OPEN_PIPE_MAX, per * nsm / o->nb) : 1;
+    if (s->tune.pipe)
+        S = mbloch_imin(S, s->tune.pipe);
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    const size_t nf = nfield(s) * sizeof(double2), pb = nfield(s) * 2 * rs(s);
+    const int nch = (s->a.n_t + MBLOCH_OPEN_PIPE_ROWS - 1) / MBLOCH_OPEN_PIPE_ROWS;
+    while (S > 1 && (size_t)S * (2 * nf + (size_t)o->nb * pb) > fr / 4)
+        --S;
+    if (S <= 1)
+        return NLSE_OK;
+    void *part = NULL, *pE = NULL, *pP = NULL, *Psave = NULL, *pcnt = NULL;
+    if (!(try_alloc(&part, (size_t)S * o->nb * pb) && try_alloc(&pE, S * nf) && try_alloc(&pP, S * nf) &&
+          try_alloc(&Psave, nf) && try_alloc(&pcnt, (size_t)2 * S * nch * sizeof(int)))) {
+        void *ptrs[] = {part, pE, pP, Psave, pcnt};
+        nlse_cuda_free_all(ptrs, 5);
+        return NLSE_OK; /* one z step a launch */
+    }
+    void *old[] = {o->part, s->pE, s->pP, s->Psave, s->pcnt};
+    nlse_cuda_free_all(old, 5);
+    o->part = part;
+    s->pE = (double2 *)pE;
+    s->pP = (double2 *)pP;
+    s->Psave = (double2 *)Psave;
+    s->pcnt = (int *)pcnt;
+    s->pc = MBLOCH_OPEN_PIPE_ROWS;
+    *S_out = S;
+    return NLSE_OK;
+}
+
 extern "C" int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *op)
 {
     ON_DEVICE(s);
@@ -1065,10 +1131,13 @@ extern "C" int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *op)
     mbloch_open_free(&tab);
     const size_t npop = 2 * (size_t)s->a.n_t * s->a.n_lev * s->a.n_lev;
     double *pop = NULL, *devb = NULL, *hred = NULL;
+    int S = 1;
+    if (!st)
+        st = open_pipe(s, o, &S);
     if (!st)
         st = dalloc((void **)&pop, npop * sizeof(double), "the ensemble density matrix");
-    if (!st && o->nb > s->pipe * s->nb)
-        st = dalloc((void **)&devb, (size_t)o->nb * sizeof(double), "the trace deviations");
+    if (!st && S * o->nb > s->pipe * s->nb)
+        st = dalloc((void **)&devb, (size_t)S * o->nb * sizeof(double), "the trace deviations");
     if (!st && s->hred && !(hred = (double *)malloc((2 * nfield(s) + npop) * sizeof(double))))
         st = nlse_fail(NLSE_ERR_NOMEM, "out of memory");
     if (!st && cudaMemset(pop, 0, npop * sizeof(double)) != cudaSuccess)
@@ -1092,8 +1161,43 @@ extern "C" int nlse_mbloch_set_open(nlse_mbloch *s, const nlse_mbloch_open *op)
     }
     s->npop = npop;
     s->open = o;
-    s->pipe = 1; /* one z step a launch */
-    s->pipe_own = 1;
+    s->pipe_own = S;
+    s->pipe = s->comm ? 1 : S; /* distributed: one z step a launch */
+    return NLSE_OK;
+}
+
+/* the open kernel over pp.S z slices (one z step a launch when pp.S = 1,
+ * the first at the fields eps[0]), then the last slice's polarisation
+ * into P (k_sum_warp: the order of the pipeline's shares) */
+template <typename T> static int open_launch(nlse_mbloch *s, MBPipe pp, int want_pop)
+{
+    typedef typename C2<T>::t V;
+    MBOpen *o = s->open;
+    MBOpenArgs a = o->a;
+    a.want_rho = want_pop;
+    const double2 *e0 = s->eps[0];
+    const V *rho0 = (const V *)o->rho0;
+    const T *det = (const T *)s->det, *shift = (const T *)o->shift, *w = (const T *)s->w, *F = (const T *)s->F;
+    const T *damp = (const T *)o->damp, *G = (const T *)o->G, *frate = (const T *)o->frate;
+    const MBRow *rows = s->rows;
+    const int2 *ent = s->ent, *tri = o->tri;
+    const int *foff = o->foff, *ffrom = o->ffrom;
+    V *part = (V *)o->part, *ppart = (V *)o->ppart, *gwork = (V *)o->gwork;
+    double *devb = s->devb;
+    void *reg_args[] = {&a, &pp, &e0, &rho0, &det, &shift, &w, &F, &damp, &G, &part, &ppart, &devb};
+    void *gen_args[] = {&a, &pp, &e0, &rho0, &det, &shift, &w, &F, &rows, &ent, &damp, &foff, &ffrom, &frate,
+                        &tri, &part, &ppart, &devb, &gwork};
+    void **args = o->reg ? reg_args : gen_args;
+    const dim3 grid(pp.S * o->nb), block(o->threads);
+    const size_t smem = o->reg ? 0 : o->smem;
+    if (pp.S > 1)
+        CK(cudaLaunchCooperativeKernel(open_kernel<T>(o), grid, block, args, smem, s->stream));
+    else
+        CK(cudaLaunchKernel(open_kernel<T>(o), grid, block, args, smem, s->stream));
+    const size_t nf = nfield(s);
+    k_sum_warp<V><<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)((pp.S - 1) % pp.S) * o->nb * nf,
+                                                              o->nb, nf, s->p.beta, s->P, s->flag);
+    CK(cudaGetLastError());
     return NLSE_OK;
 }
 
@@ -1103,30 +1207,14 @@ template <typename T> static int open_atoms_t(nlse_mbloch *s, int want_pop)
 {
     typedef typename C2<T>::t V;
     MBOpen *o = s->open;
-    MBOpenArgs a = o->a;
-    a.want_rho = want_pop;
-    const size_t nf = nfield(s), np = (size_t)a.n_t * a.n2;
+    const size_t np = (size_t)o->a.n_t * o->a.n2;
     if (want_pop && !o->ppart)
         CKS(dalloc(&o->ppart, (size_t)o->nb * np * 2 * rs(s), "the per-block density matrices"));
-    if (o->reg) {
-#define MBLOCH_OPEN_REG(N)                                                                          \
-    k_open_reg<T, N><<<o->nb, o->threads, 0, s->stream>>>(                                      \
-        a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w, \
-        (const T *)s->F, (const T *)o->damp, (const T *)o->G, (V *)o->part, (V *)o->ppart, s->devb)
-        if (a.n_lev == 2)
-            MBLOCH_OPEN_REG(2);
-        else
-            MBLOCH_OPEN_REG(3);
-#undef MBLOCH_OPEN_REG
-    } else {
-        k_open<T><<<o->nb, o->threads, o->smem, s->stream>>>(
-            a, s->eps[0], (const V *)o->rho0, (const T *)s->det, (const T *)o->shift, (const T *)s->w,
-            (const T *)s->F, s->rows, s->ent, (const T *)o->damp, o->foff, o->ffrom, (const T *)o->frate,
-            o->tri, (V *)o->part, (V *)o->ppart, s->devb, (V *)o->gwork);
-    }
-    CK(cudaGetLastError());
-    k_sum_blocks2<V><<<(int)((nf + 255) / 256), 256, 0, s->stream>>>((const V *)o->part, o->nb, nf, s->p.beta,
-                                                                     s->P, s->flag);
+    MBPipe pp;
+    memset(&pp, 0, sizeof pp);
+    pp.S = pp.m = 1;
+    pp.nb = o->nb;
+    CKS(open_launch<T>(s, pp, want_pop));
     if (want_pop)
         k_sum_blocks2<V><<<(int)((np + 255) / 256), 256, 0, s->stream>>>((const V *)o->ppart, o->nb, np, 1.0,
                                                                          (double2 *)s->pop, s->flag);
@@ -1351,7 +1439,7 @@ template <typename T> static int group_t(nlse_mbloch *s, int m, double hz, doubl
     pp.m = m;
     pp.C = s->pc;
     pp.nch = pipe_chunks(s);
-    pp.nb = s->nb;
+    pp.nb = s->open ? s->open->nb : s->nb;
     pp.E = s->pE;
     pp.P = s->pP;
     pp.Pprev = s->Pprev;
@@ -1364,14 +1452,14 @@ template <typename T> static int group_t(nlse_mbloch *s, int m, double hz, doubl
     pp.c0 = c0;
     CK(cudaMemsetAsync(s->pcnt, 0, (size_t)2 * pp.S * pp.nch * sizeof(int), s->stream));
     CKS(clear_flag(s));
-    CKS(launch_tc<T>(s, pp, 0));
+    CKS(s->open ? open_launch<T>(s, pp, 0) : launch_tc<T>(s, pp, 0));
     const int S = pp.S; /* z step i in slot i mod S */
     const double2 *Em = m > 1 ? s->pE + ((m - 1) % S) * nf : s->eps[0];
     const double2 *Pp = m > 1 ? s->pP + ((m - 2) % S) * nf : s->Pprev;
     k_fields<<<(int)((nf + 255) / 256), 256, 0, s->stream>>>(Em, s->eps[1], s->P, Pp, nf, hz, c1, c0, s->flag);
     CK(cudaGetLastError());
     int flag = 0;
-    CKS(finish(s, &flag, S * s->nb));
+    CKS(finish(s, &flag, S * pp.nb));
     if (flag & 2) /* not expected: the solver goes on one z step a launch */
         s->pipe = 1;
     if (flag) /* the caller finds the step again one z step a launch */
@@ -1491,7 +1579,7 @@ extern "C" int nlse_mbloch_set_comm(nlse_mbloch *s, const nlse_comm *c)
     }
     if (c && !s->comm)
         s->pipe_own = s->pipe;
-    if (!c && s->comm && !s->open)
+    if (!c && s->comm)
         s->pipe = s->pipe_own;
     if (c) /* one z step a launch: the sum over the processes comes between two */
         s->pipe = 1;

@@ -17,12 +17,22 @@
  * rotated as in k_atoms) are those of the amplitude kernel.  After each
  * step the block writes its atoms' weighted polarisation (and density
  * matrix) as a per-block partial, summed over the blocks in a fixed order
- * by k_sum_blocks2.
+ * (the polarisation by k_sum_warp, the density matrix by k_sum_blocks2).
+ * k_open is compiled for four blocks an SM (64 registers), so that a
+ * 20-level system's one-atom blocks fit two z slices on the device.
  *
  * With at most three levels (two-level, Lambda, V and ladder systems) a
  * thread holds one atom's matrices in registers instead (k_open_reg, the
  * coupling dense in shared memory, one barrier a time step), unless
  * NLSEPY_MBLOCH_KERNEL=simt asks for the general kernel.
+ *
+ * Both kernels take several z steps a launch (the z pipeline of
+ * mbloch_tc.cuh, "z slices in flight"): z step i + 1 follows z step i
+ * along the time grid, its fields made from z step i's per-block partials
+ * a chunk of C rows at a time (mbloch_share: the order and roundings of
+ * k_sum_warp and k_fields, so the result is that of one z step a launch,
+ * bit for bit).  Row k reads the fields of rows k - 1 and k, so a block
+ * waits for chunk c when row k opens it, after its share of chunk c + 1.
  */
 
 struct MBOpenArgs {
@@ -158,8 +168,35 @@ __device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t 
     }
 }
 
+/* the z pipeline at the start of row k of z step i (block b): where row k
+ * opens chunk c (k = 0: chunks 0 and 1), the block's share of chunk c + 1,
+ * then the wait for chunk c's fields */
+template <typename V>
+__device__ __forceinline__ void open_pipe_row(const MBOpenArgs &a, const MBPipe &pp, int i, int b, int k,
+                                              const double2 *eps, const V *part)
+{
+    if (pp.S <= 1 || i == 0 || k % pp.C != 0)
+        return;
+    const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5, lane = threadIdx.x & 31, c = k / pp.C;
+    for (int q = k == 0 ? 0 : c + 1; q <= c + 1 && q < pp.nch; ++q)
+        mbloch_share<V>(a.n_t, a.n_f, pp, i, b, q, eps, part, warp, nw, lane);
+    mbloch_wait(pp.red + (i % pp.S) * pp.nch + c, mbloch_red_target(pp, i), pp.flag);
+}
+
+/* after the record of row k of z step i: its chunk is counted once the
+ * chunk's last row is written */
+__device__ __forceinline__ void open_pipe_done(const MBOpenArgs &a, const MBPipe &pp, int i, int k)
+{
+    if (pp.S > 1 && ((k + 1) % pp.C == 0 || k == a.n_t - 1))
+        mbloch_signal(pp.done + (i % pp.S) * pp.nch + k / pp.C);
+}
+
+/* z slice and block of a pipelined launch (S slices of pp.nb blocks) */
+__device__ __forceinline__ int open_slice(const MBPipe &pp) { return pp.S > 1 ? (int)blockIdx.x / pp.nb : 0; }
+__device__ __forceinline__ int open_block(const MBPipe &pp) { return pp.S > 1 ? (int)blockIdx.x % pp.nb : (int)blockIdx.x; }
+
 template <typename T>
-__global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
+__global__ void __launch_bounds__(256, 4) k_open(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
                        const T *shift, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
                        const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
                        typename C2<T>::t *part, typename C2<T>::t *ppart, double *devb,
@@ -172,7 +209,9 @@ __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t
     T *E = (T *)(Cs + 3 * a.n2c), *W = E + a.na * a.n_lev;
     V *st = gwork ? gwork + blockIdx.x * 4 * ns : (V *)(W + a.na + ((a.na * (a.n_lev + 1)) & 1));
     V *R = st, *AC = R + ns, *Y0 = AC + ns, *Y1 = Y0 + ns;
-    const int D0 = blockIdx.x * a.na;
+    const int sl = open_slice(pp), bl = open_block(pp);
+    const double2 *Ez = mbloch_fields_n((size_t)a.n_t * a.n_f, pp, sl, eps);
+    const int D0 = bl * a.na;
     const int nvalid = min(a.na, a.n_atoms - D0);
     for (int x = threadIdx.x; x < (int)ns; x += blockDim.x) {
         const int at = x / a.n2, D = D0 + min(at, nvalid - 1); /* padding: the last atom, weight 0 */
@@ -189,18 +228,21 @@ __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t
         W[at] = at < nvalid ? w[D0 + at] : (T)0;
     const MBRow *prow = rows + a.n_lev;
     int prv = 1, mid = 2, nxt = 0;
-    coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, eps, eps, false);
+    open_pipe_row<V>(a, pp, sl, bl, 0, eps, part);
+    coef_set<T, true>(Cs + nxt * a.n2c, a.n2c, ent, Fg, Ez, Ez, false);
     __syncthreads();
     double dev = 0;
     open_record<T>(a, 0, R, W, Fg, prow, nvalid, part, ppart, dev);
+    open_pipe_done(a, pp, sl, 0);
     const T half = (T)0.5, one = 1, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
     for (int k = 1; k < a.n_t; ++k) {
         const int t0 = prv;
         prv = nxt;
         nxt = mid;
         mid = t0;
-        coef_set<T>(Cs + mid * a.n2c, a.n2c, ent, Fg, eps + (size_t)(k - 1) * a.n_f, eps + (size_t)k * a.n_f, true);
-        coef_set<T>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, eps + (size_t)k * a.n_f, false);
+        open_pipe_row<V>(a, pp, sl, bl, k, eps, part);
+        coef_set<T, true>(Cs + mid * a.n2c, a.n2c, ent, Fg, Ez + (size_t)(k - 1) * a.n_f, Ez + (size_t)k * a.n_f, true);
+        coef_set<T, true>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, Ez + (size_t)k * a.n_f, false);
         open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, tri, R, Y0, R, AC, half, sixth, 0);
         __syncthreads();
         open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, Y1, R, AC, half, third, 1);
@@ -210,6 +252,7 @@ __global__ void k_open(MBOpenArgs a, const double2 *eps, const typename C2<T>::t
         open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, R, R, AC, 0, sixth, 2);
         __syncthreads();
         open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
+        open_pipe_done(a, pp, sl, k);
     }
     __shared__ double dmax[MBLOCH_MAX_THREADS / 32];
     const double m = nlse_block_max(dev, dmax);
@@ -239,9 +282,9 @@ __device__ void open_dense_set(const MBOpenArgs &a, typename C2<T>::t *Vd, const
         if (gi != gj) {
             const int m = gi ? i : j, x = (gi ? j : i) - a.n_g, li = x - m - a.l_min;
             if (li >= 0 && li < a.n_f) {
-                double2 e = e1[li];
+                double2 e = __ldcg(e1 + li); /* through L2: written by other blocks of a pipelined launch */
                 if (mean) {
-                    const double2 d = e0[li];
+                    const double2 d = __ldcg(e0 + li);
                     e.x = 0.5 * (e.x + d.x);
                     e.y = 0.5 * (e.y + d.y);
                 }
@@ -287,7 +330,7 @@ __device__ __forceinline__ void open_reg_deriv(const typename C2<T>::t (&y)[N][N
 
 template <typename T, int N>
 __global__ void __launch_bounds__(MBLOCH_OPEN_REG_THREADS)
-k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, const T *det, const T *shift,
+k_open_reg(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, const typename C2<T>::t *rho0, const T *det, const T *shift,
            const T *w, const T *Fg, const T *damp_g, const T *G_g, typename C2<T>::t *part,
            typename C2<T>::t *ppart, double *devb)
 {
@@ -296,7 +339,9 @@ k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, cons
     __shared__ T damp[N * N], G[N * N];
     __shared__ V red[MBLOCH_OPEN_REG_THREADS / 32][N * N];
     __shared__ double dmax[MBLOCH_OPEN_REG_THREADS / 32];
-    const int D0 = blockIdx.x * blockDim.x, nvalid = min((int)blockDim.x, a.n_atoms - D0);
+    const int sl = open_slice(pp), bl = open_block(pp);
+    const double2 *Ez = mbloch_fields_n((size_t)a.n_t * a.n_f, pp, sl, eps);
+    const int D0 = bl * blockDim.x, nvalid = min((int)blockDim.x, a.n_atoms - D0);
     const int D = D0 + min((int)threadIdx.x, nvalid - 1);
     const bool valid = (int)threadIdx.x < nvalid;
     const T wgt = valid ? w[D] : (T)0;
@@ -319,15 +364,17 @@ k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, cons
     const T h = (T)a.h, half = (T)0.5, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
     double dev = 0;
     int prv = 1, mid = 2, nxt = 0;
-    open_dense_set<T>(a, Vs[nxt], Fg, eps, eps, false);
+    open_pipe_row<V>(a, pp, sl, bl, 0, eps, part);
+    open_dense_set<T>(a, Vs[nxt], Fg, Ez, Ez, false);
     for (int kt = 0; kt < a.n_t; ++kt) {
         if (kt > 0) {
             const int t0 = prv;
             prv = nxt;
             nxt = mid;
             mid = t0;
-            open_dense_set<T>(a, Vs[mid], Fg, eps + (size_t)(kt - 1) * a.n_f, eps + (size_t)kt * a.n_f, true);
-            open_dense_set<T>(a, Vs[nxt], Fg, NULL, eps + (size_t)kt * a.n_f, false);
+            open_pipe_row<V>(a, pp, sl, bl, kt, eps, part);
+            open_dense_set<T>(a, Vs[mid], Fg, Ez + (size_t)(kt - 1) * a.n_f, Ez + (size_t)kt * a.n_f, true);
+            open_dense_set<T>(a, Vs[nxt], Fg, NULL, Ez + (size_t)kt * a.n_f, false);
         }
         __syncthreads(); /* the sets, and red[] read by the previous record */
         if (kt > 0) {
@@ -413,6 +460,7 @@ k_open_reg(MBOpenArgs a, const double2 *eps, const typename C2<T>::t *rho0, cons
                 part[row * a.n_f + li] = p;
             }
         }
+        open_pipe_done(a, pp, sl, kt);
     }
     const double m = nlse_block_max(dev, dmax);
     if (threadIdx.x == 0)

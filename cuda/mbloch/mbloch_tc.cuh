@@ -119,10 +119,15 @@ __device__ __forceinline__ int mbloch_red_target(const MBPipe &pp, int i)
     return (i / pp.S + (i % pp.S != 0)) * pp.nb;
 }
 
-/* the fields z step i reads */
+/* the fields z step i reads (n = n_t n_f values a z step) */
+__device__ __forceinline__ const double2 *mbloch_fields_n(size_t n, const MBPipe &pp, int i, const double2 *eps)
+{
+    return i == 0 ? eps : pp.E + (size_t)(i % pp.S) * n;
+}
+
 __device__ __forceinline__ const double2 *mbloch_fields(const MBTc &a, const MBPipe &pp, int i, const double2 *eps)
 {
-    return i == 0 ? eps : pp.E + (size_t)(i % pp.S) * a.n_t * a.n_f;
+    return mbloch_fields_n((size_t)a.n_t * a.n_f, pp, i, eps);
 }
 
 /* the block waits until *cnt >= target (thread 0 polls; the data behind
@@ -154,20 +159,21 @@ __device__ __forceinline__ void mbloch_signal(int *cnt)
 }
 
 /* block b of z step i (>= 1) reduces its share of chunk c of z step i - 1
- * into P_{i-1} and the fields E_i */
-template <int MT>
-__device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int i, int b, int c, const double2 *eps,
-                                      const double2 *part, int warp, int lane)
+ * (n_t rows of n_f values; per-block partials of type PV) into P_{i-1} and
+ * the fields E_i, a value a warp (nw warps) */
+template <typename PV>
+__device__ __forceinline__ void mbloch_share(int n_t, int n_f, const MBPipe &pp, int i, int b, int c,
+                                             const double2 *eps, const PV *part, int warp, int nw, int lane)
 {
     const int sp = (i - 1) % pp.S;
     mbloch_wait(pp.done + sp * pp.nch + c, mbloch_target(pp, i - 1), pp.flag);
-    const size_t n = (size_t)a.n_t * a.n_f, r0 = (size_t)c * pp.C * a.n_f;
-    const size_t V = (size_t)(min((c + 1) * pp.C, a.n_t) - c * pp.C) * a.n_f;
+    const size_t n = (size_t)n_t * n_f, r0 = (size_t)c * pp.C * n_f;
+    const size_t V = (size_t)(min((c + 1) * pp.C, n_t) - c * pp.C) * n_f;
     const size_t lo = r0 + V * b / pp.nb, hi = r0 + V * (b + 1) / pp.nb;
-    const double2 *ps = part + (size_t)sp * pp.nb * n;
-    const double2 *Ein = mbloch_fields(a, pp, i - 1, eps);
+    const PV *ps = part + (size_t)sp * pp.nb * n;
+    const double2 *Ein = mbloch_fields_n(n, pp, i - 1, eps);
     const double2 *Pp = i == 1 ? pp.Pprev : pp.P + (size_t)((i - 2) % pp.S) * n;
-    for (size_t v = lo + warp; v < hi; v += 2 * MT) {
+    for (size_t v = lo + warp; v < hi; v += nw) {
         double2 P = mbloch_warp_sum(ps + v, pp.nb, n, lane);
         P = make_double2(P.x * pp.beta, P.y * pp.beta);
         if (lane == 0) {
@@ -179,6 +185,13 @@ __device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int i,
         }
     }
     mbloch_signal(pp.red + (i % pp.S) * pp.nch + c);
+}
+
+template <int MT>
+__device__ __forceinline__ void tc_share(const MBTc &a, const MBPipe &pp, int i, int b, int c, const double2 *eps,
+                                      const double2 *part, int warp, int lane)
+{
+    mbloch_share<double2>(a.n_t, a.n_f, pp, i, b, c, eps, part, warp, 2 * MT, lane);
 }
 
 /* the start of z step i (>= 1) of a pipelined launch: the shares of

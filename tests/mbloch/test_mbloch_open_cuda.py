@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import nlsepy as nl
+from _helpers import cuda_device_properties
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
@@ -121,3 +122,108 @@ def test_steps_and_callbacks_agree():
     a = mb.run(e0, h_z=0.02, n_z=6, save_every=6, populations=False)
     b = mb.run(e0, h_z=0.02, n_z=6, save_every=6, populations=False, callback=lambda s: None)
     assert np.array_equal(a.fields, b.fields)
+
+
+# ------------------------------------------------------------ the z pipeline
+def _solvers(kw, e0, monkeypatch, euler_substeps=11):
+    """Two CUDA solvers of the open system kw: the default (several z slices
+    a launch where the device holds them) and one z step a launch
+    (NLSEPY_MBLOCH_PIPE=1)."""
+    from nlsepy.mbloch import propagate
+
+    def make():
+        mb = nl.MaxwellBloch(**kw, backend="cuda")
+        eps0 = propagate.check_run(mb, e0, 0.02, 1, 1, False, False, euler_substeps, None,
+                                   None)[4]
+        return propagate.make_solver(mb, eps0, 0.02, euler_substeps)
+
+    s = make()
+    monkeypatch.setenv("NLSEPY_MBLOCH_PIPE", "1")
+    r = make()
+    monkeypatch.delenv("NLSEPY_MBLOCH_PIPE")
+    assert r.pipeline() == 1
+    dev = cuda_device_properties()
+    # the slices of a launch are the resident groups of the kernel's blocks
+    # (a cooperative launch): every case here has fewer blocks a slice than
+    # a device has multiprocessors, so a device with cooperative launch
+    # holds at least two (open_pipe of cuda/mbloch/mbloch.cu)
+    if dev["cooperative"]:
+        assert s.pipeline() >= 2, (dev, s.pipeline())
+    else:
+        assert s.pipeline() == 1
+        pytest.skip(f"no cooperative launch on this device: one z step a launch ({dev})")
+    return s, r
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_z_pipeline_gives_the_bits_of_single_steps(open_kernel, dtype, monkeypatch):
+    """Several z slices a launch (slice j + 1 follows slice j along the
+    time grid, its fields made from slice j's partials four rows at a time)
+    against one z step a launch, register and general kernels: the same bits
+    for the fields, the polarisation, the trace monitor, and the ensemble
+    density matrix after; through an Euler start of 11 substeps, launches
+    shorter and longer than the pipeline, and a time grid (501 rows) that
+    the chunks do not divide."""
+    kw, e0 = lambda_case(dtype)
+    s, r = _solvers(kw, e0, monkeypatch)
+    calls = [1, 3, s.pipeline() + 2, 1, 2]
+    for n in calls:
+        s.steps(n)
+        for _ in range(n):
+            r.step(False)
+        assert s.z_index() == r.z_index()
+        assert np.array_equal(s.get_fields(), r.get_fields())
+        assert np.array_equal(s.get_polarisation(), r.get_polarisation())
+        assert s.norm_deviation() == r.norm_deviation()
+    assert np.abs(s.get_fields()).max() > 0.1
+    s.atoms(True)
+    r.atoms(True)
+    assert np.array_equal(s.get_density(), r.get_density())
+
+
+def test_z_pipeline_twenty_levels(monkeypatch):
+    """The general kernel with several atoms' blocks a slice (20 levels, 40
+    atoms): the bits of one z step a launch."""
+    kw, e0 = many_levels(5, 15, 40, n_t=121)
+    s, r = _solvers(kw, e0, monkeypatch, euler_substeps=3)
+    n = s.pipeline() + 3
+    s.steps(n)
+    for _ in range(n):
+        r.step(False)
+    assert np.array_equal(s.get_fields(), r.get_fields())
+    assert s.norm_deviation() == r.norm_deviation()
+
+
+def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(open_kernel, monkeypatch):
+    """A blow-up inside a launch of several z slices is reported at the z
+    step where one z step a launch reports it, with the same fields kept."""
+    kw, e0 = lambda_case()
+    kw["beta"] = 1e305
+    s, r = _solvers(kw, e0, monkeypatch)
+    with pytest.raises(nl.BlowUpError):
+        s.steps(6)
+    with pytest.raises(nl.BlowUpError):
+        for _ in range(6):
+            r.step(False)
+    assert s.z_index() == r.z_index()
+    assert np.all(np.isfinite(s.get_fields()))
+    assert np.array_equal(s.get_fields(), r.get_fields())
+
+
+def test_run_with_the_z_pipeline_matches_one_step_a_launch(monkeypatch):
+    """MaxwellBloch.run of an open system takes the z steps between kept
+    positions several a launch: the same fields, populations and density
+    matrices as one z step a launch."""
+    kw, e0 = lambda_case()
+    out = []
+    for pipe in (None, "1"):
+        if pipe:
+            monkeypatch.setenv("NLSEPY_MBLOCH_PIPE", pipe)
+        mb = nl.MaxwellBloch(**kw, backend="cuda")
+        out.append(mb.run(e0, 0.02, 90, save_every=[0.0, 0.5, 1.8], density=True))
+    a, b = out
+    assert np.array_equal(a.z, b.z) and len(a.z) == 3
+    assert np.array_equal(a.fields, b.fields)
+    assert np.array_equal(a.populations, b.populations)
+    assert np.array_equal(a.density, b.density)
+    assert a.norm_deviation == b.norm_deviation

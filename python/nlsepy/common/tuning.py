@@ -298,10 +298,11 @@ _TABLE: Tuple[Switch, ...] = (
            encode=_one_of(1, 2, 4, 8, 16, 32), read=_read_power_of_two),
     Switch("mbloch", "mbloch_pipe", "NLSEPY_MBLOCH_PIPE",
            "an integer >= 1",
-           "as many z slices as the device holds at once (at most 8), fewer "
-           "where their buffers do not fit in a quarter of the free memory",
-           "The most z slices a launch of the tensor-core kernel holds "
-           "(1: one z step a launch).",
+           "as many z slices as the device holds at once (at most 8 for the "
+           "tensor-core kernels, 64 for the open systems' kernels), fewer where "
+           "their buffers do not fit in a quarter of the free memory",
+           "The most z slices a launch of the tensor-core or open-system "
+           "kernel holds (1: one z step a launch).",
            encode=_at_least(1), read=_read_pipe),
     Switch("mbloch", "mbloch_syncthreads", "NLSEPY_MBLOCH_SYNCTHREADS",
            "0, 1, 2",

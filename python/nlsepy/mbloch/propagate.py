@@ -294,7 +294,7 @@ class ZMarch:
     def solve(self, j: int, step: bool, n: int = 0) -> None:
         """The atoms at z_j, then (step) the fields to z_{j+1}; n >= 1: to
         z_{j+n} without populations, in launches of the z pipeline of the
-        CUDA tensor-core kernels.  Distributed: the same error on every rank
+        CUDA tensor-core and open-system kernels.  Distributed: the same error on every rank
         (the fields are the same everywhere)."""
         solver, h_z = self.solver, self.h_z
         try:
