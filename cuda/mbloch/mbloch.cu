@@ -28,7 +28,8 @@
  * Euler start) in a third kernel that also checks them for finiteness.
  *
  * nlse_mbloch_steps runs several z steps in one launch of the tensor-core
- * kernel where the device holds the blocks of several z slices at once
+ * kernels and of the open systems' kernels (mbloch_open.cuh) where the
+ * device holds the blocks of several z slices at once
  * (mbloch_tc.cuh: slice j + 1 follows slice j along the time grid, its
  * fields made from slice j's partials a chunk of rows at a time, in the
  * order and with the roundings of k_sum_warp and k_fields, so the result
