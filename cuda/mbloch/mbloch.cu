@@ -796,25 +796,40 @@ static int try_alloc(void **p, size_t bytes)
  * most MBLOCH_PIPE_MAX, fewer when their buffers do not fit in a quarter of the
  * free memory; 1 for the plain kernel.  NLSEPY_MBLOCH_PIPE (s->tune) caps
  * it (1: one z step a launch). */
+/* The z slices a cooperative launch of `fn` (blocks of `threads` threads
+ * and `smem` bytes of dynamic shared memory, nb blocks a slice) holds: as
+ * many groups of nb blocks as the device keeps resident at once, at most
+ * smax and NLSEPY_MBLOCH_PIPE, fewer while S slices' buffers (slice_bytes
+ * each) would exceed a quarter of the free memory; 1 without cooperative
+ * launch.  The tensor-core and the open kernels' pipelines. */
+static int pipe_slices(const nlse_mbloch *s, const void *fn, int threads, size_t smem, int nb, int smax,
+                       size_t slice_bytes, int *S_out)
+{
+    int dev = 0, coop = 0, nsm = 0, per = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, smem));
+    int S = coop ? mbloch_imin(smax, per * nsm / nb) : 1;
+    if (s->tune.pipe)
+        S = mbloch_imin(S, s->tune.pipe);
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    while (S > 1 && (size_t)S * slice_bytes > fr / 4)
+        --S;
+    *S_out = S;
+    return NLSE_OK;
+}
+
 static int setup_pipe(nlse_mbloch *s)
 {
     s->pipe = 1;
     s->pc = mbloch_imax(4, mbloch_imin(32, s->a.n_t / 16));
     if (!s->tc)
         return NLSE_OK;
-    int dev = 0, coop = 0, nsm = 0, per = 0;
-    CK(cudaGetDevice(&dev));
-    CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, tc_kernel(s), s->threads, s->smem));
-    int S = coop ? mbloch_imin(MBLOCH_PIPE_MAX, per * nsm / s->nb) : 1;
-    if (s->tune.pipe)
-        S = mbloch_imin(S, s->tune.pipe);
-    size_t fr = 0, tot = 0;
-    CK(cudaMemGetInfo(&fr, &tot));
     const size_t nf = nfield(s) * sizeof(double2);
-    while (S > 1 && (size_t)S * nf * ((size_t)s->nb + 2) > fr / 4)
-        --S;
+    int S = 1; /* per slice: nb partials, the fields and the polarisation */
+    CKS(pipe_slices(s, tc_kernel(s), s->threads, s->smem, s->nb, MBLOCH_PIPE_MAX, nf * ((size_t)s->nb + 2), &S));
     if (S > 1 && try_alloc((void **)&s->pE, S * nf) && try_alloc((void **)&s->pP, S * nf) &&
         try_alloc((void **)&s->Psave, nf) &&
         try_alloc((void **)&s->pcnt, (size_t)2 * S * pipe_chunks(s) * sizeof(int)))
@@ -1080,21 +1095,12 @@ static int open_pipe(nlse_mbloch *s, MBOpen *o, int *S_out)
     *S_out = 1;
     if (o->global)
         return NLSE_OK;
-    int dev = 0, coop = 0, nsm = 0, per = 0;
-    CK(cudaGetDevice(&dev));
-    CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-    CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     const void *fn = s->p.dtype == NLSE_COMPLEX64 ? open_kernel<float>(o) : open_kernel<double>(o);
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, o->threads, o->reg ? 0 : o->smem));
-    int S = coop ? mbloch_imin(MBLOCH_OPEN_PIPE_MAX, per * nsm / o->nb) : 1;
-    if (s->tune.pipe)
-        S = mbloch_imin(S, s->tune.pipe);
-    size_t fr = 0, tot = 0;
-    CK(cudaMemGetInfo(&fr, &tot));
     const size_t nf = nfield(s) * sizeof(double2), pb = nfield(s) * 2 * rs(s);
     const int nch = (s->a.n_t + MBLOCH_OPEN_PIPE_ROWS - 1) / MBLOCH_OPEN_PIPE_ROWS;
-    while (S > 1 && (size_t)S * (2 * nf + (size_t)o->nb * pb) > fr / 4)
-        --S;
+    int S = 1; /* per slice: the fields, the polarisation and nb partials */
+    CKS(pipe_slices(s, fn, o->threads, o->reg ? 0 : o->smem, o->nb, MBLOCH_OPEN_PIPE_MAX, 2 * nf + (size_t)o->nb * pb,
+                    &S));
     if (S <= 1)
         return NLSE_OK;
     void *part = NULL, *pE = NULL, *pP = NULL, *Psave = NULL, *pcnt = NULL;
@@ -1196,7 +1202,7 @@ template <typename T> static int open_launch(nlse_mbloch *s, MBPipe pp, int want
     else
         CK(cudaLaunchKernel(open_kernel<T>(o), grid, block, args, smem, s->stream));
     const size_t nf = nfield(s);
-    k_sum_warp<V><<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)((pp.S - 1) % pp.S) * o->nb * nf,
+    k_sum_warp<V><<<(int)((nf + 7) / 8), 256, 0, s->stream>>>(part + (size_t)((pp.m - 1) % pp.S) * o->nb * nf,
                                                               o->nb, nf, s->p.beta, s->P, s->flag);
     CK(cudaGetLastError());
     return NLSE_OK;
