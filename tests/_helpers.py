@@ -182,6 +182,36 @@ def cuda_device_properties():
 
 
 # ---------------------------------------------------------------------- MPI
+def check_z_pipeline_steps(s, r, calls):
+    """Maxwell-Bloch solver `s` takes each count n of `calls` z steps in one
+    call (``steps(n)``: the z pipeline where it has one), `r` the same z
+    steps one a call (``step(False)``): after each call the same z index and
+    the same bits for the fields, the polarisation and the norm monitor."""
+    for n in calls:
+        s.steps(n)
+        for _ in range(n):
+            r.step(False)
+        assert s.z_index() == r.z_index()
+        assert np.array_equal(s.get_fields(), r.get_fields())
+        assert np.array_equal(s.get_polarisation(), r.get_polarisation())
+        assert s.norm_deviation() == r.norm_deviation()
+
+
+def check_z_pipeline_blow_up(s, r, n=6):
+    """A blow-up within `n` z steps taken in one call by `s` is reported at
+    the z index where `r`, one z step a call, reports it, with the same
+    finite fields kept."""
+    import nlsepy as nl
+    with pytest.raises(nl.BlowUpError):
+        s.steps(n)
+    with pytest.raises(nl.BlowUpError):
+        for _ in range(n):
+            r.step(False)
+    assert s.z_index() == r.z_index()
+    assert np.all(np.isfinite(s.get_fields()))
+    assert np.array_equal(s.get_fields(), r.get_fields())
+
+
 def check_gather_at_last_rank(sim, full, comm):
     """``sim.gather(root=last rank)``: the whole state there, None elsewhere.
 

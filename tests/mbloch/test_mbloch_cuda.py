@@ -29,7 +29,8 @@ import pytest
 import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 
-from _helpers import cuda_device_properties, mbloch_c_problem
+from _helpers import (check_z_pipeline_blow_up, check_z_pipeline_steps, cuda_device_properties,
+                      mbloch_c_problem)
 
 pytestmark = pytest.mark.skipif("cuda" not in nl.backends("MaxwellBloch"),
                                 reason="needs the CUDA backend and a CUDA device")
@@ -226,14 +227,7 @@ def test_z_pipeline_gives_the_bits_of_single_steps(shape, dtype, monkeypatch):
     kw["euler_substeps"] = 11
     s, r = _pipelined_and_single(cuda, kw, getattr(cuda, dtype), monkeypatch)
     calls = [1, 3, s.pipeline() + 2, 1, 2]
-    for n in calls:
-        s.steps(n)
-        for _ in range(n):
-            r.step(False)
-        assert s.z_index() == r.z_index()
-        assert np.array_equal(s.get_fields(), r.get_fields())
-        assert np.array_equal(s.get_polarisation(), r.get_polarisation())
-        assert s.norm_deviation() == r.norm_deviation()
+    check_z_pipeline_steps(s, r, calls)
     assert s.z_index() == sum(calls)
     assert s.norm_deviation() > 0
     s.atoms(True)
@@ -250,14 +244,7 @@ def test_z_pipeline_blow_up_names_the_step_and_keeps_the_fields(dtype, shape, mo
     kw = problem(n_atoms=16, n_t=100, **shape)
     kw["beta"] = 1e305
     s, r = _pipelined_and_single(cuda, kw, getattr(cuda, dtype), monkeypatch)
-    with pytest.raises(nl.BlowUpError):
-        s.steps(6)
-    with pytest.raises(nl.BlowUpError):
-        for _ in range(6):
-            r.step(False)
-    assert s.z_index() == r.z_index()
-    assert np.all(np.isfinite(s.get_fields()))
-    assert np.array_equal(s.get_fields(), r.get_fields())
+    check_z_pipeline_blow_up(s, r)
 
 
 def test_run_with_the_z_pipeline_matches_one_step_a_launch(monkeypatch):
