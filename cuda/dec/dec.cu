@@ -68,6 +68,7 @@
  * from: peer copies to and from buffers shared by CUDA IPC between the GPUs
  * of one node).
  */
+#include <cuda.h> /* the stream memory operations' types (driver entry points) */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -1328,6 +1329,8 @@ struct nlse_dec {
     unsigned resident;       /* thread blocks the GPU holds at once       */
     unsigned resident_m;     /* the same for k_march (0: not usable)      */
     const nlse_comm *comm;   /* reductions of a distributed run, or NULL  */
+    struct DecLink *link;    /* the overlapped halo exchange (nlse_dec_slab_connect) */
+    double last_wait;        /* of last_seconds, the edges waiting for halos */
     int par, have_prev;
     unsigned long long steps;
     cudaStream_t stream;
@@ -1385,11 +1388,14 @@ static int build_table(nlse_dec *s, unsigned char **img)
     return NLSE_OK;
 }
 
+static void link_free(nlse_dec *s);
+
 void nlse_dec_destroy(nlse_dec *s)
 {
     ON_DEVICE_VOID(s);
     if (!s)
         return;
+    link_free(s);
     void *bufs[] = {s->tab, s->buf[0], s->buf[1], s->V, s->bad, s->part, s->factor, s->ctr};
     nlse_cuda_free_all(bufs, sizeof bufs / sizeof bufs[0]);
     free(s->h_part);
@@ -2075,14 +2081,457 @@ static int step_comm(nlse_dec *s, long n, long *done)
     return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
+/* ------------------------------------------------------------------ */
+/* the overlapped step of GPU ranks on one node (source 001, 4.2)     */
+/* ------------------------------------------------------------------ */
+
+/* One range of own layers as the kernels take it: its work units, tiles
+ * and launch grid, and counters of its own (the ranges run at once on two
+ * streams, so they cannot share the solver's). */
+struct DecPart {
+    DGeo G;
+    MGeo M;
+    dim3 grid;
+    size_t nparts;
+    unsigned *ctr;
+    unsigned launch;
+    int used;
+};
+
+/* Steps whose wait for the halos is timed at once (events reused after). */
+#define LINK_TIMED 64
+
+typedef CUresult (CUDAAPI *StreamValueFn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+/* The halo exchange of nlse_dec_slab_connect: each step computes the first
+ * and last own layers on a stream of high priority, copies them straight
+ * into the neighbours' halo layers (their buffers mapped by CUDA IPC) and
+ * raises the neighbour's arrival word (cuStreamWriteValue32, after a
+ * memory fence); the interior layers run on the solver's stream meanwhile.
+ * The next step's edges wait on the device for this rank's own arrival
+ * words (cuStreamWaitValue32) and for the interior: no host round trip.
+ * The word of a side counts the deliveries from that neighbour. */
+struct DecLink {
+    unsigned *flag;            /* [0] deliveries from below, [1] from above  */
+    DecPart part[3];           /* first own layer, last own layer, interior */
+    unsigned *ctr;             /* the parts' counters, 3 each               */
+    cudaStream_t edge;
+    cudaEvent_t e_edge, e_int, tw[2 * LINK_TIMED];
+    void *bak[2];              /* the buffers at the call's start (blow-up) */
+    char *dst[2][2];           /* [side][buffer]: where the edge layer goes  */
+    unsigned *nflag[2];        /* [side]: the neighbour's word to raise     */
+    unsigned seq;              /* deliveries each way so far                */
+    long timed;                /* waits timed in this call                  */
+    StreamValueFn wait, write;
+};
+
+static size_t layer_bytes(const nlse_dec *s);
+
+static void part_swap(nlse_dec *s, DecPart *p)
+{
+    const DGeo G = s->G;
+    const MGeo M = s->M;
+    const dim3 g = s->grid;
+    const size_t np = s->nparts;
+    unsigned *c = s->ctr;
+    const unsigned l = s->launch;
+    s->G = p->G, s->M = p->M, s->grid = p->grid, s->nparts = p->nparts;
+    s->ctr = p->ctr, s->launch = p->launch;
+    p->G = G, p->M = M, p->grid = g, p->nparts = np, p->ctr = c, p->launch = l;
+}
+
+/* The launch shape of own layers z0 .. z0 + zc - 1, the solver's left as it was. */
+static void part_make(nlse_dec *s, DecPart *p, unsigned z0, unsigned zc, unsigned *ctr)
+{
+    const DGeo G = s->G;
+    const MGeo M = s->M;
+    const dim3 grid = s->grid;
+    const size_t np = s->nparts;
+    char form[sizeof s->march_form];
+    memcpy(form, s->march_form, sizeof form);
+    s->G.z0 = z0;
+    s->G.zc = zc;
+    work_units(s);
+    p->G = s->G, p->M = s->M, p->grid = s->grid, p->nparts = s->nparts;
+    p->ctr = ctr, p->launch = 0, p->used = 1;
+    s->G = G, s->M = M, s->grid = grid, s->nparts = np;
+    memcpy(s->march_form, form, sizeof form);
+}
+
+/* A leapfrog step of one part on stream st: out = out - 2 i dt H(cur) cur. */
+static int part_apply(nlse_dec *s, DecPart *p, cudaStream_t st, void *out, const void *cur,
+                      unsigned long long step)
+{
+    part_swap(s, p);
+    cudaStream_t keep = s->stream;
+    s->stream = st;
+    const int rc = apply(s, out, out, cur, 0, -2 * s->p.dt, step, NULL);
+    s->stream = keep;
+    part_swap(s, p);
+    return rc;
+}
+
+/* Streams, events, backups and counters of a connection (the words stay). */
+static void link_unhook(nlse_dec *s)
+{
+    DecLink *L = s->link;
+    if (!L || !L->edge)
+        return;
+    cudaStreamSynchronize(L->edge);
+    cudaEvent_t ev[2 + 2 * LINK_TIMED];
+    ev[0] = L->e_edge, ev[1] = L->e_int;
+    memcpy(ev + 2, L->tw, sizeof L->tw);
+    nlse_cuda_drop_stream(L->edge, ev, 2 + 2 * LINK_TIMED);
+    void *bufs[] = {L->bak[0], L->bak[1], L->ctr};
+    nlse_cuda_free_all(bufs, 3);
+    const unsigned *keep = L->flag;
+    memset(L, 0, sizeof *L);
+    L->flag = (unsigned *)keep;
+}
+
+static void link_free(nlse_dec *s)
+{
+    if (!s->link)
+        return;
+    link_unhook(s);
+    cudaFree(s->link->flag);
+    cudaGetLastError();
+    free(s->link);
+    s->link = NULL;
+}
+
+/* The arrival words (shared with the neighbours before the connection). */
+static int link_words(nlse_dec *s)
+{
+    if (s->link)
+        return NLSE_OK;
+    s->link = (DecLink *)calloc(1, sizeof(DecLink));
+    if (!s->link)
+        return nlse_fail(NLSE_ERR_NOMEM, "out of memory for the halo connection");
+    CKS(nlse_cuda_alloc((void **)&s->link->flag, 2 * sizeof(unsigned), "the arrival words"));
+    CK(cudaMemset(s->link->flag, 0, 2 * sizeof(unsigned)));
+    return NLSE_OK;
+}
+
+/* The driver's stream memory operations (no link to libcuda). */
+static int link_fns(DecLink *L)
+{
+    cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
+    void *w = NULL, *x = NULL;
+    const cudaError_t e1 = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000,
+                                                            cudaEnableDefault, &q1);
+    const cudaError_t e2 = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &x, 12000,
+                                                            cudaEnableDefault, &q2);
+    cudaGetLastError();
+    if (e1 != cudaSuccess || e2 != cudaSuccess || q1 != cudaDriverEntryPointSuccess ||
+        q2 != cudaDriverEntryPointSuccess || !w || !x)
+        return nlse_fail(NLSE_ERR_BACKEND, "nlse_dec_slab_connect: the CUDA driver offers no "
+                                           "stream memory operations (cuStreamWaitValue32)");
+    L->wait = (StreamValueFn)w;
+    L->write = (StreamValueFn)x;
+    return NLSE_OK;
+}
+
+static int cu_check(CUresult r, const char *what)
+{
+    return r == CUDA_SUCCESS ? NLSE_OK
+                             : nlse_fail(NLSE_ERR_BACKEND, "CUDA driver error %d in %s", (int)r,
+                                         what);
+}
+
+/* The edge stream waits until both neighbours have delivered v halos. */
+static int link_wait(nlse_dec *s, unsigned v)
+{
+    DecLink *L = s->link;
+    for (int side = 0; side < 2; ++side)
+        if (L->nflag[side])
+            CKS(cu_check(L->wait(L->edge, (CUdeviceptr)(uintptr_t)(L->flag + side), v,
+                                 CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32"));
+    return NLSE_OK;
+}
+
+/* link_wait with the time the stream spent there (events LINK_TIMED apart). */
+static int link_wait_timed(nlse_dec *s, unsigned v)
+{
+    DecLink *L = s->link;
+    cudaEvent_t *e = L->tw + 2 * (L->timed % LINK_TIMED);
+    if (L->timed >= LINK_TIMED) { /* the pair's last use is read before it is reused */
+        float ms = 0;
+        CK(cudaEventSynchronize(e[1]));
+        CK(cudaEventElapsedTime(&ms, e[0], e[1]));
+        s->last_wait += 1e-3 * ms;
+    }
+    CK(cudaEventRecord(e[0], L->edge));
+    CKS(link_wait(s, v));
+    CK(cudaEventRecord(e[1], L->edge));
+    ++L->timed;
+    return NLSE_OK;
+}
+
+/* The waits timed but not read yet (after the streams have drained). */
+static void link_read_waits(nlse_dec *s)
+{
+    DecLink *L = s->link;
+    const long first = L->timed > LINK_TIMED ? L->timed - LINK_TIMED : 0;
+    for (long w = first; w < L->timed; ++w) {
+        float ms = 0;
+        const cudaEvent_t *e = L->tw + 2 * (w % LINK_TIMED);
+        if (cudaEventElapsedTime(&ms, e[0], e[1]) == cudaSuccess)
+            s->last_wait += 1e-3 * ms;
+    }
+    cudaGetLastError();
+    L->timed = 0;
+}
+
+/* The new state's first and last own layers of buffer b into the
+ * neighbours' halo layers, then their arrival words raised to v. */
+static int link_send(nlse_dec *s, int b, unsigned v)
+{
+    DecLink *L = s->link;
+    const size_t LB = layer_bytes(s);
+    const char *mine[2] = {(const char *)s->buf[b] + (size_t)s->G.z0 * LB,
+                           (const char *)s->buf[b] + (size_t)(s->G.z0 + s->G.zc - 1) * LB};
+    for (int side = 0; side < 2; ++side)
+        if (L->nflag[side])
+            CK(cudaMemcpyAsync(L->dst[side][b], mine[side], LB, cudaMemcpyDefault, L->edge));
+    for (int side = 0; side < 2; ++side)
+        if (L->nflag[side])
+            CKS(cu_check(L->write(L->edge, (CUdeviceptr)(uintptr_t)L->nflag[side], v,
+                                  CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32"));
+    return NLSE_OK;
+}
+
+/* n leapfrog steps from buf[par0] (step index first), queued with no host
+ * synchronisation; the halos of the result have arrived when the solver's
+ * stream passes its end.  Edges of step k wait for the interior of step
+ * k - 1 (which reads the layer they overwrite) and for the halos of the
+ * state they read; the interior of step k waits for its edges (which read
+ * the interior's first and last layers of the buffer it overwrites). */
+static int link_steps(nlse_dec *s, int par0, unsigned long long first, long n, unsigned seq0)
+{
+    DecLink *L = s->link;
+    CK(cudaEventRecord(L->e_int, s->stream));
+    for (long k = 0; k < n; ++k) {
+        const int b = (par0 ^ (int)(k & 1)) ^ 1; /* the buffer step k writes */
+        void *out = s->buf[b];
+        const void *cur = s->buf[b ^ 1];
+        CK(cudaStreamWaitEvent(L->edge, L->e_int, 0));
+        if (k)
+            CKS(link_wait_timed(s, seq0 + (unsigned)k));
+        CKS(part_apply(s, &L->part[0], L->edge, out, cur, first + k));
+        if (L->part[1].used)
+            CKS(part_apply(s, &L->part[1], L->edge, out, cur, first + k));
+        CK(cudaEventRecord(L->e_edge, L->edge));
+        CKS(link_send(s, b, seq0 + (unsigned)k + 1));
+        if (L->part[2].used) {
+            CK(cudaStreamWaitEvent(s->stream, L->e_edge, 0));
+            CKS(part_apply(s, &L->part[2], s->stream, out, cur, first + k));
+            CK(cudaEventRecord(L->e_int, s->stream));
+        }
+    }
+    if (n)
+        CKS(link_wait_timed(s, seq0 + (unsigned)n));
+    CK(cudaEventRecord(L->e_edge, L->edge));
+    CK(cudaStreamWaitEvent(s->stream, L->e_edge, 0));
+    return NLSE_OK;
+}
+
+/* Both streams drained; the first error. */
+static int link_drain(nlse_dec *s, int st)
+{
+    const int a = nlse_cuda_check(cudaStreamSynchronize(s->link->edge), "cudaStreamSynchronize");
+    const int b = nlse_cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
+    return st ? st : a ? a : b;
+}
+
+/* A process that failed while queuing its steps raises its neighbours'
+ * words to v, the end of the call, so that they do not wait for it. */
+static void link_release(nlse_dec *s, unsigned v)
+{
+    DecLink *L = s->link;
+    for (int side = 0; side < 2; ++side)
+        if (L->nflag[side])
+            cudaMemcpy(L->nflag[side], &v, sizeof v, cudaMemcpyHostToDevice);
+    cudaGetLastError();
+}
+
+/* The error and the first bad step agreed over the processes (*bad: the
+ * earliest of any, or NONE). */
+static int link_agree(nlse_dec *s, int st, unsigned long long *bad)
+{
+    double x[2] = {st ? 1.0 : 0.0, *bad == NONE ? -1e300 : -(double)*bad};
+    const int rc = s->comm->max(s->comm->ctx, x, 2);
+    if (rc)
+        return rc;
+    *bad = x[1] > -1e299 ? (unsigned long long)(-x[1]) : NONE;
+    if (!st && x[0] > 0)
+        st = nlse_fail(NLSE_ERR_BACKEND, "nlse_dec_step: another process failed in its "
+                                         "overlapped steps");
+    return st;
+}
+
+/* Every process passes this point before any goes on (comm->max as a barrier). */
+static int link_barrier(nlse_dec *s)
+{
+    double x = 0;
+    return s->comm->max(s->comm->ctx, &x, 1);
+}
+
+/* n steps queued, drained, their error and first bad step agreed; the
+ * deliveries counted. */
+static int link_run(nlse_dec *s, int par0, unsigned long long first, long n,
+                    unsigned long long *bad)
+{
+    DecLink *L = s->link;
+    int st = link_steps(s, par0, first, n, L->seq);
+    if (st)
+        link_release(s, L->seq + (unsigned)n);
+    st = link_drain(s, st);
+    link_read_waits(s);
+    *bad = NONE;
+    if (!st)
+        st = take_bad(s, bad);
+    L->seq += (unsigned)n;
+    return link_agree(s, st, bad);
+}
+
+/* nlse_dec_step of a connected slab: the steps queued at once, the
+ * blow-up check agreed once a call.  The buffers are kept at the start;
+ * when a process blew up at step b, every process takes them back and
+ * steps again to b, so the state is the last good one, as on one GPU. */
+static int step_linked(nlse_dec *s, long n, long *done)
+{
+    DecLink *L = s->link;
+    const unsigned long long first = s->steps;
+    const int par0 = s->par;
+    const size_t bytes = 2 * s->n * rsize(s);
+    if (L->seq > 0x40000000u) { /* the words restart from 0 before they wrap */
+        CKS(link_barrier(s));
+        CK(cudaMemset(L->flag, 0, 2 * sizeof(unsigned)));
+        CKS(link_barrier(s));
+        L->seq = 0;
+    }
+    s->last_wait = 0;
+    CK(cudaEventRecord(s->ev[0], s->stream));
+    CK(cudaMemcpyAsync(L->bak[0], s->buf[par0], bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaMemcpyAsync(L->bak[1], s->buf[par0 ^ 1], bytes, cudaMemcpyDeviceToDevice, s->stream));
+    unsigned long long bad;
+    int st = link_run(s, par0, first, n, &bad);
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    float ms = 0;
+    CK(cudaEventSynchronize(s->ev[1]));
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+    if (st) {
+        s->have_prev = 0;
+        return st;
+    }
+    const long good = bad == NONE ? n : (long)(bad - first);
+    if (good < n) { /* back to the start, and the good steps again */
+        CK(cudaMemcpy(s->buf[par0], L->bak[0], bytes, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy(s->buf[par0 ^ 1], L->bak[1], bytes, cudaMemcpyDeviceToDevice));
+        CKS(link_barrier(s)); /* no delivery lands before the neighbour's restore */
+        if (good > 0 && (st = link_run(s, par0, first, good, &bad)) == NLSE_OK && bad != NONE)
+            st = nlse_fail(NLSE_ERR_BACKEND, "nlse_dec_step: the steps taken again blew up "
+                                             "at step %llu", bad);
+    }
+    s->par = par0 ^ (int)(good & 1);
+    s->steps = first + good;
+    s->have_prev = good == n; /* else psi(n-1) is lost, as on one GPU */
+    return dec_steps_end(st, good < n, good, n, done, DEC_REAL_BLOWUP);
+}
+
+int nlse_dec_slab_buffers(nlse_dec *s, void *out[NLSE_DEC_SLAB_BUFFERS])
+{
+    ON_DEVICE(s);
+    if (!s || !out)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_slab_buffers: NULL argument");
+    CKS(link_words(s));
+    out[0] = s->buf[0];
+    out[1] = s->buf[1];
+    out[2] = s->link->flag;
+    return NLSE_OK;
+}
+
+/* The parts of the own layers: first, last (two or more) and interior (three or more). */
+static void link_parts(nlse_dec *s)
+{
+    DecLink *L = s->link;
+    const unsigned z0 = s->G.z0, zc = s->G.zc;
+    memset(L->part, 0, sizeof L->part);
+    part_make(s, &L->part[0], z0, 1, L->ctr);
+    if (zc > 1)
+        part_make(s, &L->part[1], z0 + zc - 1, 1, L->ctr + 3);
+    if (zc > 2)
+        part_make(s, &L->part[2], z0 + 1, zc - 2, L->ctr + 6);
+}
+
+static int link_hook(nlse_dec *s, void *const *lower, long lower_layer, void *const *upper,
+                     long upper_layer)
+{
+    DecLink *L = s->link;
+    const size_t bytes = 2 * s->n * rsize(s), LB = layer_bytes(s);
+    int lo = 0, hi = 0;
+    CKS(link_fns(L));
+    CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    CK(cudaStreamCreateWithPriority(&L->edge, cudaStreamNonBlocking, hi));
+    CK(cudaEventCreateWithFlags(&L->e_edge, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&L->e_int, cudaEventDisableTiming));
+    for (int q = 0; q < 2 * LINK_TIMED; ++q)
+        CK(cudaEventCreate(&L->tw[q]));
+    CKS(nlse_cuda_alloc(&L->bak[0], bytes, "the overlapped step's copy of the state"));
+    CKS(nlse_cuda_alloc(&L->bak[1], bytes, "the overlapped step's copy of the state"));
+    CKS(nlse_cuda_alloc((void **)&L->ctr, 9 * sizeof(unsigned), "counters"));
+    CK(cudaMemset(L->ctr, 0, 9 * sizeof(unsigned)));
+    CK(cudaMemset(L->flag, 0, 2 * sizeof(unsigned)));
+    link_parts(s);
+    for (int b = 0; b < 2; ++b) {
+        L->dst[0][b] = lower ? (char *)lower[b] + (size_t)lower_layer * LB : NULL;
+        L->dst[1][b] = upper ? (char *)upper[b] + (size_t)upper_layer * LB : NULL;
+    }
+    L->nflag[0] = lower ? (unsigned *)lower[2] + 1 : NULL; /* its deliveries from above */
+    L->nflag[1] = upper ? (unsigned *)upper[2] : NULL;     /* its deliveries from below */
+    L->seq = 0;
+    return NLSE_OK;
+}
+
+int nlse_dec_slab_connect(nlse_dec *s, void *const lower[NLSE_DEC_SLAB_BUFFERS],
+                          long lower_layer, void *const upper[NLSE_DEC_SLAB_BUFFERS],
+                          long upper_layer)
+{
+    ON_DEVICE(s);
+    if (!s)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec: NULL solver");
+    if (lower && !(lower[0] && lower[1] && lower[2]))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_slab_connect: a NULL address below");
+    if (upper && !(upper[0] && upper[1] && upper[2]))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_slab_connect: a NULL address above");
+    if ((lower && lower_layer < 0) || (upper && upper_layer < 0))
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_slab_connect: a halo layer must be >= 0, "
+                                         "got %ld and %ld", lower_layer, upper_layer);
+    CK(cudaStreamSynchronize(s->stream));
+    link_unhook(s);
+    if (!lower && !upper)
+        return NLSE_OK;
+    if (!s->comm)
+        return nlse_fail(NLSE_ERR_VALUE, "nlse_dec_slab_connect: give the reduction table first "
+                                         "(nlse_dec_set_comm)");
+    CKS(link_words(s));
+    const int st = link_hook(s, lower, lower_layer, upper, upper_layer);
+    if (st)
+        link_unhook(s);
+    return st;
+}
+
 int nlse_dec_step(nlse_dec *s, long n, long *done)
 {
     ON_DEVICE(s);
     CKS(dec_check_steps(s, n, done));
+    s->last_wait = 0;
     if (n == 0)
         return NLSE_OK;
     if (s->comm)
-        return step_comm(s, n, done);
+        return s->link && s->link->edge ? step_linked(s, n, done) : step_comm(s, n, done);
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
     const int par0 = s->par;
@@ -2269,6 +2718,7 @@ int nlse_dec_set_slab(nlse_dec *s, long z_offset, long first, long count)
     s->G.zc = (unsigned)count;
     s->G.zoff = (int)z_offset;
     work_units(s);
+    link_unhook(s); /* its parts were the old layers' (connect again) */
     return NLSE_OK;
 }
 
@@ -2385,7 +2835,7 @@ double nlse_dec_bytes_per_cell_step(const nlse_dec *s)
 
 double nlse_dec_last_seconds(const nlse_dec *s) { return s ? s->last_seconds : 0; }
 
-/* the GPU solver swaps no halos itself (the caller does, between steps) */
-double nlse_dec_last_wait_seconds(const nlse_dec *s) { (void)s; return 0; }
+/* the time a connected slab's edges waited for the neighbours' halos */
+double nlse_dec_last_wait_seconds(const nlse_dec *s) { return s ? s->last_wait : 0; }
 
 const char *nlse_dec_kernel(const nlse_dec *s) { return s && s->form ? s->form : ""; }

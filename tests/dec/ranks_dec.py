@@ -29,7 +29,11 @@ calls the collectives in the same order).
   modulo the GPUs) while its single-process reference stays on device 0,
   against that reference (1e-12 after 100 real-time and 50 imaginary-time
   steps), halos through CUDA IPC and through the host; real time bit for
-  bit the same on both paths and as the single GPU.
+  bit the same on both paths and as the single GPU.  The CUDA IPC path's
+  real-time steps are overlapped (``nlse_dec_slab_connect``): bit for bit
+  the single GPU's on slabs of one, two and more layers, over calls longer
+  than its timed waits; a blow-up on one rank stops every rank at the
+  single GPU's step with its last good state.
 """
 
 import gc
@@ -549,3 +553,75 @@ def test_cuda_ipc_is_the_host_path_and_one_gpu_bit_for_bit(bc, monkeypatch):
         s.imaginary_time(50, norm=2.0)
     np.testing.assert_array_equal(ipc.psi, host.psi)
     assert (ipc.norm(), ipc.energy()) == (host.norm(), host.energy())
+
+
+def link_of(sim):
+    """The overlapped real-time path of a distributed DecGPE on GPU ranks."""
+    return sim._solver.link and "interior layers compute" in sim.comm_info["exchange"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("nz", [SIZE + 1, 7, 4 * SIZE + 1])
+def test_cuda_link_slabs_of_every_thickness_match_one_gpu(nz):
+    """Slabs of one layer (edges only, on one stream), two (no interior)
+    and many: the overlapped steps give the single GPU's bits, in calls of
+    one step, of fewer and of more steps than the timed waits (64), with
+    the RK4 start and a given psi(-dt); the edges' wait is measured."""
+    kw = kwargs("bcc", "zero", blocks=(3, 4, nz), backend="cuda")
+    ref = nl.DecGPE("bcc", **kw)
+    ref.psi = state(ref.positions)
+    sim = nl.DecGPE("bcc", **kw, psi0=ref.psi, comm=COMM)
+    assert link_of(sim), sim.comm_info["exchange"]
+    for n in (1, 5, 150):
+        ref.step(n)
+        sim.step(n)
+        np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+        np.testing.assert_array_equal(sim.psi_prev, ref.psi_prev[sim.local_slice])
+    assert sim.last_timings["steps"] == 150 and sim.last_timings["exchange"] >= 0
+    prev = state(ref.positions, seed=5)
+    for s in (ref, sim):
+        s.set_state(ref.psi, prev)
+        s.step(70)
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    assert same_everywhere(sim.norm())
+
+
+@needs_cuda
+def test_cuda_link_blow_up_matches_one_gpu():
+    """A blow-up in the overlapped steps: BlowUpError on every rank at the
+    single GPU's step, the state the single GPU's last good one, psi(-dt)
+    dropped; the solver then starts again by RK4."""
+    kw = kwargs("bcc", "periodic", g=10.0, dt=1.0, force=True, backend="cuda")
+    ref = nl.DecGPE("bcc", **kw)
+    ref.psi = np.exp(-(ref.positions ** 2).sum(axis=1))
+    sim = nl.DecGPE("bcc", **kw, psi0=ref.psi, comm=COMM)
+    assert link_of(sim), sim.comm_info["exchange"]
+    with pytest.raises(nl.BlowUpError) as e_ref:
+        ref.step(5000)
+    with pytest.raises(nl.BlowUpError) as e:
+        sim.step(5000)
+    assert e.value.step == e_ref.value.step and same_everywhere(sim.steps)
+    assert sim.t == ref.t and sim.psi_prev is None
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+
+
+@needs_cuda
+def test_cuda_link_blow_up_in_one_rank_only():
+    """A value that only the last rank's layers make non-finite at the
+    first step of an overlapped call: every rank stops there with the state
+    before it (the call's starting buffers taken back)."""
+    ref, sim = pair("bcc", "zero", backend="cuda")
+    assert link_of(sim), sim.comm_info["exchange"]
+    for s in (ref, sim):
+        s.step(4)
+    big, prev = ref.psi, ref.psi_prev
+    big[int(np.argmax(ref.positions[:, 2]))] = 1e150  # on the last rank's layers
+    ref.set_state(big, prev)
+    sim.set_state(big[sim.local_slice], prev[sim.local_slice])
+    with pytest.raises(nl.BlowUpError) as e_ref:
+        ref.step(50)
+    with pytest.raises(nl.BlowUpError) as e:
+        sim.step(50)
+    assert e.value.step == e_ref.value.step and same_everywhere(sim.steps)
+    assert sim.steps == ref.steps == 4 and sim.psi_prev is None
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)

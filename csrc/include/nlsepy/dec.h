@@ -144,6 +144,34 @@ int nlse_dec_set_layers(nlse_dec *s, long first, long count, const void *in);
 int nlse_dec_layers_to(const nlse_dec *s, long first, long count, void *dst);
 int nlse_dec_layers_from(nlse_dec *s, long first, long count, const void *src);
 
+/* CUDA only: the halos of a z slab exchanged device to device as the
+ * steps go (source 001, section 4.2), between the GPU ranks of one node.
+ * nlse_dec_slab_buffers gives the addresses this process shares with its
+ * neighbours by CUDA IPC, each the start of an allocation: [0] and [1] the
+ * state's two buffers, [2] two arrival words.  nlse_dec_slab_connect takes
+ * the lower and upper neighbours' ones as this process addresses them
+ * (NULL: no neighbour on that side; both NULL: disconnect), and the layer
+ * of the lower neighbour's slab that receives this slab's first own layer
+ * (its upper halo) and of the upper neighbour's that receives the last
+ * (its lower halo).  It needs the reduction table (nlse_dec_set_comm);
+ * every process connects, and they pass a barrier, before any steps.
+ * Then nlse_dec_step takes any number of real-time steps a call: each
+ * step computes the first and last own layers on a stream of high
+ * priority, copies them into the neighbours' halo layers and raises the
+ * neighbours' arrival words, while the interior layers run on the
+ * solver's stream; the next step's edges wait on the device for the
+ * halos.  The host meets the other processes once a call, for the
+ * blow-up check: the state at the call's start is kept (two more buffers
+ * of the slab), and after a blow-up at step b on any process every one
+ * takes it back and steps again to b, so the result is the last good
+ * state, as without the connection.  nlse_dec_last_wait_seconds is then
+ * the time the edges waited for the halos (communication not hidden). */
+#define NLSE_DEC_SLAB_BUFFERS 3
+int nlse_dec_slab_buffers(nlse_dec *s, void *out[NLSE_DEC_SLAB_BUFFERS]);
+int nlse_dec_slab_connect(nlse_dec *s, void *const lower[NLSE_DEC_SLAB_BUFFERS],
+                          long lower_layer, void *const upper[NLSE_DEC_SLAB_BUFFERS],
+                          long upper_layer);
+
 /* The reduction table of a distributed run (nlsepy/common.h), or NULL for
  * the whole system.  With a table, the imaginary-time norm is the sum over
  * every process's own layers, and each step's blow-up check is agreed

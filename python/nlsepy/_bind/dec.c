@@ -282,6 +282,58 @@ static PyObject *dec_layers_from(DecObject *self, PyObject *args)
     return layers_addr(self, args, 0);
 }
 
+#ifdef NLSEPY_WITH_CUDA
+/* slab_buffers() -> (buffer 0, buffer 1, arrival words): device addresses */
+static PyObject *dec_slab_buffers(DecObject *self, PyObject *Py_UNUSED(ignored))
+{
+    void *b[NLSE_DEC_SLAB_BUFFERS];
+    if (!NLSEPY_READY(self))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_slab_buffers(self->s, b));
+    if (st)
+        return nlsepy_raise(st);
+    return Py_BuildValue("KKK", (unsigned long long)(uintptr_t)b[0],
+                         (unsigned long long)(uintptr_t)b[1], (unsigned long long)(uintptr_t)b[2]);
+}
+
+/* A neighbour's three addresses, or None (no neighbour on that side). */
+static int neighbour_addresses(PyObject *obj, void *out[NLSE_DEC_SLAB_BUFFERS], int *have)
+{
+    *have = obj != Py_None;
+    if (!*have)
+        return 0;
+    PyObject *f = PySequence_Fast(obj, "a neighbour's addresses must be a sequence or None");
+    if (!f)
+        return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(f) != NLSE_DEC_SLAB_BUFFERS) {
+        PyErr_Format(PyExc_ValueError, "a neighbour has %d addresses, got %zd",
+                     NLSE_DEC_SLAB_BUFFERS, PySequence_Fast_GET_SIZE(f));
+        rc = -1;
+    }
+    for (int q = 0; !rc && q < NLSE_DEC_SLAB_BUFFERS; ++q)
+        rc = nlsepy_parse_address(PySequence_Fast_GET_ITEM(f, q), &out[q]);
+    Py_DECREF(f);
+    return rc;
+}
+
+/* slab_connect(lower, lower_layer, upper, upper_layer): see nlse_dec_slab_connect */
+static PyObject *dec_slab_connect(DecObject *self, PyObject *args)
+{
+    PyObject *lo, *up;
+    long llo, lup;
+    void *a[NLSE_DEC_SLAB_BUFFERS], *b[NLSE_DEC_SLAB_BUFFERS];
+    int hl, hu;
+    if (!NLSEPY_READY(self) || !PyArg_ParseTuple(args, "OlOl", &lo, &llo, &up, &lup) ||
+        neighbour_addresses(lo, a, &hl) || neighbour_addresses(up, b, &hu))
+        return NULL;
+    int st;
+    NLSEPY_RUN(self, st, nlse_dec_slab_connect(self->s, hl ? a : NULL, llo, hu ? b : NULL, lup));
+    return nlsepy_none(st);
+}
+#endif
+
 NLSEPY_SET_COMM(dec_set_comm, DecObject, nlse_dec_set_comm)
 
 NLSEPY_GETTER(dec_has_prev, DecObject, PyBool_FromLong, nlse_dec_has_prev)
@@ -339,6 +391,15 @@ static PyMethodDef dec_methods[] = {
     {"layers_from", (PyCFunction)dec_layers_from, METH_VARARGS,
      "layers_from(first, count, address): copy layers from the backend's memory at address "
      "into the state (values not checked)."},
+#ifdef NLSEPY_WITH_CUDA
+    {"slab_buffers", (PyCFunction)dec_slab_buffers, METH_NOARGS,
+     "slab_buffers() -> device addresses shared with the neighbours (the state's two buffers, "
+     "the arrival words)."},
+    {"slab_connect", (PyCFunction)dec_slab_connect, METH_VARARGS,
+     "slab_connect(lower, lower_layer, upper, upper_layer): the neighbours' slab_buffers "
+     "(mapped; None: no neighbour) and the layers their halos are at; steps then exchange "
+     "halos device to device, overlapped."},
+#endif
     NLSEPY_SET_COMM_METHOD(dec_set_comm, "the imaginary-time norm and the blow-up checks "
                                          "agreed over the processes"),
     {"has_prev", (PyCFunction)dec_has_prev, METH_NOARGS,

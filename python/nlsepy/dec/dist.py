@@ -8,9 +8,13 @@ boundaries): the source's two-slice overlap between consecutive devices.
 The eq. 8 operator reaches one layer of blocks, so one halo layer covers a
 leapfrog step (eq. 12) or an imaginary-time step; the halos are refreshed
 from the neighbours after every step: on GPU ranks of one node device to
-device (``_dist.IpcHalo``: each rank's edge layers copied into its device
-mailboxes, the neighbours' mailboxes, mapped by CUDA IPC, copied into the
-halo layers), otherwise through host memory (``MPI_Sendrecv``).  On CPU
+device, in real time by the handle itself (``nlse_dec_slab_connect``: each
+step's edge layers computed first and copied into the neighbours' halo
+layers, mapped by CUDA IPC, while the interior layers compute; the next
+step waits on the device for its halos), after other steps through
+mailboxes (``_dist.IpcHalo``: each rank's edge layers copied into its
+device mailboxes, the neighbours' mailboxes copied into the halo layers),
+otherwise through host memory (``MPI_Sendrecv``).  On CPU
 ranks the C handle swaps the halos of its leapfrog steps itself (the
 swap of the reduction table, non-blocking MPI): it computes its first and
 last own layers, sends them, and computes the interior while they travel
@@ -31,7 +35,7 @@ RK4 step that starts the leapfrog is taken stage by stage
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -89,6 +93,9 @@ class SlabDec:
         self.ipc_why = ""     # why not, when not
         self._put: Any = None
         self._get: Any = None
+        self.link = False      # real-time steps overlapped with device-to-device halos
+        self.link_why = ""     # why not, on GPU ranks, when not
+        self._mapped: List[int] = []  # the neighbours' buffers mapped for the link
 
     @property
     def halo(self) -> str:
@@ -128,6 +135,70 @@ class SlabDec:
             layers_from(into[which], k, address)
 
         self._put, self._get = put, get
+        self._open_link()
+
+    def _open_link(self) -> None:
+        """Connect the handle to its neighbours' state buffers and arrival
+        words (collective), so that its real-time steps send their edge
+        layers device to device while the interior layers compute
+        (``nlse_dec_slab_connect``).  Where any rank cannot, none does
+        (:attr:`link_why` says why): the steps then go one a call with a
+        halo exchange after each."""
+        if not hasattr(self.h, "slab_buffers"):  # the CPU handle overlaps its own swaps
+            return
+        comm, rank, size = self.comm, self.layout.rank, self.layout.size
+        why, mine = "", None
+        try:
+            mine = tuple(self.device.ipc_handle(a) for a in self.h.slab_buffers())
+        except Exception as exc:  # noqa: BLE001 - any rank's failure is agreed below
+            why = f"rank {rank}: {exc}"
+        everyone = comm.allgather(mine)
+        sides: Dict[str, Any] = {"lower": None, "upper": None}
+        if not why and all(e is not None for e in everyone):
+            opened: Dict[int, Tuple[int, ...]] = {}
+            try:
+                for side, on, r in (("lower", self.lo, (rank - 1) % size),
+                                    ("upper", self.hi, (rank + 1) % size)):
+                    if on:
+                        if r not in opened:  # the same rank on both sides: mapped once
+                            opened[r] = tuple(self.device.ipc_open(h) for h in everyone[r])
+                            self._mapped.extend(opened[r])
+                        sides[side] = opened[r]
+                r = (rank - 1) % size  # its upper halo follows its own layers
+                lower_layer = (HALO_LAYERS if self.periodic or r > 0 else 0) + \
+                    int(self.layout.counts[r])
+                self.h.slab_connect(sides["lower"], lower_layer, sides["upper"], 0)
+            except Exception as exc:  # noqa: BLE001
+                why = f"rank {rank}: {exc}"
+        elif not why:
+            why = "another rank could not share its state buffers"
+        whys = [w for w in comm.allgather(why) if w]
+        if whys:
+            self.link_why = whys[0]
+            self._close_link()
+        else:
+            self.link = True
+        comm.Barrier()  # every rank connected (its arrival words zeroed) before any step
+
+    def _close_link(self) -> None:
+        try:
+            self.h.slab_connect(None, 0, None, 0)
+        except Exception:  # noqa: BLE001 - at exit the context may be gone
+            pass
+        for a in self._mapped:
+            try:
+                self.device.ipc_close(a)
+            except Exception:  # noqa: BLE001
+                pass
+        self._mapped, self.link = [], False
+
+    def close(self) -> None:
+        """Drop the link's mappings of the neighbours' buffers."""
+        if self._mapped:
+            self._close_link()
+
+    def __del__(self) -> None:
+        self.close()
 
     def exchange(self, settle: bool = True) -> None:
         """Refresh the halo layers of the handle's state from the neighbours
@@ -229,15 +300,18 @@ class SlabDec:
         CPU ranks: one C call, which swaps the new state's halo layers
         after each step itself, with non-blocking MPI overlapped with the
         interior layers (the handle's ``last_wait_seconds`` is the part the
-        interior did not hide).  GPU ranks: one step per C call with the
-        halo exchange after each.  On the device-to-device path an exchange
+        interior did not hide).  GPU ranks with the link (one node, CUDA
+        IPC): the same, the halos sent device to device as the steps go and
+        ``last_wait_seconds`` the time the edges waited for them.  Other GPU
+        ranks: one step per C call with the halo exchange after each.  On
+        the mailbox path an exchange
         followed by another step leaves out its closing barrier: that step's
         agreed blow-up check (an ``MPI_Allgather`` every rank enters after
         its halo copies) proves the neighbours done with this rank's
         mailboxes.  The last exchange of the call keeps it."""
         self.seconds = 0.0
         clock, tm = time.perf_counter, self.timings
-        if self.device is None and n > 0:
+        if (self.device is None or self.link) and n > 0:
             first = 0
             if not self.h.has_prev():
                 if self._rk4_start():
@@ -247,6 +321,7 @@ class SlabDec:
                 return n, False
             t0 = clock()
             done, blew = self.h.step(n - first)  # halos swapped in C, overlapped
+            self._settled()  # the call's agreed blow-up check is a collective
             wait = self.h.last_wait_seconds()
             tm["step"] += clock() - t0 - wait
             tm["exchange"] += wait
@@ -309,9 +384,15 @@ class SlabDec:
 
 def _exchange_words(sim: Any, sol: SlabDec) -> str:
     """How the halo layers of a distributed DecGPE move, in words."""
-    if sol.ipc:
+    if sol.ipc and sol.link:
+        words = "device to device through CUDA IPC (one node), one layer of blocks per side " \
+                "after each real-time step: the edge layers computed first and copied into " \
+                "the neighbours' halos on a stream of their own while the interior layers " \
+                "compute, the next step waiting on the device for the halos (one host " \
+                "synchronisation a call); after an imaginary-time step, through mailboxes"
+    elif sol.ipc:
         words = "device to device through CUDA IPC (one node), one layer of blocks per side, " \
-                "once per step"
+                "once per step" + (f" (not overlapped: {sol.link_why})" if sol.link_why else "")
     elif sim.backend == "cuda":
         words = "MPI_Sendrecv of one layer of blocks per side, once per step (device layers " \
                 "staged through the host)"
