@@ -191,7 +191,8 @@ def launch(args: argparse.Namespace, nranks: int, grid: Sequence[int]) -> Dict[s
 #: the slowest rank, the DEC halo swap (on CPU ranks only its part that the
 #: interior layers did not hide), the dipolar transposes (all-to-all and
 #: their barriers) and reductions
-EXPOSED = {"fd": ("wait", "exchange"), "dec": ("exchange",), "dipolar": ("transpose", "reduce")}
+EXPOSED = {"fd": ("wait", "exchange"), "dec": ("exchange",),
+           "dipolar": ("transpose", "fft_transpose", "reduce")}
 
 
 def exposed_fraction(row: Dict[str, Any]) -> float:

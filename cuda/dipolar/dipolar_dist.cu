@@ -64,6 +64,14 @@ struct dipolar_dist {
     char *hsend, *hrecv;       /* pinned staging buffers                   */
     size_t *cnt;               /* 4 x size: send counts/displs, receive counts/displs */
     double tm[5];              /* step, x transposes, FFTs, their transposes, sums */
+    /* the dipolar term's transposes pipelined (pipe_plans): chunks of the
+     * slab's x rows and of the pencils' y rows, each chunk's copies
+     * running while the next chunk transforms */
+    int pipe;                  /* chunk plans made                         */
+    size_t pq, jq;             /* x rows and y rows a chunk (the last: the rest) */
+    cufftHandle pf[2], px[2];  /* R2C of pq rows and of the last chunk's; C2C along x of jq y rows and of the last's */
+    int npf, npx;              /* plans made of each                       */
+    void *pwork;               /* their shared work area (one runs at a time) */
     /* the x solve by substructuring (spike_x; dipolar_spike.c) */
     int xsolve;                /* -1 undecided, else NLSE_DIPOLAR_XSOLVE_*   */
     void *ends;                /* this rank's lines' end values, 4 doubles a line */
@@ -205,8 +213,8 @@ static int copy2d_sm(void *dst, size_t dpitch, const void *src, size_t spitch, s
 
 /* A 2D copy to rank r on r's copy stream, after what the solver's stream
  * has queued; the solver's stream waits for it. */
-static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void *src,
-                   size_t spitch, size_t width, size_t rows)
+static int copy_start(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void *src,
+                      size_t spitch, size_t width, size_t rows)
 {
     dipolar_dist *D = s->dist;
     CK(cudaStreamWaitEvent(D->cs[r], D->ready, 0));
@@ -216,7 +224,14 @@ static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void 
         CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault,
                              D->cs[r]));
     CK(cudaEventRecord(D->done[r], D->cs[r]));
-    CK(cudaStreamWaitEvent(s->stream, D->done[r], 0));
+    return NLSE_OK;
+}
+
+static int copy_to(nlse_dipolar *s, int r, void *dst, size_t dpitch, const void *src,
+                   size_t spitch, size_t width, size_t rows)
+{
+    CKS(copy_start(s, r, dst, dpitch, src, spitch, width, rows));
+    CK(cudaStreamWaitEvent(s->stream, s->dist->done[r], 0));
     return NLSE_OK;
 }
 
@@ -454,6 +469,8 @@ static int make_kernel(nlse_dipolar *s)
     return st;
 }
 
+static int pipe_plans(nlse_dipolar *s); /* the pipelined transposes' plans, below */
+
 /* Plans and kernel of the dipolar term (local: no message). */
 static int dipolar_dist_enable(nlse_dipolar *s)
 {
@@ -461,6 +478,7 @@ static int dipolar_dist_enable(nlse_dipolar *s)
         return NLSE_OK;
     CKS(dipolar_check_dipolar(&s->p));
     CKS(make_plans(s));
+    CKS(pipe_plans(s));
     CKS(make_kernel(s));
     s->have_plans = 1;
     s->p.dipolar = 1;
@@ -498,6 +516,191 @@ static int exec_x(nlse_dipolar *s, void *pen, int dir)
                              "cufftExecC2C");
 }
 
+/* ------------------------------------------------------------------ */
+/* the dipolar term's transposes pipelined with its transforms        */
+/* ------------------------------------------------------------------ */
+
+/* Chunks of each pipelined transpose: the first chunk's transform and the
+ * last chunk's copies are not hidden, so more chunks hide more, down to
+ * transforms too small to fill the GPU. */
+#ifndef DIPOLAR_PIPE_CHUNKS
+#define DIPOLAR_PIPE_CHUNKS 4
+#endif
+
+/* The R2C plans of pq x rows and of the last chunk's rows (layout of D->f2). */
+static int pipe_plans_r2c(nlse_dipolar *s, size_t *most)
+{
+    dipolar_dist *D = s->dist;
+    const size_t ni = s->L.n[0];
+    const int dbl = s->p.dtype == NLSE_COMPLEX128;
+    int n[2] = {(int)D->n1, (int)D->n2}, rin[2] = {(int)D->n1, (int)s->nlp},
+        cin[2] = {(int)D->n1, (int)D->nh};
+    D->pq = (ni + DIPOLAR_PIPE_CHUNKS - 1) / DIPOLAR_PIPE_CHUNKS;
+    const size_t rows[2] = {D->pq, D->pq ? ni - (ni - 1) / D->pq * D->pq : 0};
+    for (int q = 0; q < 2 && D->pq && (q == 0 || rows[1] != rows[0]); ++q) {
+        cufftHandle *h = &D->pf[q];
+        size_t w = 0;
+        CKS(dipolar_fft_check(cufftCreate(h), "cufftCreate"));
+        ++D->npf;
+        CKS(dipolar_fft_check(cufftSetAutoAllocation(*h, 0), "cufftSetAutoAllocation"));
+        CKS(dipolar_fft_check(cufftMakePlanMany(*h, 2, n, rin, 1, (int)(D->n1 * s->nlp), cin, 1,
+                                                (int)(D->n1 * D->nh), dbl ? CUFFT_D2Z : CUFFT_R2C,
+                                                (int)rows[q], &w),
+                              "cufftMakePlanMany (a chunk of rows)"));
+        CKS(dipolar_fft_check(cufftSetStream(*h, s->stream), "cufftSetStream"));
+        *most = w > *most ? w : *most;
+    }
+    return NLSE_OK;
+}
+
+/* The C2C plans along x of jq y rows of the pencils and of the last chunk's
+ * (the pencils' layout, (n0, nj, nh): a chunk is a stretch of every x row). */
+static int pipe_plans_x(nlse_dipolar *s, size_t *most)
+{
+    dipolar_dist *D = s->dist;
+    const int dbl = s->p.dtype == NLSE_COMPLEX128;
+    int nx[1] = {(int)D->n0}, emb[1] = {(int)D->n0};
+    D->jq = (D->nj + DIPOLAR_PIPE_CHUNKS - 1) / DIPOLAR_PIPE_CHUNKS;
+    const size_t cols[2] = {D->jq, D->jq ? D->nj - (D->nj - 1) / D->jq * D->jq : 0};
+    const int stride = (int)(D->nj * D->nh);
+    for (int q = 0; q < 2 && D->jq && (q == 0 || cols[1] != cols[0]); ++q) {
+        cufftHandle *h = &D->px[q];
+        size_t w = 0;
+        CKS(dipolar_fft_check(cufftCreate(h), "cufftCreate"));
+        ++D->npx;
+        CKS(dipolar_fft_check(cufftSetAutoAllocation(*h, 0), "cufftSetAutoAllocation"));
+        CKS(dipolar_fft_check(cufftMakePlanMany(*h, 1, nx, emb, stride, 1, emb, stride, 1,
+                                                dbl ? CUFFT_Z2Z : CUFFT_C2C,
+                                                (int)(cols[q] * D->nh), &w),
+                              "cufftMakePlanMany (a chunk of lines)"));
+        CKS(dipolar_fft_check(cufftSetStream(*h, s->stream), "cufftSetStream"));
+        *most = w > *most ? w : *most;
+    }
+    return NLSE_OK;
+}
+
+/* The chunk plans and their work area, on ranks that transpose device to
+ * device (made with the dipolar term's plans; counted in its work). */
+static int pipe_plans(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    size_t most = 0;
+    if (D->size == 1)
+        return NLSE_OK;
+    CKS(pipe_plans_r2c(s, &most));
+    CKS(pipe_plans_x(s, &most));
+    CKS(dmalloc(s, &D->pwork, most ? most : 1, "the chunked transforms' work area"));
+    s->fft_work += most;
+    for (int q = 0; q < D->npf; ++q)
+        CKS(dipolar_fft_check(cufftSetWorkArea(D->pf[q], D->pwork), "cufftSetWorkArea"));
+    for (int q = 0; q < D->npx; ++q)
+        CKS(dipolar_fft_check(cufftSetWorkArea(D->px[q], D->pwork), "cufftSetWorkArea"));
+    D->pipe = 1;
+    return NLSE_OK;
+}
+
+/* rows x w complex values at pitch `pitch` times the kernel at the same places. */
+template <typename T>
+__global__ void k_kmul_rows(typename Vec2<T>::T *d, const T *K, long long rows, long long w,
+                            long long pitch)
+{
+    const long long n = rows * w;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (long long)gridDim.x * blockDim.x) {
+        const long long i = q / w, at = i * pitch + (q - i * w);
+        typename Vec2<T>::T v = d[at];
+        const T k = K[at];
+        v.x *= k;
+        v.y *= k;
+        d[at] = v;
+    }
+}
+
+/* The streams' copies queued so far joined to the solver's stream; the
+ * time from the end of the transforms to the end of the barrier after
+ * the copies (the part the transforms did not hide) added to *acc. */
+static int pipe_join(nlse_dipolar *s, int st, double *acc)
+{
+    dipolar_dist *D = s->dist;
+    if (!st)
+        st = nlse_cuda_check(cudaEventRecord(D->ready, s->stream), "cudaEventRecord");
+    if (!st)
+        st = nlse_cuda_check(cudaEventSynchronize(D->ready), "cudaEventSynchronize");
+    const double t0 = now();
+    for (int r = 0; !st && r < D->size; ++r)
+        st = nlse_cuda_check(cudaStreamWaitEvent(s->stream, D->done[r], 0),
+                             "cudaStreamWaitEvent");
+    st = dist_sync(s, st);
+    *acc += now() - t0;
+    return st;
+}
+
+/* The density's R2C along (y, z) by chunks of x rows, each chunk sent to
+ * every rank's pencils while the next transforms; then the barrier. */
+template <typename T> static int pipe_forward(nlse_dipolar *s)
+{
+    dipolar_dist *D = s->dist;
+    const size_t ni = s->L.n[0], line = D->nh * 2 * s->rs;
+    int st = NLSE_OK;
+    for (size_t a = 0; a < ni && !st; a += D->pq) {
+        const size_t rows = D->pq < ni - a ? D->pq : ni - a;
+        T *base = (T *)((char *)s->dens + a * D->n1 * line);
+        cufftHandle h = rows == D->pq ? D->pf[0] : D->pf[1];
+        st = dipolar_fft_check(sizeof(T) == 8 ? cufftExecD2Z(h, (cufftDoubleReal *)base,
+                                                             (cufftDoubleComplex *)base)
+                                              : cufftExecR2C(h, (cufftReal *)base,
+                                                             (cufftComplex *)base),
+                               "cufftExec (R2C of a chunk)");
+        if (!st)
+            st = nlse_cuda_check(cudaEventRecord(D->ready, s->stream), "cudaEventRecord");
+        for (int r = 0; !st && r < D->size; ++r)
+            if (D->yc[r])
+                st = copy_start(s, r,
+                                (char *)D->peer[r] + (D->xs[D->rank] + a) * D->yc[r] * line,
+                                D->yc[r] * line, (const char *)base + D->ys[r] * line,
+                                D->n1 * line, D->yc[r] * line, rows);
+    }
+    return pipe_join(s, st, &D->tm[3]);
+}
+
+/* Along x on the pencils by chunks of y rows: transform, kernel, back,
+ * and the chunk's lines sent to every rank's slab while the next chunk
+ * transforms; then the barrier. */
+template <typename T> static int pipe_back(nlse_dipolar *s)
+{
+    typedef typename Vec2<T>::T T2;
+    dipolar_dist *D = s->dist;
+    const size_t line = D->nh * 2 * s->rs, pitch = D->nj * D->nh;
+    int st = NLSE_OK;
+    for (size_t ja = 0; ja < D->nj && !st; ja += D->jq) {
+        const size_t cols = D->jq < D->nj - ja ? D->jq : D->nj - ja;
+        const cufftHandle h = cols == D->jq ? D->px[0] : D->px[1];
+        T2 *p = (T2 *)D->pen + ja * D->nh;
+        for (int dir = CUFFT_FORWARD; !st; dir = CUFFT_INVERSE) {
+            st = dipolar_fft_check(sizeof(T) == 8 ? cufftExecZ2Z(h, (cufftDoubleComplex *)p,
+                                                                 (cufftDoubleComplex *)p, dir)
+                                                  : cufftExecC2C(h, (cufftComplex *)p,
+                                                                 (cufftComplex *)p, dir),
+                                   "cufftExec (along x, a chunk)");
+            if (st || dir == CUFFT_INVERSE)
+                break;
+            const long long w = (long long)(cols * D->nh), n = (long long)D->n0 * w;
+            k_kmul_rows<T><<<grid_for(n, 256), 256, 0, s->stream>>>(
+                p, (const T *)D->kern + ja * D->nh, (long long)D->n0, w, (long long)pitch);
+            st = nlse_cuda_check(cudaGetLastError(), "k_kmul_rows");
+        }
+        if (!st)
+            st = nlse_cuda_check(cudaEventRecord(D->ready, s->stream), "cudaEventRecord");
+        for (int r = 0; !st && r < D->size; ++r)
+            if (D->xc[r])
+                st = copy_start(s, r, (char *)D->peer[2 * D->size + r] + (D->j0 + ja) * line,
+                                D->n1 * line, (const char *)D->pen + D->xs[r] * D->nj * line +
+                                                  ja * line,
+                                D->nj * line, cols * line, D->xc[r]);
+    }
+    return pipe_join(s, st, &D->tm[3]);
+}
+
 /* dens <- V_dd * dens (the density in dens; collective).  The spectrum's x
  * pencils are the other ranks' (pen), or dens itself on one rank. */
 template <typename T> static int dist_fft(nlse_dipolar *s)
@@ -507,6 +710,19 @@ template <typename T> static int dist_fft(nlse_dipolar *s)
     const int dbl = sizeof(T) == sizeof(double), one = D->size == 1;
     const size_t ces = 2 * s->rs;
     void *pen = one ? s->dens : D->pen;
+    if (D->pipe && !D->staged) { /* transposes pipelined with the transforms */
+        int st = pipe_forward<T>(s);
+        if (!st)
+            st = pipe_back<T>(s);
+        if (!st)
+            st = dbl ? dipolar_fft_check(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
+                                                      (cufftDoubleReal *)s->dens), "cufftExecZ2D")
+                     : dipolar_fft_check(cufftExecC2R(D->b2, (cufftComplex *)s->dens,
+                                                      (cufftReal *)s->dens), "cufftExecC2R");
+        st = drain(s, st);
+        D->tm[2] += now() - t0;
+        return st;
+    }
     int st = dbl ? dipolar_fft_check(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
                                                   (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
                  : dipolar_fft_check(cufftExecR2C(D->f2, (cufftReal *)s->dens,
@@ -1123,6 +1339,10 @@ static void dipolar_dist_free(nlse_dipolar *s)
     }
     if (D->plans >= 2)
         cufftDestroy(D->fx);
+    for (int q = 0; q < D->npf; ++q)
+        cufftDestroy(D->pf[q]);
+    for (int q = 0; q < D->npx; ++q)
+        cufftDestroy(D->px[q]);
     if (D->have_events) {
         for (int r = 0; r < D->size; ++r) {
             cudaStreamDestroy(D->cs[r]);
@@ -1134,7 +1354,7 @@ static void dipolar_dist_free(nlse_dipolar *s)
     if (D->ext && (char *)s->psi > (char *)D->ext &&
         (char *)s->psi < (char *)D->ext + D->ext_bytes)
         s->psi = NULL; /* not an allocation of its own */
-    void *dev[] = {D->pen, D->kern, D->ext, D->ends, D->drecv, D->hrow, D->spk};
+    void *dev[] = {D->pen, D->kern, D->ext, D->ends, D->drecv, D->hrow, D->spk, D->pwork};
     nlse_cuda_free_all(dev, sizeof dev / sizeof dev[0]);
     void *pinned[] = {D->hsend, D->hrecv, D->hends_s, D->hends_r};
     for (size_t q = 0; q < sizeof pinned / sizeof pinned[0]; ++q)
