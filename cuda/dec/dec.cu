@@ -2121,6 +2121,8 @@ struct DecLink {
     char *dst[2][2];           /* [side][buffer]: where the edge layer goes  */
     unsigned *nflag[2];        /* [side]: the neighbour's word to raise     */
     unsigned seq;              /* deliveries each way so far                */
+    int staged;                /* hooked for the host-staged swap (step_staged) */
+    char *hs, *hr;             /* pinned: the edge layers out, the halos in (2 each) */
     long timed;                /* waits timed in this call                  */
     StreamValueFn wait, write;
 };
@@ -2184,6 +2186,8 @@ static void link_unhook(nlse_dec *s)
     nlse_cuda_drop_stream(L->edge, ev, 2 + 2 * LINK_TIMED);
     void *bufs[] = {L->bak[0], L->bak[1], L->ctr};
     nlse_cuda_free_all(bufs, 3);
+    cudaFreeHost(L->hs);
+    cudaFreeHost(L->hr);
     const unsigned *keep = L->flag;
     memset(L, 0, sizeof *L);
     L->flag = (unsigned *)keep;
@@ -2441,6 +2445,128 @@ static int step_linked(nlse_dec *s, long n, long *done)
     return dec_steps_end(st, good < n, good, n, done, DEC_REAL_BLOWUP);
 }
 
+/* Whether the steps swap the halos through the host themselves: the table
+ * swaps (c->halo_start) and the slab has a neighbour. */
+static int swaps_halos(const nlse_dec *s)
+{
+    const nlse_comm *c = s->comm;
+    return c && c->halo_start && c->halo_progress && c->halo_finish &&
+           (s->G.z0 > 0 || s->G.z0 + s->G.zc < s->G.nz);
+}
+
+static int link_parts_alloc(nlse_dec *s);
+
+/* The streams, parts and pinned buffers of step_staged (no peers). */
+static int stage_hook(nlse_dec *s)
+{
+    CKS(link_words(s));
+    DecLink *L = s->link;
+    const size_t LB = layer_bytes(s);
+    int lo = 0, hi = 0;
+    CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    CK(cudaStreamCreateWithPriority(&L->edge, cudaStreamNonBlocking, hi));
+    CK(cudaEventCreateWithFlags(&L->e_edge, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&L->e_int, cudaEventDisableTiming));
+    CK(cudaHostAlloc((void **)&L->hs, 2 * LB, cudaHostAllocDefault));
+    CK(cudaHostAlloc((void **)&L->hr, 2 * LB, cudaHostAllocDefault));
+    CKS(link_parts_alloc(s));
+    L->staged = 1;
+    return NLSE_OK;
+}
+
+/* One leapfrog step into buffer b with the halo swap through the host
+ * overlapped (source 001, section 4.2): the edge layers first, on the edge
+ * stream, and down to pinned memory; their swap (c->halo_start) while the
+ * interior layers compute on the solver's stream, the library moving the
+ * messages as the host polls the interior; the halos received copied up
+ * on the edge stream, before the next step's edges. */
+static int staged_step(nlse_dec *s, int b, unsigned long long step)
+{
+    DecLink *L = s->link;
+    const nlse_comm *c = s->comm;
+    const size_t LB = layer_bytes(s);
+    const unsigned z0 = s->G.z0, z1 = s->G.z0 + s->G.zc;
+    const int has_lo = z0 > 0, has_hi = z1 < s->G.nz;
+    char *out = (char *)s->buf[b];
+    const void *cur = s->buf[b ^ 1];
+    CK(cudaStreamWaitEvent(L->edge, L->e_int, 0));
+    CKS(part_apply(s, &L->part[0], L->edge, out, cur, step));
+    if (L->part[1].used)
+        CKS(part_apply(s, &L->part[1], L->edge, out, cur, step));
+    CK(cudaMemcpyAsync(L->hs, out + (size_t)z0 * LB, LB, cudaMemcpyDeviceToHost, L->edge));
+    CK(cudaMemcpyAsync(L->hs + LB, out + (size_t)(z1 - 1) * LB, LB, cudaMemcpyDeviceToHost,
+                       L->edge));
+    CK(cudaEventRecord(L->e_edge, L->edge));
+    if (L->part[2].used) {
+        CK(cudaStreamWaitEvent(s->stream, L->e_edge, 0));
+        CKS(part_apply(s, &L->part[2], s->stream, out, cur, step));
+    }
+    CK(cudaEventRecord(L->e_int, s->stream));
+    CK(cudaEventSynchronize(L->e_edge));
+    CKS(c->halo_start(c->ctx, has_lo ? L->hs : NULL, has_lo ? L->hr : NULL,
+                      has_hi ? L->hs + LB : NULL, has_hi ? L->hr + LB : NULL, LB));
+    int st = NLSE_OK;
+    cudaError_t q;
+    while ((q = cudaEventQuery(L->e_int)) == cudaErrorNotReady && !st)
+        st = c->halo_progress(c->ctx);
+    const double t0 = dec_now();
+    const int fin = c->halo_finish(c->ctx); /* always: no request left in flight */
+    s->last_wait += dec_now() - t0;
+    CKS(st ? st : fin);
+    CK(q);
+    if (has_lo)
+        CK(cudaMemcpyAsync(out + (size_t)(z0 - 1) * LB, L->hr, LB, cudaMemcpyHostToDevice,
+                           L->edge));
+    if (has_hi)
+        CK(cudaMemcpyAsync(out + (size_t)z1 * LB, L->hr + LB, LB, cudaMemcpyHostToDevice,
+                           L->edge));
+    CK(cudaEventRecord(L->e_edge, L->edge));
+    CK(cudaStreamWaitEvent(s->stream, L->e_edge, 0)); /* the solver's stream has it all */
+    return NLSE_OK;
+}
+
+/* nlse_dec_step of a slab whose table swaps halos (GPU ranks without CUDA
+ * IPC between them): staged_step after staged_step, each one's blow-up
+ * flag agreed before it is kept, so the halos of the result are the
+ * neighbours' when the call returns. */
+static int step_staged(nlse_dec *s, long n, long *done)
+{
+    if (!(s->link && s->link->staged)) {
+        link_unhook(s);
+        const int st = stage_hook(s);
+        if (st) {
+            link_unhook(s);
+            return st;
+        }
+    }
+    CK(cudaEventRecord(s->ev[0], s->stream));
+    CK(cudaEventRecord(s->link->e_int, s->stream));
+    long k = 0;
+    int st = NLSE_OK, bad = 0;
+    for (; k < n; ++k) {
+        unsigned long long badstep = NONE;
+        st = staged_step(s, s->par ^ 1, s->steps);
+        if (!st)
+            st = take_bad(s, &badstep);
+        bad = badstep != NONE;
+        const int rc = dec_agree_bad(s->comm, &bad);
+        st = st ? st : rc;
+        if (st || bad) {
+            s->have_prev = 0; /* psi(n-1) is overwritten; the current state is good */
+            break;
+        }
+        s->par ^= 1;
+        ++s->steps;
+    }
+    cudaStreamSynchronize(s->link->edge);
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    CK(cudaEventSynchronize(s->ev[1]));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+    return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
+}
+
 int nlse_dec_slab_buffers(nlse_dec *s, void *out[NLSE_DEC_SLAB_BUFFERS])
 {
     ON_DEVICE(s);
@@ -2466,6 +2592,16 @@ static void link_parts(nlse_dec *s)
         part_make(s, &L->part[2], z0 + 1, zc - 2, L->ctr + 6);
 }
 
+/* The parts' counters and launch shapes. */
+static int link_parts_alloc(nlse_dec *s)
+{
+    DecLink *L = s->link;
+    CKS(nlse_cuda_alloc((void **)&L->ctr, 9 * sizeof(unsigned), "counters"));
+    CK(cudaMemset(L->ctr, 0, 9 * sizeof(unsigned)));
+    link_parts(s);
+    return NLSE_OK;
+}
+
 static int link_hook(nlse_dec *s, void *const *lower, long lower_layer, void *const *upper,
                      long upper_layer)
 {
@@ -2481,10 +2617,8 @@ static int link_hook(nlse_dec *s, void *const *lower, long lower_layer, void *co
         CK(cudaEventCreate(&L->tw[q]));
     CKS(nlse_cuda_alloc(&L->bak[0], bytes, "the overlapped step's copy of the state"));
     CKS(nlse_cuda_alloc(&L->bak[1], bytes, "the overlapped step's copy of the state"));
-    CKS(nlse_cuda_alloc((void **)&L->ctr, 9 * sizeof(unsigned), "counters"));
-    CK(cudaMemset(L->ctr, 0, 9 * sizeof(unsigned)));
+    CKS(link_parts_alloc(s));
     CK(cudaMemset(L->flag, 0, 2 * sizeof(unsigned)));
-    link_parts(s);
     for (int b = 0; b < 2; ++b) {
         L->dst[0][b] = lower ? (char *)lower[b] + (size_t)lower_layer * LB : NULL;
         L->dst[1][b] = upper ? (char *)upper[b] + (size_t)upper_layer * LB : NULL;
@@ -2530,8 +2664,12 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     s->last_wait = 0;
     if (n == 0)
         return NLSE_OK;
+    if (s->comm && s->link && s->link->edge && !s->link->staged)
+        return step_linked(s, n, done);
+    if (s->comm && s->have_prev && swaps_halos(s))
+        return step_staged(s, n, done);
     if (s->comm)
-        return s->link && s->link->edge ? step_linked(s, n, done) : step_comm(s, n, done);
+        return step_comm(s, n, done);
     CK(cudaEventRecord(s->ev[0], s->stream));
     const unsigned long long first = s->steps;
     const int par0 = s->par;

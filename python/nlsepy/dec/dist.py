@@ -14,7 +14,9 @@ layers, mapped by CUDA IPC, while the interior layers compute; the next
 step waits on the device for its halos), after other steps through
 mailboxes (``_dist.IpcHalo``: each rank's edge layers copied into its
 device mailboxes, the neighbours' mailboxes copied into the halo layers),
-otherwise through host memory (``MPI_Sendrecv``).  On CPU
+otherwise through host memory (in real time by the handle, through the
+table's non-blocking swap, the edge layers staged in pinned memory while the
+interior layers compute; after other steps ``MPI_Sendrecv``).  On CPU
 ranks the C handle swaps the halos of its leapfrog steps itself (the
 swap of the reduction table, non-blocking MPI): it computes its first and
 last own layers, sends them, and computes the interior while they travel
@@ -302,16 +304,18 @@ class SlabDec:
         interior layers (the handle's ``last_wait_seconds`` is the part the
         interior did not hide).  GPU ranks with the link (one node, CUDA
         IPC): the same, the halos sent device to device as the steps go and
-        ``last_wait_seconds`` the time the edges waited for them.  Other GPU
-        ranks: one step per C call with the halo exchange after each.  On
-        the mailbox path an exchange
+        ``last_wait_seconds`` the time the edges waited for them; GPU ranks
+        staging through the host: the same as CPU ranks, the edge layers
+        through pinned memory.  Imaginary time on GPU ranks: one step per
+        C call with the halo exchange after each.  On the mailbox path an
+        exchange
         followed by another step leaves out its closing barrier: that step's
         agreed blow-up check (an ``MPI_Allgather`` every rank enters after
         its halo copies) proves the neighbours done with this rank's
         mailboxes.  The last exchange of the call keeps it."""
         self.seconds = 0.0
         clock, tm = time.perf_counter, self.timings
-        if (self.device is None or self.link) and n > 0:
+        if n > 0 and (self.device is None or self.link or self.ipc is False):
             first = 0
             if not self.h.has_prev():
                 if self._rk4_start():
@@ -394,8 +398,10 @@ def _exchange_words(sim: Any, sol: SlabDec) -> str:
         words = "device to device through CUDA IPC (one node), one layer of blocks per side, " \
                 "once per step" + (f" (not overlapped: {sol.link_why})" if sol.link_why else "")
     elif sim.backend == "cuda":
-        words = "MPI_Sendrecv of one layer of blocks per side, once per step (device layers " \
-                "staged through the host)"
+        words = "MPI_Isend/MPI_Irecv of one layer of blocks per side after each real-time " \
+                "step, staged through pinned host memory: the edge layers computed first and " \
+                "sent while the interior layers compute (MPI_Sendrecv after an imaginary-time " \
+                "step)"
     else:
         words = "MPI_Isend/MPI_Irecv of one layer of blocks per side after each leapfrog " \
                 "step, overlapped with the step's interior layers (MPI_Sendrecv after an " \
