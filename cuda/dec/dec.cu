@@ -2432,8 +2432,13 @@ static int step_linked(nlse_dec *s, long n, long *done)
     }
     const long good = bad == NONE ? n : (long)(bad - first);
     if (good < n) { /* back to the start, and the good steps again */
-        CK(cudaMemcpy(s->buf[par0], L->bak[0], bytes, cudaMemcpyDeviceToDevice));
-        CK(cudaMemcpy(s->buf[par0 ^ 1], L->bak[1], bytes, cudaMemcpyDeviceToDevice));
+        /* on the solver's stream and complete before the barrier: a device to
+         * device cudaMemcpy may return before its copy ends, and the
+         * neighbours' deliveries of the steps taken again must land after it */
+        CK(cudaMemcpyAsync(s->buf[par0], L->bak[0], bytes, cudaMemcpyDeviceToDevice, s->stream));
+        CK(cudaMemcpyAsync(s->buf[par0 ^ 1], L->bak[1], bytes, cudaMemcpyDeviceToDevice,
+                           s->stream));
+        CK(cudaStreamSynchronize(s->stream));
         CKS(link_barrier(s)); /* no delivery lands before the neighbour's restore */
         if (good > 0 && (st = link_run(s, par0, first, good, &bad)) == NLSE_OK && bad != NONE)
             st = nlse_fail(NLSE_ERR_BACKEND, "nlse_dec_step: the steps taken again blew up "
