@@ -2046,6 +2046,24 @@ static int rk4_start(nlse_dec *s, unsigned long long step)
     return st;
 }
 
+/* last_seconds from the call's start event ev[0] to ev[1], once ev[1] is
+ * done. */
+static void read_clock(nlse_dec *s)
+{
+    float ms = 0;
+    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+    s->last_seconds = 1e-3 * ms;
+}
+
+/* ev[1] after what the solver's stream holds, waited for; read_clock. */
+static int stop_clock(nlse_dec *s)
+{
+    CK(cudaEventRecord(s->ev[1], s->stream));
+    CK(cudaEventSynchronize(s->ev[1]));
+    read_clock(s);
+    return NLSE_OK;
+}
+
 /* nlse_dec_step of a distributed solver: one step at a time, each one's
  * blow-up flag agreed over the processes before it is kept. */
 static int step_comm(nlse_dec *s, long n, long *done)
@@ -2073,11 +2091,7 @@ static int step_comm(nlse_dec *s, long n, long *done)
         s->par ^= 1;
         ++s->steps;
     }
-    CK(cudaEventRecord(s->ev[1], s->stream));
-    CK(cudaEventSynchronize(s->ev[1]));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-    s->last_seconds = 1e-3 * ms;
+    CKS(stop_clock(s));
     return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
@@ -2421,11 +2435,7 @@ static int step_linked(nlse_dec *s, long n, long *done)
     CK(cudaMemcpyAsync(L->bak[1], s->buf[par0 ^ 1], bytes, cudaMemcpyDeviceToDevice, s->stream));
     unsigned long long bad;
     int st = link_run(s, par0, first, n, &bad);
-    CK(cudaEventRecord(s->ev[1], s->stream));
-    float ms = 0;
-    CK(cudaEventSynchronize(s->ev[1]));
-    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-    s->last_seconds = 1e-3 * ms;
+    CKS(stop_clock(s));
     if (st) {
         s->have_prev = 0;
         return st;
@@ -2564,11 +2574,7 @@ static int step_staged(nlse_dec *s, long n, long *done)
         ++s->steps;
     }
     cudaStreamSynchronize(s->link->edge);
-    CK(cudaEventRecord(s->ev[1], s->stream));
-    CK(cudaEventSynchronize(s->ev[1]));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-    s->last_seconds = 1e-3 * ms;
+    CKS(stop_clock(s));
     return dec_steps_end(st, bad, k, n, done, DEC_REAL_BLOWUP);
 }
 
@@ -2690,9 +2696,7 @@ int nlse_dec_step(nlse_dec *s, long n, long *done)
     CK(cudaEventRecord(s->ev[1], s->stream));
     unsigned long long badstep;
     CKS(take_bad(s, &badstep));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-    s->last_seconds = 1e-3 * ms;
+    read_clock(s);
     long good = badstep == NONE ? n : (long)(badstep - first);
     /* after k good steps the state is buf[par0 ^ (k & 1)] */
     s->par = par0 ^ (int)(good & 1);
@@ -2750,11 +2754,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
         int bad = 0, st = NLSE_OK;
         while (k < n && !(st = imaginary_comm(s, norm, &bad)) && !bad)
             ++k;
-        CK(cudaEventRecord(s->ev[1], s->stream));
-        CK(cudaEventSynchronize(s->ev[1]));
-        float ms = 0;
-        cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-        s->last_seconds = 1e-3 * ms;
+        CKS(stop_clock(s));
         s->have_prev = 0;
         return dec_steps_end(st, bad, k, n, done, DEC_IMAG_BLOWUP);
     }
@@ -2775,9 +2775,7 @@ int nlse_dec_imaginary(nlse_dec *s, long n, double norm, long *done)
     CK(cudaEventRecord(s->ev[1], s->stream));
     unsigned long long badstep;
     CKS(take_bad(s, &badstep));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
-    s->last_seconds = 1e-3 * ms;
+    read_clock(s);
     long good = badstep == NONE ? n : (long)(badstep - first);
     s->par = par0 ^ (int)(good & 1);
     s->steps = first + good;

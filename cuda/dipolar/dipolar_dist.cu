@@ -701,6 +701,21 @@ template <typename T> static int pipe_back(nlse_dipolar *s)
     return pipe_join(s, st, &D->tm[3]);
 }
 
+/* The end of dist_fft: the C2R of the slab's spectrum back in dens (when
+ * st is NLSE_OK), the stream drained, the term's seconds since t0 counted. */
+template <typename T> static int back_to_real(nlse_dipolar *s, int st, double t0)
+{
+    if (!st)
+        st = sizeof(T) == sizeof(double)
+                 ? dipolar_fft_check(cufftExecZ2D(s->dist->b2, (cufftDoubleComplex *)s->dens,
+                                                  (cufftDoubleReal *)s->dens), "cufftExecZ2D")
+                 : dipolar_fft_check(cufftExecC2R(s->dist->b2, (cufftComplex *)s->dens,
+                                                  (cufftReal *)s->dens), "cufftExecC2R");
+    st = drain(s, st);
+    s->dist->tm[2] += now() - t0;
+    return st;
+}
+
 /* dens <- V_dd * dens (the density in dens; collective).  The spectrum's x
  * pencils are the other ranks' (pen), or dens itself on one rank. */
 template <typename T> static int dist_fft(nlse_dipolar *s)
@@ -714,14 +729,7 @@ template <typename T> static int dist_fft(nlse_dipolar *s)
         int st = pipe_forward<T>(s);
         if (!st)
             st = pipe_back<T>(s);
-        if (!st)
-            st = dbl ? dipolar_fft_check(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
-                                                      (cufftDoubleReal *)s->dens), "cufftExecZ2D")
-                     : dipolar_fft_check(cufftExecC2R(D->b2, (cufftComplex *)s->dens,
-                                                      (cufftReal *)s->dens), "cufftExecC2R");
-        st = drain(s, st);
-        D->tm[2] += now() - t0;
-        return st;
+        return back_to_real<T>(s, st, t0);
     }
     int st = dbl ? dipolar_fft_check(cufftExecD2Z(D->f2, (cufftDoubleReal *)s->dens,
                                                   (cufftDoubleComplex *)s->dens), "cufftExecD2Z")
@@ -739,14 +747,7 @@ template <typename T> static int dist_fft(nlse_dipolar *s)
     }
     if (!one && (st = transpose(s, 0, D->pen, 2, D->nh, ces, st, &D->tm[3])))
         return st;
-    if (!st)
-        st = dbl ? dipolar_fft_check(cufftExecZ2D(D->b2, (cufftDoubleComplex *)s->dens,
-                                                  (cufftDoubleReal *)s->dens), "cufftExecZ2D")
-                 : dipolar_fft_check(cufftExecC2R(D->b2, (cufftComplex *)s->dens,
-                                                  (cufftReal *)s->dens), "cufftExecC2R");
-    st = drain(s, st);
-    D->tm[2] += now() - t0;
-    return st;
+    return back_to_real<T>(s, st, t0);
 }
 
 /* ------------------------------------------------------------------ */

@@ -367,17 +367,30 @@ def test_bad_input_on_one_rank():
         nl.DecGPE("bcc", blocks=(2, 2, SIZE - 1), backend="cpu", comm=COMM)
 
 
-def test_blow_up_stops_every_rank():
-    kw = kwargs("bcc", "periodic", g=10.0, dt=1.0, force=True)
+def blow_up_against_one_process(backend, check=None):
+    """A run that blows up (g = 10, dt = 1) on one process and distributed
+    from the same state (`check(sim)` before the steps): BlowUpError on
+    every rank at the single process's step, the time kept, psi(-dt)
+    dropped, the state the last finite one.  Returns the solvers and the
+    distributed run's error."""
+    kw = kwargs("bcc", "periodic", g=10.0, dt=1.0, force=True, backend=backend)
     ref = nl.DecGPE("bcc", **kw)
     ref.psi = np.exp(-(ref.positions ** 2).sum(axis=1))
     sim = nl.DecGPE("bcc", **kw, psi0=ref.psi, comm=COMM)
+    if check:
+        check(sim)
     with pytest.raises(nl.BlowUpError) as e_ref:
         ref.step(5000)
     with pytest.raises(nl.BlowUpError) as e:
         sim.step(5000)
     assert e.value.step == e_ref.value.step and same_everywhere(sim.steps)
     assert sim.t == ref.t and sim.psi_prev is None
+    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    return ref, sim, e
+
+
+def test_blow_up_stops_every_rank():
+    ref, sim, e = blow_up_against_one_process("cpu")
     np.testing.assert_array_equal(sim.psi, ref.psi[sim.local_slice])
     np.testing.assert_array_equal(e.value.last_good[1], ref.psi[sim.local_slice])
 
@@ -591,19 +604,12 @@ def test_cuda_link_slabs_of_every_thickness_match_one_gpu(nz):
 def test_cuda_link_blow_up_matches_one_gpu():
     """A blow-up in the overlapped steps: BlowUpError on every rank at the
     single GPU's step, the state the single GPU's last good one, psi(-dt)
-    dropped; the solver then starts again by RK4."""
-    kw = kwargs("bcc", "periodic", g=10.0, dt=1.0, force=True, backend="cuda")
-    ref = nl.DecGPE("bcc", **kw)
-    ref.psi = np.exp(-(ref.positions ** 2).sum(axis=1))
-    sim = nl.DecGPE("bcc", **kw, psi0=ref.psi, comm=COMM)
-    assert link_of(sim), sim.comm_info["exchange"]
-    with pytest.raises(nl.BlowUpError) as e_ref:
-        ref.step(5000)
-    with pytest.raises(nl.BlowUpError) as e:
-        sim.step(5000)
-    assert e.value.step == e_ref.value.step and same_everywhere(sim.steps)
-    assert sim.t == ref.t and sim.psi_prev is None
-    np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+    dropped."""
+
+    def linked(sim):
+        assert link_of(sim), sim.comm_info["exchange"]
+
+    blow_up_against_one_process("cuda", linked)
 
 
 @needs_cuda

@@ -76,9 +76,9 @@ class SlabDec:
                  dt: float, device: Any = None) -> None:
         self.layout, self.periodic, self.dt = layout, periodic, float(dt)
         self.comm = layout.comm
-        many = layout.size > 1
-        self.lo = HALO_LAYERS if many and (periodic or layout.rank > 0) else 0
-        self.hi = HALO_LAYERS if many and (periodic or layout.rank < layout.size - 1) else 0
+        self.lo = self._lower_halo(layout.rank)
+        self.hi = HALO_LAYERS if layout.size > 1 and (periodic or layout.rank < layout.size - 1) \
+            else 0
         self.count, self.plane = layout.count, int(layout.shape[1])
         self.layers = self.count + self.lo + self.hi
         self.own = slice(self.lo * self.plane, (self.lo + self.count) * self.plane)
@@ -98,6 +98,11 @@ class SlabDec:
         self.link = False      # real-time steps overlapped with device-to-device halos
         self.link_why = ""     # why not, on GPU ranks, when not
         self._mapped: List[int] = []  # the neighbours' buffers mapped for the link
+
+    def _lower_halo(self, rank: int) -> int:
+        """Halo layers below the own layers of `rank`'s slab."""
+        many = self.layout.size > 1
+        return HALO_LAYERS if many and (self.periodic or rank > 0) else 0
 
     @property
     def halo(self) -> str:
@@ -167,8 +172,7 @@ class SlabDec:
                             self._mapped.extend(opened[r])
                         sides[side] = opened[r]
                 r = (rank - 1) % size  # its upper halo follows its own layers
-                lower_layer = (HALO_LAYERS if self.periodic or r > 0 else 0) + \
-                    int(self.layout.counts[r])
+                lower_layer = self._lower_halo(r) + int(self.layout.counts[r])
                 self.h.slab_connect(sides["lower"], lower_layer, sides["upper"], 0)
             except Exception as exc:  # noqa: BLE001
                 why = f"rank {rank}: {exc}"
