@@ -2019,8 +2019,10 @@ static int take_bad(nlse_dec *s, unsigned long long *badstep)
     const unsigned long long none = NONE;
     CK(cudaMemcpyAsync(badstep, s->bad, sizeof none, cudaMemcpyDeviceToHost, s->stream));
     CK(cudaStreamSynchronize(s->stream));
-    if (*badstep != NONE)
-        CK(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice));
+    if (*badstep != NONE) { /* on the solver's stream: the next launches see it reset */
+        CK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream));
+        CK(cudaStreamSynchronize(s->stream));
+    }
     return NLSE_OK;
 }
 
