@@ -28,13 +28,13 @@ grid point moves
   and the accumulator and write the accumulator and the next input (5 each);
   stage 4 reads the input and the accumulator and writes the accumulator,
   which becomes ``Psi^{n+1}`` (3).
-* 2SHOC: 12 more.  Per stage the intermediate array ``D`` (the CD Laplacian)
-  is written once and read once, and the stage input is read a second time
-  by the compact correction (3 per stage).
+* 2SHOC on the periodic grids here: the same 16.  Its two steps compose
+  into a 5-point form per axis, one sweep a stage as CD (on the CPU, closed
+  grids run the two steps: 12 more, the intermediate array ``D`` written and
+  read and the stage input read a second time, 3 per stage).
 * with a potential, one real value more per stage (not exercised here).
 
-That is 16 x 8 = 128 B (complex64) or 256 B (complex128) per point-step for
-CD and 224 B or 448 B for 2SHOC.
+That is 16 x 8 = 128 B (complex64) or 256 B (complex128) per point-step.
 
 The fused step (``fused=True``: the four stages of a tile in one pass) reads
 ``Psi^n`` over each tile's box (the tile widened by ``H = 4 R`` points per
@@ -229,21 +229,22 @@ def add_reference(row: Dict[str, Any], sec: float, timed: Optional[Tuple[float, 
 
 
 # ------------------------------------------------------ staged against fused
-def flops_model(scheme: str, ndim: int, backend: str) -> float:
-    """Floating-point operations of one staged RK4 step at an interior point.
+def flops_model(scheme: str, ndim: int) -> float:
+    """Floating-point operations of one staged RK4 step at an interior point
+    of a periodic grid (the grids here).
 
     Per stage: the Laplacian, ``N = s|x|^2 - V`` (4), ``F = i(aL + N x)`` (7)
     and the updates of the accumulator and the next input (8; stage 4 only
     the accumulator, 4).  CD: ``10 d - 2`` for the Laplacian (each axis
-    ``ih2 (a + b - 2c)`` per component, the axes summed).  2SHOC on the CPU:
-    D (``10 d - 2``) plus the compact step (``8 d + 4`` plus 24 per axis
-    pair); on CUDA the composed 5-point form (``18 d - 2``).
+    ``ih2 (a + b - 2c)`` per component, the axes summed).  2SHOC: the two
+    steps composed into the 5-point form per axis (``18 d - 2``), on both
+    backends (closed grids run the two steps on the CPU: D, ``10 d - 2``,
+    plus the compact step, ``8 d + 4`` plus 24 per axis pair).
 
     Parameters
     ----------
     scheme : {"cd", "2shoc"}
     ndim : int
-    backend : {"cpu", "cuda"}
 
     Returns
     -------
@@ -251,12 +252,7 @@ def flops_model(scheme: str, ndim: int, backend: str) -> float:
         Flops per point-step.
     """
     d = ndim
-    if scheme == "cd":
-        lap = 10 * d - 2
-    elif backend == "cuda":
-        lap = 18 * d - 2
-    else:
-        lap = (10 * d - 2) + (8 * d + 4) + 24 * (d * (d - 1) // 2)
+    lap = 10 * d - 2 if scheme == "cd" else 18 * d - 2
     return 4 * (lap + 4 + 7 + 8) - 4
 
 
@@ -372,7 +368,7 @@ def main_forms(args: argparse.Namespace) -> List[Dict[str, Any]]:
                     sb = staged._solver.bytes_per_point_step()
                     fb = (fused._solver.fused_bytes_per_point_step()
                           if fused.last_kernel == "fused" else sb)
-                    flops = flops_model(scheme, len(shape), args.backend)
+                    flops = flops_model(scheme, len(shape))
                     fflops = flops * (w if fused.last_kernel == "fused" else 1.0)
                     t_mem = fb * npts / copy_of[t]
                     t_cmp = fflops * npts / (args.peak_gflops * 1e9) if args.peak_gflops else 0.0

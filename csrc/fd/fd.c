@@ -29,12 +29,15 @@ int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
     s->acc = calloc(1, bytes);
     s->ta = calloc(1, bytes);
     s->tb = calloc(1, bytes);
-    if (p->scheme == NLSE_FD_2SHOC)
+    /* D: the first step of the two-step 2SHOC (periodic grids compose the
+     * two steps and need none, fd_kernels.inc) */
+    const int hasD = p->scheme == NLSE_FD_2SHOC && !s->g.periodic;
+    if (hasD)
         s->D = calloc(1, bytes);
-    if (!s->psi || !s->acc || !s->ta || !s->tb || (p->scheme == NLSE_FD_2SHOC && !s->D)) {
+    if (!s->psi || !s->acc || !s->ta || !s->tb || (hasD && !s->D)) {
         nlse_fd_destroy(s);
         return nlse_fail(NLSE_ERR_NOMEM, "out of host memory: the solver needs %zu bytes",
-                         bytes * (p->scheme == NLSE_FD_2SHOC ? 5 : 4));
+                         bytes * (hasD ? 5 : 4));
     }
     *out = s;
     return NLSE_OK;
@@ -128,15 +131,19 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
 
 /* Tile of the fused step, points per axis (measured at 256^3 on two cores,
  * bench/fd.py --forms).  Periodic 2D/3D (the box streamed along axis 0):
- * 64 x 256 points across, chunks of up to 128 planes along axis 0, fewer
- * when that leaves under 4 tiles per thread (not below 32).  Otherwise (whole
- * boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
+ * 64 x 256 points across (3D 2SHOC in complex128: 32 x 256, so that its
+ * rings of 9 planes take about the cache of CD's rings of 5), chunks of up
+ * to 128 planes along axis 0, fewer when that leaves under 4 tiles per
+ * thread (not below 32).  Otherwise (whole boxes): 3D CD 16 x 16 x 256,
+ * 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
 static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;
     static const ptrdiff_t t1[1] = {4096}, t2[2] = {64, 512}, t3[3] = {32, 32, 64},
-                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {128, 64, 256};
-    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : r3)
+                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {128, 64, 256},
+                           r3w[3] = {128, 32, 256};
+    const int wide = g->scheme == NLSE_FD_2SHOC && s->real_size == sizeof(double);
+    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : wide ? r3w : r3)
                          : g->ndim == 2 ? t2 : g->scheme == NLSE_FD_CD ? t3cd : t3;
     ptrdiff_t across = 1;
     for (int a = 0; a < g->ndim; ++a) {
@@ -251,7 +258,6 @@ int nlse_fd_observe_rows(nlse_fd *s, size_t first, size_t count, double *norm, d
     int st = nlse_fd_check_rows(&s->p, first, count);
     if (st)
         return st;
-    /* uses the 2SHOC work buffer D as scratch; the state is not modified */
     const ptrdiff_t r0 = (ptrdiff_t)first, r1 = (ptrdiff_t)(first + count);
     if (s->p.dtype == NLSE_COMPLEX64)
         nlse_fd_measure_f(s, r0, r1, &n, &e);
@@ -309,11 +315,13 @@ double nlse_fd_bytes_per_point_step(const nlse_fd *s)
     /* complex values moved per point and step: stage 1 reads Psi^n and
      * writes acc and ta (3); stages 2-3 read x, Psi^n, acc and write acc and
      * the next input (5 each); stage 4 reads x and acc and writes acc (3).
-     * 2SHOC adds, per stage, a D write and a D read plus a second read of
-     * the input (3 x 4).  The potential adds one real read per stage. */
+     * The two-step 2SHOC (non-periodic grids) adds, per stage, a D write
+     * and a D read plus a second read of the input (3 x 4); the composed
+     * one of periodic grids reads what CD reads.  The potential adds one
+     * real read per stage. */
     double c = 2.0 * (double)s->real_size;
     double b = 16 * c;
-    if (s->p.scheme == NLSE_FD_2SHOC)
+    if (s->p.scheme == NLSE_FD_2SHOC && !s->g.periodic)
         b += 12 * c;
     if (s->V)
         b += 4 * (double)s->real_size;

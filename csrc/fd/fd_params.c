@@ -45,15 +45,8 @@ int nlse_fd_reach(int scheme, int bc)
 
 int nlse_fd_use_fused(const nlse_fd_params *p, int kernel, int can)
 {
-    if (!can || kernel == NLSE_FD_STAGED)
-        return 0;
-    /* auto: staged where the fused step measured slower (3D 2SHOC in double
-     * precision, bench/fd.py --forms at 256^3 on two cores: both forms are
-     * bound by the cores' arithmetic there, and the fused one does more) */
-    if (kernel == NLSE_FD_AUTO && p->ndim == 3 && p->scheme == NLSE_FD_2SHOC &&
-        p->dtype == NLSE_COMPLEX128)
-        return 0;
-    return 1;
+    (void)p;
+    return can && kernel != NLSE_FD_STAGED;
 }
 
 double nlse_fd_max_dt(const nlse_fd_params *p)

@@ -100,6 +100,16 @@ def test_traffic_model_of_both_forms():
     assert sim.bytes_per_step(fused=True) == pytest.approx(16 * (box + 1) * n)
 
 
+@pytest.mark.parametrize("bc, values", [("periodic", 16), ("dirichlet", 28)])
+def test_traffic_model_of_2shoc(bc, values):
+    """2SHOC on a periodic grid composes its two steps into one sweep a
+    stage (no D array): the traffic of CD; closed grids keep the two steps,
+    12 values more (a D write and read and a second input read a stage)."""
+    psi, _ = state((40, 48), np.complex128)
+    sim = nl.NLSE(psi, 0.3, scheme="2shoc", bc=bc, backend="cpu")
+    assert sim.bytes_per_step(fused=False) == values * 16 * psi.size
+
+
 @pytest.mark.parametrize("fused", [False, True])
 def test_blow_up_keeps_the_last_good_state(fused):
     """A dt far above the bound: BlowUpError at the same step with the same

@@ -14,10 +14,11 @@ from ..common import guard as _guard
 __all__ = ["SlabFD", "grid_arrays", "halo_rows", "local_rows", "same_everywhere"]
 
 
-def grid_arrays(scheme: str, backend: str) -> int:
+def grid_arrays(scheme: str, backend: str, periodic: bool) -> int:
     """Grid-sized complex arrays a solver allocates: Psi, acc, ta, tb (RK4,
-    csrc/fd/fd.c and cuda/fd/fd.cu), plus D for 2SHOC on the CPU."""
-    return 5 if (scheme == "2shoc" and backend != "cuda") else 4
+    csrc/fd/fd.c and cuda/fd/fd.cu), plus D for the two-step 2SHOC on the
+    CPU (closed boundaries; periodic grids compose the two steps)."""
+    return 5 if (scheme == "2shoc" and backend != "cuda" and not periodic) else 4
 
 
 def halo_rows(scheme: str) -> int:
@@ -106,7 +107,7 @@ class SlabFD:
         layout, owner = self.layout, self.owner
         shape = (self.count + self.lo + self.hi,) + layout.shape[1:]
         state = int(np.prod(shape)) * owner.dtype.itemsize
-        arrays = grid_arrays(owner.scheme, owner.backend)
+        arrays = grid_arrays(owner.scheme, owner.backend, self.periodic)
         what = (f"this rank's slab of the NLSE grid {layout.shape} (rows {layout.start} .. "
                 f"{layout.start + layout.count - 1} and {self.lo + self.hi} halo rows, "
                 f"{owner.dtype.name}, backend={owner.backend!r}), {arrays} state arrays,")

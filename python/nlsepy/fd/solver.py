@@ -376,7 +376,7 @@ class NLSE(TimeStepper):
         state-sized staging copy on the host."""
         state = self._state_bytes()
         v = state // 2 if with_V else 0
-        arrays = grid_arrays(self.scheme, self.backend)
+        arrays = grid_arrays(self.scheme, self.backend, self.bc == "periodic")
         what = f"{self._what()}, {arrays} state arrays{' and V' if with_V else ''},"
         if self.backend == "cuda":
             _guard.require_memory(arrays * state + v, what, backend="cuda",
