@@ -9,17 +9,19 @@
  * double (T).
  *
  * A block owns na atoms for the whole time grid.  Their matrices (rho, the
- * RK4 sum and two stage inputs, [atom][i][j]) sit in shared memory, or in a
- * per-block slice of global memory when they do not fit; each thread
- * takes elements (atom, i <= j) with a block stride and writes (j, i) as
- * the conjugate, so any level count runs and rho stays Hermitian.
+ * RK4 sum and two stage inputs, [atom][i][j], rows of odd stride ld) sit in
+ * shared memory, or in a per-block slice of global memory when they do not
+ * fit; each thread takes elements (atom, i <= j) with a block stride and
+ * writes (j, i) as the conjugate, so any level count runs and rho stays
+ * Hermitian.  Where every element has a thread of its own (up to 224
+ * elements a block: 20 levels), the thread keeps its element of rho and of
+ * the RK4 sum in registers (open_stage_own).  The stage loops are bound by
+ * the shared-memory accesses of the band sums, so each access saved counts.
  * The coupling rows and the coefficient sets (0.5 F eps_l, three a step,
  * rotated as in k_atoms) are those of the amplitude kernel.  After each
  * step the block writes its atoms' weighted polarisation (and density
  * matrix) as a per-block partial, summed over the blocks in a fixed order
  * (the polarisation by k_sum_warp, the density matrix by k_sum_blocks2).
- * k_open is compiled for four blocks an SM (64 registers), so that a
- * 20-level system's one-atom blocks fit two z slices on the device.
  *
  * With at most three levels (two-level, Lambda, V and ladder systems) a
  * thread holds one atom's matrices in registers instead (k_open_reg, the
@@ -38,6 +40,7 @@
 struct MBOpenArgs {
     int n_g, n_lev, n2, n_f, n_t, n_atoms, na, l_min, n2c, want_rho;
     int ntri;            /* elements i <= j: n (n + 1) / 2 */
+    int ld, sn2;         /* a working matrix's row stride (n | 1) and size (n ld) */
     double h, kg, ke;
 };
 
@@ -53,8 +56,27 @@ struct MBOpen {
     void *G;                   /* k_open_reg: G[t n + f], the rates from f to t */
 };
 
+/* Where a thread's elements start: atom at, element r of tri (x = at ntri
+ * + r = threadIdx.x), and that element's pair p; the later ones follow by
+ * steps of blockDim.x without a division (open_next). */
+struct MBOpenSlot {
+    int at, r;
+    int2 p;
+};
+
+__device__ __forceinline__ void open_next(const MBOpenArgs &a, int &at, int &r)
+{
+    r += blockDim.x;
+    while (r >= a.ntri) {
+        r -= a.ntri;
+        ++at;
+    }
+}
+
 /* k_ij of one element (times h): i ((E_i - E_j) y_ij + (V y)_ij - (y V)_ij)
- * - damp_ij y_ij + [i = j] sum of the feeds */
+ * - damp_ij y_ij + [i = j] sum of the feeds.  Y: the atom's matrix (row
+ * stride ld); the two band sums in two accumulators (two shorter chains of
+ * dependent FMAs), added at the end. */
 template <typename T>
 __device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, const typename C2<T>::t *Y,
                                                         const typename C2<T>::t *C, const MBRow *rows,
@@ -62,23 +84,31 @@ __device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, con
                                                         const int *ffrom, const T *frate, int i, int j)
 {
     typedef typename C2<T>::t V;
-    const int n = a.n_lev;
-    const V y = Y[i * n + j];
+    const int ld = a.ld;
+    const V y = Y[i * ld + j];
     const T de = E[i] - E[j];
-    V s = C2<T>::make(de * y.x, de * y.y);
+    V s = C2<T>::make(de * y.x, de * y.y), u = C2<T>::make(0, 0);
     const MBRow Ri = rows[i], Rj = rows[j];
+    const V *Ci = C + Ri.off, *Yi = Y + Ri.src * ld + j;
+#pragma unroll 3
     for (int q = 0; q < Ri.cnt; ++q) /* + V_ix y_xj */
-        cmac(s, C[Ri.off + q], Y[(Ri.src + q) * n + j]);
-    for (int q = 0; q < Rj.cnt; ++q) { /* - y_ix conj(V_jx) */
-        const V c = C[Rj.off + q], z = Y[i * n + Rj.src + q];
-        s.x -= c.x * z.x + c.y * z.y;
-        s.y -= c.x * z.y - c.y * z.x;
+        cmac(s, Ci[q], Yi[q * ld]);
+    const V *Cj = C + Rj.off, *Yj = Y + i * ld + Rj.src;
+#pragma unroll 3
+    for (int q = 0; q < Rj.cnt; ++q) { /* + y_ix conj(V_jx), subtracted below */
+        const V c = Cj[q], z = Yj[q];
+        u.x = fmaT(c.x, z.x, u.x);
+        u.x = fmaT(c.y, z.y, u.x);
+        u.y = fmaT(c.x, z.y, u.y);
+        u.y = fmaT(-c.y, z.x, u.y);
     }
-    const T g = damp[i * n + j];
+    s.x -= u.x;
+    s.y -= u.y;
+    const T g = damp[i * a.n_lev + j];
     V k = C2<T>::make(-s.y - g * y.x, s.x - g * y.y);
     if (i == j)
         for (int q = foff[i]; q < foff[i + 1]; ++q) {
-            const V p = Y[ffrom[q] * (n + 1)];
+            const V p = Y[ffrom[q] * (ld + 1)];
             k.x += frate[q] * p.x;
             k.y += frate[q] * p.y;
         }
@@ -91,7 +121,7 @@ __device__ __forceinline__ typename C2<T>::t open_deriv(const MBOpenArgs &a, con
  * (kind 2) */
 template <typename T>
 __device__ __forceinline__ void open_combine(typename C2<T>::t *O, typename C2<T>::t *R, typename C2<T>::t *AC,
-                                             size_t x, typename C2<T>::t k, T ca, T cb, int kind)
+                                             int x, typename C2<T>::t k, T ca, T cb, int kind)
 {
     if (kind == 2) {
         R[x] = C2<T>::make(AC[x].x + cb * k.x, AC[x].y + cb * k.y);
@@ -104,36 +134,70 @@ __device__ __forceinline__ void open_combine(typename C2<T>::t *O, typename C2<T
 
 /* one RK4 stage over the block's elements i <= j (tri), each writing
  * (j, i) too with the conjugate k, so rho stays Hermitian: kind 0 first,
- * 1 middle, 2 last */
+ * 1 middle, 2 last.  The thread's first element comes from its slot. */
 template <typename T>
-__device__ void open_stage(const MBOpenArgs &a, const typename C2<T>::t *C, const MBRow *rows, const T *E,
-                           const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
-                           const typename C2<T>::t *Y, typename C2<T>::t *O, typename C2<T>::t *R,
-                           typename C2<T>::t *AC, T ca, T cb, int kind)
+__device__ __forceinline__ void open_stage(const MBOpenArgs &a, const MBOpenSlot &sl,
+                                           const typename C2<T>::t *C, const MBRow *rows, const T *E,
+                                           const T *damp, const int *foff, const int *ffrom, const T *frate,
+                                           const int2 *tri, const typename C2<T>::t *Y, typename C2<T>::t *O,
+                                           typename C2<T>::t *R, typename C2<T>::t *AC, T ca, T cb, int kind)
 {
     typedef typename C2<T>::t V;
-    const int n2 = a.n2;
+    int at = sl.at, r = sl.r;
+    int2 p = sl.p;
     for (int x = threadIdx.x; x < a.na * a.ntri; x += blockDim.x) {
-        const int at = x / a.ntri;
-        const int2 p = tri[x - at * a.ntri];
-        const size_t base = (size_t)at * n2;
+        if (x != (int)threadIdx.x)
+            p = tri[r];
+        const int base = at * a.sn2;
         const V k = open_deriv<T>(a, Y + base, C, rows, E + at * a.n_lev, damp, foff, ffrom, frate, p.x, p.y);
-        open_combine<T>(O, R, AC, base + p.x * a.n_lev + p.y, k, ca, cb, kind);
+        open_combine<T>(O, R, AC, base + p.x * a.ld + p.y, k, ca, cb, kind);
         if (p.x != p.y)
-            open_combine<T>(O, R, AC, base + p.y * a.n_lev + p.x, C2<T>::make(k.x, -k.y), ca, cb, kind);
+            open_combine<T>(O, R, AC, base + p.y * a.ld + p.x, C2<T>::make(k.x, -k.y), ca, cb, kind);
+        open_next(a, at, r);
     }
 }
 
-/* t_k: the block's weighted polarisation (and density matrix) partials,
- * the trace deviation of its atoms */
+/* The same stage where each thread owns at most one element (na ntri <=
+ * blockDim.x, the slot's): its rho and RK4 sum stay in registers (r, ac),
+ * so a stage reads the others' stage input and writes its own output
+ * only; kind 2 writes rho to R, the next step's first input.  The same
+ * arithmetic as open_stage, so the same bits. */
 template <typename T>
-__device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t *R, const T *W, const T *Fg,
-                            const MBRow *prow, int nvalid, typename C2<T>::t *part, typename C2<T>::t *ppart,
-                            double &dev)
+__device__ __forceinline__ void open_stage_own(const MBOpenArgs &a, const MBOpenSlot &sl,
+                                               const typename C2<T>::t *C, const MBRow *rows, const T *E,
+                                               const T *damp, const int *foff, const int *ffrom, const T *frate,
+                                               const typename C2<T>::t *Y, typename C2<T>::t *O,
+                                               typename C2<T>::t &r, typename C2<T>::t &ac, T ca, T cb, int kind)
+{
+    typedef typename C2<T>::t V;
+    if ((int)threadIdx.x >= a.na * a.ntri)
+        return;
+    const int base = sl.at * a.sn2;
+    const V k = open_deriv<T>(a, Y + base, C, rows, E + sl.at * a.n_lev, damp, foff, ffrom, frate, sl.p.x, sl.p.y);
+    V o;
+    if (kind == 2) {
+        r = C2<T>::make(ac.x + cb * k.x, ac.y + cb * k.y);
+        o = r;
+    } else {
+        o = C2<T>::make(r.x + ca * k.x, r.y + ca * k.y);
+        const V b = kind == 0 ? r : ac;
+        ac = C2<T>::make(b.x + cb * k.x, b.y + cb * k.y);
+    }
+    O[base + sl.p.x * a.ld + sl.p.y] = o;
+    if (sl.p.x != sl.p.y)
+        O[base + sl.p.y * a.ld + sl.p.x] = C2<T>::make(o.x, -o.y);
+}
+
+/* t_k: the block's weighted polarisation (and density matrix) partials,
+ * the trace deviation of its atoms (a warp an atom, a butterfly) */
+template <typename T>
+__device__ __forceinline__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t *R, const T *W,
+                                            const T *Fg, const MBRow *prow, int nvalid, typename C2<T>::t *part,
+                                            typename C2<T>::t *ppart, double &dev)
 {
     typedef typename C2<T>::t V;
     const size_t blk = blockIdx.x;
-    const int n = a.n_lev, n2 = a.n2, ne = a.n_lev - a.n_g;
+    const int n = a.n_lev, ld = a.ld, ne = a.n_lev - a.n_g;
     for (int li = threadIdx.x; li < a.n_f; li += blockDim.x) {
         const MBRow P = prow[li];
         const int l = a.l_min + li;
@@ -143,7 +207,7 @@ __device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t 
             for (int q = 0; q < P.cnt; ++q) {
                 const int m = P.src + q;
                 const T f = Fg[m * ne + m + l];
-                const V r = R[(size_t)at * n2 + (a.n_g + m + l) * n + m];
+                const V r = R[at * a.sn2 + (a.n_g + m + l) * ld + m];
                 u.x += f * r.x;
                 u.y += f * r.y;
             }
@@ -152,18 +216,23 @@ __device__ void open_record(const MBOpenArgs &a, int k, const typename C2<T>::t 
         }
         part[(blk * a.n_t + k) * a.n_f + li] = s;
     }
-    for (int e = threadIdx.x; a.want_rho && e < n2; e += blockDim.x) {
+    for (int e = threadIdx.x; a.want_rho && e < a.n2; e += blockDim.x) {
+        const int i = e / n, x = i * ld + e - i * n;
         V s = C2<T>::make(0, 0);
         for (int at = 0; at < a.na; ++at) {
-            s.x += W[at] * R[(size_t)at * n2 + e].x;
-            s.y += W[at] * R[(size_t)at * n2 + e].y;
+            s.x += W[at] * R[at * a.sn2 + x].x;
+            s.y += W[at] * R[at * a.sn2 + x].y;
         }
-        ppart[(blk * a.n_t + k) * n2 + e] = s;
+        ppart[(blk * a.n_t + k) * a.n2 + e] = s;
     }
-    for (int at = threadIdx.x; at < nvalid; at += blockDim.x) {
+    const int lane = threadIdx.x & 31;
+    for (int at = threadIdx.x >> 5; at < nvalid; at += blockDim.x >> 5) {
         double tr = 0;
-        for (int i = 0; i < n; ++i)
-            tr += (double)R[(size_t)at * n2 + i * (n + 1)].x;
+        for (int i = lane; i < n; i += 32)
+            tr += (double)R[at * a.sn2 + i * (ld + 1)].x;
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1)
+            tr += __shfl_xor_sync(0xffffffffu, tr, d);
         dev = fmax(dev, fabs(tr - 1.0));
     }
 }
@@ -195,27 +264,47 @@ __device__ __forceinline__ void open_pipe_done(const MBOpenArgs &a, const MBPipe
 __device__ __forceinline__ int open_slice(const MBPipe &pp) { return pp.S > 1 ? (int)blockIdx.x / pp.nb : 0; }
 __device__ __forceinline__ int open_block(const MBPipe &pp) { return pp.S > 1 ? (int)blockIdx.x % pp.nb : (int)blockIdx.x; }
 
-template <typename T>
-__global__ void __launch_bounds__(256, 4) k_open(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
-                       const T *shift, const T *w, const T *Fg, const MBRow *rows, const int2 *ent,
+/* Dynamic shared memory of k_open: three coefficient sets, the coupling
+ * and polarisation rows, the atoms' level energies and weights, then (SH)
+ * the four working matrices of the block's atoms. */
+template <typename T> __host__ __device__ inline size_t open_head_bytes(const MBOpenArgs &a)
+{
+    const size_t v = 2 * sizeof(T), t = sizeof(T);
+    const size_t head = 3 * (size_t)a.n2c * v + (size_t)(a.n_lev + a.n_f) * sizeof(MBRow) +
+                        ((size_t)a.na * (a.n_lev + 1)) * t;
+    return (head + v - 1) / v * v;
+}
+
+/* SH: the working matrices in shared memory (else gwork, one slice of it
+ * a block); a template argument so that shared accesses compile to shared
+ * loads and stores, not generic ones.  OWN: each thread owns at most one
+ * element (open_stage_own).  At most MBLOCH_OPEN_THREADS threads, four
+ * blocks an SM: 72 registers, so that a 20-level system's 210 elements
+ * (224 threads) keep rho and the RK4 sum in registers and its 256
+ * one-atom blocks fit two z slices on the device. */
+#define MBLOCH_OPEN_THREADS 224
+template <typename T, bool SH, bool OWN>
+__global__ void __launch_bounds__(MBLOCH_OPEN_THREADS, 4) k_open(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, const typename C2<T>::t *rho0, const T *det,
+                       const T *shift, const T *w, const T *Fg, const MBRow *rows_g, const int2 *ent,
                        const T *damp, const int *foff, const int *ffrom, const T *frate, const int2 *tri,
                        typename C2<T>::t *part, typename C2<T>::t *ppart, double *devb,
                        typename C2<T>::t *gwork)
 {
     typedef typename C2<T>::t V;
     extern __shared__ __align__(16) unsigned char smem[];
-    const size_t ns = (size_t)a.na * a.n2;
+    const int ns = a.na * a.sn2;
     V *Cs = (V *)smem;
-    T *E = (T *)(Cs + 3 * a.n2c), *W = E + a.na * a.n_lev;
-    V *st = gwork ? gwork + blockIdx.x * 4 * ns : (V *)(W + a.na + ((a.na * (a.n_lev + 1)) & 1));
+    MBRow *rows = (MBRow *)(Cs + 3 * a.n2c);
+    T *E = (T *)(rows + a.n_lev + a.n_f), *W = E + a.na * a.n_lev;
+    V *st = SH ? (V *)(smem + open_head_bytes<T>(a)) : gwork + blockIdx.x * 4 * (size_t)ns;
     V *R = st, *AC = R + ns, *Y0 = AC + ns, *Y1 = Y0 + ns;
     const int sl = open_slice(pp), bl = open_block(pp);
     const double2 *Ez = mbloch_fields_n((size_t)a.n_t * a.n_f, pp, sl, eps);
     const int D0 = bl * a.na;
     const int nvalid = min(a.na, a.n_atoms - D0);
-    for (int x = threadIdx.x; x < (int)ns; x += blockDim.x) {
-        const int at = x / a.n2, D = D0 + min(at, nvalid - 1); /* padding: the last atom, weight 0 */
-        R[x] = rho0[(size_t)D * a.n2 + (x - at * a.n2)];
+    for (int x = threadIdx.x; x < a.na * a.n2; x += blockDim.x) {
+        const int at = x / a.n2, e = x - at * a.n2, i = e / a.n_lev, D = D0 + min(at, nvalid - 1);
+        R[at * a.sn2 + i * a.ld + e - i * a.n_lev] = rho0[(size_t)D * a.n2 + e]; /* padding: the last atom, weight 0 */
     }
     for (int x = threadIdx.x; x < a.na * a.n_lev; x += blockDim.x) {
         const int at = x / a.n_lev, i = x - at * a.n_lev, D = D0 + min(at, nvalid - 1);
@@ -226,6 +315,12 @@ __global__ void __launch_bounds__(256, 4) k_open(MBOpenArgs a, const __grid_cons
     }
     for (int at = threadIdx.x; at < a.na; at += blockDim.x)
         W[at] = at < nvalid ? w[D0 + at] : (T)0;
+    for (int q = threadIdx.x; q < a.n_lev + a.n_f; q += blockDim.x)
+        rows[q] = rows_g[q];
+    MBOpenSlot slot;
+    slot.at = (int)threadIdx.x / a.ntri;
+    slot.r = (int)threadIdx.x - slot.at * a.ntri;
+    slot.p = (int)threadIdx.x < a.na * a.ntri ? tri[slot.r] : make_int2(0, 0);
     const MBRow *prow = rows + a.n_lev;
     int prv = 1, mid = 2, nxt = 0;
     open_pipe_row<V>(a, pp, sl, bl, 0, eps, part);
@@ -235,6 +330,9 @@ __global__ void __launch_bounds__(256, 4) k_open(MBOpenArgs a, const __grid_cons
     open_record<T>(a, 0, R, W, Fg, prow, nvalid, part, ppart, dev);
     open_pipe_done(a, pp, sl, 0);
     const T half = (T)0.5, one = 1, sixth = (T)(1.0 / 6.0), third = (T)(1.0 / 3.0);
+    V r = C2<T>::make(0, 0), ac = r;
+    if (OWN && (int)threadIdx.x < a.na * a.ntri)
+        r = R[slot.at * a.sn2 + slot.p.x * a.ld + slot.p.y];
     for (int k = 1; k < a.n_t; ++k) {
         const int t0 = prv;
         prv = nxt;
@@ -243,13 +341,26 @@ __global__ void __launch_bounds__(256, 4) k_open(MBOpenArgs a, const __grid_cons
         open_pipe_row<V>(a, pp, sl, bl, k, eps, part);
         coef_set<T, true>(Cs + mid * a.n2c, a.n2c, ent, Fg, Ez + (size_t)(k - 1) * a.n_f, Ez + (size_t)k * a.n_f, true);
         coef_set<T, true>(Cs + nxt * a.n2c, a.n2c, ent, Fg, NULL, Ez + (size_t)k * a.n_f, false);
-        open_stage<T>(a, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, tri, R, Y0, R, AC, half, sixth, 0);
+        if (OWN) {
+            open_stage_own<T>(a, slot, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, R, Y0, r, ac, half, sixth, 0);
+            __syncthreads();
+            open_stage_own<T>(a, slot, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, Y1, r, ac, half, third, 1);
+            __syncthreads();
+            open_stage_own<T>(a, slot, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, Y1, Y0, r, ac, one, third, 1);
+            __syncthreads();
+            open_stage_own<T>(a, slot, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, Y0, R, r, ac, 0, sixth, 2);
+            __syncthreads();
+            open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
+            open_pipe_done(a, pp, sl, k);
+            continue;
+        }
+        open_stage<T>(a, slot, Cs + prv * a.n2c, rows, E, damp, foff, ffrom, frate, tri, R, Y0, R, AC, half, sixth, 0);
         __syncthreads();
-        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, Y1, R, AC, half, third, 1);
+        open_stage<T>(a, slot, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, Y1, R, AC, half, third, 1);
         __syncthreads();
-        open_stage<T>(a, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y1, Y0, R, AC, one, third, 1);
+        open_stage<T>(a, slot, Cs + mid * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y1, Y0, R, AC, one, third, 1);
         __syncthreads();
-        open_stage<T>(a, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, R, R, AC, 0, sixth, 2);
+        open_stage<T>(a, slot, Cs + nxt * a.n2c, rows, E, damp, foff, ffrom, frate, tri, Y0, R, R, AC, 0, sixth, 2);
         __syncthreads();
         open_record<T>(a, k, R, W, Fg, prow, nvalid, part, ppart, dev);
         open_pipe_done(a, pp, sl, k);

@@ -12,7 +12,8 @@ register kernel (k_open_reg) and, with NLSEPY_MBLOCH_KERNEL=simt, on the
 general one (k_open); the cases cover a two-level line, a Lambda system with decay,
 branching, dephasing and counter-propagating Doppler classes (atoms not a
 multiple of a block's), a 20-level system (5 + 15 levels, several modes,
-one atom a block), a 60-level system whose matrices do not fit in shared
+one atom a block, each element a thread's), a 24-level system (more
+elements than threads), a 60-level system whose matrices do not fit in shared
 memory (the global-memory path), and float against the double CPU run
 (within 1e-5 of the peak, float's error over a few hundred steps).
 """
@@ -88,6 +89,16 @@ def test_twenty_levels_double():
     kw, e0 = many_levels(5, 15, 6)
     gpu, cpu = both(kw, e0)
     close(gpu, cpu, 1e-10)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.complex128, 1e-10), (np.complex64, 1e-5)])
+def test_twenty_four_levels_loop_over_elements(dtype, tol):
+    """24 levels: 300 elements i <= j, more than a block's 224 threads, so
+    a thread takes several with a block stride (not one in registers); the
+    matrices still fit in shared memory."""
+    kw, e0 = many_levels(8, 16, 5, n_t=121)
+    gpu, cpu = both({**kw, "dtype": dtype}, e0, n_z=2)
+    close(gpu, cpu, tol)
 
 
 def test_sixty_levels_global_memory_double():
