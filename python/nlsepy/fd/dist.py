@@ -23,7 +23,7 @@ def grid_arrays(scheme: str, backend: str, periodic: bool) -> int:
 
 def halo_rows(scheme: str) -> int:
     """Rows of halo a slab needs for one RK4 step: the stencil's reach (1 for
-    CD, 2 for the two sweeps of 2SHOC) for each of the four stages."""
+    CD, 2 for 2SHOC) for each of the four stages."""
     return 4 * (1 if scheme == "cd" else 2)
 
 
