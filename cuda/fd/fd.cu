@@ -22,7 +22,10 @@
  * later launches of the chunk return at once, so the last finite state is
  * kept without a host round-trip per step.  Runs of 16 steps are replayed
  * from a captured CUDA graph to remove launch gaps.  Kernels are templates
- * on the precision, the number of line axes and the scheme.
+ * on the precision, the number of line axes and the scheme.  The fused
+ * step (`fused=`) takes all four stages in one pass: k_stream on periodic
+ * 2D and 3D grids (2.5D blocking along axis 0), k_fused on 1D and closed 2D
+ * grids (a box per tile in shared memory).
  */
 #define NLSEPY_FD_DEVICE_HANDLE
 #include <cuda_runtime.h>
@@ -68,6 +71,7 @@ struct nlse_fd {
     cudaGraphExec_t graph[2];          /* GRAPH_STEPS steps, one per    */
     void *graph_psi[2];                /* assignment of Psi to a buffer */
     int device;
+    int sms;                           /* multiprocessors of the device */
     /* frames: device snapshot slots, a copy stream, pinned staging */
     void *snap[2];
     cudaEvent_t snap_ev[2];
@@ -795,6 +799,208 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* the streamed fused step (2D, 3D; periodic): 2.5D blocking along axis 0 */
+/* ------------------------------------------------------------------ */
+
+/* The grid as planes along axis 0 (the rows of a 2D grid, the (j, k)
+ * planes of a 3D one).  A block owns a box of PJ x PK columns of a plane
+ * (its tile widened by H = 4R on each side of each plane axis, wrapped) and
+ * a chunk of planes, which it marches through in order.  Iteration `it`
+ * puts plane c0 - H + it of Psi^n into a ring of 2R + 1 planes in shared
+ * memory; stage s then evaluates plane it - sR (its load index) from its
+ * ring of stage inputs, each ring the 2R + 1 planes that the stencil reaches
+ * along axis 0, and writes the plane into the next stage's ring; stage 4
+ * writes Psi^{n+1} over the tile.  Stage s runs on the box shrunk by sR in
+ * the plane and on the chunk widened by (4 - s) R along axis 0, so the
+ * columns and planes beyond the tile are recomputed by the neighbouring
+ * boxes and chunks (the overlapped tiles of the CPU fused step, streamed).
+ * Psi^n's ring holds at least 3R + 1 planes, as far back as stage 3 reads
+ * its own column's Psi^n.  A thread owns one column: its accumulator and V
+ * live in register queues of L >= 4R + 1 slots, one a plane, addressed by
+ * constants once the march is unrolled by L.  In single precision L is a
+ * multiple of every ring's length, so that the ring slots are constants too
+ * (CD: rings of 6 and 3 planes, L = 6; 2SHOC: 10 and 5, L = 10); in double
+ * the rings keep their least lengths (3R + 1, 2R + 1; the registers and
+ * shared memory that constant slots would take cost more occupancy than the
+ * index arithmetic they save).  Four barriers a plane (after the load and
+ * after stages 1-3).  Periodic grids only (no boundary conditions). */
+template <bool SHOC, bool DBL> struct StreamDims {
+    enum {
+        RR = SHOC ? 2 : 1,
+        LP = 2 * RR + 1,
+        LP0 = DBL ? 3 * RR + 1 : (SHOC ? 10 : 6),
+        L = DBL ? 4 * RR + 1 : (SHOC ? 10 : 6),
+        FOLD = !DBL, /* ring slots from the unrolled index alone */
+        H = 4 * RR
+    };
+};
+
+/* the planes of a block's rings (LP0 + 3 LP) */
+static int stream_planes(int shoc, int dbl)
+{
+    typedef StreamDims<true, true> SD;
+    typedef StreamDims<true, false> SF;
+    typedef StreamDims<false, true> CD;
+    typedef StreamDims<false, false> CF;
+    const int lp0 = shoc ? (dbl ? (int)SD::LP0 : (int)SF::LP0) : (dbl ? (int)CD::LP0 : (int)CF::LP0);
+    return lp0 + 3 * (shoc ? (int)SD::LP : (int)CD::LP);
+}
+
+/* F at column t of a plane whose rows q - RR .. q + RR sit in ring slots
+ * sl[0 .. 2 RR] of `y`; the Laplacian summed in k_stage's order (contiguous
+ * axis, axis 0, axis 1) */
+template <typename R, int M, bool SHOC>
+__device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int NP, int PK, int t,
+                                         const int *sl, const DCoef<R> &C, R v, R &fr, R &fi)
+{
+    typedef typename Vec2<R>::T T;
+    const int RR = StreamDims<SHOC, true>::RR;
+    const T *cp = y + sl[RR] * NP + t;
+    const T c = cp[0];
+    /* the stream axis is axis 0: i in 3D (1/h_i^2), j in 2D (1/h_j^2) */
+    const R ih0 = M == 2 ? C.ihi : C.ihj;
+    R r, i;
+    if (!SHOC) {
+        const T a = cp[-1], b = cp[1];
+        r = C.ihk * (a.x + b.x - 2 * c.x);
+        i = C.ihk * (a.y + b.y - 2 * c.y);
+        const T u = y[sl[0] * NP + t], w = y[sl[2] * NP + t];
+        r += ih0 * (u.x + w.x - 2 * c.x);
+        i += ih0 * (u.y + w.y - 2 * c.y);
+        if (M == 2) {
+            const T e = cp[-PK], f = cp[PK];
+            r += C.ihj * (e.x + f.x - 2 * c.x);
+            i += C.ihj * (e.y + f.y - 2 * c.y);
+        }
+    } else {
+        const R tw = (R)1 / 12;
+        T a = cp[-2], b = cp[-1], d = cp[1], e = cp[2];
+        r = C.ihk * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i = C.ihk * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        a = y[sl[0] * NP + t];
+        b = y[sl[1] * NP + t];
+        d = y[sl[3] * NP + t];
+        e = y[sl[4] * NP + t];
+        r += ih0 * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+        i += ih0 * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        if (M == 2) {
+            a = cp[-2 * PK], b = cp[-PK], d = cp[PK], e = cp[2 * PK];
+            r += C.ihj * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
+            i += C.ihj * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        }
+    }
+    const R n = C.s * (c.x * c.x + c.y * c.y) - v;
+    fr = -(C.a * i + n * c.y);
+    fi = C.a * r + n * c.x;
+}
+
+/* threads a block at most: 2D boxes are one row of up to 256 columns, 3D
+ * boxes up to 32 x 32 */
+#define STREAM_THREADS_2D 256
+#define STREAM_THREADS_3D 1024
+
+template <typename R, int M, bool SHOC>
+__global__ void __launch_bounds__(M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
+                                  M == 2 ? 1 : (SHOC ? (sizeof(R) == 4 ? 4 : 2) : 4))
+k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
+         typename Vec2<R>::T *__restrict__ out, const R *__restrict__ V, R dt, int chunk,
+         int step, int *flags)
+{
+    typedef typename Vec2<R>::T T;
+    typedef StreamDims<SHOC, sizeof(R) == 8> D;
+    const int RR = D::RR, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H;
+    extern __shared__ __align__(16) unsigned char stream_smem[];
+    __shared__ int stop;
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        stop = flags[0];
+    __syncthreads();
+    if (stop) /* an earlier step blew up */
+        return;
+    const int PK = blockDim.x, PJ = blockDim.y, NP = PK * PJ;
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * PK + tx;
+    const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1;
+    const long long plane = (long long)nj * g.len;
+    const int k0 = blockIdx.x * (PK - 2 * H), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
+    const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * g.len +
+                          wrapi(k0 - H + tx, g.len);
+    const int c0 = blockIdx.z * chunk, nc = min(chunk, ns - c0), nit = nc + 2 * H;
+    /* in the box shrunk by sR (stage s = 1..4) */
+    bool in[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const int e = (s + 1) * RR;
+        in[s] = tx >= e && tx < PK - e && (M < 2 || (ty >= e && ty < PJ - e));
+    }
+    /* stage 4 writes the tile's columns inside the grid */
+    const bool mine = in[3] && tx < PK - H && k0 + tx - H < g.len &&
+                      (M < 2 || (ty < PJ - H && j0 + ty - H < nj));
+    /* the stage inputs: Psi^n (LP0 planes), then the three next inputs (LP) */
+    T *ring[4];
+    ring[0] = (T *)stream_smem;
+    ring[1] = ring[0] + LP0 * NP;
+    ring[2] = ring[1] + LP * NP;
+    ring[3] = ring[2] + LP * NP;
+    const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
+    const R wo[3] = {dt / 2, dt / 2, dt};
+    T accq[L];
+    R vq[L];
+    /* the plane about to be stored: loaded one iteration ahead */
+    int row = wrapi(c0 - H, ns);
+    T pre = psi[row * plane + col];
+    R vpre = V ? V[row * plane + col] : (R)0;
+    for (int base = 0; base < nit; base += L) {
+#pragma unroll
+        for (int u = 0; u < L; ++u) {
+            const int it = base + u; /* uniform: the barriers below are safe */
+            const int rel = D::FOLD ? u + L : it; /* ring slot = (rel - offset) % length */
+            if (it < nit) {
+                ring[0][(rel % LP0) * NP + t] = pre;
+                vq[u] = vpre;
+                if (it + 1 < nit) {
+                    row = row + 1 == ns ? 0 : row + 1;
+                    pre = psi[row * plane + col];
+                    if (V)
+                        vpre = V[row * plane + col];
+                }
+                __syncthreads();
+#pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int ls = it - (s + 1) * RR;                /* the plane's load index */
+                    const int q = (u - (s + 1) * RR + L) % L; /* its queue slot */
+                    if (it >= 2 * (s + 1) * RR && in[s]) {
+                        const int lp = s == 0 ? LP0 : LP;
+                        int sl[2 * RR + 1];
+#pragma unroll
+                        for (int d = 0; d <= 2 * RR; ++d)
+                            sl[d] = (rel - (s + 2) * RR + d) % lp;
+                        R fr, fi;
+                        stream_F<R, M, SHOC>(ring[s], NP, PK, t, sl, C, vq[q], fr, fi);
+                        const T p0 = ring[0][((rel - (s + 1) * RR) % LP0) * NP + t];
+                        const T b = s == 0 ? p0 : accq[q];
+                        T a;
+                        a.x = b.x + wa[s] * fr;
+                        a.y = b.y + wa[s] * fi;
+                        accq[q] = a;
+                        if (s < 3) {
+                            T o;
+                            o.x = p0.x + wo[s] * fr;
+                            o.y = p0.y + wo[s] * fi;
+                            ring[s + 1][((rel - (s + 1) * RR) % LP) * NP + t] = o;
+                        } else if (mine) {
+                            out[(long long)(c0 + ls - H) * plane + col] = a;
+                            if (!(isfinite(a.x) && isfinite(a.y)))
+                                atomicCAS(flags, 0, flags[1] + step);
+                        }
+                    }
+                    if (s < 3)
+                        __syncthreads();
+                }
+            }
+        }
+    }
+}
+
 /* Tile of the fused kernel (points along axis 0, along the contiguous axis)
  * and its shared memory; 0 bytes when the box does not fit in a block's. */
 static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
@@ -817,14 +1023,91 @@ static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
     return bytes <= (size_t)227 * 1024 ? bytes : 0;
 }
 
-/* The kernel the next steps run: the fused one for 1D and 2D when it was
- * asked for and its box fits in shared memory. */
-static int fused_on(const nlse_fd *s)
+/* The streamed kernel's box (pj x pk columns of a plane), its chunk of
+ * planes along axis 0 and its shared memory; 0 bytes where it does not run:
+ * closed edges, 1D, and 3D complex128 2SHOC (22 planes of a box whose tile
+ * would be empty). */
+static size_t stream_shape(const nlse_fd *s, int *pj, int *pk, int *chunk)
 {
-    int tj, tk;
+    const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
+    const int c64 = s->p.dtype == NLSE_COMPLEX64, H = shoc ? 8 : 4;
+    if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
+        return 0;
+    if (m == 1) {
+        *pj = 1;
+        *pk = shoc && !c64 ? 128 : 256;
+        const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
+        *pk = need < *pk ? need : *pk;
+    } else {
+        *pj = c64 ? 32 : 16;
+        *pk = 32;
+    }
+    const int planes = stream_planes(shoc, !c64);
+    const size_t threads = (size_t)*pj * *pk;
+    const size_t bytes = (size_t)planes * threads * 2 * s->real_size;
+    if (bytes > (size_t)227 * 1024)
+        return 0;
+    const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
+    const long tiles = (long)((s->dg.len + *pk - 2 * H - 1) / (*pk - 2 * H)) *
+                       (m == 2 ? (s->dg.n1 + *pj - 2 * H - 1) / (*pj - 2 * H) : 1);
+    /* one wave of resident blocks, chunks of at least 4H planes */
+    long per_sm = (long)(228 * 1024 / (bytes + 1024));
+    const long by_threads = (long)(2048 / threads);
+    per_sm = per_sm < by_threads ? per_sm : by_threads;
+    const long resident = per_sm * s->sms;
+    long nch = tiles >= resident ? 1 : (resident + tiles - 1) / tiles;
+    int c = (int)((ns + nch - 1) / nch);
+    c = c < 4 * H ? (ns < 4 * H ? ns : 4 * H) : c;
+    *chunk = c;
+    if ((ns + c - 1) / c > 65535 || tiles > 65535L * 65535L)
+        return 0;
+    return bytes;
+}
+
+/* The form the next steps run: 0 the staged stages, 1 the box kernel
+ * (k_fused: 1D and 2D, any edges), 2 the streamed kernel (k_stream: 2D and
+ * 3D, periodic).  `fused=True` takes the streamed kernel where it runs, else
+ * the box kernel where its box fits.  "auto" takes the streamed kernel where
+ * it is the faster form (bench/fd.py --forms: 2D, and 3D complex64 CD; 3D
+ * complex128 CD and complex64 2SHOC recompute too much of their boxes), the
+ * staged stages elsewhere. */
+static int fused_form(const nlse_fd *s)
+{
+    int tj, tk, pj, pk, ch;
+    if (s->kernel == NLSE_FD_STAGED)
+        return 0;
+    if (stream_shape(s, &pj, &pk, &ch)) {
+        const int faster = s->g.m == 1 ||
+                           (s->p.dtype == NLSE_COMPLEX64 && s->p.scheme != NLSE_FD_2SHOC);
+        return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
+    }
     if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
         return 0;
-    return (s->dg.n1 + tj - 1) / tj <= 65535; /* the launch grid's y limit */
+    return (s->dg.n1 + tj - 1) / tj <= 65535 ? 1 : 0; /* the launch grid's y limit */
+}
+
+static int fused_on(const nlse_fd *s) { return fused_form(s) != 0; }
+
+template <typename R, int M, bool SHOC>
+static void enqueue_stream(nlse_fd *s, int nsteps)
+{
+    typedef typename Vec2<R>::T T;
+    int pj, pk, chunk;
+    const size_t bytes = stream_shape(s, &pj, &pk, &chunk);
+    const int H = SHOC ? 8 : 4;
+    const int ns = M == 2 ? s->dg.n0 : s->dg.n1;
+    const dim3 grid((s->dg.len + pk - 2 * H - 1) / (pk - 2 * H),
+                    M == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1,
+                    (ns + chunk - 1) / chunk);
+    const dim3 block(pk, pj, 1);
+    const DCoef<R> C = coef_of<R>(s->g);
+    for (int n = 0; n < nsteps; ++n) {
+        T *psi = (T *)s->psi, *acc = (T *)s->acc;
+        k_stream<R, M, SHOC><<<grid, block, bytes, s->stream>>>(
+            s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, chunk, n + 1, s->flags);
+        s->psi = acc;
+        s->acc = psi;
+    }
 }
 
 template <typename R, int M, bool SHOC>
@@ -855,11 +1138,35 @@ template <typename R, int M, bool SHOC> static int fused_allow(size_t bytes)
                            "cudaFuncSetAttribute");
 }
 
+template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes)
+{
+    return nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)bytes),
+                           "cudaFuncSetAttribute");
+}
+
+template <typename R> static int stream_prepare(int m, int shoc, size_t bytes)
+{
+    if (m == 1)
+        return shoc ? stream_allow<R, 1, true>(bytes) : stream_allow<R, 1, false>(bytes);
+    if constexpr (sizeof(R) == sizeof(float)) {
+        if (shoc)
+            return stream_allow<R, 2, true>(bytes);
+    }
+    return stream_allow<R, 2, false>(bytes);
+}
+
 static int fused_prepare(nlse_fd *s)
 {
-    int tj, tk;
-    const size_t bytes = fused_shape(s, &tj, &tk);
+    int tj, tk, pj, pk, ch;
     const int shoc = s->p.scheme == NLSE_FD_2SHOC, m = s->g.m;
+    if (fused_form(s) == 2) {
+        const size_t bytes = stream_shape(s, &pj, &pk, &ch);
+        return s->p.dtype == NLSE_COMPLEX64 ? stream_prepare<float>(m, shoc, bytes)
+                                            : stream_prepare<double>(m, shoc, bytes);
+    }
+    const size_t bytes = fused_shape(s, &tj, &tk);
     if (s->p.dtype == NLSE_COMPLEX64)
         return shoc ? (m ? fused_allow<float, 1, true>(bytes) : fused_allow<float, 0, true>(bytes))
                     : (m ? fused_allow<float, 1, false>(bytes) : fused_allow<float, 0, false>(bytes));
@@ -885,14 +1192,26 @@ template <typename R> static enqueue_fn pick_fused(int m, int shoc)
     return m == 1 ? enqueue_fused<R, 1, false> : enqueue_fused<R, 0, false>;
 }
 
+template <typename R> static enqueue_fn pick_stream(int m, int shoc)
+{
+    if (m == 1)
+        return shoc ? enqueue_stream<R, 1, true> : enqueue_stream<R, 1, false>;
+    if constexpr (sizeof(R) == sizeof(float)) {
+        if (shoc)
+            return enqueue_stream<R, 2, true>;
+    }
+    return enqueue_stream<R, 2, false>; /* 3D complex128 2SHOC never streams (stream_shape) */
+}
+
 static enqueue_fn enqueue_for(const nlse_fd *s)
 {
-    const int shoc = s->p.scheme == NLSE_FD_2SHOC;
-    if (fused_on(s))
-        return s->p.dtype == NLSE_COMPLEX64 ? pick_fused<float>(s->g.m, shoc)
-                                            : pick_fused<double>(s->g.m, shoc);
-    return s->p.dtype == NLSE_COMPLEX64 ? pick_enqueue<float>(s->g.m, shoc)
-                                        : pick_enqueue<double>(s->g.m, shoc);
+    const int shoc = s->p.scheme == NLSE_FD_2SHOC, form = fused_form(s);
+    const int c64 = s->p.dtype == NLSE_COMPLEX64;
+    if (form == 2)
+        return c64 ? pick_stream<float>(s->g.m, shoc) : pick_stream<double>(s->g.m, shoc);
+    if (form == 1)
+        return c64 ? pick_fused<float>(s->g.m, shoc) : pick_fused<double>(s->g.m, shoc);
+    return c64 ? pick_enqueue<float>(s->g.m, shoc) : pick_enqueue<double>(s->g.m, shoc);
 }
 
 static void drop_graph(nlse_fd *s)
@@ -972,6 +1291,8 @@ extern "C" int nlse_fd_create(const nlse_fd_params *p, nlse_fd **out)
                          "the last, got %d and %d", n0, n1);
     }
     s->device = nlse_cuda_current_device();
+    if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->device) != cudaSuccess)
+        s->sms = 1;
     const size_t bytes = (size_t)g.npts * 2 * s->real_size;
     const int nbuf = 4;
     void **bufs[4] = {&s->psi, &s->acc, &s->ta, &s->tb};
@@ -1366,21 +1687,44 @@ extern "C" double nlse_fd_bytes_per_point_step(const nlse_fd *s)
     return b;
 }
 
+/* the fused step's tile: points per axis (axis 0 first); 0 without one */
+static int fused_tile_of(const nlse_fd *s, int t[3])
+{
+    int tj, tk, pj, pk, ch;
+    const int m = s->g.m, H = 4 * nlse_fd_reach(s->p.scheme, s->p.bc);
+    const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
+    if (stream_shape(s, &pj, &pk, &ch)) { /* the chunk along axis 0, the box's tile across */
+        t[0] = ch;
+        t[1] = m == 2 ? pj - 2 * H : pk - 2 * H;
+        t[2] = pk - 2 * H;
+    } else if (m <= 1 && fused_shape(s, &tj, &tk)) {
+        if (m == 1)
+            t[0] = tj;
+        t[m] = tk;
+    } else {
+        return 0;
+    }
+    for (int a = 0; a <= m; ++a)
+        t[a] = t[a] < n[3 - 1 - m + a] ? t[a] : n[3 - 1 - m + a];
+    return 1;
+}
+
 extern "C" double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
 {
     /* Psi^n (and V) read over each tile's box (tile + 2H per tiled axis, cut
-     * back at closed edges), Psi^{n+1} written over the tile */
-    int tj, tk;
-    fused_shape(s, &tj, &tk);
+     * back at closed edges; the streamed kernel's chunks of planes widened by
+     * 2H along axis 0 too), Psi^{n+1} written over the tile */
+    int t[3];
+    if (!fused_tile_of(s, t))
+        return nlse_fd_bytes_per_point_step(s);
     const double H = 4.0 * nlse_fd_reach(s->p.scheme, s->p.bc);
     const int m = s->g.m, per = s->g.periodic;
+    const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
     double tile = 1, box = 1;
-    const double n[2] = {(double)s->dg.n1, (double)s->dg.len};
-    const int t[2] = {tj, tk};
-    for (int a = m >= 1 ? 0 : 1; a < 2; ++a) {
-        const double T = t[a] < n[a] ? t[a] : n[a], b = T + 2 * H;
+    for (int a = 0; a <= m; ++a) {
+        const double N = n[3 - 1 - m + a], T = t[a], b = T + 2 * H;
         tile *= T;
-        box *= per || b < n[a] ? b : n[a];
+        box *= per || b < N ? b : N;
     }
     const double c = 2.0 * (double)s->real_size;
     return c * (box / tile + 1) + (s->V ? (double)s->real_size * box / tile : 0);
@@ -1388,12 +1732,11 @@ extern "C" double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
 
 extern "C" int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])
 {
-    int tj, tk;
-    if (!s || s->g.m > 1 || !fused_shape(s, &tj, &tk))
+    int t[3];
+    if (!s || !fused_tile_of(s, t))
         return 0;
-    if (s->g.m == 1)
-        tile[0] = (size_t)(tj < s->dg.n1 ? tj : s->dg.n1);
-    tile[s->g.m] = (size_t)(tk < s->dg.len ? tk : s->dg.len);
+    for (int a = 0; a <= s->g.m; ++a)
+        tile[a] = (size_t)t[a];
     return 1;
 }
 

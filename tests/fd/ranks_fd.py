@@ -211,10 +211,12 @@ def test_blow_up_in_one_slab_only():
 @pytest.mark.parametrize("shape,scheme,bc,fused", [((25, 12, 10), "2shoc", "periodic", False),
                                                    ((31, 16), "cd", "msd", False),
                                                    ((31, 16), "cd", "msd", True),
-                                                   ((31, 40), "2shoc", "periodic", True)])
+                                                   ((31, 40), "2shoc", "periodic", True),
+                                                   ((25, 12, 10), "cd", "periodic", True)])
 def test_cuda_matches_single_gpu(shape, scheme, bc, fused):
     """GPU ranks (rows staged through the host) against one GPU; the fused
-    2D kernel on the slabs against one GPU's staged steps."""
+    kernels on the slabs (the box kernel on closed 2D grids, the streamed
+    one on periodic 2D and 3D grids) against one GPU's staged steps."""
     psi, V = grid(shape)
     h = 6.0 / (shape[0] - 1)
     ref = nl.NLSE(psi, h, s=-1.0, V=V, scheme=scheme, bc=bc, backend="cuda", fused=False)

@@ -142,8 +142,17 @@ def test_ctrl_c_stops_between_fused_calls():
 
 
 # --------------------------------------------------------------------- CUDA
-CUDA_CASES = [(shape, bc) for nd, shapes in SHAPES.items() if nd < 3 for shape in shapes
-              for bc in BCS if bc != "one-sided" or nd == 1]
+CUDA_CASES = [(shape, bc) for nd, shapes in SHAPES.items() for shape in shapes
+              for bc in BCS if (bc != "one-sided" or nd == 1) and (nd < 3 or bc == "periodic")]
+
+
+def cuda_form(shape, bc, scheme, dtype):
+    """The form `fused=True` runs on CUDA: the streamed kernel on periodic
+    2D and 3D grids (not 3D complex128 2SHOC), the box kernel in 1D and on
+    closed 2D grids, staged otherwise."""
+    if len(shape) == 3 and (bc != "periodic" or (scheme == "2shoc" and dtype == np.complex128)):
+        return "staged"
+    return "fused"
 
 
 @pytest.mark.cuda
@@ -156,10 +165,17 @@ def test_cuda_fused_matches_staged(shape, bc, scheme, dtype):
     which amplify rounding differences far beyond the tolerance): fused
     against staged on the GPU, and against the CPU in double to
     test_fd_cuda.py's 1e-12.  One-sided ends grow boundary modes even so
-    (the 5-point grid blows up after 14 steps): 10 steps there."""
+    (the 5-point grid blows up after 14 steps): 10 steps there.  Periodic 2D
+    and 3D grids run the streamed kernel: these shapes cut the planes into
+    several boxes with a part box at the end, and axis 0 into several
+    chunks (at least 16 planes each in CD, 32 in 2SHOC), or are thinner than
+    a box's halo (3 points, wrapped)."""
     kx, n = (0.0, 10) if bc == "one-sided" else (0.7, 100)
+    if len(shape) == 3 and np.prod(shape) > 5e5:
+        n = 20
     staged, fused = pair(shape, scheme, bc, dtype, backend="cuda", steps=n, noise=0.0, kx=kx)
-    assert staged.last_kernel == "staged" and fused.last_kernel == "fused"
+    assert staged.last_kernel == "staged" and fused.last_kernel == cuda_form(shape, bc, scheme,
+                                                                             dtype)
     assert staged._steps == fused._steps == n
     ref = staged.psi
     tol = 1e-13 if dtype == np.complex128 else 3e-6
@@ -171,17 +187,42 @@ def test_cuda_fused_matches_staged(shape, bc, scheme, dtype):
 
 
 @pytest.mark.cuda
-def test_cuda_fused_blow_up_and_3d_fallback():
-    psi, _ = state((24, 30), np.complex128)
-    kw = dict(s=1.0, scheme="2shoc", bc="periodic", dt=0.2, force=True)
+@pytest.mark.parametrize("shape", [(24, 30), (20, 22, 26)])
+def test_cuda_fused_blow_up(shape):
+    """A blow-up in the fused kernels (the streamed one on these periodic
+    grids) names the CPU's step and keeps the last finite state."""
+    psi, _ = state(shape, np.complex128)
+    kw = dict(s=1.0, scheme="2shoc" if len(shape) == 2 else "cd", bc="periodic", dt=0.2,
+              force=True)
     ref = nl.NLSE(psi, 0.3, fused=False, backend="cpu", **kw)
     with pytest.raises(nl.BlowUpError) as r:
         ref.step(10 ** 4)
     sim = nl.NLSE(psi, 0.3, fused=True, backend="cuda", **kw)
     with pytest.raises(nl.BlowUpError) as e:
         sim.step(10 ** 4)
+    assert sim.last_kernel == "fused"
     assert e.value.step == r.value.step and np.isfinite(sim.psi).all()
+
+
+@pytest.mark.cuda
+def test_cuda_fallbacks_and_auto():
+    """3D closed grids and 3D complex128 2SHOC run staged whatever is asked;
+    "auto" takes the streamed kernel where it is the faster form (periodic
+    2D grids, 3D complex64 CD) and the staged stages elsewhere."""
     psi3, _ = state((8, 9, 10), np.complex128)
-    sim3 = nl.NLSE(psi3, 0.3, fused=True, backend="cuda")
-    sim3.step(2)
-    assert sim3.last_kernel == "staged"  # no fused 3D kernel on CUDA: staged
+    for kw in (dict(bc="dirichlet"), dict(bc="periodic", scheme="2shoc")):
+        sim = nl.NLSE(psi3, 0.3, fused=True, backend="cuda", **kw)
+        sim.step(2)
+        assert sim.last_kernel == "staged"
+    for shape, bc, scheme, dtype, form in (
+            ((8, 9, 10), "periodic", "cd", np.complex64, "fused"),
+            ((8, 9, 10), "periodic", "cd", np.complex128, "staged"),
+            ((8, 9, 10), "periodic", "2shoc", np.complex64, "staged"),
+            ((12, 14), "periodic", "2shoc", np.complex128, "fused"),
+            ((12, 14), "periodic", "cd", np.complex64, "fused"),
+            ((12, 14), "dirichlet", "cd", np.complex128, "staged"),
+            ((40,), "periodic", "cd", np.complex128, "staged")):
+        psi, _ = state(shape, dtype)
+        sim = nl.NLSE(psi, 0.3, bc=bc, scheme=scheme, dtype=dtype, backend="cuda")
+        sim.step(2)
+        assert sim.last_kernel == form, (shape, bc, scheme, dtype)

@@ -169,7 +169,9 @@ class NLSE(TimeStepper):
         ``False``: a step is four passes over the grid, one per RK4 stage
         (the reference); ``True``: one pass, each tile taking all four stages
         with the halo each stage needs recomputed at its edge (staged where
-        the backend has no fused kernel); ``"auto"``: the backend's choice.
+        the backend has no fused kernel: CUDA on closed 3D grids and 3D
+        complex128 2SHOC); ``"auto"``: the faster form (the CPU: fused;
+        CUDA: fused on periodic 2D grids and 3D complex64 CD, else staged).
         The same state either way (bit for bit on the CPU, to rounding on
         CUDA); :attr:`last_kernel` says which ran.
     comm : mpi4py communicator, optional
