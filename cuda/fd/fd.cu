@@ -807,10 +807,10 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * planes of a 3D one).  A block owns a box of PJ x PK columns of a plane
  * (its tile widened by H = 4R on each side of each plane axis, wrapped) and
  * a chunk of planes, which it marches through in order.  Iteration `it`
- * puts plane c0 - H + it of Psi^n into a ring of 2R + 1 planes in shared
+ * puts plane c0 - H + it of Psi^n into Psi^n's ring of planes in shared
  * memory; stage s then evaluates plane it - sR (its load index) from its
- * ring of stage inputs, each ring the 2R + 1 planes that the stencil reaches
- * along axis 0, and writes the plane into the next stage's ring; stage 4
+ * ring of stage inputs, the later rings the 2R + 1 planes that the stencil
+ * reaches along axis 0, and writes the plane into the next stage's ring; stage 4
  * writes Psi^{n+1} over the tile.  Stage s runs on the box shrunk by sR in
  * the plane and on the chunk widened by (4 - s) R along axis 0, so the
  * columns and planes beyond the tile are recomputed by the neighbouring
@@ -832,20 +832,10 @@ template <bool SHOC, bool DBL> struct StreamDims {
         LP0 = DBL ? 3 * RR + 1 : (SHOC ? 10 : 6),
         L = DBL ? 4 * RR + 1 : (SHOC ? 10 : 6),
         FOLD = !DBL, /* ring slots from the unrolled index alone */
-        H = 4 * RR
+        H = 4 * RR,
+        PLANES = LP0 + 3 * LP /* a block's rings */
     };
 };
-
-/* the planes of a block's rings (LP0 + 3 LP) */
-static int stream_planes(int shoc, int dbl)
-{
-    typedef StreamDims<true, true> SD;
-    typedef StreamDims<true, false> SF;
-    typedef StreamDims<false, true> CD;
-    typedef StreamDims<false, false> CF;
-    const int lp0 = shoc ? (dbl ? (int)SD::LP0 : (int)SF::LP0) : (dbl ? (int)CD::LP0 : (int)CF::LP0);
-    return lp0 + 3 * (shoc ? (int)SD::LP : (int)CD::LP);
-}
 
 /* F at column t of a plane whose rows q - RR .. q + RR sit in ring slots
  * sl[0 .. 2 RR] of `y`; the Laplacian summed in k_stage's order (contiguous
@@ -1023,44 +1013,62 @@ static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
     return bytes <= (size_t)227 * 1024 ? bytes : 0;
 }
 
-/* The streamed kernel's box (pj x pk columns of a plane), its chunk of
- * planes along axis 0 and its shared memory; 0 bytes where it does not run:
- * closed edges, 1D, and 3D complex128 2SHOC (22 planes of a box whose tile
- * would be empty). */
-static size_t stream_shape(const nlse_fd *s, int *pj, int *pk, int *chunk)
+/* The streamed kernel's launch: a block a box of block.y x block.x columns
+ * of a plane and a chunk of `chunk` planes along axis 0, `bytes` of shared
+ * memory for its rings. */
+struct StreamLaunch {
+    dim3 grid, block;
+    int chunk, H;
+    size_t bytes;
+};
+
+/* The streamed kernel's launch for this grid; 0 where it does not run:
+ * closed edges, 1D, 3D complex128 2SHOC (22 planes of a box whose tile
+ * would be empty), and launch grids beyond the device's limits. */
+static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
-    const int c64 = s->p.dtype == NLSE_COMPLEX64, H = shoc ? 8 : 4;
+    const int c64 = s->p.dtype == NLSE_COMPLEX64;
     if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
         return 0;
+    const int H = shoc ? (int)StreamDims<true, true>::H : (int)StreamDims<false, true>::H;
+    const int planes = shoc ? (c64 ? (int)StreamDims<true, false>::PLANES
+                                   : (int)StreamDims<true, true>::PLANES)
+                            : (c64 ? (int)StreamDims<false, false>::PLANES
+                                   : (int)StreamDims<false, true>::PLANES);
+    int pj, pk;
     if (m == 1) {
-        *pj = 1;
-        *pk = shoc && !c64 ? 128 : 256;
+        pj = 1;
+        pk = shoc && !c64 ? 128 : 256;
         const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
-        *pk = need < *pk ? need : *pk;
+        pk = need < pk ? need : pk;
     } else {
-        *pj = c64 ? 32 : 16;
-        *pk = 32;
+        pj = c64 ? 32 : 16;
+        pk = 32;
     }
-    const int planes = stream_planes(shoc, !c64);
-    const size_t threads = (size_t)*pj * *pk;
+    const size_t threads = (size_t)pj * pk;
     const size_t bytes = (size_t)planes * threads * 2 * s->real_size;
     if (bytes > (size_t)227 * 1024)
         return 0;
     const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
-    const long tiles = (long)((s->dg.len + *pk - 2 * H - 1) / (*pk - 2 * H)) *
-                       (m == 2 ? (s->dg.n1 + *pj - 2 * H - 1) / (*pj - 2 * H) : 1);
+    const long tk = (s->dg.len + pk - 2 * H - 1) / (pk - 2 * H);
+    const long tj = m == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1;
     /* one wave of resident blocks, chunks of at least 4H planes */
     long per_sm = (long)(228 * 1024 / (bytes + 1024));
     const long by_threads = (long)(2048 / threads);
     per_sm = per_sm < by_threads ? per_sm : by_threads;
     const long resident = per_sm * s->sms;
-    long nch = tiles >= resident ? 1 : (resident + tiles - 1) / tiles;
+    const long nch = tk * tj >= resident ? 1 : (resident + tk * tj - 1) / (tk * tj);
     int c = (int)((ns + nch - 1) / nch);
     c = c < 4 * H ? (ns < 4 * H ? ns : 4 * H) : c;
-    *chunk = c;
-    if ((ns + c - 1) / c > 65535 || tiles > 65535L * 65535L)
+    const int chunks = (ns + c - 1) / c;
+    if (tj > 65535 || chunks > 65535) /* the launch grid's y and z limits */
         return 0;
+    L->grid = dim3((unsigned)tk, (unsigned)tj, (unsigned)chunks);
+    L->block = dim3(pk, pj, 1);
+    L->chunk = c;
+    L->H = H;
+    L->bytes = bytes;
     return bytes;
 }
 
@@ -1073,10 +1081,11 @@ static size_t stream_shape(const nlse_fd *s, int *pj, int *pk, int *chunk)
  * staged stages elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
-    int tj, tk, pj, pk, ch;
+    int tj, tk;
+    StreamLaunch sl;
     if (s->kernel == NLSE_FD_STAGED)
         return 0;
-    if (stream_shape(s, &pj, &pk, &ch)) {
+    if (stream_shape(s, &sl)) {
         const int faster = s->g.m == 1 ||
                            (s->p.dtype == NLSE_COMPLEX64 && s->p.scheme != NLSE_FD_2SHOC);
         return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
@@ -1092,19 +1101,13 @@ template <typename R, int M, bool SHOC>
 static void enqueue_stream(nlse_fd *s, int nsteps)
 {
     typedef typename Vec2<R>::T T;
-    int pj, pk, chunk;
-    const size_t bytes = stream_shape(s, &pj, &pk, &chunk);
-    const int H = SHOC ? 8 : 4;
-    const int ns = M == 2 ? s->dg.n0 : s->dg.n1;
-    const dim3 grid((s->dg.len + pk - 2 * H - 1) / (pk - 2 * H),
-                    M == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1,
-                    (ns + chunk - 1) / chunk);
-    const dim3 block(pk, pj, 1);
+    StreamLaunch sl;
+    stream_shape(s, &sl);
     const DCoef<R> C = coef_of<R>(s->g);
     for (int n = 0; n < nsteps; ++n) {
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
-        k_stream<R, M, SHOC><<<grid, block, bytes, s->stream>>>(
-            s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, chunk, n + 1, s->flags);
+        k_stream<R, M, SHOC><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+            s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, sl.chunk, n + 1, s->flags);
         s->psi = acc;
         s->acc = psi;
     }
@@ -1159,10 +1162,11 @@ template <typename R> static int stream_prepare(int m, int shoc, size_t bytes)
 
 static int fused_prepare(nlse_fd *s)
 {
-    int tj, tk, pj, pk, ch;
+    int tj, tk;
+    StreamLaunch sl;
     const int shoc = s->p.scheme == NLSE_FD_2SHOC, m = s->g.m;
     if (fused_form(s) == 2) {
-        const size_t bytes = stream_shape(s, &pj, &pk, &ch);
+        const size_t bytes = stream_shape(s, &sl);
         return s->p.dtype == NLSE_COMPLEX64 ? stream_prepare<float>(m, shoc, bytes)
                                             : stream_prepare<double>(m, shoc, bytes);
     }
@@ -1690,13 +1694,15 @@ extern "C" double nlse_fd_bytes_per_point_step(const nlse_fd *s)
 /* the fused step's tile: points per axis (axis 0 first); 0 without one */
 static int fused_tile_of(const nlse_fd *s, int t[3])
 {
-    int tj, tk, pj, pk, ch;
-    const int m = s->g.m, H = 4 * nlse_fd_reach(s->p.scheme, s->p.bc);
+    int tj, tk;
+    StreamLaunch sl;
+    const int m = s->g.m;
     const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
-    if (stream_shape(s, &pj, &pk, &ch)) { /* the chunk along axis 0, the box's tile across */
-        t[0] = ch;
-        t[1] = m == 2 ? pj - 2 * H : pk - 2 * H;
-        t[2] = pk - 2 * H;
+    if (stream_shape(s, &sl)) { /* the chunk along axis 0, the box's tile across */
+        const int across = (int)sl.block.x - 2 * sl.H;
+        t[0] = sl.chunk;
+        t[1] = m == 2 ? (int)sl.block.y - 2 * sl.H : across;
+        t[2] = across;
     } else if (m <= 1 && fused_shape(s, &tj, &tk)) {
         if (m == 1)
             t[0] = tj;
