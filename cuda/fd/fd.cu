@@ -72,6 +72,8 @@ struct nlse_fd {
     void *graph_psi[2];                /* assignment of Psi to a buffer */
     int device;
     int sms;                           /* multiprocessors of the device */
+    int stream_fit, stream_fit_threads; /* k_stream blocks a multiprocessor for */
+    size_t stream_fit_bytes;            /* blocks of that many threads and bytes */
     /* frames: device snapshot slots, a copy stream, pinned staging */
     void *snap[2];
     cudaEvent_t snap_ev[2];
@@ -808,81 +810,127 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * (its tile widened by H = 4R on each side of each plane axis, wrapped) and
  * a chunk of planes, which it marches through in order.  Iteration `it`
  * puts plane c0 - H + it of Psi^n into Psi^n's ring of planes in shared
- * memory; stage s then evaluates plane it - sR (its load index) from its
- * ring of stage inputs, the later rings the 2R + 1 planes that the stencil
- * reaches along axis 0, and writes the plane into the next stage's ring; stage 4
- * writes Psi^{n+1} over the tile.  Stage s runs on the box shrunk by sR in
- * the plane and on the chunk widened by (4 - s) R along axis 0, so the
+ * memory; stage s then evaluates plane it - s(R + G) (its load index) from
+ * its ring of stage inputs, the later rings the planes that the stencil
+ * reaches along axis 0, and writes the plane into the next stage's ring;
+ * stage 4 writes Psi^{n+1} over the tile.  Stage s runs on the box shrunk by
+ * sR in the plane and on the chunk widened by (4 - s) R along axis 0, so the
  * columns and planes beyond the tile are recomputed by the neighbouring
  * boxes and chunks (the overlapped tiles of the CPU fused step, streamed).
- * Psi^n's ring holds at least 3R + 1 planes, as far back as stage 3 reads
- * its own column's Psi^n.  A thread owns one column: its accumulator and V
- * live in register queues of L >= 4R + 1 slots, one a plane, addressed by
- * constants once the march is unrolled by L.  In single precision L is a
- * multiple of every ring's length, so that the ring slots are constants too
- * (CD: rings of 6 and 3 planes, L = 6; 2SHOC: 10 and 5, L = 10); in double
- * the rings keep their least lengths (3R + 1, 2R + 1; the registers and
- * shared memory that constant slots would take cost more occupancy than the
- * index arithmetic they save).  Four barriers a plane (after the load and
- * after stages 1-3).  Periodic grids only (no boundary conditions). */
-template <bool SHOC, bool DBL> struct StreamDims {
+ *
+ * G = 0 (2D; 3D 2SHOC; 3D CD in double): a stage reads the plane its producer wrote in the
+ * same iteration, so there is a barrier after the load and after stages
+ * 1-3.  Psi^n's ring holds at least 3R + 1 planes (as far back as stage 3
+ * reads its own column's Psi^n), the others 2R + 1.  G = 1 (3D CD in
+ * single precision, StreamLag): every
+ * stage lags its producer by one more plane, so that it reads only planes
+ * written in earlier iterations; the four stages of an iteration are then
+ * independent (the warps overlap their loads) and one barrier ends the
+ * iteration.  The rings grow by G per stage (2R + 2, Psi^n's 3R + 4) and
+ * the march takes 4 more iterations to drain.
+ *
+ * A thread owns one column: its accumulator lives in a register queue of L
+ * slots, one a plane, addressed by constants once the march is unrolled by
+ * L (and V, with G = 0, in one of L >= 4R + 1 slots; with G = 1 each stage
+ * reads V from memory).  In single precision L is a multiple of every
+ * ring's length, so that the ring slots are constants too (CD: rings of 6
+ * and 3 planes, L = 6; lagged CD: 8 and 4, L = 8; 2SHOC: 10 and 5, L = 10);
+ * in double the rings keep their least lengths (the registers and shared
+ * memory that constant slots would take cost more occupancy than the index
+ * arithmetic they save).  Periodic grids only (no boundary conditions). */
+template <bool SHOC, bool DBL, bool LAG = false> struct StreamDims {
     enum {
         RR = SHOC ? 2 : 1,
-        LP = 2 * RR + 1,
-        LP0 = DBL ? 3 * RR + 1 : (SHOC ? 10 : 6),
-        L = DBL ? 4 * RR + 1 : (SHOC ? 10 : 6),
+        G = LAG ? 1 : 0,
+        LP = 2 * RR + 1 + G,
+        LP0 = DBL ? 3 * (RR + G) + 1 : (LAG ? 8 : (SHOC ? 10 : 6)),
+        L = DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1) : (LAG ? 8 : (SHOC ? 10 : 6)),
         FOLD = !DBL, /* ring slots from the unrolled index alone */
         H = 4 * RR,
         PLANES = LP0 + 3 * LP /* a block's rings */
     };
+    static_assert(!(LAG && (SHOC || DBL)), "the lagged march is written for CD in float");
 };
 
+/* the lagged march (G = 1): 3D CD in single precision (in double its longer
+ * rings would leave one block of 512 threads an SM instead of two) */
+template <typename R, int M, bool SHOC> struct StreamLag {
+    enum { ON = M == 2 && !SHOC && sizeof(R) == 4 };
+};
+
+/* A block's box of columns, PK x PJ (3D: 32 x 32 in single precision, 32 x
+ * 16 in double; 2D: one row of 256, 128 for complex128 2SHOC, narrower on a
+ * thin grid), and the ring planes' stride NP, a constant so that every ring
+ * slot is an immediate offset (a thin 2D grid's rows keep the full stride). */
+template <typename R, int M, bool SHOC> struct StreamBox {
+    enum {
+        PK = M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256),
+        PJ = M == 2 ? (sizeof(R) == 4 ? 32 : 16) : 1,
+        NP = PK * PJ
+    };
+};
+
+/* a * b + c rounded once: the streamed kernel contracts its sums (it is
+ * bound by instruction issue, and agrees with the staged stages to
+ * rounding, not to the bit) */
+template <typename R> __device__ __forceinline__ R fmar(R a, R b, R c)
+{
+    if constexpr (sizeof(R) == 4)
+        return fmaf(a, b, c);
+    else
+        return fma(a, b, c);
+}
+
 /* F at column t of a plane whose rows q - RR .. q + RR sit in ring slots
- * sl[0 .. 2 RR] of `y`; the Laplacian summed in k_stage's order (contiguous
- * axis, axis 0, axis 1) */
+ * sl[0 .. 2 RR] of `y` (planes NP apart, rows PK apart); the Laplacian
+ * summed in k_stage's order (contiguous axis, axis 0, axis 1), each term
+ * h^-2 (sum of neighbours - 2 centre) or its 2SHOC form, contracted */
 template <typename R, int M, bool SHOC>
-__device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int NP, int PK, int t,
-                                         const int *sl, const DCoef<R> &C, R v, R &fr, R &fi)
+__device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, const int *sl,
+                                         const DCoef<R> &C, R v, R &fr, R &fi)
 {
     typedef typename Vec2<R>::T T;
-    const int RR = StreamDims<SHOC, true>::RR;
+    typedef StreamBox<R, M, SHOC> B;
+    const int RR = StreamDims<SHOC, true>::RR, NP = B::NP, PK = B::PK;
     const T *cp = y + sl[RR] * NP + t;
     const T c = cp[0];
     /* the stream axis is axis 0: i in 3D (1/h_i^2), j in 2D (1/h_j^2) */
     const R ih0 = M == 2 ? C.ihi : C.ihj;
     R r, i;
     if (!SHOC) {
+        const R mx = -2 * c.x, my = -2 * c.y;
         const T a = cp[-1], b = cp[1];
-        r = C.ihk * (a.x + b.x - 2 * c.x);
-        i = C.ihk * (a.y + b.y - 2 * c.y);
+        r = C.ihk * ((a.x + b.x) + mx);
+        i = C.ihk * ((a.y + b.y) + my);
         const T u = y[sl[0] * NP + t], w = y[sl[2] * NP + t];
-        r += ih0 * (u.x + w.x - 2 * c.x);
-        i += ih0 * (u.y + w.y - 2 * c.y);
+        r = fmar(ih0, (u.x + w.x) + mx, r);
+        i = fmar(ih0, (u.y + w.y) + my, i);
         if (M == 2) {
             const T e = cp[-PK], f = cp[PK];
-            r += C.ihj * (e.x + f.x - 2 * c.x);
-            i += C.ihj * (e.y + f.y - 2 * c.y);
+            r = fmar(C.ihj, (e.x + f.x) + mx, r);
+            i = fmar(C.ihj, (e.y + f.y) + my, i);
         }
     } else {
-        const R tw = (R)1 / 12;
+        /* (16 (b + d) - (a + e) - 30 c) / 12 */
+        const R tw = (R)1 / 12, mx = -30 * c.x, my = -30 * c.y;
         T a = cp[-2], b = cp[-1], d = cp[1], e = cp[2];
-        r = C.ihk * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-        i = C.ihk * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        r = (C.ihk * tw) * (fmar((R)16, b.x + d.x, mx) - (a.x + e.x));
+        i = (C.ihk * tw) * (fmar((R)16, b.y + d.y, my) - (a.y + e.y));
         a = y[sl[0] * NP + t];
         b = y[sl[1] * NP + t];
         d = y[sl[3] * NP + t];
         e = y[sl[4] * NP + t];
-        r += ih0 * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-        i += ih0 * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+        r = fmar(ih0 * tw, fmar((R)16, b.x + d.x, mx) - (a.x + e.x), r);
+        i = fmar(ih0 * tw, fmar((R)16, b.y + d.y, my) - (a.y + e.y), i);
         if (M == 2) {
             a = cp[-2 * PK], b = cp[-PK], d = cp[PK], e = cp[2 * PK];
-            r += C.ihj * tw * (16 * (b.x + d.x) - (a.x + e.x) - 30 * c.x);
-            i += C.ihj * tw * (16 * (b.y + d.y) - (a.y + e.y) - 30 * c.y);
+            r = fmar(C.ihj * tw, fmar((R)16, b.x + d.x, mx) - (a.x + e.x), r);
+            i = fmar(C.ihj * tw, fmar((R)16, b.y + d.y, my) - (a.y + e.y), i);
         }
     }
-    const R n = C.s * (c.x * c.x + c.y * c.y) - v;
-    fr = -(C.a * i + n * c.y);
-    fi = C.a * r + n * c.x;
+    const R n = fmar(C.s, fmar(c.x, c.x, c.y * c.y), -v);
+    fr = -fmar(C.a, i, n * c.y);
+    fi = fmar(C.a, r, n * c.x);
 }
 
 /* threads a block at most: 2D boxes are one row of up to 256 columns, 3D
@@ -898,8 +946,9 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
          int step, int *flags)
 {
     typedef typename Vec2<R>::T T;
-    typedef StreamDims<SHOC, sizeof(R) == 8> D;
-    const int RR = D::RR, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H;
+    typedef StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON> D;
+    typedef StreamBox<R, M, SHOC> B;
+    const int RR = D::RR, G = D::G, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H, NP = B::NP;
     extern __shared__ __align__(16) unsigned char stream_smem[];
     __shared__ int stop;
     if (threadIdx.x == 0 && threadIdx.y == 0)
@@ -907,7 +956,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     __syncthreads();
     if (stop) /* an earlier step blew up */
         return;
-    const int PK = blockDim.x, PJ = blockDim.y, NP = PK * PJ;
+    /* the box: PK x PJ columns (a 2D box may be narrower than B::PK) */
+    const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)B::PJ : 1;
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * PK + tx;
     const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1;
     const long long plane = (long long)nj * g.len;
@@ -934,58 +984,80 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
     const R wo[3] = {dt / 2, dt / 2, dt};
     T accq[L];
-    R vq[L];
+    R vq[G ? 1 : L];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
-    T pre = psi[row * plane + col];
-    R vpre = V ? V[row * plane + col] : (R)0;
-    for (int base = 0; base < nit; base += L) {
+    const T *pp = psi + row * plane + col;
+    const R *vp = V ? V + row * plane + col : NULL;
+    T pre = *pp;
+    R vpre = V ? *vp : (R)0;
+    T *op = out + (long long)c0 * plane + col; /* stage 4's next plane */
+    const int ntot = nit + 4 * G;              /* the lagged stages drain */
+    for (int base = 0; base < ntot; base += L) {
 #pragma unroll
         for (int u = 0; u < L; ++u) {
             const int it = base + u; /* uniform: the barriers below are safe */
-            const int rel = D::FOLD ? u + L : it; /* ring slot = (rel - offset) % length */
-            if (it < nit) {
-                ring[0][(rel % LP0) * NP + t] = pre;
-                vq[u] = vpre;
-                if (it + 1 < nit) {
-                    row = row + 1 == ns ? 0 : row + 1;
-                    pre = psi[row * plane + col];
-                    if (V)
-                        vpre = V[row * plane + col];
+            const int rel = D::FOLD ? u + 2 * L : it; /* ring slot = (rel - offset) % length */
+            if (it < ntot) {
+                if (it < nit) {
+                    ring[0][(rel % LP0) * NP + t] = pre;
+                    if (!G)
+                        vq[G ? 0 : u] = vpre;
+                    if (it + 1 < nit) {
+                        const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
+                        pp += to;
+                        pre = *pp;
+                        if (V && !G) {
+                            vp += to;
+                            vpre = *vp;
+                        }
+                    }
                 }
-                __syncthreads();
+                if (!G)
+                    __syncthreads();
 #pragma unroll
                 for (int s = 0; s < 4; ++s) {
-                    const int ls = it - (s + 1) * RR;                /* the plane's load index */
-                    const int q = (u - (s + 1) * RR + L) % L; /* its queue slot */
-                    if (it >= 2 * (s + 1) * RR && in[s]) {
+                    const int back = (s + 1) * (RR + G);      /* load index ls = it - back */
+                    const int ls = it - back, q = (u - back + 2 * L) % L; /* its queue slot */
+                    if (ls >= (s + 1) * RR && ls < nit - (s + 1) * RR && in[s]) {
                         const int lp = s == 0 ? LP0 : LP;
                         int sl[2 * RR + 1];
 #pragma unroll
                         for (int d = 0; d <= 2 * RR; ++d)
-                            sl[d] = (rel - (s + 2) * RR + d) % lp;
+                            sl[d] = (rel - back - RR + d) % lp;
+                        R v = (R)0;
+                        if (G) {
+                            if (V)
+                                v = V[(long long)wrapi(c0 - H + ls, ns) * plane + col];
+                        } else {
+                            v = vq[G ? 0 : q];
+                        }
                         R fr, fi;
-                        stream_F<R, M, SHOC>(ring[s], NP, PK, t, sl, C, vq[q], fr, fi);
-                        const T p0 = ring[0][((rel - (s + 1) * RR) % LP0) * NP + t];
+                        stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
+                        const T p0 = ring[0][((rel - back) % LP0) * NP + t];
                         const T b = s == 0 ? p0 : accq[q];
                         T a;
-                        a.x = b.x + wa[s] * fr;
-                        a.y = b.y + wa[s] * fi;
+                        a.x = fmar(wa[s], fr, b.x);
+                        a.y = fmar(wa[s], fi, b.y);
                         accq[q] = a;
                         if (s < 3) {
                             T o;
-                            o.x = p0.x + wo[s] * fr;
-                            o.y = p0.y + wo[s] * fi;
-                            ring[s + 1][((rel - (s + 1) * RR) % LP) * NP + t] = o;
+                            o.x = fmar(wo[s], fr, p0.x);
+                            o.y = fmar(wo[s], fi, p0.y);
+                            ring[s + 1][((rel - back) % LP) * NP + t] = o;
                         } else if (mine) {
-                            out[(long long)(c0 + ls - H) * plane + col] = a;
+                            *op = a;
                             if (!(isfinite(a.x) && isfinite(a.y)))
                                 atomicCAS(flags, 0, flags[1] + step);
                         }
                     }
-                    if (s < 3)
+                    if (!G && s < 3)
                         __syncthreads();
                 }
+                if (G)
+                    __syncthreads();
+                if (it - 4 * (RR + G) >= H)
+                    op += plane;
             }
         }
     }
@@ -1022,9 +1094,64 @@ struct StreamLaunch {
     size_t bytes;
 };
 
+/* k_stream's box (StreamBox) for this solver: columns across and the ring
+ * planes' stride */
+static void stream_box(const nlse_fd *s, int *pk, int *pj, int *np)
+{
+    const int shoc = s->p.scheme == NLSE_FD_2SHOC, c64 = s->p.dtype == NLSE_COMPLEX64;
+    if (s->g.m == 2) {
+        *pk = StreamBox<float, 2, false>::PK;
+        *pj = c64 ? (int)StreamBox<float, 2, false>::PJ : (int)StreamBox<double, 2, false>::PJ;
+    } else {
+        *pk = shoc && !c64 ? (int)StreamBox<double, 1, true>::PK : (int)StreamBox<float, 1, true>::PK;
+        *pj = 1;
+    }
+    *np = *pk * *pj;
+}
+
+template <typename R, int M, bool SHOC> static int stream_fit(int threads, size_t bytes)
+{
+    int n = 0;
+    if (cudaFuncSetAttribute(k_stream<R, M, SHOC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)bytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_stream<R, M, SHOC>, threads, bytes) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    return n > 0 ? n : 1;
+}
+
+/* Blocks of k_stream resident on one multiprocessor (the occupancy of the
+ * compiled kernel: its registers, threads and shared memory), asked once. */
+static int stream_per_sm(const nlse_fd *s, int threads, size_t bytes)
+{
+    nlse_fd *w = (nlse_fd *)s; /* a cache of the device's answer */
+    if (w->stream_fit_threads == threads && w->stream_fit_bytes == bytes)
+        return w->stream_fit;
+    const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
+    int n;
+    if (s->p.dtype == NLSE_COMPLEX64)
+        n = m == 1 ? (shoc ? stream_fit<float, 1, true>(threads, bytes)
+                           : stream_fit<float, 1, false>(threads, bytes))
+                   : (shoc ? stream_fit<float, 2, true>(threads, bytes)
+                           : stream_fit<float, 2, false>(threads, bytes));
+    else
+        n = m == 1 ? (shoc ? stream_fit<double, 1, true>(threads, bytes)
+                           : stream_fit<double, 1, false>(threads, bytes))
+                   : stream_fit<double, 2, false>(threads, bytes);
+    w->stream_fit = n;
+    w->stream_fit_threads = threads;
+    w->stream_fit_bytes = bytes;
+    return n;
+}
+
 /* The streamed kernel's launch for this grid; 0 where it does not run:
  * closed edges, 1D, 3D complex128 2SHOC (22 planes of a box whose tile
- * would be empty), and launch grids beyond the device's limits. */
+ * would be empty), and launch grids beyond the device's limits.  The
+ * chunk is the one that ends soonest: waves of resident blocks times the
+ * planes each block marches (its chunk and 2H more), chunks of at least
+ * 4H planes. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
@@ -1032,35 +1159,41 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
         return 0;
     const int H = shoc ? (int)StreamDims<true, true>::H : (int)StreamDims<false, true>::H;
+    const int lag = m == 2 && !shoc && c64; /* StreamLag */
     const int planes = shoc ? (c64 ? (int)StreamDims<true, false>::PLANES
                                    : (int)StreamDims<true, true>::PLANES)
-                            : (c64 ? (int)StreamDims<false, false>::PLANES
-                                   : (int)StreamDims<false, true>::PLANES);
-    int pj, pk;
+                       : lag ? (int)StreamDims<false, false, true>::PLANES
+                             : (c64 ? (int)StreamDims<false, false>::PLANES
+                                    : (int)StreamDims<false, true>::PLANES);
+    int pj, pk, np;
+    stream_box(s, &pk, &pj, &np);
     if (m == 1) {
-        pj = 1;
-        pk = shoc && !c64 ? 128 : 256;
         const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
         pk = need < pk ? need : pk;
-    } else {
-        pj = c64 ? 32 : 16;
-        pk = 32;
     }
-    const size_t threads = (size_t)pj * pk;
-    const size_t bytes = (size_t)planes * threads * 2 * s->real_size;
+    const size_t bytes = (size_t)planes * np * 2 * s->real_size;
     if (bytes > (size_t)227 * 1024)
         return 0;
     const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
     const long tk = (s->dg.len + pk - 2 * H - 1) / (pk - 2 * H);
     const long tj = m == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1;
-    /* one wave of resident blocks, chunks of at least 4H planes */
-    long per_sm = (long)(228 * 1024 / (bytes + 1024));
-    const long by_threads = (long)(2048 / threads);
-    per_sm = per_sm < by_threads ? per_sm : by_threads;
-    const long resident = per_sm * s->sms;
-    const long nch = tk * tj >= resident ? 1 : (resident + tk * tj - 1) / (tk * tj);
-    int c = (int)((ns + nch - 1) / nch);
-    c = c < 4 * H ? (ns < 4 * H ? ns : 4 * H) : c;
+    const long resident = (long)stream_per_sm(s, pk * pj, bytes) * s->sms;
+    const int least = ns < 4 * H ? ns : 4 * H;
+    int c = ns;
+    double best = -1;
+    for (int n = 1; n <= ns; ++n) {
+        const int cn = (ns + n - 1) / n;
+        if (cn < least)
+            break;
+        if (n > 1 && cn == (ns + n - 2) / (n - 1))
+            continue; /* the same chunk as n - 1 */
+        const long blocks = tk * tj * ((ns + cn - 1) / cn);
+        const double cost = (double)((blocks + resident - 1) / resident) * (cn + 2 * H);
+        if (best < 0 || cost < best) {
+            best = cost;
+            c = cn;
+        }
+    }
     const int chunks = (ns + c - 1) / c;
     if (tj > 65535 || chunks > 65535) /* the launch grid's y and z limits */
         return 0;
@@ -1076,9 +1209,9 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
  * (k_fused: 1D and 2D, any edges), 2 the streamed kernel (k_stream: 2D and
  * 3D, periodic).  `fused=True` takes the streamed kernel where it runs, else
  * the box kernel where its box fits.  "auto" takes the streamed kernel where
- * it is the faster form (bench/fd.py --forms: 2D, and 3D complex64 CD; 3D
- * complex128 CD and complex64 2SHOC recompute too much of their boxes), the
- * staged stages elsewhere. */
+ * it is the faster form (bench/fd.py --forms: 2D, and 3D CD; 3D complex64
+ * 2SHOC, whose halo of 8 leaves a 16 x 16 tile of a 32 x 32 box, recomputes
+ * too much), the staged stages elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
     int tj, tk;
@@ -1086,8 +1219,7 @@ static int fused_form(const nlse_fd *s)
     if (s->kernel == NLSE_FD_STAGED)
         return 0;
     if (stream_shape(s, &sl)) {
-        const int faster = s->g.m == 1 ||
-                           (s->p.dtype == NLSE_COMPLEX64 && s->p.scheme != NLSE_FD_2SHOC);
+        const int faster = s->g.m == 1 || s->p.scheme != NLSE_FD_2SHOC;
         return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
     }
     if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))

@@ -171,7 +171,7 @@ class NLSE(TimeStepper):
         with the halo each stage needs recomputed at its edge (staged where
         the backend has no fused kernel: CUDA on closed 3D grids and 3D
         complex128 2SHOC); ``"auto"``: the faster form (the CPU: fused;
-        CUDA: fused on periodic 2D grids and 3D complex64 CD, else staged).
+        CUDA: fused on periodic 2D grids and periodic 3D CD, else staged).
         The same state either way (bit for bit on the CPU, to rounding on
         CUDA); :attr:`last_kernel` says which ran.
     comm : mpi4py communicator, optional
