@@ -129,18 +129,6 @@ int nlse_fd_set_dt(nlse_fd *s, double dt)
     return NLSE_OK;
 }
 
-/* Tile of the fused step, points per axis (measured at 256^3 on two and on
- * sixteen cores, bench/fd.py --forms).  Periodic 2D/3D (the box streamed
- * along axis 0): 64 x 256 points across, chunks of up to 128 planes along
- * axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings of 9 planes
- * take about the cache of CD's rings of 5, and chunks of up to 256 planes,
- * which recompute half the planes along axis 0: 2 % faster on two cores).  Where that leaves fewer tiles
- * than the threads want, 3D tiles narrow along axis 1 (to 32), then along
- * the contiguous axis (to 128), then along axis 0 (to 32), until there are
- * two tiles a thread (on sixteen cores 128 x 32 x 128 steps 1.2-1.4x faster
- * than chunks of 32 planes); 2D chunks shorten (to 32) until there are
- * four.  Otherwise (whole boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x
- * 64, 2D 64 x 512, 1D 4096. */
 /* tiles of T points per axis over the grid */
 static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
 {
@@ -150,6 +138,18 @@ static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
     return n;
 }
 
+/* Tile of the fused step, points per axis (measured at 256^3 on two and on
+ * sixteen cores, bench/fd.py --forms).  Periodic 2D/3D (the box streamed
+ * along axis 0): 64 x 256 points across, chunks of up to 128 planes along
+ * axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings of 9 planes
+ * take about the cache of CD's rings of 5, and chunks of up to 256 planes,
+ * which recompute half the planes along axis 0: 2 % faster on two cores).
+ * Where that leaves fewer tiles than the threads want, 3D tiles narrow
+ * along axis 1 (to 32), then along the contiguous axis (to 128), then along
+ * axis 0 (to 32), until there are two tiles a thread (on sixteen cores 128
+ * x 32 x 128 steps 1.2-1.4x faster than chunks of 32 planes); 2D chunks
+ * shorten (to 32) until there are four.  Otherwise (whole boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x
+ * 64, 2D 64 x 512, 1D 4096. */
 static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;
@@ -159,12 +159,8 @@ static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
     const int wide = g->scheme == NLSE_FD_2SHOC && s->real_size == sizeof(double);
     const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : wide ? r3w : r3)
                          : g->ndim == 2 ? t2 : g->scheme == NLSE_FD_CD ? t3cd : t3;
-    ptrdiff_t across = 1;
-    for (int a = 0; a < g->ndim; ++a) {
+    for (int a = 0; a < g->ndim; ++a)
         T[a] = g->n[a] < t[a] ? g->n[a] : t[a];
-        if (a > 0)
-            across *= (g->n[a] + T[a] - 1) / T[a];
-    }
     if (g->periodic && g->ndim == 3) {
         static const ptrdiff_t least[3] = {32, 32, 128};
         static const int order[3] = {1, 2, 0};
@@ -176,7 +172,7 @@ static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
         }
     } else if (g->periodic && g->ndim == 2) {
         const ptrdiff_t want = 4 * (ptrdiff_t)nlse_get_num_threads();
-        while (T[0] > 32 && across * ((g->n[0] + T[0] - 1) / T[0]) < want)
+        while (T[0] > 32 && fused_ntiles(g, T) < want)
             T[0] /= 2;
     }
 }
