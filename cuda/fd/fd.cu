@@ -72,8 +72,7 @@ struct nlse_fd {
     void *graph_psi[2];                /* assignment of Psi to a buffer */
     int device;
     int sms;                           /* multiprocessors of the device */
-    int stream_fit, stream_fit_threads; /* k_stream blocks a multiprocessor for */
-    size_t stream_fit_bytes;            /* blocks of that many threads and bytes */
+    int stream_fit;                    /* k_stream blocks resident on one; 0 until asked */
     /* frames: device snapshot slots, a copy stream, pinned staging */
     void *snap[2];
     cudaEvent_t snap_ev[2];
@@ -858,6 +857,10 @@ template <typename R, int M, bool SHOC> struct StreamLag {
     enum { ON = M == 2 && !SHOC && sizeof(R) == 4 };
 };
 
+/* the ring dimensions of the k_stream<R, M, SHOC> instance */
+template <typename R, int M, bool SHOC>
+using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
+
 /* A block's box of columns, PK x PJ (3D: 32 x 32 in single precision, 32 x
  * 16 in double; 2D: one row of 256, 128 for complex128 2SHOC, narrower on a
  * thin grid), and the ring planes' stride NP, a constant so that every ring
@@ -946,7 +949,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
          int step, int *flags)
 {
     typedef typename Vec2<R>::T T;
-    typedef StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON> D;
+    typedef StreamDimsOf<R, M, SHOC> D;
     typedef StreamBox<R, M, SHOC> B;
     const int RR = D::RR, G = D::G, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H, NP = B::NP;
     extern __shared__ __align__(16) unsigned char stream_smem[];
@@ -1001,8 +1004,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
             if (it < ntot) {
                 if (it < nit) {
                     ring[0][(rel % LP0) * NP + t] = pre;
-                    if (!G)
-                        vq[G ? 0 : u] = vpre;
+                    if constexpr (!G)
+                        vq[u] = vpre;
                     if (it + 1 < nit) {
                         const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
                         pp += to;
@@ -1026,11 +1029,11 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                         for (int d = 0; d <= 2 * RR; ++d)
                             sl[d] = (rel - back - RR + d) % lp;
                         R v = (R)0;
-                        if (G) {
+                        if constexpr (G) {
                             if (V)
                                 v = V[(long long)wrapi(c0 - H + ls, ns) * plane + col];
                         } else {
-                            v = vq[G ? 0 : q];
+                            v = vq[q];
                         }
                         R fr, fi;
                         stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
@@ -1094,56 +1097,36 @@ struct StreamLaunch {
     size_t bytes;
 };
 
-/* k_stream's box (StreamBox) for this solver: columns across and the ring
- * planes' stride */
-static void stream_box(const nlse_fd *s, int *pk, int *pj, int *np)
-{
-    const int shoc = s->p.scheme == NLSE_FD_2SHOC, c64 = s->p.dtype == NLSE_COMPLEX64;
-    if (s->g.m == 2) {
-        *pk = StreamBox<float, 2, false>::PK;
-        *pj = c64 ? (int)StreamBox<float, 2, false>::PJ : (int)StreamBox<double, 2, false>::PJ;
-    } else {
-        *pk = shoc && !c64 ? (int)StreamBox<double, 1, true>::PK : (int)StreamBox<float, 1, true>::PK;
-        *pj = 1;
-    }
-    *np = *pk * *pj;
-}
+typedef void (*enqueue_fn)(nlse_fd *, int);
 
-template <typename R, int M, bool SHOC> static int stream_fit(int threads, size_t bytes)
-{
-    int n = 0;
-    if (cudaFuncSetAttribute(k_stream<R, M, SHOC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_stream<R, M, SHOC>, threads, bytes) !=
-            cudaSuccess) {
-        cudaGetLastError();
-        return 1;
-    }
-    return n > 0 ? n : 1;
-}
+/* What the host needs of one k_stream instance: its box (StreamBox: columns
+ * across, the ring planes' stride), its rings' planes and halo (StreamDims),
+ * the launch of its steps, and the call that allows it `bytes` of shared
+ * memory (outside any graph capture) and, given `fit`, counts its blocks of
+ * `threads` resident on one multiprocessor. */
+struct StreamOps {
+    int pk, pj, np, planes, H;
+    enqueue_fn enqueue;
+    int (*allow)(size_t bytes, int threads, int *fit);
+};
+
+static StreamOps stream_ops(const nlse_fd *s);
 
 /* Blocks of k_stream resident on one multiprocessor (the occupancy of the
- * compiled kernel: its registers, threads and shared memory), asked once. */
-static int stream_per_sm(const nlse_fd *s, int threads, size_t bytes)
+ * compiled kernel: its registers, threads and shared memory), asked once:
+ * the threads and bytes follow from the solver's shape, dtype and scheme. */
+static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size_t bytes)
 {
     nlse_fd *w = (nlse_fd *)s; /* a cache of the device's answer */
-    if (w->stream_fit_threads == threads && w->stream_fit_bytes == bytes)
-        return w->stream_fit;
-    const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
-    int n;
-    if (s->p.dtype == NLSE_COMPLEX64)
-        n = m == 1 ? (shoc ? stream_fit<float, 1, true>(threads, bytes)
-                           : stream_fit<float, 1, false>(threads, bytes))
-                   : (shoc ? stream_fit<float, 2, true>(threads, bytes)
-                           : stream_fit<float, 2, false>(threads, bytes));
-    else
-        n = m == 1 ? (shoc ? stream_fit<double, 1, true>(threads, bytes)
-                           : stream_fit<double, 1, false>(threads, bytes))
-                   : stream_fit<double, 2, false>(threads, bytes);
-    w->stream_fit = n;
-    w->stream_fit_threads = threads;
-    w->stream_fit_bytes = bytes;
-    return n;
+    if (!w->stream_fit) {
+        int n = 0;
+        if (o.allow(bytes, threads, &n) != NLSE_OK) {
+            cudaGetLastError();
+            n = 1;
+        }
+        w->stream_fit = n > 0 ? n : 1;
+    }
+    return w->stream_fit;
 }
 
 /* The streamed kernel's launch for this grid; 0 where it does not run:
@@ -1158,26 +1141,20 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     const int c64 = s->p.dtype == NLSE_COMPLEX64;
     if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
         return 0;
-    const int H = shoc ? (int)StreamDims<true, true>::H : (int)StreamDims<false, true>::H;
-    const int lag = m == 2 && !shoc && c64; /* StreamLag */
-    const int planes = shoc ? (c64 ? (int)StreamDims<true, false>::PLANES
-                                   : (int)StreamDims<true, true>::PLANES)
-                       : lag ? (int)StreamDims<false, false, true>::PLANES
-                             : (c64 ? (int)StreamDims<false, false>::PLANES
-                                    : (int)StreamDims<false, true>::PLANES);
-    int pj, pk, np;
-    stream_box(s, &pk, &pj, &np);
+    const StreamOps o = stream_ops(s);
+    const int H = o.H, pj = o.pj;
+    int pk = o.pk;
     if (m == 1) {
         const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
         pk = need < pk ? need : pk;
     }
-    const size_t bytes = (size_t)planes * np * 2 * s->real_size;
+    const size_t bytes = (size_t)o.planes * o.np * 2 * s->real_size;
     if (bytes > (size_t)227 * 1024)
         return 0;
     const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
     const long tk = (s->dg.len + pk - 2 * H - 1) / (pk - 2 * H);
     const long tj = m == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1;
-    const long resident = (long)stream_per_sm(s, pk * pj, bytes) * s->sms;
+    const long resident = (long)stream_per_sm(s, o, pk * pj, bytes) * s->sms;
     const int least = ns < 4 * H ? ns : 4 * H;
     int c = ns;
     double best = -1;
@@ -1245,6 +1222,39 @@ static void enqueue_stream(nlse_fd *s, int nsteps)
     }
 }
 
+template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, int threads, int *fit)
+{
+    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  (int)bytes),
+                             "cudaFuncSetAttribute");
+    if (st || !fit)
+        return st;
+    return nlse_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(fit, k_stream<R, M, SHOC>,
+                                                                         threads, bytes),
+                           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+template <typename R, int M, bool SHOC> static StreamOps stream_ops_of()
+{
+    typedef StreamBox<R, M, SHOC> B;
+    typedef StreamDimsOf<R, M, SHOC> D;
+    return {B::PK, B::PJ, B::NP, D::PLANES, D::H, enqueue_stream<R, M, SHOC>,
+            stream_allow<R, M, SHOC>};
+}
+
+/* The k_stream instance of this solver's dtype, line axes and scheme (3D
+ * complex128 2SHOC has none: stream_shape returns 0 before asking). */
+static StreamOps stream_ops(const nlse_fd *s)
+{
+    const int shoc = s->p.scheme == NLSE_FD_2SHOC, c64 = s->p.dtype == NLSE_COMPLEX64;
+    if (s->g.m == 1)
+        return c64 ? (shoc ? stream_ops_of<float, 1, true>() : stream_ops_of<float, 1, false>())
+                   : (shoc ? stream_ops_of<double, 1, true>() : stream_ops_of<double, 1, false>());
+    return c64 ? (shoc ? stream_ops_of<float, 2, true>() : stream_ops_of<float, 2, false>())
+               : stream_ops_of<double, 2, false>();
+}
+
 template <typename R, int M, bool SHOC>
 static void enqueue_fused(nlse_fd *s, int nsteps)
 {
@@ -1273,35 +1283,13 @@ template <typename R, int M, bool SHOC> static int fused_allow(size_t bytes)
                            "cudaFuncSetAttribute");
 }
 
-template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes)
-{
-    return nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)bytes),
-                           "cudaFuncSetAttribute");
-}
-
-template <typename R> static int stream_prepare(int m, int shoc, size_t bytes)
-{
-    if (m == 1)
-        return shoc ? stream_allow<R, 1, true>(bytes) : stream_allow<R, 1, false>(bytes);
-    if constexpr (sizeof(R) == sizeof(float)) {
-        if (shoc)
-            return stream_allow<R, 2, true>(bytes);
-    }
-    return stream_allow<R, 2, false>(bytes);
-}
-
 static int fused_prepare(nlse_fd *s)
 {
     int tj, tk;
     StreamLaunch sl;
     const int shoc = s->p.scheme == NLSE_FD_2SHOC, m = s->g.m;
-    if (fused_form(s) == 2) {
-        const size_t bytes = stream_shape(s, &sl);
-        return s->p.dtype == NLSE_COMPLEX64 ? stream_prepare<float>(m, shoc, bytes)
-                                            : stream_prepare<double>(m, shoc, bytes);
-    }
+    if (fused_form(s) == 2)
+        return stream_ops(s).allow(stream_shape(s, &sl), 0, NULL);
     const size_t bytes = fused_shape(s, &tj, &tk);
     if (s->p.dtype == NLSE_COMPLEX64)
         return shoc ? (m ? fused_allow<float, 1, true>(bytes) : fused_allow<float, 0, true>(bytes))
@@ -1309,8 +1297,6 @@ static int fused_prepare(nlse_fd *s)
     return shoc ? (m ? fused_allow<double, 1, true>(bytes) : fused_allow<double, 0, true>(bytes))
                 : (m ? fused_allow<double, 1, false>(bytes) : fused_allow<double, 0, false>(bytes));
 }
-
-typedef void (*enqueue_fn)(nlse_fd *, int);
 
 template <typename R> static enqueue_fn pick_enqueue(int m, int shoc)
 {
@@ -1328,23 +1314,12 @@ template <typename R> static enqueue_fn pick_fused(int m, int shoc)
     return m == 1 ? enqueue_fused<R, 1, false> : enqueue_fused<R, 0, false>;
 }
 
-template <typename R> static enqueue_fn pick_stream(int m, int shoc)
-{
-    if (m == 1)
-        return shoc ? enqueue_stream<R, 1, true> : enqueue_stream<R, 1, false>;
-    if constexpr (sizeof(R) == sizeof(float)) {
-        if (shoc)
-            return enqueue_stream<R, 2, true>;
-    }
-    return enqueue_stream<R, 2, false>; /* 3D complex128 2SHOC never streams (stream_shape) */
-}
-
 static enqueue_fn enqueue_for(const nlse_fd *s)
 {
     const int shoc = s->p.scheme == NLSE_FD_2SHOC, form = fused_form(s);
     const int c64 = s->p.dtype == NLSE_COMPLEX64;
     if (form == 2)
-        return c64 ? pick_stream<float>(s->g.m, shoc) : pick_stream<double>(s->g.m, shoc);
+        return stream_ops(s).enqueue;
     if (form == 1)
         return c64 ? pick_fused<float>(s->g.m, shoc) : pick_fused<double>(s->g.m, shoc);
     return c64 ? pick_enqueue<float>(s->g.m, shoc) : pick_enqueue<double>(s->g.m, shoc);
