@@ -711,6 +711,17 @@ static void enqueue_steps(nlse_fd *s, int nsteps)
 
 __device__ __forceinline__ int wrapi(int x, int n) { return ((x % n) + n) % n; }
 
+/* x modulo n for x within one period of [0, n) without a division */
+__device__ __forceinline__ int wrapn(int x, int n)
+{
+    return x < -n || x >= 2 * n ? wrapi(x, n) : x < 0 ? x + n : x >= n ? x - n : x;
+}
+
+/* a compile-time flag handed to a generic lambda */
+template <bool B> struct Flag {
+    static constexpr bool v = B;
+};
+
 /* the box along one axis: origin b0, length nb, cut faces c0 / c1 */
 __device__ __forceinline__ void fused_span(int lo, int T, int n, int H, int per, int &b0,
                                            int &nb, int &c0, int &c1)
@@ -852,7 +863,7 @@ template <bool SHOC, bool DBL, bool LAG = false> struct StreamDims {
 };
 
 /* the lagged march (G = 1): 3D CD in single precision (in double its longer
- * rings would leave one block of 512 threads an SM instead of two) */
+ * rings, 19 planes of 1024 columns, do not fit in an SM's shared memory) */
 template <typename R, int M, bool SHOC> struct StreamLag {
     enum { ON = M == 2 && !SHOC && sizeof(R) == 4 };
 };
@@ -861,14 +872,13 @@ template <typename R, int M, bool SHOC> struct StreamLag {
 template <typename R, int M, bool SHOC>
 using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
 
-/* A block's box of columns, PK x PJ (3D: 32 x 32 in single precision, 32 x
- * 16 in double; 2D: one row of 256, 128 for complex128 2SHOC, narrower on a
- * thin grid), and the ring planes' stride NP, a constant so that every ring
+/* A block's box of columns, PK x PJ (3D: 32 x 32, one block an SM; 2D: one
+ * row of 256, 128 for complex128 2SHOC, narrower on a thin grid), and the ring planes' stride NP, a constant so that every ring
  * slot is an immediate offset (a thin 2D grid's rows keep the full stride). */
 template <typename R, int M, bool SHOC> struct StreamBox {
     enum {
         PK = M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256),
-        PJ = M == 2 ? (sizeof(R) == 4 ? 32 : 16) : 1,
+        PJ = M == 2 ? 32 : 1,
         NP = PK * PJ
     };
 };
@@ -941,7 +951,7 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
 #define STREAM_THREADS_2D 256
 #define STREAM_THREADS_3D 1024
 
-template <typename R, int M, bool SHOC>
+template <typename R, int M, bool SHOC, bool HASV>
 __global__ void __launch_bounds__(M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
                                   M == 2 ? 1 : (SHOC ? (sizeof(R) == 4 ? 4 : 2) : 4))
 k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
@@ -991,77 +1001,90 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
-    const R *vp = V ? V + row * plane + col : NULL;
+    const R *vp = HASV ? V + row * plane + col : NULL;
     T pre = *pp;
-    R vpre = V ? *vp : (R)0;
+    R vpre = HASV ? *vp : (R)0;
     T *op = out + (long long)c0 * plane + col; /* stage 4's next plane */
     const int ntot = nit + 4 * G;              /* the lagged stages drain */
-    for (int base = 0; base < ntot; base += L) {
-#pragma unroll
-        for (int u = 0; u < L; ++u) {
-            const int it = base + u; /* uniform: the barriers below are safe */
-            const int rel = D::FOLD ? u + 2 * L : it; /* ring slot = (rel - offset) % length */
-            if (it < ntot) {
-                if (it < nit) {
-                    ring[0][(rel % LP0) * NP + t] = pre;
-                    if constexpr (!G)
-                        vq[u] = vpre;
-                    if (it + 1 < nit) {
-                        const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
-                        pp += to;
-                        pre = *pp;
-                        if (V && !G) {
-                            vp += to;
-                            vpre = *vp;
-                        }
-                    }
+    /* iteration `it` at unrolled slot u; with S (the steady march: every
+     * stage's plane inside its chunk, the next plane still to load, stage 4
+     * storing) the uniform range tests are known true and dropped */
+    auto iter = [&](auto S, const int it, const int u) {
+        constexpr bool STEADY = decltype(S)::v;
+        const int rel = D::FOLD ? u + 2 * L : it; /* ring slot = (rel - offset) % length */
+        if (STEADY || it < nit) {
+            ring[0][(rel % LP0) * NP + t] = pre;
+            if constexpr (!G)
+                vq[u] = vpre;
+            if (STEADY || it + 1 < nit) {
+                const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
+                pp += to;
+                pre = *pp;
+                if (HASV && !G) {
+                    vp += to;
+                    vpre = *vp;
                 }
-                if (!G)
-                    __syncthreads();
-#pragma unroll
-                for (int s = 0; s < 4; ++s) {
-                    const int back = (s + 1) * (RR + G);      /* load index ls = it - back */
-                    const int ls = it - back, q = (u - back + 2 * L) % L; /* its queue slot */
-                    if (ls >= (s + 1) * RR && ls < nit - (s + 1) * RR && in[s]) {
-                        const int lp = s == 0 ? LP0 : LP;
-                        int sl[2 * RR + 1];
-#pragma unroll
-                        for (int d = 0; d <= 2 * RR; ++d)
-                            sl[d] = (rel - back - RR + d) % lp;
-                        R v = (R)0;
-                        if constexpr (G) {
-                            if (V)
-                                v = V[(long long)wrapi(c0 - H + ls, ns) * plane + col];
-                        } else {
-                            v = vq[q];
-                        }
-                        R fr, fi;
-                        stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
-                        const T p0 = ring[0][((rel - back) % LP0) * NP + t];
-                        const T b = s == 0 ? p0 : accq[q];
-                        T a;
-                        a.x = fmar(wa[s], fr, b.x);
-                        a.y = fmar(wa[s], fi, b.y);
-                        accq[q] = a;
-                        if (s < 3) {
-                            T o;
-                            o.x = fmar(wo[s], fr, p0.x);
-                            o.y = fmar(wo[s], fi, p0.y);
-                            ring[s + 1][((rel - back) % LP) * NP + t] = o;
-                        } else if (mine) {
-                            *op = a;
-                            if (!(isfinite(a.x) && isfinite(a.y)))
-                                atomicCAS(flags, 0, flags[1] + step);
-                        }
-                    }
-                    if (!G && s < 3)
-                        __syncthreads();
-                }
-                if (G)
-                    __syncthreads();
-                if (it - 4 * (RR + G) >= H)
-                    op += plane;
             }
+        }
+        if (!G)
+            __syncthreads();
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const int back = (s + 1) * (RR + G);      /* load index ls = it - back */
+            const int ls = it - back, q = (u - back + 2 * L) % L; /* its queue slot */
+            if ((STEADY || (ls >= (s + 1) * RR && ls < nit - (s + 1) * RR)) && in[s]) {
+                const int lp = s == 0 ? LP0 : LP;
+                int sl[2 * RR + 1];
+#pragma unroll
+                for (int d = 0; d <= 2 * RR; ++d)
+                    sl[d] = (rel - back - RR + d) % lp;
+                R v = (R)0;
+                if constexpr (G) {
+                    if (HASV)
+                        v = V[(long long)wrapn(c0 - H + ls, ns) * plane + col];
+                } else {
+                    v = vq[q];
+                }
+                R fr, fi;
+                stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
+                const T p0 = ring[0][((rel - back) % LP0) * NP + t];
+                const T b = s == 0 ? p0 : accq[q];
+                T a;
+                a.x = fmar(wa[s], fr, b.x);
+                a.y = fmar(wa[s], fi, b.y);
+                accq[q] = a;
+                if (s < 3) {
+                    T o;
+                    o.x = fmar(wo[s], fr, p0.x);
+                    o.y = fmar(wo[s], fi, p0.y);
+                    ring[s + 1][((rel - back) % LP) * NP + t] = o;
+                } else if (mine) {
+                    *op = a;
+                    if (!(isfinite(a.x) && isfinite(a.y)))
+                        atomicCAS(flags, 0, flags[1] + step);
+                }
+            }
+            if (!G && s < 3)
+                __syncthreads();
+        }
+        if (G)
+            __syncthreads();
+        if (STEADY || it - 4 * (RR + G) >= H)
+            op += plane;
+    };
+    /* steady from the first iteration at which stage 4 evaluates a plane
+     * (4 (2R + G)) to the last that loads one ahead (nit - 2) */
+    const int lo = 4 * (2 * RR + G), hi = nit - 1;
+    for (int base = 0; base < ntot; base += L) {
+        if (base >= lo && base + L <= hi) {
+#pragma unroll
+            for (int u = 0; u < L; ++u)
+                iter(Flag<true>(), base + u, u);
+        } else {
+#pragma unroll
+            for (int u = 0; u < L; ++u)
+                if (base + u < ntot) /* uniform: the barriers inside are safe */
+                    iter(Flag<false>(), base + u, u);
         }
     }
 }
@@ -1130,8 +1153,8 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
 }
 
 /* The streamed kernel's launch for this grid; 0 where it does not run:
- * closed edges, 1D, 3D complex128 2SHOC (22 planes of a box whose tile
- * would be empty), and launch grids beyond the device's limits.  The
+ * closed edges, 1D, 3D complex128 2SHOC (its 22 ring planes of 32 x 32
+ * columns in double exceed an SM's shared memory), and launch grids beyond the device's limits.  The
  * chunk is the one that ends soonest: waves of resident blocks times the
  * planes each block marches (its chunk and 2H more), chunks of at least
  * 4H planes. */
@@ -1215,24 +1238,42 @@ static void enqueue_stream(nlse_fd *s, int nsteps)
     const DCoef<R> C = coef_of<R>(s->g);
     for (int n = 0; n < nsteps; ++n) {
         T *psi = (T *)s->psi, *acc = (T *)s->acc;
-        k_stream<R, M, SHOC><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
-            s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, sl.chunk, n + 1, s->flags);
+        if (s->V)
+            k_stream<R, M, SHOC, true><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+                s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, sl.chunk, n + 1, s->flags);
+        else
+            k_stream<R, M, SHOC, false><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+                s->dg, C, psi, acc, NULL, (R)s->g.dt, sl.chunk, n + 1, s->flags);
         s->psi = acc;
         s->acc = psi;
     }
 }
 
-template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, int threads, int *fit)
+/* one instance: with (HASV) or without a potential */
+template <typename R, int M, bool SHOC, bool HASV>
+static int stream_allow_one(size_t bytes, int threads, int *fit)
 {
-    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC>,
+    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC, HASV>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   (int)bytes),
                              "cudaFuncSetAttribute");
     if (st || !fit)
         return st;
-    return nlse_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(fit, k_stream<R, M, SHOC>,
-                                                                         threads, bytes),
+    return nlse_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                               fit, k_stream<R, M, SHOC, HASV>, threads, bytes),
                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+/* both instances (a potential may be given later); `fit` the fewer */
+template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, int threads, int *fit)
+{
+    int a = 0, b = 0;
+    int st = stream_allow_one<R, M, SHOC, true>(bytes, threads, fit ? &a : NULL);
+    if (!st)
+        st = stream_allow_one<R, M, SHOC, false>(bytes, threads, fit ? &b : NULL);
+    if (!st && fit)
+        *fit = a < b ? a : b;
+    return st;
 }
 
 template <typename R, int M, bool SHOC> static StreamOps stream_ops_of()
