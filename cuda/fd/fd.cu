@@ -847,7 +847,11 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * and 3 planes, L = 6; lagged CD: 8 and 4, L = 8; 2SHOC: 10 and 5, L = 10);
  * in double the rings keep their least lengths (the registers and shared
  * memory that constant slots would take cost more occupancy than the index
- * arithmetic they save).  Periodic grids only (no boundary conditions). */
+ * arithmetic they save).  The march's steady part (every stage's plane in
+ * its chunk, the next plane to load, stage 4 storing) runs without the
+ * uniform range tests; HASV: the instance with a potential (the one without
+ * has no V queue, loads or tests).  Periodic grids only (no boundary
+ * conditions). */
 template <bool SHOC, bool DBL, bool LAG = false> struct StreamDims {
     enum {
         RR = SHOC ? 2 : 1,
