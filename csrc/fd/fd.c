@@ -148,8 +148,8 @@ static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
  * along axis 1 (to 32), then along the contiguous axis (to 128), then along
  * axis 0 (to 32), until there are two tiles a thread (on sixteen cores 128
  * x 32 x 128 steps 1.2-1.4x faster than chunks of 32 planes); 2D chunks
- * shorten (to 32) until there are four.  Otherwise (whole boxes): 3D CD 16 x 16 x 256, 3D 2SHOC 32 x 32 x
- * 64, 2D 64 x 512, 1D 4096. */
+ * shorten (to 32) until there are four.  Otherwise (whole boxes): 3D CD
+ * 16 x 16 x 256, 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
 static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 
 #include "fd/fd_internal.h"
 #include "nlsepy/common.h"
@@ -717,11 +718,6 @@ __device__ __forceinline__ int wrapn(int x, int n)
     return x < -n || x >= 2 * n ? wrapi(x, n) : x < 0 ? x + n : x >= n ? x - n : x;
 }
 
-/* a compile-time flag handed to a generic lambda */
-template <bool B> struct Flag {
-    static constexpr bool v = B;
-};
-
 /* the box along one axis: origin b0, length nb, cut faces c0 / c1 */
 __device__ __forceinline__ void fused_span(int lo, int T, int n, int H, int per, int &b0,
                                            int &nb, int &c0, int &c1)
@@ -828,13 +824,13 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * columns and planes beyond the tile are recomputed by the neighbouring
  * boxes and chunks (the overlapped tiles of the CPU fused step, streamed).
  *
- * G = 0 (2D; 3D 2SHOC; 3D CD in double): a stage reads the plane its producer wrote in the
- * same iteration, so there is a barrier after the load and after stages
- * 1-3.  Psi^n's ring holds at least 3R + 1 planes (as far back as stage 3
- * reads its own column's Psi^n), the others 2R + 1.  G = 1 (3D CD in
- * single precision, StreamLag): every
- * stage lags its producer by one more plane, so that it reads only planes
- * written in earlier iterations; the four stages of an iteration are then
+ * G = 0 (2D; 3D 2SHOC; 3D CD in double): a stage reads the plane its
+ * producer wrote in the same iteration, so there is a barrier after the
+ * load and after stages 1-3.  Psi^n's ring holds at least 3R + 1 planes (as
+ * far back as stage 3 reads its own column's Psi^n), the others 2R + 1.
+ * G = 1 (3D CD in single precision, StreamLag): every stage lags its
+ * producer by one more plane, so that it reads only planes written in
+ * earlier iterations; the four stages of an iteration are then
  * independent (the warps overlap their loads) and one barrier ends the
  * iteration.  The rings grow by G per stage (2R + 2, Psi^n's 3R + 4) and
  * the march takes 4 more iterations to drain.
@@ -877,8 +873,9 @@ template <typename R, int M, bool SHOC>
 using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
 
 /* A block's box of columns, PK x PJ (3D: 32 x 32, one block an SM; 2D: one
- * row of 256, 128 for complex128 2SHOC, narrower on a thin grid), and the ring planes' stride NP, a constant so that every ring
- * slot is an immediate offset (a thin 2D grid's rows keep the full stride). */
+ * row of 256, 128 for complex128 2SHOC, narrower on a thin grid), and the
+ * ring planes' stride NP, a constant so that every ring slot is an
+ * immediate offset (a thin 2D grid's rows keep the full stride). */
 template <typename R, int M, bool SHOC> struct StreamBox {
     enum {
         PK = M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256),
@@ -1005,16 +1002,16 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
-    const R *vp = HASV ? V + row * plane + col : NULL;
+    const R *vp = HASV && !G ? V + row * plane + col : NULL; /* G = 1: V a stage */
     T pre = *pp;
-    R vpre = HASV ? *vp : (R)0;
+    R vpre = HASV && !G ? *vp : (R)0;
     T *op = out + (long long)c0 * plane + col; /* stage 4's next plane */
     const int ntot = nit + 4 * G;              /* the lagged stages drain */
     /* iteration `it` at unrolled slot u; with S (the steady march: every
      * stage's plane inside its chunk, the next plane still to load, stage 4
      * storing) the uniform range tests are known true and dropped */
     auto iter = [&](auto S, const int it, const int u) {
-        constexpr bool STEADY = decltype(S)::v;
+        constexpr bool STEADY = decltype(S)::value;
         const int rel = D::FOLD ? u + 2 * L : it; /* ring slot = (rel - offset) % length */
         if (STEADY || it < nit) {
             ring[0][(rel % LP0) * NP + t] = pre;
@@ -1083,12 +1080,12 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
         if (base >= lo && base + L <= hi) {
 #pragma unroll
             for (int u = 0; u < L; ++u)
-                iter(Flag<true>(), base + u, u);
+                iter(std::true_type(), base + u, u);
         } else {
 #pragma unroll
             for (int u = 0; u < L; ++u)
                 if (base + u < ntot) /* uniform: the barriers inside are safe */
-                    iter(Flag<false>(), base + u, u);
+                    iter(std::false_type(), base + u, u);
         }
     }
 }
@@ -1158,10 +1155,10 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
 
 /* The streamed kernel's launch for this grid; 0 where it does not run:
  * closed edges, 1D, 3D complex128 2SHOC (its 22 ring planes of 32 x 32
- * columns in double exceed an SM's shared memory), and launch grids beyond the device's limits.  The
- * chunk is the one that ends soonest: waves of resident blocks times the
- * planes each block marches (its chunk and 2H more), chunks of at least
- * 4H planes. */
+ * columns in double exceed an SM's shared memory), and launch grids beyond
+ * the device's limits.  The chunk is the one that ends soonest: waves of
+ * resident blocks times the planes each block marches (its chunk and 2H
+ * more), chunks of at least 4H planes. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
