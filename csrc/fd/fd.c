@@ -138,18 +138,18 @@ static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
     return n;
 }
 
-/* Tile of the fused step, points per axis (measured at 256^3 on two and on
- * sixteen cores, bench/fd.py --forms).  Periodic 2D/3D (the box streamed
- * along axis 0): 64 x 256 points across, chunks of up to 128 planes along
- * axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings of 9 planes
- * take about the cache of CD's rings of 5, and chunks of up to 256 planes,
- * which recompute half the planes along axis 0: 2 % faster on two cores).
- * Where that leaves fewer tiles than the threads want, 3D tiles narrow
- * along axis 1 (to 32), then along the contiguous axis (to 128), then along
- * axis 0 (to 32), until there are two tiles a thread (on sixteen cores 128
- * x 32 x 128 steps 1.2-1.4x faster than chunks of 32 planes); 2D chunks
- * shorten (to 32) until there are four.  Otherwise (whole boxes): 3D CD
- * 16 x 16 x 256, 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
+/* Tile of the fused step, points per axis (chosen with bench/fd.py --forms
+ * at 256^3; the measurements in docs/models/fd.md).  Periodic 2D/3D (the
+ * box streamed along axis 0): 64 x 256 points across, chunks of up to 128
+ * planes along axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings
+ * of 9 planes take about the cache of CD's rings of 5, and chunks of up to
+ * 256 planes, which recompute half the planes along axis 0).  Where that
+ * leaves fewer tiles than the threads want, 3D tiles narrow along axis 1
+ * (to 32), then along the contiguous axis (to 128), then along axis 0 (to
+ * 32), until there are two tiles a thread (narrow tiles keep the long
+ * chunks, whose planes along axis 0 recompute less); 2D chunks shorten (to
+ * 32) until there are four.  Otherwise (whole boxes): 3D CD 16 x 16 x 256,
+ * 3D 2SHOC 32 x 32 x 64, 2D 64 x 512, 1D 4096. */
 static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;
