@@ -142,7 +142,7 @@ static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
  * at 256^3; the measurements in docs/models/fd.md).  Periodic 2D/3D (the
  * box streamed along axis 0): 64 x 256 points across, chunks of up to 128
  * planes along axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings
- * of 9 planes take about the cache of CD's rings of 5, and chunks of up to
+ * of 12 planes take about the cache of CD's rings of 8, and chunks of up to
  * 256 planes, which recompute half the planes along axis 0).  Where that
  * leaves fewer tiles than the threads want, 3D tiles narrow along axis 1
  * (to 32), then along the contiguous axis (to 128), then along axis 0 (to
