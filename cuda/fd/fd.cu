@@ -872,10 +872,11 @@ template <typename R, int M, bool SHOC> struct StreamLag {
 template <typename R, int M, bool SHOC>
 using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
 
-/* A block's box of columns, PK x PJ (3D: 32 x 32, one block an SM; 2D: one
- * row of 256, 128 for complex128 2SHOC, narrower on a thin grid), and the
- * ring planes' stride NP, a constant so that every ring slot is an
- * immediate offset (a thin 2D grid's rows keep the full stride). */
+/* A block's box of columns, PK x PJ at most (3D: 32 x 32, one block an SM,
+ * down to 32 x 24 where fewer rows fill the SMs better; 2D: one row of 256,
+ * 128 for complex128 2SHOC, narrower on a thin grid), and the ring planes'
+ * stride NP, a constant so that every ring slot is an immediate offset (a
+ * smaller box keeps the full stride). */
 template <typename R, int M, bool SHOC> struct StreamBox {
     enum {
         PK = M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256),
@@ -970,8 +971,9 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     __syncthreads();
     if (stop) /* an earlier step blew up */
         return;
-    /* the box: PK x PJ columns (a 2D box may be narrower than B::PK) */
-    const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)B::PJ : 1;
+    /* the box: PK x PJ columns (a 2D box may be narrower than B::PK, a 3D
+     * box have fewer rows than B::PJ; the ring planes' stride stays NP) */
+    const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)blockDim.y : 1;
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * PK + tx;
     const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1;
     const long long plane = (long long)nj * g.len;
@@ -1156,9 +1158,12 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
 /* The streamed kernel's launch for this grid; 0 where it does not run:
  * closed edges, 1D, 3D complex128 2SHOC (its 22 ring planes of 32 x 32
  * columns in double exceed an SM's shared memory), and launch grids beyond
- * the device's limits.  The chunk is the one that ends soonest: waves of
- * resident blocks times the planes each block marches (its chunk and 2H
- * more), chunks of at least 4H planes. */
+ * the device's limits.  The box rows (3D: PJ down to PJ - 8) and the chunk
+ * are those that end soonest: waves of resident blocks times the work of a
+ * block, its rows times the planes it marches (its chunk and 2H more),
+ * chunks of at least 4H planes.  At 256^3 in CD, 30 rows give 11 x 12 = 132
+ * boxes (one a streaming multiprocessor of an H100/H200) where 32 give
+ * 121. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
@@ -1166,8 +1171,8 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
         return 0;
     const StreamOps o = stream_ops(s);
-    const int H = o.H, pj = o.pj;
-    int pk = o.pk;
+    const int H = o.H;
+    int pk = o.pk, pj = o.pj;
     if (m == 1) {
         const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
         pk = need < pk ? need : pk;
@@ -1177,24 +1182,31 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
         return 0;
     const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
     const long tk = (s->dg.len + pk - 2 * H - 1) / (pk - 2 * H);
-    const long tj = m == 2 ? (s->dg.n1 + pj - 2 * H - 1) / (pj - 2 * H) : 1;
-    const long resident = (long)stream_per_sm(s, o, pk * pj, bytes) * s->sms;
     const int least = ns < 4 * H ? ns : 4 * H;
-    int c = ns;
+    int c = ns, rows = pj;
+    long tj = 1;
     double best = -1;
-    for (int n = 1; n <= ns; ++n) {
-        const int cn = (ns + n - 1) / n;
-        if (cn < least)
-            break;
-        if (n > 1 && cn == (ns + n - 2) / (n - 1))
-            continue; /* the same chunk as n - 1 */
-        const long blocks = tk * tj * ((ns + cn - 1) / cn);
-        const double cost = (double)((blocks + resident - 1) / resident) * (cn + 2 * H);
-        if (best < 0 || cost < best) {
-            best = cost;
-            c = cn;
+    for (int r = pj; r >= (m == 2 ? pj - 8 : pj); --r) {
+        const long tr = m == 2 ? (s->dg.n1 + r - 2 * H - 1) / (r - 2 * H) : 1;
+        const long resident = (long)stream_per_sm(s, o, pk * r, bytes) * s->sms;
+        for (int n = 1; n <= ns; ++n) {
+            const int cn = (ns + n - 1) / n;
+            if (cn < least)
+                break;
+            if (n > 1 && cn == (ns + n - 2) / (n - 1))
+                continue; /* the same chunk as n - 1 */
+            const long blocks = tk * tr * ((ns + cn - 1) / cn);
+            const double cost =
+                (double)((blocks + resident - 1) / resident) * r * (cn + 2 * H);
+            if (best < 0 || cost < best) {
+                best = cost;
+                c = cn;
+                rows = r;
+                tj = tr;
+            }
         }
     }
+    pj = rows;
     const int chunks = (ns + c - 1) / c;
     if (tj > 65535 || chunks > 65535) /* the launch grid's y and z limits */
         return 0;
