@@ -140,10 +140,8 @@ static ptrdiff_t fused_ntiles(const fd_geom *g, const ptrdiff_t *T)
 
 /* Tile of the fused step, points per axis (chosen with bench/fd.py --forms
  * at 256^3; the measurements in docs/models/fd.md).  Periodic 2D/3D (the
- * box streamed along axis 0): 64 x 256 points across, chunks of up to 128
- * planes along axis 0 (3D 2SHOC in complex128: 32 x 256, so that its rings
- * of 12 planes take about the cache of CD's rings of 8, and chunks of up to
- * 256 planes, which recompute half the planes along axis 0).  Where that
+ * box streamed along axis 0): 64 x 256 points across, chunks of up to 256
+ * planes along axis 0 in 3D (128 in 2D).  Where that
  * leaves fewer tiles than the threads want, 3D tiles narrow along axis 1
  * (to 32), then along the contiguous axis (to 128), then along axis 0 (to
  * 32), until there are two tiles a thread (narrow tiles keep the long
@@ -154,10 +152,8 @@ static void fused_tile(const nlse_fd *s, ptrdiff_t *T)
 {
     const fd_geom *g = &s->g;
     static const ptrdiff_t t1[1] = {4096}, t2[2] = {64, 512}, t3[3] = {32, 32, 64},
-                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {128, 64, 256},
-                           r3w[3] = {256, 32, 256};
-    const int wide = g->scheme == NLSE_FD_2SHOC && s->real_size == sizeof(double);
-    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : wide ? r3w : r3)
+                           t3cd[3] = {16, 16, 256}, r2[2] = {128, 2048}, r3[3] = {256, 64, 256};
+    const ptrdiff_t *t = g->ndim == 1 ? t1 : g->periodic ? (g->ndim == 2 ? r2 : r3)
                          : g->ndim == 2 ? t2 : g->scheme == NLSE_FD_CD ? t3cd : t3;
     for (int a = 0; a < g->ndim; ++a)
         T[a] = g->n[a] < t[a] ? g->n[a] : t[a];

@@ -23,15 +23,19 @@ BCS = ("dirichlet", "msd", "l0", "periodic", "one-sided")
 
 # thin, odd and tile-unaligned shapes (CPU tiles: 1D 4096; closed edges
 # 2D 64 x 512, 3D 16 x 16 x 256 (CD), 32 x 32 x 64 (2SHOC); periodic, the
-# streamed boxes, chunks of up to 128 planes times 64 x 256 (3D) or 2048
-# (2D) points across: (140, 70, 300) has several of each)
+# streamed boxes, chunks of up to 256 planes (3D; 128 in 2D) times 64 x 256
+# (3D) or 2048 (2D) points across: (140, 70, 300) has several tiles across,
+# (301, 9, 40) several chunks along axis 0, the last a part chunk of odd
+# length, so that the streamed step's last iteration takes fewer planes than
+# the four a stage takes at a time, as in (3, 7, 5) and (37, 35, 70))
 SHAPES = {1: [(5,), (61,), (9001,)], 2: [(3, 41), (41, 3), (67, 530), (133, 2100)],
-          3: [(3, 7, 5), (37, 35, 70), (20, 3, 131), (36, 66, 258), (140, 70, 300)]}
+          3: [(3, 7, 5), (37, 35, 70), (20, 3, 131), (36, 66, 258), (301, 9, 40),
+              (140, 70, 300)]}
 #: the largest 3D grid on the CPU (two minutes in all on 2 cores): `make
 #: test-all`.  (36, 66, 258) already cuts every axis into several tiles with
 #: a part tile at the end in each form of csrc/fd/fd.c's fused_tile (3D CD
-#: 16 x 16 x 256, 2SHOC 32 x 32 x 64, periodic 128 x 64 x 256 with chunks
-#: of 18 planes along axis 0)
+#: 16 x 16 x 256, 2SHOC 32 x 32 x 64, periodic 256 x 64 x 256 narrowed to
+#: as many tiles as the threads want)
 SLOW_CPU = {(140, 70, 300)}
 
 
