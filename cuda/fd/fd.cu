@@ -1161,9 +1161,9 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
  * the device's limits.  The box rows (3D: PJ down to PJ - 8) and the chunk
  * are those that end soonest: waves of resident blocks times the work of a
  * block, its rows times the planes it marches (its chunk and 2H more),
- * chunks of at least 4H planes.  At 256^3 in CD, 30 rows give 11 x 12 = 132
- * boxes (one a streaming multiprocessor of an H100/H200) where 32 give
- * 121. */
+ * chunks of at least 4H planes.  At 256^3 in CD on a device of 132
+ * multiprocessors, 30 rows give 11 x 12 = 132 boxes, one each, where 32
+ * give 121. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
