@@ -323,6 +323,31 @@ def write_json(path: Optional[str], record: Dict[str, Any], default: Any = None)
             json.dump(record, f, indent=1, default=default)
 
 
+def report(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, str]],
+           path: Optional[str], record: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Print the run's table (missing values as n/a) after a blank line and
+    write `record` with the rows as JSON where `path` is given.
+
+    Parameters
+    ----------
+    rows, columns
+        As for :func:`format_table`.
+    path : str or None
+        The ``--json`` option.
+    record : dict
+        Header and whatever else the benchmark keeps beside ``rows``.
+
+    Returns
+    -------
+    list of dict
+        `rows`, so that a benchmark's ``main`` can end with this call.
+    """
+    print()
+    print(format_table(rows, columns, missing="n/a"))
+    write_json(path, {**record, "rows": rows}, default=str)
+    return rows
+
+
 def mode_list(parser: argparse.ArgumentParser, text: str, known: Sequence[str]) -> List[str]:
     """The modes of a ``--modes`` option, the baseline ``none`` first.
 

@@ -65,8 +65,8 @@ import nlsepy as nl
 from nlsepy.reference.dipolar import SplitStepReference
 
 from _common import (COPY_BYTES, COPY_COLUMNS, arg_parser, copy_bandwidth, cupy_or_none,
-                     event_seconds, format_table, machine_info, print_header, print_load,
-                     print_noisy, write_json)
+                     event_seconds, machine_info, print_header, print_load,
+                     print_noisy, report)
 
 # ----------------------------------------------------------------- problem
 A0 = 5.29177210903e-11       #: Bohr radius (m)
@@ -456,10 +456,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     print_noisy(rows, NOISY, lambda r: f"{r['grid']} {r['mode']}", "ms_per_iter_reps", "ms/iter")
     print_load(info, ", and OpenMP steps slow down far more than NumPy's")
     print(f"total time {time.perf_counter() - t_start:.0f} s")
-    print()
-    print(format_table(rows, COLUMNS, missing="n/a"))
-    write_json(args.json, {"header": info, "rows": rows})
-    return rows
+    return report(rows, COLUMNS, args.json, {"header": info})
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ import numpy as np
 import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 
-from _common import cupy_or_none, format_table, machine_info, run_cmd, write_json
+from _common import cupy_or_none, machine_info, report, run_cmd
 
 COLUMNS = [("backend", "backend", "{}"), ("dtype", "dtype", "{}"), ("threads", "CPU threads", "{}"),
            ("z_steps", "z steps", "{}"), ("seconds", "s (run)", "{:.3f}"),
@@ -260,11 +260,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
             if row["backend"] != "numpy" and row["dtype"] == "float64":
                 print(f"  {row['backend']} float64 is {row['atom_steps'] / atom_steps:.1f}x the NumPy "
                       f"reference")
-    print()
-    print(format_table(rows, COLUMNS, missing="n/a"))
-    write_json(a.json, {"header": info, "peak": peak, "flops_per_atom_step": fl,
-                        "tc_flops_per_atom_step": tcf, "rows": rows}, default=str)
-    return rows
+    return report(rows, COLUMNS, a.json, {"header": info, "peak": peak, "flops_per_atom_step": fl,
+                                          "tc_flops_per_atom_step": tcf})
 
 
 if __name__ == "__main__":

@@ -6,11 +6,11 @@ Two cases, each with a 2048-point time grid and 1000 z steps by default:
 * ``lambda``: a Lambda system (g0, g1, e; probe g0-e in mode 0, a
   counter-propagating coupling g1-e in mode -1), decay from e to both
   ground levels, ground-state dephasing, 1024 Doppler velocity classes.
-* ``d2``: a D2-like 20-level system, F = 2 (5 sublevels) to F' = 1, 2, 3
-  (3 + 5 + 7 = 15 sublevels) driven by pi light (13 transitions m_F ->
-  m_F; the excited sublevels ordered by m_F', so the couplings lie in a
-  band of modes 1..9, every mode carrying the same field), decay from every
-  excited sublevel, 256 Doppler classes.
+* ``d2``: the 87Rb D2 line's F = 2 (5 sublevels) to F' = 1, 2, 3
+  (3 + 5 + 7 = 15 sublevels) in pi light, with the couplings of
+  ``nl.mbloch.hyperfine`` (12 transitions m_F -> m_F, in a band of 11 modes,
+  every mode carrying the same field), decay from every excited sublevel
+  in the ratios of its squared couplings, 256 Doppler classes.
 
 Flop model of one atom step (what the CPU kernels execute; a complex
 multiply-add counts 8, as in bench/mbloch.py): per RK4 stage the product
@@ -63,7 +63,7 @@ import nlsepy as nl
 from nlsepy.reference import mbloch as ref
 from nlsepy.reference.mbloch_open import lindblad_atoms
 
-from _common import copy_bandwidth, format_table, machine_info, write_json
+from _common import copy_bandwidth, machine_info, report
 
 COLUMNS = [("case", "case", "{}"), ("backend", "backend", "{}"), ("dtype", "dtype", "{}"),
            ("atoms", "atoms", "{}"), ("z_steps", "z steps", "{}"), ("slices", "z slices a launch", "{}"),
@@ -106,21 +106,20 @@ def lambda_case(a: argparse.Namespace) -> Dict[str, Any]:
 
 
 def d2_case(a: argparse.Namespace) -> Dict[str, Any]:
-    """The D2-like 20-level system (pi light, F = 2 -> F' = 1, 2, 3)."""
-    excited = [(mp, fp) for mp in range(-3, 4) for fp in (1, 2, 3) if abs(mp) <= fp]
-    F = np.zeros((5, 15))
-    for m in range(5):
-        for n, (mp, fp) in enumerate(excited):
-            if mp == m - 2:
-                F[m, n] = 0.3 + 0.2 * fp      # a strength per F' (the pattern matters here)
-    lo, hi = 1, 9                           # n - m of the pi transitions
+    """The 87Rb D2 line's F = 2 -> F' = 1, 2, 3 in pi light: 5 + 15 sublevels
+    with the couplings of :func:`nlsepy.mbloch.hyperfine`; each excited
+    sublevel decays (rate 1) into the ground sublevels it couples to, in
+    the ratios of the squared couplings."""
+    hf = nl.mbloch.hyperfine("87Rb", "D2", F=2, F_prime=(1, 2, 3), polarisation="pi")
+    kw = hf.model_kwargs()
+    F, n_g = np.asarray(kw["F"], dtype=float), kw["n_g"]
+    lo, hi = kw["modes"]
     h_t = 0.02
     t = ref.time_grid(h_t, a.nt)
-    decay = [(1.0, 5 + n, m, 1.0 / max(1, int((F[:, n] != 0).sum())))
-             for n in range(15) for m in range(5) if F[m, n] != 0]
-    model = dict(n_g=5, n_e=15, modes=(lo, hi), F=F, h_t=h_t, n_t=a.nt, kappa_e=0.0,
-                 line=("single", 0.0), beta=1.0, decay=decay,
-                 initial_state=np.r_[np.ones(5) / np.sqrt(5), np.zeros(15)],
+    decay = [(1.0, n_g + n, m, F[m, n] ** 2 / (F[:, n] ** 2).sum())
+             for n in range(F.shape[1]) for m in range(n_g) if F[m, n] != 0]
+    model = dict(kw, h_t=h_t, n_t=a.nt, kappa_e=0.0, line=("single", 0.0), beta=1.0,
+                 decay=decay, initial_state=np.r_[np.ones(n_g) / np.sqrt(n_g), np.zeros(F.shape[1])],
                  doppler=nl.mbloch.Doppler(factors=[1.0] * (hi - lo + 1), width=1.0,
                                            n_classes=a.d2_classes))
     pulse = ref.sech_pulse(t, 1.0, 8.0, area=2 * np.pi)
@@ -245,11 +244,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
                              gflops=rate * counts(mb)["flops"] / 1e9))
             print(f"{case} numpy reference: {sec:.2f} s for one atom solve, {rate:.3e} atom "
                   f"steps/s", flush=True)
-    print()
-    print(format_table(rows, COLUMNS, missing="n/a"))
-    write_json(a.json, {"header": info, "peak": peak, "host_copy": host_copy,
-                        "device_copy": dev_copy, "rows": rows}, default=str)
-    return rows
+    return report(rows, COLUMNS, a.json, {"header": info, "peak": peak, "host_copy": host_copy,
+                                          "device_copy": dev_copy})
 
 
 if __name__ == "__main__":

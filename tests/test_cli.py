@@ -214,6 +214,14 @@ def run_dbec(tmp_path, text, *extra, name="imag1d-z-input"):
     return cli(tmp_path, "dbec", name, *extra)
 
 
+def dbec_refused(tmp_path, text, match, *extra):
+    """The run stops with one line (status 2) and writes nothing beside its input."""
+    r = run_dbec(tmp_path, text, *extra)
+    assert_error(r, match, status=2)
+    assert tree(tmp_path) == ["imag1d-z-input"]
+    return r
+
+
 def test_dbec_tiny_input_runs(tmp_path):
     r = run_dbec(tmp_path, DBEC)
     assert r.returncode == 0, r.stderr
@@ -241,10 +249,8 @@ def test_dbec_tiny_input_runs(tmp_path):
     (("NPAS = 10", "NPAS = ten"), "key NPAS must be an integer, got 'ten'"),
 ])
 def test_dbec_bad_value_is_one_line(tmp_path, edit, match):
-    r = run_dbec(tmp_path, DBEC.replace(*edit))
-    assert_error(r, match, status=2)
+    r = dbec_refused(tmp_path, DBEC.replace(*edit), match)
     assert "imag1d-z-input:" in r.stderr  # names the file (and line)
-    assert tree(tmp_path) == ["imag1d-z-input"]
 
 
 @pytest.mark.parametrize("item,match", [
@@ -257,9 +263,7 @@ def test_dbec_bad_value_is_one_line(tmp_path, edit, match):
     ("NZ=", "--set NZ=: key NZ has no value"),
 ])
 def test_dbec_set_is_typed(tmp_path, item, match):
-    r = run_dbec(tmp_path, DBEC, "--set", item)
-    assert_error(r, match, status=2)
-    assert tree(tmp_path) == ["imag1d-z-input"]
+    dbec_refused(tmp_path, DBEC, match, "--set", item)
 
 
 @pytest.mark.parametrize("line,match", [

@@ -2,6 +2,7 @@
 "Adding a model"): a new model cannot forget its header, its C and CUDA
 folders, its binding, module, reference, tests, benchmark or notebook."""
 
+import ast
 import pathlib
 import re
 
@@ -175,7 +176,6 @@ def _python_imports():
     module named by ``from X import name`` when `name` is one, else ``X``)
     or the top-level name of a third-party one.  Imports under ``if
     TYPE_CHECKING:`` are left out: they never run."""
-    import ast
     modules = {_module_name(p): p for p in PKG.rglob("*.py")}
     known = set(modules) | _EXTENSIONS
     found = []
@@ -248,3 +248,24 @@ def test_model_subpackage_shape(stem):
     assert MODELS[stem].cls.__module__ == f"nlsepy.{stem}.solver"
     top = {p.stem for p in PKG.glob("*.py")}
     assert stem not in top, f"python/nlsepy/{stem}.py stands beside the subpackage"
+
+
+@pytest.mark.parametrize("stem", list(MODELS))
+def test_model_class_fits_on_the_shared_layer(stem):
+    """A model's public class stays at most 500 lines: its parameters, its
+    handle and its hooks; the run protocol lives in ``common``."""
+    path = PKG / stem / "solver.py"
+    name = MODELS[stem].name
+    tree = ast.parse(path.read_text())
+    cls = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    assert len(cls) == 1, f"{path.relative_to(ROOT)} does not define {name}"
+    lines = cls[0].end_lineno - cls[0].lineno + 1
+    assert lines <= 500, f"{name} is {lines} lines (at most 500: move shared code to common/)"
+
+
+@pytest.mark.parametrize("path,most", [("docs/ARCHITECTURE.md", 400), ("bench/RESULTS.md", 600)])
+def test_notes_stay_short(path, most):
+    """The architecture map and the current benchmark records stay short: design notes
+    go to docs/models/, dated records to bench/history/."""
+    n = len((ROOT / path).read_text().splitlines())
+    assert n <= most, f"{path} has {n} lines (at most {most})"

@@ -388,6 +388,22 @@ __device__ __forceinline__ double store_line(V *p, const V *s, int c, long long 
     return ls;
 }
 
+/* Store a solved z line (store_line) and, on the last solve of a step, add
+ * its Simpson sum and its moments to the thread's partials (k_zline, k_zreg). */
+template <typename T, typename V, bool LAST>
+__device__ __forceinline__ void finish_z_line(V *p, const V *s, int c, long long line, int i, int j,
+                                              const Grid<T> &G, const Dens<T> &out, int lane,
+                                              double *nsum, double *mom)
+{
+    double lz;
+    const double ls = store_line<T, V, LAST>(p, s, c, line, G, out, lane, &lz);
+    if (LAST) {
+        *nsum += ls * G.w0[i] * G.w1[j];
+        if (out.mom)
+            add_line_moments(mom, 2, ls, lz, G.w0[i] * G.w1[j], i, j, 0, G);
+    }
+}
+
 template <typename T> struct H1Scale {
     T sc, g, gdd, q; /* q: the Lee-Huang-Yang coefficient times s^3 */
 };

@@ -88,13 +88,7 @@ __global__ void __launch_bounds__(BLK) k_zline(V *psi, Grid<T> G, H1Args<T> a, C
             s[zpos(n - 1, c)] = zero<V>();
         }
         __syncwarp();
-        double lz;
-        const double ls = store_line<T, V, LAST>(p, s, c, line, G, out, lane, &lz);
-        if (LAST) {
-            nsum += ls * G.w0[i] * G.w1[j];
-            if (out.mom)
-                add_line_moments(mom, 2, ls, lz, G.w0[i] * G.w1[j], i, j, 0, G);
-        }
+        finish_z_line<T, V, LAST>(p, s, c, line, i, j, G, out, lane, &nsum, mom);
         __syncwarp();
     }
     if (LAST)
@@ -198,13 +192,7 @@ __global__ void __launch_bounds__(BLK) k_zreg(V *psi, Grid<T> G, H1Args<T> a, CN
             }
         }
         __syncwarp();
-        double lz;
-        const double ls = store_line<T, V, LAST>(p, s, CH, line, G, out, lane, &lz);
-        if (LAST) {
-            nsum += ls * G.w0[i] * G.w1[j];
-            if (out.mom)
-                add_line_moments(mom, 2, ls, lz, G.w0[i] * G.w1[j], i, j, 0, G);
-        }
+        finish_z_line<T, V, LAST>(p, s, CH, line, i, j, G, out, lane, &nsum, mom);
         __syncwarp();
     }
     if (LAST)

@@ -439,6 +439,24 @@ __device__ __forceinline__ void open_reg_deriv(const typename C2<T>::t (&y)[N][N
         }
 }
 
+/* RK4's middle stages in k_open_reg: the next stage's input y = r + c k and
+ * the weighted sum ac += k / 3 (c = 1 is exact: the same bits as r + k). */
+template <typename T, int N>
+__device__ __forceinline__ void open_reg_mid(const typename C2<T>::t (&r)[N][N],
+                                             const typename C2<T>::t (&k)[N][N], T c, T third,
+                                             typename C2<T>::t (&y)[N][N],
+                                             typename C2<T>::t (&ac)[N][N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            y[i][j] = C2<T>::make(r[i][j].x + c * k[i][j].x, r[i][j].y + c * k[i][j].y);
+            ac[i][j].x += third * k[i][j].x;
+            ac[i][j].y += third * k[i][j].y;
+        }
+}
+
 template <typename T, int N>
 __global__ void __launch_bounds__(MBLOCH_OPEN_REG_THREADS)
 k_open_reg(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, const typename C2<T>::t *rho0, const T *det, const T *shift,
@@ -498,23 +516,9 @@ k_open_reg(MBOpenArgs a, const __grid_constant__ MBPipe pp, const double2 *eps, 
                     ac[i][j] = C2<T>::make(r[i][j].x + sixth * k[i][j].x, r[i][j].y + sixth * k[i][j].y);
                 }
             open_reg_deriv<T, N>(y, Vs[mid], E, damp, G, h, k);
-#pragma unroll
-            for (int i = 0; i < N; ++i)
-#pragma unroll
-                for (int j = 0; j < N; ++j) {
-                    y[i][j] = C2<T>::make(r[i][j].x + half * k[i][j].x, r[i][j].y + half * k[i][j].y);
-                    ac[i][j].x += third * k[i][j].x;
-                    ac[i][j].y += third * k[i][j].y;
-                }
+            open_reg_mid<T, N>(r, k, half, third, y, ac);
             open_reg_deriv<T, N>(y, Vs[mid], E, damp, G, h, k);
-#pragma unroll
-            for (int i = 0; i < N; ++i)
-#pragma unroll
-                for (int j = 0; j < N; ++j) {
-                    y[i][j] = C2<T>::make(r[i][j].x + k[i][j].x, r[i][j].y + k[i][j].y);
-                    ac[i][j].x += third * k[i][j].x;
-                    ac[i][j].y += third * k[i][j].y;
-                }
+            open_reg_mid<T, N>(r, k, (T)1, third, y, ac);
             open_reg_deriv<T, N>(y, Vs[nxt], E, damp, G, h, k);
 #pragma unroll
             for (int i = 0; i < N; ++i)

@@ -189,17 +189,10 @@ def vortex_ring(length: float = 45.0, h: float = 1.5, d: float = 5.0, a: float =
         Cube ``[-length/2, length/2]^3`` and spacing (source: h = 3/2).
     d : float
         Ring radius (source: 5).
-    a, s, omega : float
-        Coefficients (s < 0).
     c : float, optional
         Back-flow velocity.
-    dtype : numpy dtype, optional
-        complex64 or complex128.
-
-    Returns
-    -------
-    psi0, h, params
-        State, spacing and parameters (``bc="msd"``).
+    a, s, omega, dtype
+        As for :func:`dark_vortex`, which also gives the return values.
     """
     if s >= 0:
         raise ValueError(f"a vortex ring needs s < 0, got s={s!r}")

@@ -29,7 +29,7 @@ from mpi4py import MPI
 import nlsepy as nl
 from nlsepy.reference import mbloch as rm
 
-from _helpers import mbloch_multilevel
+from _helpers import mbloch_multilevel, same_everywhere
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -45,12 +45,6 @@ def model(n_atoms=N_AT, seed=3):
                                        gaussian=(0.5, 1.8), sech=(0.4, 2.0))
     kw.update(h_t=H_T, n_t=N_T, line=(det, w))
     return kw, e0
-
-
-def same_everywhere(a):
-    """True on every rank when `a` has the same bytes on every rank."""
-    mine = np.ascontiguousarray(a).tobytes()
-    return all(b == mine for b in COMM.allgather(mine))
 
 
 def test_layout():
@@ -83,7 +77,7 @@ def test_matches_single_process_double():
     assert out.norm_deviation == pytest.approx(ref.norm_deviation, rel=1e-10, abs=1e-15)
     assert np.abs(out.fields[-1, :, 0]).max() > 1e-4  # the coupling acted
     for a in (out.fields, out.populations, np.array([out.norm_deviation])):
-        assert same_everywhere(a)
+        assert same_everywhere(COMM, a)
 
 
 def test_polarisation_and_full_map():
@@ -105,7 +99,7 @@ def test_polarisation_and_full_map():
     for j in (1, 7):
         p, q = pol["mpi", j], pol["one", j]
         assert np.abs(p - q).max() < 1e-12 * np.abs(q).max()
-        assert same_everywhere(p)
+        assert same_everywhere(COMM, p)
 
 
 def test_single_precision():
@@ -113,7 +107,7 @@ def test_single_precision():
     out = nl.MaxwellBloch(**kw, dtype=np.complex64, comm=COMM).run(e0, H_Z, 20, save_every=20)
     ref = nl.MaxwellBloch(**kw, dtype=np.complex64).run(e0, H_Z, 20, save_every=20)
     assert np.abs(out.fields - ref.fields).max() < 1e-5 * np.abs(ref.fields).max()
-    assert same_everywhere(out.fields)
+    assert same_everywhere(COMM, out.fields)
 
 
 def test_same_ranks_bit_identical():
@@ -199,7 +193,7 @@ def test_ctrl_c_on_one_rank_stops_all():
         mb.run(e0, H_Z, 20, save_every=2, callback=cb)
     part = mb.partial_result
     assert part.interrupted and part.z[-1] == pytest.approx(4 * H_Z)
-    assert same_everywhere(part.fields)
+    assert same_everywhere(COMM, part.fields)
 
 
 def test_callback_ends_the_run_on_one_rank():
@@ -210,7 +204,7 @@ def test_callback_ends_the_run_on_one_rank():
             raise StopIteration
     out = nl.MaxwellBloch(**kw, comm=COMM).run(e0, H_Z, 20, save_every=4, callback=cb)
     assert out.z[-1] == pytest.approx(6 * H_Z) and out.populations.shape[0] == out.z.size
-    assert same_everywhere(out.fields)
+    assert same_everywhere(COMM, out.fields)
 
     def bad(state):
         if state.j == 2 and RANK == LAST:
@@ -232,4 +226,4 @@ def test_cuda_matches_single_gpu():
     scale = np.abs(ref.fields).max()
     assert np.abs(out.fields - ref.fields).max() < 1e-12 * scale
     assert np.abs(out.populations - ref.populations).max() < 1e-12
-    assert same_everywhere(out.fields)
+    assert same_everywhere(COMM, out.fields)

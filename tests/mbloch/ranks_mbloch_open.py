@@ -14,6 +14,7 @@ import pytest
 from mpi4py import MPI
 
 import nlsepy as nl
+from _helpers import same_everywhere
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -30,11 +31,6 @@ def model(gamma=1.0):
     return kw, e0
 
 
-def same_everywhere(a):
-    mine = np.ascontiguousarray(a).tobytes()
-    return all(b == mine for b in COMM.allgather(mine))
-
-
 def test_open_matches_single_process():
     kw, e0 = model()
     run = dict(h_z=0.02, n_z=12, save_every=4, euler_substeps=3, density=True)
@@ -48,7 +44,7 @@ def test_open_matches_single_process():
     assert out.norm_deviation < 1e-12
     assert np.abs(ref.fields[-1, :, 1] - ref.fields[0, :, 1]).max() > 1e-3  # the probe changed
     for a in (out.fields, out.populations, out.density):
-        assert same_everywhere(a)
+        assert same_everywhere(COMM, a)
 
 
 def test_different_decay_on_one_rank():
@@ -69,4 +65,4 @@ def test_cuda_ranks_match_one_cpu_process():
     ref = nl.MaxwellBloch(**kw, backend="cpu").run(e0, **run)
     assert np.abs(out.fields - ref.fields).max() < 1e-10 * np.abs(ref.fields).max()
     assert np.abs(out.density - ref.density).max() < 1e-10
-    assert same_everywhere(out.fields)
+    assert same_everywhere(COMM, out.fields)

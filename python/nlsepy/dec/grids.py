@@ -165,12 +165,8 @@ def _circumcentres(P: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 @functools.lru_cache(maxsize=None)
 def block(grid: str) -> Block:
-    """The DEC complex of one periodic block of `grid` (cached).
-
-    Parameters
-    ----------
-    grid : str
-        One of ``"cubic"``, ``"fcc"``, ``"bcc"``, ``"a15"``, ``"c15"``, ``"z"``.
+    """The DEC complex of one periodic block of `grid` (cached): a grid name
+    as for :func:`crystal_points`.
 
     Returns
     -------

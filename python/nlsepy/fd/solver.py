@@ -166,14 +166,12 @@ class NLSE(TimeStepper):
     backend : {"auto", "cpu", "cuda"}, optional
         Where the state lives and the kernels run.
     fused : {"auto", True, False}, optional
-        ``False``: a step is four passes over the grid, one per RK4 stage
-        (the reference); ``True``: one pass, each tile taking all four stages
-        with the halo each stage needs recomputed at its edge (staged where
-        the backend has no fused kernel: CUDA on closed 3D grids and 3D
-        complex128 2SHOC); ``"auto"``: the faster form (the CPU: fused;
-        CUDA: fused on periodic 2D grids and periodic 3D CD, else staged).
-        The same state either way (bit for bit on the CPU, to rounding on
-        CUDA); :attr:`last_kernel` says which ran.
+        ``False``: four passes a step, one per RK4 stage (the reference);
+        ``True``: one pass, each tile taking all four stages (staged where
+        CUDA has no fused kernel: closed 3D grids, 3D complex128 2SHOC);
+        ``"auto"``: the faster form (see ``docs/models/fd.md``).  The same
+        state either way (bit for bit on the CPU, to rounding on CUDA);
+        :attr:`last_kernel` says which ran.
     comm : mpi4py communicator, optional
         Distribute the grid over the ranks of `comm` (run the script under
         ``mpirun``): each rank holds a slab of rows of axis 0 (the slowest),
@@ -187,8 +185,7 @@ class NLSE(TimeStepper):
     Attributes
     ----------
     a, s, spacing, scheme, bc, dtype, backend, max_dt
-        Fixed when the solver is made (read-only; assigning raises
-        ``AttributeError``): make a new solver to change them.
+        Fixed when the solver is made (assigning raises ``AttributeError``).
     V : numpy.ndarray or None
         A copy of the potential; assigning checks the new one, copies it and
         applies it from the next step.
