@@ -5,6 +5,7 @@ the notebooks are rendered as stored, never executed (myst-nb with
 ``nb_execution_mode = "off"``).
 """
 
+import ast
 import json
 import pathlib
 import re
@@ -316,3 +317,39 @@ def test_readme_mpi_block(tmp_path):
     assert [r[:2] for r in ranks] == [("0", "2"), ("1", "2")], proc.stdout
     assert ranks[0][2] == ranks[1][2], proc.stdout
     assert list(tmp_path.glob("ground*.npz")), sorted(p.name for p in tmp_path.iterdir())
+
+
+def _nl_chains(tree):
+    """Every attribute chain under the name ``nl`` (``nl.units.BEC``) in `tree`."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parts, cur = [], node
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name) and cur.id == "nl":
+                found.add(".".join(reversed(parts)))
+    return found
+
+
+@pytest.mark.parametrize("prefix", SLOW_SECTIONS)
+def test_slow_readme_sections_compile_and_name_what_exists(prefix):
+    """The fast representative of the README sections that run only in
+    ``make test-all``: their blocks compile, and every ``nl.<name>`` chain
+    they use (module, class, function) exists in the package."""
+    import nlsepy as nl
+
+    sections = [(h, b) for h, b in readme_sections() if h.startswith(prefix)]
+    assert sections, f"the README has no section {prefix!r}"
+    for heading, blocks in sections:
+        tree = ast.parse("\n".join(blocks), filename=f"README: {heading}")
+        chains = _nl_chains(tree)
+        assert chains, f"{heading}: no nl.<name> used"
+        for chain in sorted(chains):
+            obj = nl
+            for part in chain.split("."):
+                if isinstance(obj, type) and not hasattr(obj, part):
+                    break                          # an instance attribute of a class: not checkable here
+                assert hasattr(obj, part), f"{heading}: nl.{chain} does not exist"
+                obj = getattr(obj, part)

@@ -1,7 +1,9 @@
 """`python -m build` gives an sdist and a wheel; the wheel installs into a fresh
 virtual environment with no compiler on PATH and runs the README's quick start.
 
-The build here is ``python -m build --no-isolation`` (the sdist, then the
+The sdist's contents are checked in the default suite (packing it takes a
+second); the wheel's tests build it and are marked slow.  The build here is
+``python -m build --no-isolation`` (the sdist, then the
 wheel built from the unpacked sdist) with ``NLSEPY_CUDA=OFF`` and
 ``NLSEPY_MPI=OFF``: the CPU kernels only, to keep it short.  NumPy comes
 into the fresh environment from the package index (as binary wheels only).
@@ -16,8 +18,6 @@ import tarfile
 import zipfile
 
 import pytest
-
-pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMPILERS = ("cc", "gcc", "c99", "clang", "c++", "g++", "ld", "nvcc", "cmake")
@@ -45,8 +45,20 @@ def dist(tmp_path_factory):
     return sdists[0], wheels[0]
 
 
-def test_sdist_holds_what_a_build_needs_and_nothing_big(dist):
-    sdist, _ = dist
+@pytest.fixture(scope="session")
+def sdist(tmp_path_factory):
+    """The sdist alone, by ``python -m build --sdist`` (no compilation)."""
+    pytest.importorskip("build", reason="needs the build package (pip install build)")
+    out = tmp_path_factory.mktemp("sdist")
+    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o",
+                           str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"python -m build --sdist failed:\n{proc.stderr[-4000:]}"
+    found = sorted(out.glob("*.tar.gz"))
+    assert len(found) == 1, sorted(p.name for p in out.iterdir())
+    return found[0]
+
+
+def test_sdist_holds_what_a_build_needs_and_nothing_big(sdist):
     with tarfile.open(sdist) as tar:
         names = [m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name]
     files = set(names)
@@ -66,6 +78,7 @@ def test_sdist_holds_what_a_build_needs_and_nothing_big(dist):
     assert sdist.stat().st_size < 5 * 2**20, f"sdist is {sdist.stat().st_size} bytes"
 
 
+@pytest.mark.slow
 def test_wheel_holds_the_package_and_no_sources(dist):
     _, wheel = dist
     names = zipfile.ZipFile(wheel).namelist()
@@ -86,6 +99,7 @@ def _quick_start():
     return code, expected.group(1).strip()
 
 
+@pytest.mark.slow
 def test_wheel_runs_the_quick_start_without_a_compiler(dist, tmp_path):
     _, wheel = dist
     env_dir = tmp_path / "env"
