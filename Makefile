@@ -53,11 +53,12 @@ define debs
 	fi
 endef
 
-# Python packages into the .venv, only those whose import fails:
+# Python packages into the .venv, only those whose import fails (-I: not from the
+# current folder, where CMake's build/ would pass for the package `build`):
 # $(call pydeps,what for,pip names)
 define pydeps
 	@need=""; for p in $(2); do m=$$(echo $$p | tr - _); \
-	  $(PY) -c "import $$m" 2>/dev/null || need="$$need $$p"; done; \
+	  $(PY) -I -c "import $$m" 2>/dev/null || need="$$need $$p"; done; \
 	if [ -n "$$need" ]; then echo "== pip install ($(1)):$$need"; $(PIP) install $$need; fi
 endef
 

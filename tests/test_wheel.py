@@ -9,6 +9,7 @@ wheel built from the unpacked sdist) with ``NLSEPY_CUDA=OFF`` and
 into the fresh environment from the package index (as binary wheels only).
 """
 
+import importlib.util
 import os
 import pathlib
 import re
@@ -31,14 +32,24 @@ NETWORK_TROUBLE = ("NewConnectionError", "Network is unreachable", "Temporary fa
                    "No matching distribution found for numpy")
 
 
+def _need_build():
+    """Skip without pypa's build.  It is looked up as ``build.__main__``: a
+    folder named build/ (CMake's, in the repository) passes for a namespace
+    package ``build`` but has no ``__main__``; the builds below run in
+    their output folder, so ``python -m build`` never finds that folder."""
+    if importlib.util.find_spec("build.__main__") is None:
+        pytest.skip("needs the build package (pip install build)")
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory):
     """(sdist, wheel) built once per session by ``python -m build``."""
-    pytest.importorskip("build", reason="needs the build package (pip install build)")
+    _need_build()
     out = tmp_path_factory.mktemp("dist")
     env = dict(os.environ, NLSEPY_CUDA="OFF", NLSEPY_MPI="OFF")
     proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out),
-                           str(ROOT)], env=env, capture_output=True, text=True, timeout=1800)
+                           str(ROOT)], env=env, cwd=out, capture_output=True, text=True,
+                          timeout=1800)
     assert proc.returncode == 0, f"python -m build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     sdists, wheels = sorted(out.glob("*.tar.gz")), sorted(out.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1, sorted(p.name for p in out.iterdir())
@@ -48,10 +59,11 @@ def dist(tmp_path_factory):
 @pytest.fixture(scope="session")
 def sdist(tmp_path_factory):
     """The sdist alone, by ``python -m build --sdist`` (no compilation)."""
-    pytest.importorskip("build", reason="needs the build package (pip install build)")
+    _need_build()
     out = tmp_path_factory.mktemp("sdist")
     proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o",
-                           str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+                           str(out), str(ROOT)], cwd=out, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, f"python -m build --sdist failed:\n{proc.stderr[-4000:]}"
     found = sorted(out.glob("*.tar.gz"))
     assert len(found) == 1, sorted(p.name for p in out.iterdir())
