@@ -25,7 +25,7 @@ in contiguous blocks; the solver of each rank adds the ranks' polarisations
 every output are the same on every rank (:mod:`.dist`).
 
 With ``decay``, ``dephasing`` or ``doppler`` the atoms are density matrices
-(the Lindblad master equation of :mod:`.open`), stepped by the same scheme
+(the Lindblad master equation of :mod:`.lindblad`), stepped by the same scheme
 on every backend.
 """
 
