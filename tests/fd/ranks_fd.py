@@ -17,6 +17,7 @@ calls the collectives in the same order).
 """
 
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -157,6 +158,28 @@ def test_checkpoint_n_to_m_ranks():
     np.testing.assert_array_equal(again.gather(root=None), one.psi)
     sim.step(20)
     np.testing.assert_array_equal(sim.gather(root=None), ref.psi)
+
+
+def test_checkpoint_parts_of_another_save_are_refused():
+    """Index and parts carry the save's fingerprint: the part of an earlier save,
+    left where a later save stopped before its index, is refused by name."""
+    _, sim = pair((25, 12, 10), "cd", "periodic")
+    folder = shared_dir()
+    path = os.path.join(folder, "ck.npz")
+    sim.save(path)
+    part = os.path.join(folder, f"ck.part0000of{SIZE:04d}.npz")
+    if RANK == 0:
+        shutil.copy(part, part + ".old")
+    COMM.Barrier()
+    sim.step(5)
+    sim.save(path)
+    if RANK == 0:
+        os.replace(part + ".old", part)
+    COMM.Barrier()
+    with pytest.raises(ValueError, match=r"part ck\.part0000of\d+\.npz belongs to another save"):
+        nl.NLSE.load(path, backend="cpu", comm=COMM)
+    with pytest.raises(ValueError, match="belongs to another save"):
+        nl.NLSE.load(path, backend="cpu")
 
 
 def test_bad_input_on_one_rank():

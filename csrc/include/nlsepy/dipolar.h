@@ -226,7 +226,7 @@ size_t nlse_dipolar_memory_bytes(const nlse_dipolar *s);
 double nlse_dipolar_last_step_seconds(const nlse_dipolar *s);
 
 /* ------------------------------------------------------------------ */
-/* Slabs of a distributed run on GPU ranks (CUDA backend only)          */
+/* Slabs of a distributed run (CPU and GPU ranks)                      */
 /* ------------------------------------------------------------------ */
 
 /* Message prefix of a collective call stopped because another rank failed

@@ -16,6 +16,7 @@ called by every rank of the communicator in the same order.
 from __future__ import annotations
 
 import os
+import secrets
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
@@ -465,21 +466,25 @@ def save_parts(path: str, model: str, layout: Layout, slabs: Dict[str, np.ndarra
     each), then rank 0 the index `path` (an ordinary nlsepy checkpoint of
     `model` with the scalars, the global shape and the parts' names and
     rows).  The index appears only once every part is complete, so the
-    checkpoint is whole or absent.  Any number of ranks (or one process)
-    loads it back with :func:`load_parts`.
+    checkpoint is whole or absent.  Index and parts carry the save's
+    fingerprint (a random token drawn by rank 0), so that parts left by
+    another save (one interrupted before its index was written) are refused.
+    Any number of ranks (or one process) loads it back with :func:`load_parts`.
     """
     path = os.fspath(path)
     comm = layout.comm
     part = part_name(path, layout.rank, layout.size)
+    token = np.array(comm.bcast(secrets.token_hex(16) if layout.rank == 0 else None, root=0))
     agree(comm, lambda: save_checkpoint(
-        part, model + ".part", rows=np.array([layout.start, layout.count]), **slabs))
+        part, model + ".part", rows=np.array([layout.start, layout.count]), fingerprint=token,
+        **slabs))
     names = [os.path.basename(part_name(path, r, layout.size)) for r in range(layout.size)]
     rows = np.stack([layout.starts, layout.counts], axis=1)
 
     def index() -> None:
         save_checkpoint(path, model, distributed=True, parts=np.array(names),
-                               part_rows=rows, global_shape=np.array(layout.shape),
-                               **scalars)
+                        part_rows=rows, global_shape=np.array(layout.shape), fingerprint=token,
+                        **scalars)
     agree(comm, index, only=0)
 
 
@@ -503,8 +508,10 @@ def load_parts(path: str, model: str, keys: Dict[str, Any], slab_keys: Dict[str,
     idx_keys = dict(keys)
     idx_keys.update(distributed=Key("bool"), parts=Key("array", "U", ndim=(1,)),
                     part_rows=Key("array", "iu", ndim=(2,)),
-                    global_shape=Key("array", "iu", ndim=(1,)))
+                    global_shape=Key("array", "iu", ndim=(1,)),
+                    fingerprint=Key("str", optional=True))  # absent before fingerprints
     d = load_checkpoint(path, model, idx_keys)
+    token = d.pop("fingerprint", None)
     shape = tuple(int(n) for n in d["global_shape"])
     prow = d["part_rows"]
     if prow.shape != (len(d["parts"]), 2) or int(prow[:, 1].sum()) != shape[0]:
@@ -519,8 +526,12 @@ def load_parts(path: str, model: str, keys: Dict[str, Any], slab_keys: Dict[str,
         if os.path.basename(str(name)) != str(name):
             raise ValueError(f"{path}: part name {str(name)!r} is not a plain file name")
         pkeys = dict(slab_keys)
-        pkeys["rows"] = Key("array", "iu", ndim=(1,))
+        pkeys.update(rows=Key("array", "iu", ndim=(1,)), fingerprint=Key("str", optional=True))
         part = load_checkpoint(os.path.join(folder, str(name)), model + ".part", pkeys)
+        if part.get("fingerprint") != token:
+            raise ValueError(f"{path}: part {name} belongs to another save (fingerprint "
+                             f"{part.get('fingerprint')!r}, the index has {token!r}): a save "
+                             f"that stopped before writing its index left it")
         if part["rows"].tolist() != [p0, pn]:
             raise ValueError(f"{path}: part {name} holds rows {part['rows'].tolist()}, the "
                              f"index says {[p0, pn]}")

@@ -20,6 +20,9 @@ A model supplies, besides its parameter table (:mod:`nlsepy.common.params`):
     the advice of its blow-up message (``_blowup``);
 ``_checkpoint()``, ``_from_checkpoint(path, d, backend, comm)``, ``_KEYS``
     what its checkpoint holds and how a solver is made from one;
+``_set_state(value)``, ``_set_potential(value)``, ``_comm_details()``
+    how it checks and copies a new state and potential (the base owns
+    ``psi``, ``V`` and ``comm_info``) and what ``comm_info`` says;
 ``_record_header()``, ``_record_scalars()``, ``_frame_grid()``
     what its run files and frames hold;
 ``_REPR``
@@ -415,6 +418,41 @@ class TimeStepper(Parametrised):
         self._use_dt(d["solver_dt"])
         self._t_base, self._k, self._steps = d["t_base"], d["k"], d["steps"]
 
+    # ---------------------------------------------------- state and potential
+    _V: Optional[np.ndarray] = None
+
+    @property
+    def psi(self) -> np.ndarray:
+        """A copy of the current state (distributed: this rank's part,
+        :attr:`local_slice`).  Assigning checks the new state and copies it in
+        (distributed, every rank assigns: the global array, this rank's part
+        or its :class:`~nlsepy.Slab`)."""
+        return self._solver.get_state()
+
+    @psi.setter
+    def psi(self, value: Any) -> None:
+        self._set_state(value)
+
+    def _set_state(self, value: Any) -> None:
+        """Check a new state, copy it and hand it to the solver (a model's hook)."""
+        raise NotImplementedError
+
+    @property
+    def V(self) -> Optional[np.ndarray]:
+        """A copy of the potential (None when absent; distributed: this rank's
+        part).  Assigning checks it (and what it does to the stability bound),
+        keeps a copy and applies it from the next step; None removes it."""
+        return None if self._V is None else self._V.copy()
+
+    @V.setter
+    def V(self, value: Any) -> None:
+        self._set_potential(value)
+
+    def _set_potential(self, value: Any) -> None:
+        """Check a new potential, copy it, apply it and keep it in ``_V`` (a
+        model's hook)."""
+        raise NotImplementedError
+
     # ----------------------------------------------------------- distributed
     @property
     def comm(self) -> Any:
@@ -428,6 +466,17 @@ class TimeStepper(Parametrised):
         if self._comm is None:
             return tuple(slice(None) for _ in self.shape)
         return self._layout_of().local_slice
+
+    @property
+    def comm_info(self) -> Dict[str, Any]:
+        """How a distributed solver is laid out and communicates (empty for
+        one process): ranks, this rank's part, the halo or the transposes and
+        how they travel, the reduction and the MPI library."""
+        return {} if self._comm is None else self._comm_details()
+
+    def _comm_details(self) -> Dict[str, Any]:
+        """:attr:`comm_info` of a distributed solver (a model's hook)."""
+        raise NotImplementedError
 
     def _gather_rows(self, local: np.ndarray) -> np.ndarray:
         """This rank's part of the state as rows of the layout."""

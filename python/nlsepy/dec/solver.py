@@ -149,7 +149,9 @@ class DecGPE(Cells, Observables, TimeStepper):
         circumcentre, computed in the kernels (no potential array).
     V : callable or array_like, optional
         An extra potential: ``V(x, y, z)`` evaluated at the circumcentres, or
-        one value per cell.
+        one value per cell.  Assigning :attr:`V` later takes the same forms
+        (or None) and is refused when :attr:`dt` would exceed the bound of
+        eq. 11, unless ``force``.
     bc : {"zero", "periodic"}, optional
         ``Psi = 0`` outside the cuboid (section 5) or periodic.
     centre : (float, float, float), optional
@@ -368,14 +370,7 @@ class DecGPE(Cells, Observables, TimeStepper):
         a, b = self._agree(lambda: self._local_states(psi, psi_prev))
         self._solver.set_state(a, b)
 
-    @property
-    def psi(self) -> np.ndarray:
-        """A copy of the current state (1-d, one value per cell; this rank's
-        cells, :attr:`local_slice`, when distributed)."""
-        return self._solver.get_state()
-
-    @psi.setter
-    def psi(self, value: Any) -> None:
+    def _set_state(self, value: Any) -> None:
         self.set_state(value)
 
     @property
@@ -384,18 +379,9 @@ class DecGPE(Cells, Observables, TimeStepper):
         starts by RK4."""
         return self._solver.get_prev()
 
-    @property
-    def V(self) -> Optional[np.ndarray]:
-        """The extra potential array (None when only the trap acts).
-
-        Assigning (an array, a callable ``V(x, y, z)`` or None) checks it,
-        recomputes the bound of eq. 11 and applies it from the next step; a
-        potential under which :attr:`dt` exceeds the bound is refused unless
-        the solver was made with ``force=True``."""
-        return None if self._V is None else self._V.copy()
-
-    @V.setter
-    def V(self, value: Any) -> None:
+    def _set_potential(self, value: Any) -> None:
+        """An array, a callable ``V(x, y, z)`` or None; a potential under which
+        :attr:`dt` exceeds the bound of eq. 11 is refused unless ``force``."""
         new = self._agree(lambda: None if value is None else self._potential_array(value))
         old = self._V
         self._V = new  # the bound is computed from self._V
@@ -613,11 +599,8 @@ class DecGPE(Cells, Observables, TimeStepper):
         is what :attr:`psi` holds (everything for one process)."""
         return self._own
 
-    @property
-    def comm_info(self) -> Dict[str, Any]:
-        """How a distributed solver is laid out and communicates (empty for
-        one process): ranks, layers, cells, the halo and how it travels."""
-        return {} if self._comm is None else comm_info(self)
+    def _comm_details(self) -> Dict[str, Any]:
+        return comm_info(self)
 
     def _gather_rows(self, local: np.ndarray) -> np.ndarray:
         return local.reshape(self._layers[1], -1)

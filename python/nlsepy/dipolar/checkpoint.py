@@ -18,7 +18,6 @@ import numpy as np
 
 from ..common import dist as _dist
 from ..common import files as _files
-from .dist import even_rows
 from .parameters import FFT_EFFORT, GEOMETRIES, MODEL, Obstacle
 
 __all__ = ["KEYS", "Checkpoints", "entries", "read", "arguments", "checkpoint_rows"]
@@ -163,7 +162,7 @@ def checkpoint_rows(where: str, comm: Any) -> Optional[Tuple[int, int]]:
                          f"3d geometry")
     if not _dist.is_parts_index(where):
         return None
-    counts = even_rows(shape[0], comm.Get_size())
+    counts = _dist.split(int(shape[0]), comm.Get_size())[0]
     r = comm.Get_rank()
     return (int(np.sum(counts[:r])), int(counts[r]))
 

@@ -55,7 +55,6 @@ to any of them; every rank then stops after the same block and raises
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -63,11 +62,12 @@ import numpy as np
 from ..common import backend as _backend
 from ..common import dist as _dist
 from ..common import guard as _guard
+from ..common import tuning as _tuning
 from ..common.checks import potential as _potential
 from .memory import memory_parts, require, solver_what, threads
 from .parameters import MODEL
 
-__all__ = ["SlabDipolar", "same", "require_distributed", "even_rows"]
+__all__ = ["SlabDipolar", "same", "require_distributed"]
 
 #: message prefix of a collective C call stopped because another rank failed
 #: (NLSE_DIPOLAR_PEER of nlsepy/dipolar.h)
@@ -132,9 +132,12 @@ class SlabDipolar:
         self.pending_sigint = False  # a SIGINT that came after the last vote
         #: seconds on this rank of the steps of the last stepping call
         self.timings: Dict[str, float] = {}
-        counts = even_rows(int(owner.shape[0]), self.size)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        self.layout = _dist.Layout(comm, owner.shape, self.rank, self.size, counts, starts)
+        self.layout = _dist.Layout.of(comm, owner.shape)
+        counts = self.layout.counts
+        # the x solve, read once as the C handle reads it: transposes only where
+        # every rank asks for them (the highest choice of any rank wins)
+        mine = _tuning.current("dipolar")["dipolar_xsolve"] == "transpose"
+        self.transpose = bool(comm.allreduce(int(mine), op=MPI.MIN))
         _dist.agree(comm, self._require_two_rows)
         host = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.node_ranks = host.Get_size()
@@ -144,7 +147,7 @@ class SlabDipolar:
             self.device = _dist.select_gpu(comm)
         _dist.agree(comm, lambda: self.require_memory(owner, owner._dipolar, V, psi0))
         self.capsule = _dist.capsule(comm)
-        args, ycounts = owner._c_args, even_rows(owner.shape[1], self.size)
+        args, ycounts = owner._c_args, _dist.split(int(owner.shape[1]), self.size)[0]
         slab = _agree(comm, lambda: _Slab(comm, self.capsule, args, counts, ycounts,
                                           self.backend))
         _dist.agree(comm, slab.connect)
@@ -178,7 +181,7 @@ class SlabDipolar:
         dtype, shape, size = owner.dtype, self.layout.shape, self.size
         rs = 4 if dtype == np.complex64 else 8
         nj = -(-n1 // size)
-        transpose = os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "transpose"
+        transpose = self.transpose
         if self.backend == "cuda":
             parts = memory_parts((ni, n1, n2), dtype, True, "cuda", 1, V, psi0)
             parts["solver"]["x pencils"] = 2 * rs * shape[0] * nj * n2
@@ -337,7 +340,7 @@ class SlabDipolar:
                           "starts": self.layout.starts.tolist(),
                           "pencil_y_rows": (int(j0), int(nj))},
                "fft": "cufft-slabs" if gpu else "fftw-slabs",
-               "transpose": self._c.x_path(),
+               "transpose": self._c.x_path(self.transpose),
                "mpi": info.get("library", ""), "mpi_standard": info.get("standard", ""),
                "ranks_on_this_host": self.node_ranks}
         if gpu:
@@ -413,11 +416,12 @@ class _Slab:
     def local(self) -> Tuple[int, int, int, int]:
         return self._local
 
-    def x_path(self) -> str:
-        """How the x solve crosses the slabs: with ``NLSEPY_DIPOLAR_XSOLVE=
-        transpose``, :attr:`path` (the transposes'); else substructured (on GPU
-        ranks: ``"substructured over " + path`` on two or more ranks)."""
-        if os.environ.get("NLSEPY_DIPOLAR_XSOLVE") == "transpose":
+    def x_path(self, transpose: bool) -> str:
+        """How the x solve crosses the slabs: by `transpose` (every rank asked for
+        ``NLSEPY_DIPOLAR_XSOLVE=transpose`` when the handle was made),
+        :attr:`path` (the transposes'); else substructured (on GPU ranks:
+        ``"substructured over " + path`` on two or more ranks)."""
+        if transpose:
             return self.path
         if not self._gpu:
             return "substructured"
@@ -432,12 +436,6 @@ class _Slab:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._c, name)
-
-
-def even_rows(n: int, ranks: int) -> np.ndarray:
-    """Rows per rank of an even split of `n` (the first ``n % ranks`` ranks one more)."""
-    base, extra = divmod(n, ranks)
-    return np.array([base + (1 if r < extra else 0) for r in range(ranks)], dtype=np.int64)
 
 
 def _move_rows(comm: Any, data: np.ndarray, src_starts: np.ndarray, src_counts: np.ndarray,

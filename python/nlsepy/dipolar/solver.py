@@ -395,15 +395,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         """Lee-Huang-Yang coefficient of the equation solved (reduced in 2D/1D)."""
         return self._gqf * self._fq
 
-    @property
-    def psi(self) -> np.ndarray:
-        """A copy of the state (complex, the solver's precision; distributed: this
-        rank's slab); assigning copies in (distributed, collective: the global
-        array, this rank's slab or an :class:`~nlsepy.Slab`)."""
-        return self._solver.get_state()
-
-    @psi.setter
-    def psi(self, value: Any) -> None:
+    def _set_state(self, value: Any) -> None:
         if self._comm is None:
             arr = state_array(value, self._shape)
         else:
@@ -421,14 +413,7 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         """True while the state is stored real (imaginary time in real arithmetic)."""
         return bool(self._solver.is_real())
 
-    @property
-    def V(self) -> Optional[np.ndarray]:
-        """A copy of the static extra potential (None when absent; distributed:
-        this rank's slab); settable like :attr:`psi`."""
-        return None if self._V is None else self._V.copy()
-
-    @V.setter
-    def V(self, value: Any) -> None:
+    def _set_potential(self, value: Any) -> None:
         self._same("whether V is None", value is None)
         if value is None:
             arr = None
@@ -605,13 +590,8 @@ class DipolarGPE(Observables, Blocks, Checkpoints, TimeStepper):
         one process)."""
         return None if self._comm is None else self._solver.layout
 
-    @property
-    def comm_info(self) -> Dict[str, Any]:
-        """How a distributed run is laid out (empty for one process): ranks, this
-        rank, the x rows per rank, the FFT, how the x solve crosses the slabs
-        (``"transpose"``) and the MPI library (``SlabDipolar.info`` of
-        ``nlsepy.dipolar.dist``)."""
-        return {} if self._comm is None else self._solver.info()
+    def _comm_details(self) -> Dict[str, Any]:
+        return self._solver.info()  # SlabDipolar.info: the x rows, the FFT, the x solve
 
     def __repr__(self) -> str:
         text = super().__repr__()

@@ -383,13 +383,7 @@ class NLSE(TimeStepper):
         else:
             _guard.require_memory(arrays * state + 2 * v + state, what)
 
-    @property
-    def psi(self) -> np.ndarray:
-        """A copy of the current state."""
-        return self._solver.get_state()
-
-    @psi.setter
-    def psi(self, value: Any) -> None:
+    def _set_state(self, value: Any) -> None:
         if self._comm is not None:  # collective: every rank assigns
             local = _dist.agree(self._comm, lambda: self._local_state(value))
             self._solver.set_state(local)
@@ -417,13 +411,7 @@ class NLSE(TimeStepper):
             raise ValueError("psi contains non-finite values (NaN or Inf)")
         return np.ascontiguousarray(local, dtype=self.dtype)
 
-    @property
-    def V(self) -> Optional[np.ndarray]:
-        """The static potential (None for V = 0)."""
-        return None if self._V is None else self._V.copy()
-
-    @V.setter
-    def V(self, value: Any) -> None:
+    def _set_potential(self, value: Any) -> None:
         if self._comm is not None:  # collective: every rank assigns the global V
             def local() -> Optional[np.ndarray]:
                 if value is None:
@@ -609,12 +597,7 @@ class NLSE(TimeStepper):
         return sim
 
     # ------------------------------------------------------------ distributed
-    @property
-    def comm_info(self) -> Dict[str, Any]:
-        """How a distributed solver is laid out and communicates (empty for
-        one process)."""
-        if self._comm is None:
-            return {}
+    def _comm_details(self) -> Dict[str, Any]:
         sol = self._solver
         lay = sol.layout
         info = _dist.info(self._comm)
