@@ -131,7 +131,7 @@ class SharedDevice:
 
 @pytest.fixture(params=["host", "shared"])
 def halo(request, monkeypatch):
-    """The halo path of the CPU ranks: "host" (MPI_Sendrecv) or "shared"
+    """The halo path of the CPU ranks: "host" (the table's halo swap) or "shared"
     (the device-to-device protocol over shared host memory); the value
     comm_info["halo"] reports."""
     if request.param == "host":

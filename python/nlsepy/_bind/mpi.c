@@ -11,7 +11,8 @@
  * bit-identical across runs with the same number of ranks.  The table's
  * all-to-all carries the transposes and halo rows of the distributed
  * dipolar GPE; its halo swap (started, progressed, finished apart) lets the
- * DEC step overlap its neighbours' layers with the interior.
+ * DEC step overlap its neighbours' layers with the interior, and carries the
+ * host-staged halo rows of every slab model (`halo_swap`, from Python).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -252,6 +253,71 @@ static PyObject *m_ordered_max(PyObject *Py_UNUSED(m), PyObject *args)
     return reduce_py(args, ordered_max);
 }
 
+/* One halo buffer of halo_swap: None (no neighbour on that side) or a
+ * C-contiguous array of `*bytes` bytes (the first one found sets it),
+ * writable when it receives. */
+static int halo_buffer(PyObject *obj, int writable, const char *name, void **data,
+                       Py_ssize_t *bytes, PyArrayObject **keep)
+{
+    *data = NULL;
+    *keep = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (!PyArray_Check(obj) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)obj) ||
+        (writable && !PyArray_ISWRITEABLE((PyArrayObject *)obj))) {
+        PyErr_Format(PyExc_TypeError, "halo_swap: %s must be None or a C-contiguous%s array",
+                     name, writable ? " writable" : "");
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (*bytes >= 0 && PyArray_NBYTES(a) != *bytes) {
+        PyErr_Format(PyExc_ValueError, "halo_swap: %s has %zd bytes, the others %zd", name,
+                     (Py_ssize_t)PyArray_NBYTES(a), *bytes);
+        return -1;
+    }
+    *bytes = PyArray_NBYTES(a);
+    *data = PyArray_DATA(a);
+    Py_INCREF(a);
+    *keep = a;
+    return 0;
+}
+
+/* halo_swap(capsule, send_lo, recv_lo, send_hi, recv_hi): the table's halo
+ * swap, started and finished (send_lo to rank - 1, whose recv_hi takes it;
+ * send_hi to rank + 1, into its recv_lo; ranks modulo the size). */
+static PyObject *m_halo_swap(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    PyObject *cap, *obj[4];
+    if (!PyArg_ParseTuple(args, "OOOOO", &cap, &obj[0], &obj[1], &obj[2], &obj[3]))
+        return NULL;
+    const nlse_comm *vt = nlsepy_comm_table(cap);
+    if (!vt)
+        return NULL;
+    static const char *names[4] = {"send_lo", "recv_lo", "send_hi", "recv_hi"};
+    void *data[4];
+    PyArrayObject *keep[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t bytes = -1;
+    int bad = 0;
+    for (int i = 0; i < 4 && !bad; ++i)
+        bad = halo_buffer(obj[i], i % 2, names[i], &data[i], &bytes, &keep[i]);
+    int st = 0;
+    if (!bad && bytes > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        st = vt->halo_start(vt->ctx, data[0], data[1], data[2], data[3], (size_t)bytes);
+        int fin = vt->halo_finish(vt->ctx); /* also after a failed start: nothing left in flight */
+        if (!st)
+            st = fin;
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < 4; ++i)
+        Py_XDECREF(keep[i]);
+    if (bad)
+        return NULL;
+    if (st)
+        return nlsepy_raise(st);
+    Py_RETURN_NONE;
+}
+
 /* 1 when the MPI library says it moves device (CUDA) buffers itself, 0 when
  * it says it does not, -1 when it cannot tell. */
 static int cuda_aware(void)
@@ -296,6 +362,9 @@ static PyMethodDef module_methods[] = {
      "order (the same bits on every rank)."},
     {"ordered_max", m_ordered_max, METH_VARARGS,
      "ordered_max(capsule, values) -> float64 array: the maximum over the ranks (NaN wins)."},
+    {"halo_swap", m_halo_swap, METH_VARARGS,
+     "halo_swap(capsule, send_lo, recv_lo, send_hi, recv_hi): the halo swap of the table "
+     "(send_lo to rank - 1, send_hi to rank + 1, modulo the size; None: no neighbour there)."},
     {"info", m_info, METH_O,
      "info(comm) -> dict: rank, size, the MPI library, whether it is CUDA-aware."},
     {NULL, NULL, 0, NULL},

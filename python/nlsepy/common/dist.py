@@ -246,24 +246,21 @@ _EXCEPTIONS: Dict[str, type] = {
 }
 
 
-def halo_exchange(comm: Any, lower: np.ndarray, upper: np.ndarray, recv_lower: np.ndarray,
-                  recv_upper: np.ndarray, periodic: bool) -> None:
-    """Swap boundary rows with the neighbouring ranks.
+def halo_exchange(table: Any, layout: "Layout", lower: np.ndarray, upper: np.ndarray,
+                  recv_lower: np.ndarray, recv_upper: np.ndarray, periodic: bool) -> None:
+    """Swap boundary rows with the neighbouring ranks through the communicator
+    table (`table`: :func:`capsule` of the layout's communicator).
 
     `lower` (this rank's first owned rows) goes to the rank below, whose
     `recv_upper` receives them; `upper` (the last owned rows) goes to the
     rank above, into its `recv_lower`.  Without `periodic` the first and last
     ranks have no neighbour on their outer side (their receive buffers are
-    left as they are).
+    left as they are).  The four arrays are C-contiguous and of one size.
     """
-    from mpi4py import MPI
-    rank, size = comm.Get_rank(), comm.Get_size()
-    below = (rank - 1) % size if (periodic or rank > 0) else MPI.PROC_NULL
-    above = (rank + 1) % size if (periodic or rank < size - 1) else MPI.PROC_NULL
-    comm.Sendrecv([upper, _mpi_type(upper)], dest=above, sendtag=11,
-                  recvbuf=[recv_lower, _mpi_type(recv_lower)], source=below, recvtag=11)
-    comm.Sendrecv([lower, _mpi_type(lower)], dest=below, sendtag=12,
-                  recvbuf=[recv_upper, _mpi_type(recv_upper)], source=above, recvtag=12)
+    below = periodic or layout.rank > 0
+    above = periodic or layout.rank < layout.size - 1
+    _mpi_ext().halo_swap(table, lower if below else None, recv_lower if below else None,
+                         upper if above else None, recv_upper if above else None)
 
 
 def gather_rows(layout: Layout, local: np.ndarray, root: Optional[int] = 0) -> Optional[np.ndarray]:

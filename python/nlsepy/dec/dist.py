@@ -16,7 +16,8 @@ mailboxes (``_dist.IpcHalo``: each rank's edge layers copied into its
 device mailboxes, the neighbours' mailboxes copied into the halo layers),
 otherwise through host memory (in real time by the handle, through the
 table's non-blocking swap, the edge layers staged in pinned memory while the
-interior layers compute; after other steps ``MPI_Sendrecv``).  On CPU
+interior layers compute; after other steps the same swap, started and
+finished at once).  On CPU
 ranks the C handle swaps the halos of its leapfrog steps itself (the
 swap of the reduction table, non-blocking MPI): it computes its first and
 last own layers, sends them, and computes the interior while they travel
@@ -118,7 +119,8 @@ class SlabDec:
     # ---------------------------------------------------------------- halos
     def _swap(self, lower: np.ndarray, upper: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         recv_lo, recv_hi = np.empty_like(lower), np.empty_like(upper)
-        _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
+        _dist.halo_exchange(self.capsule, self.layout, lower, upper, recv_lo, recv_hi,
+                            self.periodic)
         return recv_lo, recv_hi
 
     def _open_ipc(self) -> None:
@@ -404,12 +406,12 @@ def _exchange_words(sim: Any, sol: SlabDec) -> str:
     elif sim.backend == "cuda":
         words = "MPI_Isend/MPI_Irecv of one layer of blocks per side after each real-time " \
                 "step, staged through pinned host memory: the edge layers computed first and " \
-                "sent while the interior layers compute (MPI_Sendrecv after an imaginary-time " \
-                "step)"
+                "sent while the interior layers compute (the same swap, not overlapped, after " \
+                "an imaginary-time step)"
     else:
         words = "MPI_Isend/MPI_Irecv of one layer of blocks per side after each leapfrog " \
-                "step, overlapped with the step's interior layers (MPI_Sendrecv after an " \
-                "imaginary-time step)"
+                "step, overlapped with the step's interior layers (the same swap, not " \
+                "overlapped, after an imaginary-time step)"
     return words + (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else "")
 
 

@@ -65,7 +65,7 @@ class SlabFD:
     single-process handle over the extended slab.  One RK4 step reaches
     `depth` rows, so after each step the owned rows are exactly what the
     whole-grid solver gives (the same arithmetic, point by point), and the
-    halos are refreshed from the neighbours (``MPI_Sendrecv``) before the
+    halos are refreshed from the neighbours (the table's halo swap) before the
     next.  The slab's own edges are stepped with the global boundary
     condition, which only affects the halo rows, overwritten each step.
     Observables sum the owned rows only, reduced in rank order.
@@ -84,7 +84,7 @@ class SlabFD:
         self.capsule: Any = None
         # seconds of the steps since the last reset: the slab's own step
         # (compute), the blow-up vote (waiting for the slowest rank), the
-        # halo exchange (device-host copies and MPI_Sendrecv)
+        # halo exchange (device-host copies and the table's halo swap)
         self.timings = {"step": 0.0, "wait": 0.0, "exchange": 0.0, "steps": 0}
         self.buffers: Optional[list] = None
         self.dtype = owner.dtype
@@ -132,7 +132,7 @@ class SlabFD:
         if self.layout.size > 1:
             recv_lo = np.empty((d,) + owned.shape[1:], owned.dtype)
             recv_hi = np.empty_like(recv_lo)
-            _dist.halo_exchange(self.comm, np.ascontiguousarray(owned[:d]),
+            _dist.halo_exchange(self.capsule, self.layout, np.ascontiguousarray(owned[:d]),
                                 np.ascontiguousarray(owned[-d:]), recv_lo, recv_hi,
                                 self.periodic)
             if self.lo:
@@ -165,7 +165,8 @@ class SlabFD:
         lower, upper, recv_lo, recv_hi = self.buffers
         self.h.get_rows(lo, d, lower)
         self.h.get_rows(lo + n - d, d, upper)
-        _dist.halo_exchange(self.comm, lower, upper, recv_lo, recv_hi, self.periodic)
+        _dist.halo_exchange(self.capsule, self.layout, lower, upper, recv_lo, recv_hi,
+                            self.periodic)
         if lo:
             self.h.set_rows(0, lo, recv_lo)
         if self.hi:

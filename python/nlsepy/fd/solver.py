@@ -605,7 +605,8 @@ class NLSE(TimeStepper):
                 "rows": (lay.start, lay.count), "counts": lay.counts.tolist(),
                 "halo_rows": sol.depth,
                 "exchange": ("device to device through CUDA IPC (one node), once per step"
-                             if sol.ipc else "MPI_Sendrecv of host buffers, once per step" +
+                             if sol.ipc else "the communicator table's halo swap (MPI_Isend/"
+                             "MPI_Irecv) of host buffers, once per step" +
                              (" (device rows staged through pinned host memory)"
                               if self.backend == "cuda" else "")) +
                             (f"; no CUDA IPC: {sol.ipc_why}" if sol.ipc_why else ""),
