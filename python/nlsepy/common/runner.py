@@ -301,32 +301,73 @@ def run(model: Any, t_end: float, frames: int = 10,
         raise ValueError(f"frames={frames} exceeds the {nsteps} time steps to t_end={t_end:g}; "
                          f"ask for at most {nsteps} frames or a later t_end")
     _require_frames(model, _state_size(model), frames)  # arithmetic only, before any snapshot
+
+    def advance(n: int, last: bool, tick: Callable[[int], Any]) -> None:
+        model._advance(n, dt, t_end if last else None)
+        tick(n)
+
     out = Frames(frame_grid(model))
-    bar = None
-    rec = None
+    chunk_loop(model, nsteps, frames, advance, out,
+               first_check=lambda first: _require_frames(model, first, frames),
+               recorder=None if path is None else (lambda: _hdf5.Recorder(model, path)),
+               callback=callback, progress=progress, checkpoint=checkpoint)
+    return out
+
+
+def chunk_loop(model: Any, nsteps: int, nchunks: int,
+               advance: Callable[[int, bool, Callable[[int], Any]], Any], out: Optional[Frames],
+               snapshot: Optional[Callable[[], Any]] = None,
+               coord: Optional[Callable[[], Any]] = None,
+               first_check: Optional[Callable[[Any], Any]] = None,
+               recorder: Optional[Callable[[], Any]] = None,
+               callback: Optional[Callable[[Any], Any]] = None, progress: bool = False,
+               checkpoint: Optional[Union[str, os.PathLike]] = None) -> None:
+    """The loop of every stepping call that takes frames (:func:`run`, the
+    dipolar model's ``imaginary_time`` and ``real_time``).
+
+    `nsteps` steps in `nchunks` chunks whose bounds fall on whole steps
+    (:func:`chunk_bound`), each taken by ``advance(n, last, tick)`` (`tick`
+    moves the progress bar by the steps it books).  Before the first chunk
+    and after each: a snapshot (``snapshot()``, default ``model._snapshot``)
+    appended to `out` at ``model.t`` when `out` is given, and a frame of
+    the run file ``recorder()`` makes, at ``coord()`` (default ``model.t``);
+    then ``model.save(checkpoint)`` and ``callback(model)`` (StopIteration
+    ends the loop).  SIGINT is held while a chunk is booked and its frame
+    taken.  On Ctrl-C the frames taken so far are the exception's
+    ``frames``; the run file is closed, marked complete only when every
+    chunk ran.  `first_check(first)` sees the first snapshot (a memory
+    check of the frames still to come).
+    """
+    snapshot = snapshot or model._snapshot
+    coord = coord or (lambda: model.t)
+    bar = rec = None
     done = False
     try:
-        first = model._snapshot()
+        first = snapshot() if (out is not None or recorder is not None) else None
         if isinstance(first, Future):
             first = first.result()
-        out.append(model.t, first)
-        _require_frames(model, first, frames)  # the snapshot's own size, when not foreseen
-        if path is not None:
+        if out is not None:
+            out.append(model.t, first)
+        if first_check is not None:
+            first_check(first)
+        if recorder is not None:
             with _guard.deferred_sigint():
-                rec = _hdf5.Recorder(model, path)
-                rec.frame(model.t, first)
+                rec = recorder()
+                rec.frame(coord(), first)
         bar = progress_bar(progress, nsteps)
-        for j in range(frames):
-            n = chunk_bound(j + 1, nsteps, frames) - chunk_bound(j, nsteps, frames)
+        tick = (lambda m: None) if bar is None else bar.update
+        for j in range(nchunks):
+            n = chunk_bound(j + 1, nsteps, nchunks) - chunk_bound(j, nsteps, nchunks)
             # SIGINT is held until the chunk is booked and its frame taken
             # (and written to the output file)
             with _guard.deferred_sigint():
-                model._advance(n, dt, t_end if j == frames - 1 else None)
-                out.append(model.t, model._snapshot())
-                if rec is not None:
-                    rec.frame(model.t, out._s[-1])
-            if bar is not None:
-                bar.update(n)
+                advance(n, j == nchunks - 1, tick)
+                if out is not None or rec is not None:
+                    state = snapshot()
+                    if out is not None:
+                        out.append(model.t, state)
+                    if rec is not None:
+                        rec.frame(coord(), state)
             if checkpoint is not None:
                 model.save(checkpoint)
             if callback is not None:
@@ -336,10 +377,11 @@ def run(model: Any, t_end: float, frames: int = 10,
                     break
         done = True
     except KeyboardInterrupt as exc:
-        try:
-            out._resolve()
-        except Exception:  # a frame that cannot be fetched stays a Future
-            pass
+        if out is not None:
+            try:
+                out._resolve()
+            except Exception:  # a frame that cannot be fetched stays a Future
+                pass
         exc.frames = out  # type: ignore[attr-defined]
         raise
     finally:
@@ -347,8 +389,8 @@ def run(model: Any, t_end: float, frames: int = 10,
             bar.close()
         if rec is not None:
             close_output(rec, done)
-    out._resolve()
-    return out
+    if out is not None:
+        out._resolve()
 
 
 def agreed_callback(comm: Any, callback: Optional[Callable[[Any], Any]]

@@ -8,8 +8,8 @@ every block, so that they stop after the same one.  :class:`Blocks` holds
 this machinery (a base class of :class:`nlsepy.DipolarGPE`): the blocks
 (``_run``), the chunks of :meth:`~nlsepy.DipolarGPE.imaginary_time` and
 :meth:`~nlsepy.DipolarGPE.real_time` with their frames, progress bar,
-callback and run file (the shared functions of :mod:`nlsepy.common.runner`
-and :class:`nlsepy.common.hdf5.Recorder`), the runner's ``_advance`` and
+callback and run file (the loop of :func:`nlsepy.common.runner.chunk_loop`,
+the one :meth:`~nlsepy.DipolarGPE.run` takes too), the runner's ``_advance`` and
 the recording of moments in the stepping calls.
 """
 
@@ -207,39 +207,18 @@ class Blocks:
         if frames is not None:
             self._require_frames(nchunks + 1)
             out = runner.Frames(self._frame_grid())
-        bar = runner.progress_bar(progress, steps)
-        rec = None
-        done = False
-        with _guard.deferred_sigint():
-            try:
-                if out is not None:
-                    out.append(self.t, self.psi)
-                if path is not None:
-                    rec = Recorder(self, path, time=mode)
-                    rec.frame(self._record_at(mode), out._s[-1] if out is not None else self.psi)
-                for j in range(nchunks):
-                    # one bound at a time: no list of nchunks + 1 of them
-                    n = runner.chunk_bound(j + 1, steps, nchunks) - \
-                        runner.chunk_bound(j, steps, nchunks)
-                    self._run(mode, n, self._dt, ramp,
-                              on_block=None if bar is None else bar.update)
-                    if out is not None:
-                        out.append(self.t, self.psi)
-                    if rec is not None:
-                        rec.frame(self._record_at(mode),
-                                  out._s[-1] if out is not None else self.psi)
-                    if callback is not None:
-                        try:
-                            callback(self)
-                        except StopIteration:
-                            break
-                done = True
-            finally:
-                self._frames = out
-                if bar is not None:
-                    bar.close()
-                if rec is not None:
-                    runner.close_output(rec, done)
+
+        def advance(n: int, last: bool, tick: Callable[[int], Any]) -> None:
+            self._run(mode, n, self._dt, ramp, on_block=tick)
+
+        try:
+            runner.chunk_loop(self, steps, nchunks, advance, out, snapshot=lambda: self.psi,
+                              coord=lambda: self._record_at(mode),
+                              recorder=None if path is None else
+                              (lambda: Recorder(self, path, time=mode)),
+                              callback=callback, progress=progress)
+        finally:
+            self._frames = out
         return out
 
     def _record_at(self, mode: str) -> Any:
