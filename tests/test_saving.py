@@ -4,6 +4,7 @@ refused), and ``plot()``; ``load`` reads back, bit for bit, what ``save``
 wrote in either format, and ``nl.open_run`` and plain h5py read the HDF5
 files."""
 
+import dataclasses
 import os
 import sys
 
@@ -128,6 +129,87 @@ def test_result_models_save_their_last_result(tmp_path, name):
         assert "parameters" in f
 
 
+def mbloch_open():
+    """An open Lambda system with branching decay, dephasing and Doppler
+    classes: the richest constructor arguments a file must give back."""
+    mb = nl.MaxwellBloch(n_g=2, n_e=1, modes=(-1, 0), F=[[1.0], [0.8]], h_t=0.05, n_t=81,
+                         line=("gaussian", 0.3), n_atoms=3, beta=1.5,
+                         decay=[(1.0, 2, 0, 0.5), (1.0, 2, 1, 0.5)], dephasing=[0.0, 0.05, 0.0],
+                         doppler=nl.mbloch.Doppler(factors=[-1.0, 1.0], width=0.8, n_classes=5),
+                         dtype=np.complex64, backend="cpu")
+    mb.run(OPEN_FIELDS(mb), 0.02, 4, density=True)
+    return mb
+
+
+def OPEN_FIELDS(mb):
+    return {0: 0.3 * nl.mbloch.sech_pulse(mb.t, 1.0, 1.5, area=1.0), -1: 0.2 + 0 * mb.t}
+
+
+def same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True) and \
+            np.asarray(a).dtype == np.asarray(b).dtype
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    return a == b or (a != a and b != b)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".h5"])
+@pytest.mark.parametrize("name", ["CoaxialMagnet", "MaxwellBloch", "MaxwellBloch-open"])
+def test_result_models_load_what_save_wrote(tmp_path, name, suffix):
+    """load() makes the model again from its file (the same constructor
+    arguments, tuples, arrays, dtypes and Doppler classes included) with
+    the saved result, bit for bit, as its last one; the model computes the
+    same result again."""
+    if suffix == ".h5":
+        pytest.importorskip("h5py")
+    model = mbloch_open() if name == "MaxwellBloch-open" else MAKE[name]()
+    model.save(tmp_path / f"r{suffix}")
+    back = type(model).load(tmp_path / f"r{suffix}", backend="cpu")
+    want = {k: v for k, v in model._replace_args().items() if k not in ("backend", "comm")}
+    got = {k: v for k, v in back._replace_args().items() if k not in ("backend", "comm")}
+    assert want.keys() == got.keys()
+    for k in want:
+        assert same(got[k], want[k]), k
+    saved, loaded = model._last_result, back._last_result
+    for f in dataclasses.fields(saved):
+        a, b = getattr(saved, f.name), getattr(loaded, f.name)
+        if a is model:
+            assert b is back
+        else:
+            assert same(b, a) and type(b) is type(a), f.name
+    if name == "CoaxialMagnet":
+        again = back.solve("rbsor", tol=1e-6)
+        assert np.array_equal(again.phi, saved.phi, equal_nan=True)
+    else:
+        fields0 = OPEN_FIELDS(back) if name == "MaxwellBloch-open" else \
+            nl.mbloch.sech_pulse(back.t, 1.0, 2.0, area=np.pi)
+        run = dict(h_z=0.02, n_z=4, density=True) if name == "MaxwellBloch-open" else \
+            dict(h_z=0.1, n_z=3)
+        assert np.array_equal(back.run(fields0, **run).fields, saved.fields)
+
+
+@pytest.mark.parametrize("name", ["CoaxialMagnet", "MaxwellBloch"])
+def test_result_models_load_refuses_what_is_not_their_file(tmp_path, name):
+    cls = getattr(nl, name)
+    nlse().save(tmp_path / "other.npz")
+    with pytest.raises(ValueError, match="other.npz.*NLSE"):
+        cls.load(tmp_path / "other.npz")
+    with pytest.raises(FileNotFoundError, match="nowhere.npz"):
+        cls.load(tmp_path / "nowhere.npz")
+    model = MAKE[name]()
+    model.save(tmp_path / "r.npz")
+    with np.load(tmp_path / "r.npz") as d:  # the same file without its model_json
+        kept = {k: d[k] for k in d.files if k != "model_json"}
+    np.savez(tmp_path / "old.npz", **kept)
+    with pytest.raises(ValueError, match="old.npz.*model_json"):
+        cls.load(tmp_path / "old.npz")
+    raw = (tmp_path / "r.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="cut.npz"):
+        cls.load(tmp_path / "cut.npz")
+
+
 @pytest.mark.parametrize("name", ["CoaxialMagnet", "MaxwellBloch"])
 def test_result_models_need_a_result_to_plot_or_save(tmp_path, name):
     model = (nl.CoaxialMagnet(0.25, 0.5, 1.0, 1.0, 0.05) if name == "CoaxialMagnet" else
@@ -144,10 +226,6 @@ def test_every_model_plots(tmp_path, name):
     model = MAKE[name]()
     fig = model.plot(path=tmp_path / "fig.png")
     assert fig.axes and os.path.getsize(tmp_path / "fig.png") > 0
-
-
-def advance(model, n):
-    (getattr(model, "real_time", None) or model.step)(n)
 
 
 @pytest.mark.parametrize("name", STEPPERS)

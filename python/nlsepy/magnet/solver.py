@@ -206,6 +206,7 @@ class CoaxialMagnet(Results, Sealed, Replaceable):
     _MODEL = "CoaxialMagnet"
     #: what makes the result that plot() and save() use
     _RESULT_CALL = "solve()"
+    _RESULT_TYPE = MagnetSolution
     _SEALED_ADVICE = "mag.replace(...) makes a new magnet"
     _VAR = "mag"
     _FIXED_WHY = "the solver and its solutions are built for the value given at construction"

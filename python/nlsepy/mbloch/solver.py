@@ -154,6 +154,8 @@ class MaxwellBloch(Results, Sealed, Replaceable):
     _MODEL = "MaxwellBloch"
     #: what makes the result that plot() and save() use
     _RESULT_CALL = "run()"
+    _RESULT_TYPE = MaxwellBlochResult
+    _ARG_TYPES = {"Doppler": _lindblad.Doppler}
     _SEALED_ADVICE = "mb.replace(...) makes a new model"
     _VAR = "mb"
     _FIXED_WHY = "runs use the value given at construction"
