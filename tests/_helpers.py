@@ -16,7 +16,10 @@ import time
 import numpy as np
 import pytest
 
+import nlsepy as nl
+from nlsepy.common import guard
 from nlsepy.reference import mbloch as mref
+from nlsepy.reference.dipolar import SplitStepReference
 
 
 # ------------------------------------------------------------- time, Ctrl-C
@@ -38,7 +41,6 @@ def chunk_log():
     :func:`check_interrupt_mechanism`; every model's long calls go through
     ``guard.chunked``.
     """
-    from nlsepy.common import guard
     real = guard.chunked
     calls = []
     invocations = []
@@ -80,7 +82,6 @@ def check_interrupt_mechanism(calls, sent, caught):
         ``time.perf_counter()`` when the signal was sent and when the
         KeyboardInterrupt was caught.
     """
-    from nlsepy.common import guard
     assert calls, "no chunk ran"
     for (i0, s0, e0, k0), (i1, s1, e1, k1) in zip(calls, calls[1:]):
         if i0 == i1:
@@ -201,7 +202,6 @@ def check_z_pipeline_blow_up(s, r, n=6):
     """A blow-up within `n` z steps taken in one call by `s` is reported at
     the z index where `r`, one z step a call, reports it, with the same
     finite fields kept."""
-    import nlsepy as nl
     with pytest.raises(nl.BlowUpError):
         s.steps(n)
     with pytest.raises(nl.BlowUpError):
@@ -446,9 +446,6 @@ def dipolar_against_reference(shape, h, trap, imaginary, dtype, backend="cpu", s
     and return both states and the relative difference (max norm).
 
     `kw` are the coupling constants (g, gdd and where it applies gqf)."""
-    from nlsepy.reference.dipolar import SplitStepReference
-    import nlsepy as nl
-
     ref = SplitStepReference(shape, (h,) * 3, 0.005, kin=1.0, trap=[w * w for w in trap],
                              cutoff=3.0, imaginary=imaginary, dtype=dtype, **kw)
     gpe = nl.DipolarGPE(shape, h, 0.005, trap=trap, cutoff=3.0, dtype=dtype,

@@ -137,11 +137,11 @@ def mbloch_open():
                          decay=[(1.0, 2, 0, 0.5), (1.0, 2, 1, 0.5)], dephasing=[0.0, 0.05, 0.0],
                          doppler=nl.mbloch.Doppler(factors=[-1.0, 1.0], width=0.8, n_classes=5),
                          dtype=np.complex64, backend="cpu")
-    mb.run(OPEN_FIELDS(mb), 0.02, 4, density=True)
+    mb.run(open_fields(mb), 0.02, 4, density=True)
     return mb
 
 
-def OPEN_FIELDS(mb):
+def open_fields(mb):
     return {0: 0.3 * nl.mbloch.sech_pulse(mb.t, 1.0, 1.5, area=1.0), -1: 0.2 + 0 * mb.t}
 
 
@@ -182,7 +182,7 @@ def test_result_models_load_what_save_wrote(tmp_path, name, suffix):
         again = back.solve("rbsor", tol=1e-6)
         assert np.array_equal(again.phi, saved.phi, equal_nan=True)
     else:
-        fields0 = OPEN_FIELDS(back) if name == "MaxwellBloch-open" else \
+        fields0 = open_fields(back) if name == "MaxwellBloch-open" else \
             nl.mbloch.sech_pulse(back.t, 1.0, 2.0, area=np.pi)
         run = dict(h_z=0.02, n_z=4, density=True) if name == "MaxwellBloch-open" else \
             dict(h_z=0.1, n_z=3)
