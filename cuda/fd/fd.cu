@@ -872,18 +872,73 @@ template <typename R, int M, bool SHOC> struct StreamLag {
 template <typename R, int M, bool SHOC>
 using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
 
-/* A block's box of columns, PK x PJ at most (3D: 32 x 32, one block an SM,
- * down to 32 x 24 where fewer rows fill the SMs better; 2D: one row of 256,
+/* A block's box of columns, PK x PJ at most (3D CD: 40 x 25, a tile 32
+ * columns wide, one block an SM; 3D 2SHOC: 32 x 32; rows down to PJ - 8
+ * where fewer fill the SMs better; 2D: one row of 256,
  * 128 for complex128 2SHOC, narrower on a thin grid), and the ring planes'
  * stride NP, a constant so that every ring slot is an immediate offset (a
  * smaller box keeps the full stride). */
 template <typename R, int M, bool SHOC> struct StreamBox {
     enum {
-        PK = M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256),
-        PJ = M == 2 ? 32 : 1,
-        NP = PK * PJ
+        ONION = M == 2 && !SHOC, /* threads on points ordered by stage count: stream_point */
+        PK = ONION ? 40 : (M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256)),
+        PJ = ONION ? 25 : (M == 2 ? 32 : 1),
+        PP = ONION ? (sizeof(R) == 4 ? 49 : 41) : PK, /* a ring row's pitch: stream_point */
+        NP = PP * PJ
     };
 };
+
+/* The box point a thread of a 3D CD box evaluates, and how many stages it
+ * evaluates there.  The points of stage s lie at least sR from the box's
+ * edge; they are ordered by that count, the tile (four stages) first, then
+ * the frames of three, two and one stages, so that the lanes of a warp are
+ * busy in every stage it runs.  (A thread on its own box point, a warp a box
+ * row, leaves 2sR lanes of the row idle in stage s, and the kernel is
+ * bound by its shared-memory wavefronts.)  The box is 40 columns wide, so
+ * that a tile row is one warp; a frame's sides are taken a column at a
+ * time, and a ring row's pitch is odd, so that a side's rows fall in
+ * distinct banks.  The order of a frame's parts (left side, bottom, top,
+ * right side) and the pitch (49 for complex64, read 16 lanes a wavefront;
+ * 41 for complex128, 8 lanes, whose rings must fit) give the fewest
+ * wavefronts of the orders and odd pitches counted for boxes of 20-25
+ * rows: 5 % over a conflict-free packing in float, against 10 % (and 16 %
+ * more lane slots) for a warp a box row.  Threads past the frames only
+ * load. */
+__device__ __forceinline__ void stream_point(int t, int PK, int PJ, int R, int *y, int *x, int *n)
+{
+    const int a4 = 4 * R, w4 = PK - 2 * a4, h4 = PJ - 2 * a4;
+    if (t < w4 * h4) {
+        *y = a4 + t / w4;
+        *x = a4 + t % w4;
+        *n = 4;
+        return;
+    }
+    t -= w4 * h4;
+    for (int l = 3; l >= 1; --l) {
+        const int a = l * R, w = PK - 2 * a, h = PJ - 2 * a, strip = R * w;
+        const int hs = h - 2 * R, side = hs * 2 * R; /* the sides' rows, points */
+        if (t < 2 * strip + side) { /* left side, bottom rows, top rows, right side */
+            *n = l;
+            if (t < side / 2) { /* the sides a column at a time */
+                *y = a + R + t % hs;
+                *x = a + t / hs;
+            } else if (t < side / 2 + 2 * strip) {
+                const int m = t - side / 2, b = m < strip;
+                *y = (b ? PJ - a - R : a) + (b ? m : m - strip) / w;
+                *x = a + (b ? m : m - strip) % w;
+            } else {
+                const int m = t - side / 2 - 2 * strip;
+                *y = a + R + m % hs;
+                *x = PK - a - R + m / hs;
+            }
+            return;
+        }
+        t -= 2 * strip + side;
+    }
+    *y = 0;
+    *x = 0;
+    *n = 0;
+}
 
 /* a * b + c rounded once: the streamed kernel contracts its sums (it is
  * bound by instruction issue, and agrees with the staged stages to
@@ -906,7 +961,7 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
 {
     typedef typename Vec2<R>::T T;
     typedef StreamBox<R, M, SHOC> B;
-    const int RR = StreamDims<SHOC, true>::RR, NP = B::NP, PK = B::PK;
+    const int RR = StreamDims<SHOC, true>::RR, NP = B::NP, PK = B::PP;
     const T *cp = y + sl[RR] * NP + t;
     const T c = cp[0];
     /* the stream axis is axis 0: i in 3D (1/h_i^2), j in 2D (1/h_j^2) */
@@ -964,6 +1019,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     typedef StreamDimsOf<R, M, SHOC> D;
     typedef StreamBox<R, M, SHOC> B;
     const int RR = D::RR, G = D::G, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H, NP = B::NP;
+    const int K = 4 * LP0 * LP;
+    auto slot = [](int x, int n) { return (int)((unsigned)x % (unsigned)n); };
     extern __shared__ __align__(16) unsigned char stream_smem[];
     __shared__ int stop;
     if (threadIdx.x == 0 && threadIdx.y == 0)
@@ -974,23 +1031,31 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     /* the box: PK x PJ columns (a 2D box may be narrower than B::PK, a 3D
      * box have fewer rows than B::PJ; the ring planes' stride stays NP) */
     const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)blockDim.y : 1;
-    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * PK + tx;
+    const int tx = threadIdx.x, ty = threadIdx.y, tt = ty * PK + tx;
     const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1;
     const long long plane = (long long)nj * g.len;
     const int k0 = blockIdx.x * (PK - 2 * H), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
+    /* the point this thread loads (tl) and the one it evaluates (t) */
+    const int tl = ty * (int)B::PP + tx;
+    int cy = ty, cx = tx, nst = 4;
+    if (B::ONION)
+        stream_point(tt, PK, PJ, RR, &cy, &cx, &nst);
+    const int t = cy * (int)B::PP + cx;
     const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * g.len +
                           wrapi(k0 - H + tx, g.len);
+    const long long cc = (long long)(M == 2 ? wrapi(j0 - H + cy, nj) : 0) * g.len +
+                         wrapi(k0 - H + cx, g.len);
     const int c0 = blockIdx.z * chunk, nc = min(chunk, ns - c0), nit = nc + 2 * H;
     /* in the box shrunk by sR (stage s = 1..4) */
     bool in[4];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
         const int e = (s + 1) * RR;
-        in[s] = tx >= e && tx < PK - e && (M < 2 || (ty >= e && ty < PJ - e));
+        in[s] = s < nst && cx >= e && cx < PK - e && (M < 2 || (cy >= e && cy < PJ - e));
     }
     /* stage 4 writes the tile's columns inside the grid */
-    const bool mine = in[3] && tx < PK - H && k0 + tx - H < g.len &&
-                      (M < 2 || (ty < PJ - H && j0 + ty - H < nj));
+    const bool mine = in[3] && cx < PK - H && k0 + cx - H < g.len &&
+                      (M < 2 || (cy < PJ - H && j0 + cy - H < nj));
     /* the stage inputs: Psi^n (LP0 planes), then the three next inputs (LP) */
     T *ring[4];
     ring[0] = (T *)stream_smem;
@@ -1004,19 +1069,21 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
-    const R *vp = HASV && !G ? V + row * plane + col : NULL; /* G = 1: V a stage */
+    const R *vp = HASV && !G ? V + row * plane + cc : NULL; /* G = 1: V a stage */
     T pre = *pp;
     R vpre = HASV && !G ? *vp : (R)0;
-    T *op = out + (long long)c0 * plane + col; /* stage 4's next plane */
+    T *op = out + (long long)c0 * plane + cc; /* stage 4's next plane */
     const int ntot = nit + 4 * G;              /* the lagged stages drain */
     /* iteration `it` at unrolled slot u; with S (the steady march: every
      * stage's plane inside its chunk, the next plane still to load, stage 4
      * storing) the uniform range tests are known true and dropped */
     auto iter = [&](auto S, const int it, const int u) {
         constexpr bool STEADY = decltype(S)::value;
-        const int rel = D::FOLD ? u + 2 * L : it; /* ring slot = (rel - offset) % length */
+        /* ring slot = (rel - offset) % length, rel - offset >= 0: unsigned
+         * remainders by constants (K a multiple of every ring's length) */
+        const int rel = D::FOLD ? u + 2 * L : it + K;
         if (STEADY || it < nit) {
-            ring[0][(rel % LP0) * NP + t] = pre;
+            ring[0][slot(rel, LP0) * NP + tl] = pre;
             if constexpr (!G)
                 vq[u] = vpre;
             if (STEADY || it + 1 < nit) {
@@ -1040,17 +1107,17 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                 int sl[2 * RR + 1];
 #pragma unroll
                 for (int d = 0; d <= 2 * RR; ++d)
-                    sl[d] = (rel - back - RR + d) % lp;
+                    sl[d] = slot(rel - back - RR + d, lp);
                 R v = (R)0;
                 if constexpr (G) {
                     if (HASV)
-                        v = V[(long long)wrapn(c0 - H + ls, ns) * plane + col];
+                        v = V[(long long)wrapn(c0 - H + ls, ns) * plane + cc];
                 } else {
                     v = vq[q];
                 }
                 R fr, fi;
                 stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
-                const T p0 = ring[0][((rel - back) % LP0) * NP + t];
+                const T p0 = ring[0][slot(rel - back, LP0) * NP + t];
                 const T b = s == 0 ? p0 : accq[q];
                 T a;
                 a.x = fmar(wa[s], fr, b.x);
@@ -1060,7 +1127,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                     T o;
                     o.x = fmar(wo[s], fr, p0.x);
                     o.y = fmar(wo[s], fi, p0.y);
-                    ring[s + 1][((rel - back) % LP) * NP + t] = o;
+                    ring[s + 1][slot(rel - back, LP) * NP + t] = o;
                 } else if (mine) {
                     *op = a;
                     if (!(isfinite(a.x) && isfinite(a.y)))
