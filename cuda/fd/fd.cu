@@ -957,13 +957,17 @@ template <typename R> __device__ __forceinline__ R fmar(R a, R b, R c)
  * h^-2 (sum of neighbours - 2 centre) or its 2SHOC form, contracted */
 template <typename R, int M, bool SHOC>
 __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, const int *sl,
-                                         const DCoef<R> &C, R v, R &fr, R &fi)
+                                         const DCoef<R> &C, R v, R &fr, R &fi,
+                                         typename Vec2<R>::T &c, typename Vec2<R>::T *win = NULL,
+                                         bool held = false)
 {
     typedef typename Vec2<R>::T T;
     typedef StreamBox<R, M, SHOC> B;
     const int RR = StreamDims<SHOC, true>::RR, NP = B::NP, PK = B::PP;
     const T *cp = y + sl[RR] * NP + t;
-    const T c = cp[0];
+    /* win (CD): this column's values at the planes before and at the centre,
+     * held from the last plane (held) and left for the next */
+    c = held ? win[1] : cp[0];
     /* the stream axis is axis 0: i in 3D (1/h_i^2), j in 2D (1/h_j^2) */
     const R ih0 = M == 2 ? C.ihi : C.ihj;
     R r, i;
@@ -972,7 +976,11 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
         const T a = cp[-1], b = cp[1];
         r = C.ihk * ((a.x + b.x) + mx);
         i = C.ihk * ((a.y + b.y) + my);
-        const T u = y[sl[0] * NP + t], w = y[sl[2] * NP + t];
+        const T u = held ? win[0] : y[sl[0] * NP + t], w = y[sl[2] * NP + t];
+        if (win) {
+            win[0] = c;
+            win[1] = w;
+        }
         r = fmar(ih0, (u.x + w.x) + mx, r);
         i = fmar(ih0, (u.y + w.y) + my, i);
         if (M == 2) {
@@ -1066,6 +1074,11 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     const R wo[3] = {dt / 2, dt / 2, dt};
     T accq[L];
     R vq[G ? 1 : L];
+    /* WIN: each stage keeps its column's two latest planes in registers, so
+     * that a steady plane reads one plane of its own column, not three (the
+     * lagged march: each stage moves a plane every iteration) */
+    constexpr bool WIN = G && !SHOC;
+    T win[4][2];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
@@ -1116,8 +1129,10 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                     v = vq[q];
                 }
                 R fr, fi;
-                stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi);
-                const T p0 = ring[0][slot(rel - back, LP0) * NP + t];
+                T cen;
+                stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi, cen, WIN ? win[s] : NULL,
+                                     WIN && STEADY);
+                const T p0 = s == 0 ? cen : ring[0][slot(rel - back, LP0) * NP + t];
                 const T b = s == 0 ? p0 : accq[q];
                 T a;
                 a.x = fmar(wa[s], fr, b.x);
@@ -1143,8 +1158,9 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
             op += plane;
     };
     /* steady from the first iteration at which stage 4 evaluates a plane
-     * (4 (2R + G)) to the last that loads one ahead (nit - 2) */
-    const int lo = 4 * (2 * RR + G), hi = nit - 1;
+     * (4 (2R + G); with WIN one later, so that every stage's window is held)
+     * to the last that loads one ahead (nit - 2) */
+    const int lo = 4 * (2 * RR + G) + (WIN ? 1 : 0), hi = nit - 1;
     for (int base = 0; base < ntot; base += L) {
         if (base >= lo && base + L <= hi) {
 #pragma unroll
