@@ -833,7 +833,10 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * earlier iterations; the four stages of an iteration are then
  * independent (the warps overlap their loads) and one barrier ends the
  * iteration.  The rings grow by G per stage (2R + 2, Psi^n's 3R + 4) and
- * the march takes 4 more iterations to drain.
+ * the march takes 4 more iterations to drain.  GL = 1 (3D CD in double,
+ * whose lagged rings do not fit): stage 1 alone lags the load by a plane,
+ * which drops the barrier after the load (Psi^n's ring one plane longer,
+ * 14 planes of 41 x 25 columns in 229,600 bytes).
  *
  * A thread owns one column: its accumulator lives in a register queue of L
  * slots, one a plane, addressed by constants once the march is unrolled by
@@ -848,18 +851,20 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * uniform range tests; HASV: the instance with a potential (the one without
  * has no V queue, loads or tests).  Periodic grids only (no boundary
  * conditions). */
-template <bool SHOC, bool DBL, bool LAG = false> struct StreamDims {
+template <bool SHOC, bool DBL, bool LAG = false, bool LOADLAG = false> struct StreamDims {
     enum {
         RR = SHOC ? 2 : 1,
         G = LAG ? 1 : 0,
+        GL = LOADLAG ? 1 : 0,
         LP = 2 * RR + 1 + G,
-        LP0 = DBL ? 3 * (RR + G) + 1 : (LAG ? 8 : (SHOC ? 10 : 6)),
-        L = DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1) : (LAG ? 8 : (SHOC ? 10 : 6)),
+        LP0 = DBL ? 3 * (RR + G) + 1 + GL : (LAG ? 8 : (SHOC ? 10 : 6)),
+        L = DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1 + GL) : (LAG ? 8 : (SHOC ? 10 : 6)),
         FOLD = !DBL, /* ring slots from the unrolled index alone */
         H = 4 * RR,
         PLANES = LP0 + 3 * LP /* a block's rings */
     };
     static_assert(!(LAG && (SHOC || DBL)), "the lagged march is written for CD in float");
+    static_assert(!(LOADLAG && (LAG || !DBL)), "the load's lag is written for double");
 };
 
 /* the lagged march (G = 1): 3D CD in single precision (in double its longer
@@ -870,7 +875,8 @@ template <typename R, int M, bool SHOC> struct StreamLag {
 
 /* the ring dimensions of the k_stream<R, M, SHOC> instance */
 template <typename R, int M, bool SHOC>
-using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON>;
+using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON,
+                                 M == 2 && !SHOC && sizeof(R) == 8>;
 
 /* A block's box of columns, PK x PJ at most (3D CD: 40 x 25, a tile 32
  * columns wide, one block an SM; 3D 2SHOC: 32 x 32; rows down to PJ - 8
@@ -1026,7 +1032,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     typedef typename Vec2<R>::T T;
     typedef StreamDimsOf<R, M, SHOC> D;
     typedef StreamBox<R, M, SHOC> B;
-    const int RR = D::RR, G = D::G, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H, NP = B::NP;
+    const int RR = D::RR, G = D::G, GL = D::GL, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H;
+    const int NP = B::NP;
     const int K = 4 * LP0 * LP;
     auto slot = [](int x, int n) { return (int)((unsigned)x % (unsigned)n); };
     extern __shared__ __align__(16) unsigned char stream_smem[];
@@ -1086,7 +1093,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     T pre = *pp;
     R vpre = HASV && !G ? *vp : (R)0;
     T *op = out + (long long)c0 * plane + cc; /* stage 4's next plane */
-    const int ntot = nit + 4 * G;              /* the lagged stages drain */
+    const int ntot = nit + 4 * G + GL;         /* the lagged stages drain */
     /* iteration `it` at unrolled slot u; with S (the steady march: every
      * stage's plane inside its chunk, the next plane still to load, stage 4
      * storing) the uniform range tests are known true and dropped */
@@ -1109,11 +1116,11 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                 }
             }
         }
-        if (!G)
+        if (!G && !GL)
             __syncthreads();
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-            const int back = (s + 1) * (RR + G);      /* load index ls = it - back */
+            const int back = (s + 1) * (RR + G) + GL; /* load index ls = it - back */
             const int ls = it - back, q = (u - back + 2 * L) % L; /* its queue slot */
             if ((STEADY || (ls >= (s + 1) * RR && ls < nit - (s + 1) * RR)) && in[s]) {
                 const int lp = s == 0 ? LP0 : LP;
@@ -1154,13 +1161,13 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
         }
         if (G)
             __syncthreads();
-        if (STEADY || it - 4 * (RR + G) >= H)
+        if (STEADY || it - 4 * (RR + G) - GL >= H)
             op += plane;
     };
     /* steady from the first iteration at which stage 4 evaluates a plane
      * (4 (2R + G); with WIN one later, so that every stage's window is held)
      * to the last that loads one ahead (nit - 2) */
-    const int lo = 4 * (2 * RR + G) + (WIN ? 1 : 0), hi = nit - 1;
+    const int lo = 4 * (2 * RR + G) + GL + (WIN ? 1 : 0), hi = nit - 1;
     for (int base = 0; base < ntot; base += L) {
         if (base >= lo && base + L <= hi) {
 #pragma unroll
