@@ -838,10 +838,11 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * which drops the barrier after the load (Psi^n's ring one plane longer,
  * 14 planes of 41 x 25 columns in 229,600 bytes).
  *
- * A thread owns one column: its accumulator lives in a register queue of L
- * slots, one a plane, addressed by constants once the march is unrolled by
- * L (and V, with G = 0, in one of L >= 4R + 1 slots; with G = 1 each stage
- * reads V from memory).  In single precision L is a multiple of every
+ * A thread evaluates one column (in 3D CD the one stream_point gives it):
+ * its accumulator lives in a register queue of L slots, one a plane,
+ * addressed by constants once the march is unrolled by L (and V, with G =
+ * 0, in one of L >= 4R + 1 + GL slots; with G = 1 each stage reads V from
+ * memory).  In single precision L is a multiple of every
  * ring's length, so that the ring slots are constants too (CD: rings of 6
  * and 3 planes, L = 6; lagged CD: 8 and 4, L = 8; 2SHOC: 10 and 5, L = 10);
  * in double the rings keep their least lengths (the registers and shared
@@ -946,9 +947,9 @@ __device__ __forceinline__ void stream_point(int t, int PK, int PJ, int R, int *
     *n = 0;
 }
 
-/* a * b + c rounded once: the streamed kernel contracts its sums (it is
- * bound by instruction issue, and agrees with the staged stages to
- * rounding, not to the bit) */
+/* a * b + c rounded once: the streamed kernel contracts its sums (fewer
+ * instructions; it agrees with the staged stages to rounding, not to the
+ * bit) */
 template <typename R> __device__ __forceinline__ R fmar(R a, R b, R c)
 {
     if constexpr (sizeof(R) == 4)
@@ -1251,9 +1252,8 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
  * the device's limits.  The box rows (3D: PJ down to PJ - 8) and the chunk
  * are those that end soonest: waves of resident blocks times the work of a
  * block, its rows times the planes it marches (its chunk and 2H more),
- * chunks of at least 4H planes.  At 256^3 in CD on a device of 132
- * multiprocessors, 30 rows give 11 x 12 = 132 boxes, one each, where 32
- * give 121. */
+ * chunks of at least 4H planes.  At 256^3 in CD (tiles 32 columns wide)
+ * 24 rows give 8 x 16 = 128 boxes, one wave on 132 multiprocessors. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
     const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
