@@ -260,3 +260,73 @@ def test_h5_without_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
     sim.save(tmp_path / "state.npz")  # the other format needs nothing more
     assert np.array_equal(nl.NLSE.load(tmp_path / "state.npz").psi, sim.psi)
+
+
+# constructor arguments changed on load: the state and clock are the saved
+# ones, and the loaded solver steps as a new one made with those arguments
+# from the saved state does
+CHANGES = {"NLSE": [{"a": 0.7}, {"scheme": "cd", "fused": False}, {"dt": 0.002}],
+           "DecGPE": [{"g": 2.5}, {"trap": (0.5, 0.6, 0.7), "centre": (0.1, 0.0, 0.0)}, {"dt": 0.004}]}
+
+
+def fresh(name, saved, change, path):
+    """A new solver from the saved one's state, arguments and `change` (the
+    DEC's previous state too, unless dt changes)."""
+    if name == "NLSE":
+        args = dict(a=saved.a, s=saved.s, scheme=saved.scheme, bc=saved.bc, dt=saved.dt,
+                    V=saved.V, backend="cpu")
+        args.update(change)
+        return nl.NLSE(saved.psi, saved.spacing, **args)
+    args = dict(g=saved.g, trap=saved.trap, bc=saved.bc, centre=saved.centre, dt=saved.dt,
+                backend="cpu")
+    args.update(change)
+    with np.load(path) as f:
+        prev = None if "dt" in change else f["psi_prev"]
+    return nl.DecGPE(saved.grid, saved.blocks, saved.spacing, psi0=saved.psi, psi_prev=prev,
+                     **args)
+
+
+@pytest.mark.parametrize("name", ["NLSE", "DecGPE"])
+def test_load_changes_constructor_arguments(tmp_path, name):
+    saved = MAKE[name]()
+    path = str(tmp_path / "c.npz")
+    saved.save(path)
+    for change in CHANGES[name]:
+        sim = getattr(nl, name).load(path, backend="cpu", **change)
+        assert sim.t == saved.t and sim._steps == saved._steps
+        np.testing.assert_array_equal(sim.psi, saved.psi)
+        for key, value in change.items():
+            got = getattr(sim, "last_kernel" if key == "fused" else key)
+            if key == "fused":
+                sim.step(1)
+                got, value = sim.last_kernel, "staged"
+            assert (tuple(got) if isinstance(value, tuple) else got) == value, key
+        if "fused" in change:
+            continue
+        ref = fresh(name, saved, change, path)
+        sim.step(4)
+        ref.step(4)
+        np.testing.assert_array_equal(sim.psi, ref.psi)
+        dt = change.get("dt", saved.dt)
+        assert sim.t == pytest.approx(saved.t + 4 * dt, rel=1e-14), change
+        assert sim._steps == saved._steps + 4
+
+
+@pytest.mark.parametrize("name", ["NLSE", "DecGPE"])
+def test_load_refuses_what_it_cannot_change(tmp_path, name):
+    saved = MAKE[name]()
+    path = str(tmp_path / "c.npz")
+    saved.save(path)
+    cls = getattr(nl, name)
+    for key in ("V", "psi0", "spacing", "dtype", "colour"):
+        with pytest.raises(TypeError, match=f"cannot change '{key}'"):
+            cls.load(path, backend="cpu", **{key: None})
+    bad = {"NLSE": {"scheme": "6th"}, "DecGPE": {"g": "strong"}}[name]
+    # the constructor's own error (TypeError or ValueError), naming the file and the change
+    with pytest.raises((TypeError, ValueError), match=f"{path} with {next(iter(bad))} changed"):
+        cls.load(path, backend="cpu", **bad)
+    # a step the changed parameters make unstable is refused, unless forced
+    big = {"dt": 10.0}
+    with pytest.raises(ValueError, match="dt changed"):
+        cls.load(path, backend="cpu", **big)
+    assert cls.load(path, backend="cpu", force=True, **big).dt == 10.0

@@ -18,8 +18,10 @@ A model supplies, besides its parameter table (:mod:`nlsepy.common.params`):
     its stability bound, in numbers and in words (``_check_dt`` refuses a
     larger step unless ``force``; a model without one overrides it), and
     the advice of its blow-up message (``_blowup``);
-``_checkpoint()``, ``_from_checkpoint(path, d, backend, comm)``, ``_KEYS``
-    what its checkpoint holds and how a solver is made from one;
+``_checkpoint()``, ``_from_checkpoint(path, d, backend, comm, overrides)``,
+``_KEYS``, ``_OVERRIDES``
+    what its checkpoint holds, how a solver is made from one and which
+    constructor arguments :meth:`TimeStepper.load` may change;
 ``_set_state(value)``, ``_set_potential(value)``, ``_comm_details()``
     how it checks and copies a new state and potential (the base owns
     ``psi``, ``V`` and ``comm_info``) and what ``comm_info`` says;
@@ -333,7 +335,7 @@ class TimeStepper(Parametrised):
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], backend: str = "auto",
-             comm: Any = None) -> Any:
+             comm: Any = None, **overrides: Any) -> Any:
         """Restart from a checkpoint written by :meth:`save`.
 
         Parameters
@@ -355,6 +357,13 @@ class TimeStepper(Parametrised):
             this).  Any checkpoint loads with any number of ranks: one
             written by one process, or the index of one written by N ranks
             (its parts lie beside it), with M ranks or by one process.
+        **overrides
+            Constructor arguments to change (the model's ``_OVERRIDES``,
+            e.g. ``fused=False`` or ``a=2.0`` for the NLSE, ``g=`` for the
+            DEC GPE).  The state and the clock are the saved ones; with
+            ``dt`` the clock goes on from the saved time in steps of the
+            new `dt` (a multistep scheme restarts as from a first step).
+            ``psi`` and ``V`` are set on the loaded solver.
 
         Returns
         -------
@@ -368,20 +377,40 @@ class TimeStepper(Parametrised):
         ValueError
             The file is not a whole checkpoint of this model (empty,
             truncated, another kind of file or another model's checkpoint)
-            or holds a value the solver refuses; the message names the file.
+            or holds a value the solver refuses; the message names the file
+            (and the overrides, when one of them is refused).
+        TypeError
+            An override that is not among the model's ``_OVERRIDES``.
         """
         where = os.fspath(path)
+        bad = sorted(set(overrides) - set(cls._OVERRIDES))
+        if bad:
+            raise TypeError(f"{cls.__name__}.load() cannot change {bad[0]!r}; it changes "
+                            f"{', '.join(cls._OVERRIDES)} (psi and V are set on the loaded "
+                            f"solver)")
         backend = _backend.resolve(backend, cls._MODEL)  # the caller's argument, not the file's
         if comm is not None:
             comm = _dist.as_comm(comm)
             d = _dist.agree(comm, lambda: cls._read(where, comm))
         else:
             d = cls._read(where, None)
-        return cls._from_checkpoint(where, d, backend, comm)
+        return cls._from_checkpoint(where, d, backend, comm, overrides)
+
+    #: the constructor arguments that :meth:`load` may change
+    _OVERRIDES: Tuple[str, ...] = ()
 
     @classmethod
-    def _from_checkpoint(cls, where: str, d: Dict[str, Any], backend: str, comm: Any) -> Any:
+    def _from_checkpoint(cls, where: str, d: Dict[str, Any], backend: str, comm: Any,
+                         overrides: Dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    @staticmethod
+    def _refused(where: str, overrides: Dict[str, Any], exc: Exception) -> Exception:
+        """The error of a solver that the checkpoint's arguments, with
+        `overrides`, do not make."""
+        if overrides:
+            return type(exc)(f"{where} with {', '.join(sorted(overrides))} changed: {exc}")
+        return ValueError(f"{where}: {exc}")
 
     @classmethod
     def _read(cls, where: str, comm: Any) -> Dict[str, Any]:
@@ -413,8 +442,13 @@ class TimeStepper(Parametrised):
         lay = _dist.Layout.of(comm, shape)
         return (lay.start, lay.count)
 
-    def _restore_clock(self, d: Dict[str, Any]) -> None:
-        """Set the clock of a solver made from a checkpoint's entries."""
+    def _restore_clock(self, d: Dict[str, Any], overrides: Any = ()) -> None:
+        """Set the clock of a solver made from a checkpoint's entries: the
+        saved one bit for bit, or, when `overrides` change dt, the saved
+        time and step count with the new step."""
+        if "dt" in overrides:
+            self._t_base, self._k, self._steps = d["t"], 0, d["steps"]
+            return
         self._use_dt(d["solver_dt"])
         self._t_base, self._k, self._steps = d["t_base"], d["k"], d["steps"]
 

@@ -569,22 +569,32 @@ class DecGPE(Cells, Observables, TimeStepper):
         """The checkpoint's entries, checked (``nlsepy.dec.files.check``)."""
         return _files_dec.check(where, super()._read(where, comm), cls._SLABS)
 
+    _OVERRIDES = ("g", "trap", "bc", "centre", "dt", "force")
+
     @classmethod
     def _from_checkpoint(cls, where: str, d: Dict[str, Any], backend: str,
-                         comm: Any) -> "DecGPE":
+                         comm: Any, overrides: Dict[str, Any]) -> "DecGPE":
+        args = dict(g=d["g"], trap=tuple(d["trap"]), bc=d["bc"], centre=tuple(d["centre"]),
+                    dt=d["dt"], force=d["force"])
+        args.update(overrides)
+        new_dt = "dt" in overrides  # then the saved psi_prev belongs to another step
         try:
-            sim = cls(d["grid"], tuple(int(b) for b in d["blocks"]), d["spacing"], g=d["g"],
-                      trap=tuple(d["trap"]), V=d["V"] if d["V"].size else None, bc=d["bc"],
-                      centre=tuple(d["centre"]), dt=d["dt"], dtype=d["psi"].dtype,
-                      force=d["force"], backend=backend, comm=comm)
-            if d["solver_dt"] <= 0 or (d["solver_dt"] > sim.max_dt and not d["force"]):
+            sim = cls(d["grid"], tuple(int(b) for b in d["blocks"]), d["spacing"],
+                      V=d["V"] if d["V"].size else None, dtype=d["psi"].dtype,
+                      backend=backend, comm=comm, **args)
+            if not new_dt and (d["solver_dt"] <= 0 or
+                               (d["solver_dt"] > sim.max_dt and not sim._force)):
                 raise ValueError(f"solver_dt={d['solver_dt']!r} is not in (0, {sim.max_dt:g}]")
-            sim._use_dt(d["solver_dt"])  # before psi_prev: a new dt restarts by RK4
-            sim.set_state(d["psi"], d["psi_prev"] if d["psi_prev"].size else None)
+            if not new_dt:
+                sim._use_dt(d["solver_dt"])  # before psi_prev: a new dt restarts by RK4
+            prev = d["psi_prev"] if d["psi_prev"].size and not new_dt else None
+            sim.set_state(d["psi"], prev)
         except (ValueError, TypeError) as exc:
+            if overrides:
+                raise cls._refused(where, overrides, exc) from None
             raise ValueError(f"{where}: the checkpoint's parameters are not valid: {exc}") \
                 from None
-        sim._restore_clock(d)
+        sim._restore_clock(d, overrides)
         sim._imaginary_steps = d["imaginary_steps"]
         return sim
 

@@ -561,9 +561,11 @@ class NLSE(TimeStepper):
         "V": _files.Key("array", "f", ndim=(1, 2, 3)),
     }
 
+    _OVERRIDES = ("a", "s", "scheme", "bc", "dt", "force", "fused")
+
     @classmethod
     def _from_checkpoint(cls, where: str, d: Dict[str, Any], backend: str,
-                         comm: Any) -> "NLSE":
+                         comm: Any, overrides: Dict[str, Any]) -> "NLSE":
         def bad(what: str) -> ValueError:
             return ValueError(f"{where}: {what}")
 
@@ -584,16 +586,19 @@ class NLSE(TimeStepper):
             start = _dist.Layout.of(comm, shape).start
             psi = _dist.Slab(psi, start, shape)
             V = None if V is None else _dist.Slab(V, start, shape)
+        args = dict(a=d["a"], s=d["s"], scheme=d["scheme"], bc=d["bc"], dt=d["dt"],
+                    force=d["force"])
+        args.update(overrides)
         try:
-            sim = cls(psi, tuple(d["spacing"].tolist()), a=d["a"], s=d["s"], V=V,
-                      scheme=d["scheme"], bc=d["bc"], dt=d["dt"], dtype=d["psi"].dtype,
-                      force=d["force"], backend=backend, comm=comm)
+            sim = cls(psi, tuple(d["spacing"].tolist()), V=V, dtype=d["psi"].dtype,
+                      backend=backend, comm=comm, **args)
         except (TypeError, ValueError) as exc:
-            raise bad(str(exc)) from None
-        if not sim._force and d["solver_dt"] > sim.max_dt * (1 + 1e-6):
+            raise cls._refused(where, overrides, exc) from None
+        if "dt" not in overrides and not sim._force and \
+                d["solver_dt"] > sim.max_dt * (1 + 1e-6):
             raise bad(f"entry 'solver_dt' = {d['solver_dt']:g} exceeds the stability bound "
-                      f"{sim.max_dt:g} of the saved parameters")
-        sim._restore_clock(d)
+                      f"{sim.max_dt:g} of the {'changed' if overrides else 'saved'} parameters")
+        sim._restore_clock(d, overrides)
         return sim
 
     # ------------------------------------------------------------ distributed
