@@ -296,6 +296,14 @@ def test_checkpoint_n_to_m_ranks():
         sub.Free()
     one = nl.DecGPE.load(path, backend="cpu")  # one process reads the parts
     assert one.psi_prev is not None
+    # changed arguments: the distributed load steps as the single-process one
+    for changed in (dict(g=one.g + 1.0), dict(dt=0.5 * one.dt)):
+        b = nl.DecGPE.load(path, backend="cpu", comm=COMM, **changed)
+        c = nl.DecGPE.load(path, backend="cpu", **changed)
+        b.step(10)
+        c.step(10)
+        np.testing.assert_array_equal(b.gather(root=None), c.psi)
+        assert b.t == c.t and b.steps == c.steps == 40
     one.step(20)
     np.testing.assert_array_equal(one.psi, ref.psi)
     # a single-process checkpoint loads into the distributed solver

@@ -147,6 +147,14 @@ def test_checkpoint_n_to_m_ranks():
         np.testing.assert_array_equal(back.gather(root=None), ref.psi)
         sub.Free()
     one = nl.NLSE.load(path, backend="cpu")  # one process reads the parts
+    # changed arguments: the distributed load steps as the single-process one
+    changed = dict(a=0.7, dt=0.5 * one.dt, fused=False)
+    b = nl.NLSE.load(path, backend="cpu", comm=COMM, **changed)
+    c = nl.NLSE.load(path, backend="cpu", **changed)
+    b.step(10)
+    c.step(10)
+    np.testing.assert_array_equal(b.gather(root=None), c.psi)
+    assert b.t == c.t and b.a == 0.7
     one.step(20)
     np.testing.assert_array_equal(one.psi, ref.psi)
     # and a single-process checkpoint loads into the distributed solver
