@@ -582,10 +582,10 @@ class DecGPE(Cells, Observables, TimeStepper):
             sim = cls(d["grid"], tuple(int(b) for b in d["blocks"]), d["spacing"],
                       V=d["V"] if d["V"].size else None, dtype=d["psi"].dtype,
                       backend=backend, comm=comm, **args)
-            if not new_dt and (d["solver_dt"] <= 0 or
-                               (d["solver_dt"] > sim.max_dt and not sim._force)):
-                raise ValueError(f"solver_dt={d['solver_dt']!r} is not in (0, {sim.max_dt:g}]")
             if not new_dt:
+                if d["solver_dt"] <= 0 or (d["solver_dt"] > sim.max_dt and not sim._force):
+                    raise ValueError(f"solver_dt={d['solver_dt']!r} is not in "
+                                     f"(0, {sim.max_dt:g}]")
                 sim._use_dt(d["solver_dt"])  # before psi_prev: a new dt restarts by RK4
             prev = d["psi_prev"] if d["psi_prev"].size and not new_dt else None
             sim.set_state(d["psi"], prev)

@@ -248,7 +248,7 @@ class Checkpoints:
             gpe = cls(backend=backend, comm=comm, **d["arguments"])
         except (ValueError, TypeError) as exc:
             if overrides:
-                raise type(exc)(f"{where} with {sorted(overrides)} changed: {exc}") from None
+                raise cls._refused(where, overrides, exc) from None
             raise ValueError(f"{where}: holds invalid parameters: {exc}") from None
         gpe._restore_clock(d, overrides or {})
         return gpe
