@@ -853,42 +853,54 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * uniform range tests; HASV: the instance with a potential (the one without
  * has no V queue, loads or tests).  Periodic grids only (no boundary
  * conditions). */
-template <bool SHOC, bool DBL, bool LAG = false, bool LOADLAG = false> struct StreamDims {
+template <bool SHOC, bool DBL, bool LAG = false, bool LOADLAG = false, int PASS = 0>
+struct StreamDims {
     enum {
         RR = SHOC ? 2 : 1,
+        NS = PASS ? 2 : 4, /* stages a pass evaluates */
         G = LAG ? 1 : 0,
         GL = LOADLAG ? 1 : 0,
         LP = 2 * RR + 1 + G,
-        LP0 = DBL ? 3 * (RR + G) + 1 + GL : (LAG ? 8 : (SHOC ? 10 : 6)),
-        L = DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1 + GL) : (LAG ? 8 : (SHOC ? 10 : 6)),
+        /* PASS 1: its last stage reads Psi^n NS (R + G) planes back with no
+         * barrier before the next load (G = 0) or after the load (G = 1):
+         * NS (R + G) + 2 - G planes; PASS 2: the ring holds the stencil's
+         * input only */
+        LP0 = PASS == 1 ? (DBL ? NS * (RR + G) + 2 - G : (LAG ? 12 : 10))
+              : PASS == 2 ? 2 * RR + 1 + G
+              : DBL ? 3 * (RR + G) + 1 + GL : (LAG ? 8 : (SHOC ? 10 : 6)),
+        L = PASS ? (DBL ? 2 * (RR + G) + 1 : (LAG ? 12 : 10))
+            : DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1 + GL) : (LAG ? 8 : (SHOC ? 10 : 6)),
         FOLD = !DBL, /* ring slots from the unrolled index alone */
-        H = 4 * RR,
-        PLANES = LP0 + 3 * LP /* a block's rings */
+        H = NS * RR,
+        PLANES = LP0 + (NS - 1) * LP /* a block's rings */
     };
-    static_assert(!(LAG && (SHOC || DBL)), "the lagged march is written for CD in float");
+    static_assert(!(LAG && !PASS && (SHOC || DBL)), "one pass lags in CD in float only");
     static_assert(!(LOADLAG && (LAG || !DBL)), "the load's lag is written for double");
+    static_assert(!(PASS && (LOADLAG || !SHOC)), "the two passes are written for 2SHOC");
 };
 
 /* the lagged march (G = 1): 3D CD in single precision (in double its longer
- * rings, 19 planes of 1024 columns, do not fit in an SM's shared memory) */
-template <typename R, int M, bool SHOC> struct StreamLag {
-    enum { ON = M == 2 && !SHOC && sizeof(R) == 4 };
+ * rings, 19 planes of 1024 columns, do not fit in an SM's shared memory),
+ * and the two passes of 3D 2SHOC */
+template <typename R, int M, bool SHOC, int PASS = 0> struct StreamLag {
+    enum { ON = M == 2 && (PASS || (!SHOC && sizeof(R) == 4)) };
 };
 
-/* the ring dimensions of the k_stream<R, M, SHOC> instance */
-template <typename R, int M, bool SHOC>
-using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC>::ON,
-                                 M == 2 && !SHOC && sizeof(R) == 8>;
+/* the ring dimensions of the k_stream<R, M, SHOC, HASV, PASS> instance */
+template <typename R, int M, bool SHOC, int PASS = 0>
+using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC, PASS>::ON,
+                                 M == 2 && !SHOC && sizeof(R) == 8, PASS>;
 
-/* A block's box of columns, PK x PJ at most (3D CD: 40 x 25, a tile 32
- * columns wide, one block an SM; 3D 2SHOC: 32 x 32; rows down to PJ - 8
- * where fewer fill the SMs better; 2D: one row of 256,
- * 128 for complex128 2SHOC, narrower on a thin grid), and the ring planes'
- * stride NP, a constant so that every ring slot is an immediate offset (a
- * smaller box keeps the full stride). */
-template <typename R, int M, bool SHOC> struct StreamBox {
+/* A block's box of columns, PK x PJ at most (3D: 40 x 25, a tile 32
+ * columns wide, one block an SM; 2D: one row of 256, 128 for complex128
+ * 2SHOC, narrower on a thin grid; 3D boxes down to PJ - 8 rows where fewer
+ * fill the SMs better), and the ring planes' stride NP, a constant so that
+ * every ring slot is an immediate offset (a smaller box keeps the full
+ * stride).  3D 2SHOC runs as two passes of two stages (PASS 1, 2), whose
+ * halo of 4 is CD's over four stages. */
+template <typename R, int M, bool SHOC, int PASS = 0> struct StreamBox {
     enum {
-        ONION = M == 2 && !SHOC, /* threads on points ordered by stage count: stream_point */
+        ONION = M == 2 && (!SHOC || PASS), /* threads on points ordered by stage count */
         PK = ONION ? 40 : (M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256)),
         PJ = ONION ? 25 : (M == 2 ? 32 : 1),
         PP = ONION ? (sizeof(R) == 4 ? 49 : 41) : PK, /* a ring row's pitch: stream_point */
@@ -896,10 +908,11 @@ template <typename R, int M, bool SHOC> struct StreamBox {
     };
 };
 
-/* The box point a thread of a 3D CD box evaluates, and how many stages it
- * evaluates there.  The points of stage s lie at least sR from the box's
- * edge; they are ordered by that count, the tile (four stages) first, then
- * the frames of three, two and one stages, so that the lanes of a warp are
+/* The box point a thread of a 3D box evaluates, and how many of the NS
+ * stages (CD: four; a 2SHOC pass: two) it evaluates there.  The points of
+ * stage s lie at least sR from the box's edge; they are ordered by that
+ * count, the tile (NS stages) first, then the frames of NS - 1, ..., 1
+ * stages, so that the lanes of a warp are
  * busy in every stage it runs.  (A thread on its own box point, a warp a box
  * row, leaves 2sR lanes of the row idle in stage s, and the kernel is
  * bound by its shared-memory wavefronts.)  The box is 40 columns wide, so
@@ -912,17 +925,18 @@ template <typename R, int M, bool SHOC> struct StreamBox {
  * rows: 5 % over a conflict-free packing in float, against 10 % (and 16 %
  * more lane slots) for a warp a box row.  Threads past the frames only
  * load. */
-__device__ __forceinline__ void stream_point(int t, int PK, int PJ, int R, int *y, int *x, int *n)
+__device__ __forceinline__ void stream_point(int t, int PK, int PJ, int R, int NS, int *y, int *x,
+                                             int *n)
 {
-    const int a4 = 4 * R, w4 = PK - 2 * a4, h4 = PJ - 2 * a4;
+    const int a4 = NS * R, w4 = PK - 2 * a4, h4 = PJ - 2 * a4;
     if (t < w4 * h4) {
         *y = a4 + t / w4;
         *x = a4 + t % w4;
-        *n = 4;
+        *n = NS;
         return;
     }
     t -= w4 * h4;
-    for (int l = 3; l >= 1; --l) {
+    for (int l = NS - 1; l >= 1; --l) {
         const int a = l * R, w = PK - 2 * a, h = PJ - 2 * a, strip = R * w;
         const int hs = h - 2 * R, side = hs * 2 * R; /* the sides' rows, points */
         if (t < 2 * strip + side) { /* left side, bottom rows, top rows, right side */
@@ -963,19 +977,21 @@ template <typename R> __device__ __forceinline__ R fmar(R a, R b, R c)
  * sl[0 .. 2 RR] of `y` (planes NP apart, rows PK apart); the Laplacian
  * summed in k_stage's order (contiguous axis, axis 0, axis 1), each term
  * h^-2 (sum of neighbours - 2 centre) or its 2SHOC form, contracted */
-template <typename R, int M, bool SHOC>
+template <typename R, int M, bool SHOC, int PASS = 0>
 __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, const int *sl,
                                          const DCoef<R> &C, R v, R &fr, R &fi,
                                          typename Vec2<R>::T &c, typename Vec2<R>::T *win = NULL,
                                          bool held = false)
 {
     typedef typename Vec2<R>::T T;
-    typedef StreamBox<R, M, SHOC> B;
+    typedef StreamBox<R, M, SHOC, PASS> B;
     const int RR = StreamDims<SHOC, true>::RR, NP = B::NP, PK = B::PP;
     const T *cp = y + sl[RR] * NP + t;
-    /* win (CD): this column's values at the planes before and at the centre,
-     * held from the last plane (held) and left for the next */
-    c = held ? win[1] : cp[0];
+    /* win: this column's values at the 2 RR planes from q - RR up to the
+     * plane before q + RR, held from the last plane (held) and left for the
+     * next, so that a held plane reads one plane of its own column, not
+     * 2 RR + 1 */
+    c = held ? win[RR] : cp[0];
     /* the stream axis is axis 0: i in 3D (1/h_i^2), j in 2D (1/h_j^2) */
     const R ih0 = M == 2 ? C.ihi : C.ihj;
     R r, i;
@@ -1002,10 +1018,22 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
         T a = cp[-2], b = cp[-1], d = cp[1], e = cp[2];
         r = (C.ihk * tw) * (fmar((R)16, b.x + d.x, mx) - (a.x + e.x));
         i = (C.ihk * tw) * (fmar((R)16, b.y + d.y, my) - (a.y + e.y));
-        a = y[sl[0] * NP + t];
-        b = y[sl[1] * NP + t];
-        d = y[sl[3] * NP + t];
+        if (held) {
+            a = win[0];
+            b = win[1];
+            d = win[3];
+        } else {
+            a = y[sl[0] * NP + t];
+            b = y[sl[1] * NP + t];
+            d = y[sl[3] * NP + t];
+        }
         e = y[sl[4] * NP + t];
+        if (win) {
+            win[0] = b;
+            win[1] = c;
+            win[2] = d;
+            win[3] = e;
+        }
         r = fmar(ih0 * tw, fmar((R)16, b.x + d.x, mx) - (a.x + e.x), r);
         i = fmar(ih0 * tw, fmar((R)16, b.y + d.y, my) - (a.y + e.y), i);
         if (M == 2) {
@@ -1024,17 +1052,26 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
 #define STREAM_THREADS_2D 256
 #define STREAM_THREADS_3D 1024
 
-template <typename R, int M, bool SHOC, bool HASV>
+/* PASS 0: the four stages, Psi^n from `psi`, Psi^{n+1} to `out`.  The two
+ * passes of 3D 2SHOC: PASS 1 runs stages 1-2 on Psi^n (`psi`) and writes
+ * over the tile acc = Psi^n + dt/6 F1 + dt/3 F2 (`out`) and the third
+ * stage's input Psi^n + dt/2 F2 (`out2`); PASS 2 runs stages 3-4 on that
+ * input (`psi`), Psi^n (`psin`) and acc (`acca`) read at the points where
+ * stage 3 needs them (one plane ahead), and writes Psi^{n+1} (`out`). */
+template <typename R, int M, bool SHOC, bool HASV, int PASS>
 __global__ void __launch_bounds__(M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
                                   M == 2 ? 1 : (SHOC ? (sizeof(R) == 4 ? 4 : 2) : 4))
 k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
-         typename Vec2<R>::T *__restrict__ out, const R *__restrict__ V, R dt, int chunk,
+         typename Vec2<R>::T *__restrict__ out, typename Vec2<R>::T *__restrict__ out2,
+         const typename Vec2<R>::T *__restrict__ psin,
+         const typename Vec2<R>::T *__restrict__ acca, const R *__restrict__ V, R dt, int chunk,
          int step, int *flags)
 {
     typedef typename Vec2<R>::T T;
-    typedef StreamDimsOf<R, M, SHOC> D;
-    typedef StreamBox<R, M, SHOC> B;
-    const int RR = D::RR, G = D::G, GL = D::GL, LP = D::LP, LP0 = D::LP0, L = D::L, H = D::H;
+    typedef StreamDimsOf<R, M, SHOC, PASS> D;
+    typedef StreamBox<R, M, SHOC, PASS> B;
+    const int RR = D::RR, NS = D::NS, G = D::G, GL = D::GL, LP = D::LP, LP0 = D::LP0, L = D::L;
+    const int H = D::H, S0 = PASS == 2 ? 2 : 0; /* S0: the step's index of stage 0 */
     const int NP = B::NP;
     const int K = 4 * LP0 * LP;
     auto slot = [](int x, int n) { return (int)((unsigned)x % (unsigned)n); };
@@ -1054,51 +1091,71 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     const int k0 = blockIdx.x * (PK - 2 * H), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
     /* the point this thread loads (tl) and the one it evaluates (t) */
     const int tl = ty * (int)B::PP + tx;
-    int cy = ty, cx = tx, nst = 4;
+    int cy = ty, cx = tx, nst = NS;
     if (B::ONION)
-        stream_point(tt, PK, PJ, RR, &cy, &cx, &nst);
+        stream_point(tt, PK, PJ, RR, NS, &cy, &cx, &nst);
     const int t = cy * (int)B::PP + cx;
     const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * g.len +
                           wrapi(k0 - H + tx, g.len);
     const long long cc = (long long)(M == 2 ? wrapi(j0 - H + cy, nj) : 0) * g.len +
                          wrapi(k0 - H + cx, g.len);
     const int c0 = blockIdx.z * chunk, nc = min(chunk, ns - c0), nit = nc + 2 * H;
-    /* in the box shrunk by sR (stage s = 1..4) */
-    bool in[4];
+    /* in the box shrunk by sR (stage s = 1..NS) */
+    bool in[NS];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < NS; ++s) {
         const int e = (s + 1) * RR;
         in[s] = s < nst && cx >= e && cx < PK - e && (M < 2 || (cy >= e && cy < PJ - e));
     }
-    /* stage 4 writes the tile's columns inside the grid */
-    const bool mine = in[3] && cx < PK - H && k0 + cx - H < g.len &&
+    /* the last stage writes the tile's columns inside the grid */
+    const bool mine = in[NS - 1] && cx < PK - H && k0 + cx - H < g.len &&
                       (M < 2 || (cy < PJ - H && j0 + cy - H < nj));
-    /* the stage inputs: Psi^n (LP0 planes), then the three next inputs (LP) */
-    T *ring[4];
+    /* the stage inputs: stage 0's (LP0 planes; Psi^n but in PASS 2), then
+     * the next inputs (LP) */
+    T *ring[NS];
     ring[0] = (T *)stream_smem;
-    ring[1] = ring[0] + LP0 * NP;
-    ring[2] = ring[1] + LP * NP;
-    ring[3] = ring[2] + LP * NP;
+#pragma unroll
+    for (int s = 1; s < NS; ++s)
+        ring[s] = ring[0] + (LP0 + (s - 1) * LP) * NP;
     const R wa[4] = {dt / 6, dt / 3, dt / 3, dt / 6};
     const R wo[3] = {dt / 2, dt / 2, dt};
+    /* VQ: V in a register queue, loaded with the plane (the lagged CD
+     * march reads it from memory in each stage) */
+    constexpr bool VQ = !G || PASS;
     T accq[L];
-    R vq[G ? 1 : L];
-    /* WIN: each stage keeps its column's two latest planes in registers, so
-     * that a steady plane reads one plane of its own column, not three (the
-     * lagged march: each stage moves a plane every iteration) */
-    constexpr bool WIN = G && !SHOC;
-    T win[4][2];
+    R vq[VQ ? L : 1];
+    /* WIN: each stage keeps its column's latest planes in registers, so
+     * that a steady plane reads one plane of its own column (the march
+     * moves every stage a plane an iteration) */
+    constexpr bool WIN = (G && !SHOC) || (PASS && sizeof(R) == 4);
+    T win[NS][2 * RR];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
-    const R *vp = HASV && !G ? V + row * plane + cc : NULL; /* G = 1: V a stage */
+    const R *vp = HASV && VQ ? V + row * plane + cc : NULL;
     T pre = *pp;
-    R vpre = HASV && !G ? *vp : (R)0;
-    T *op = out + (long long)c0 * plane + cc; /* stage 4's next plane */
-    const int ntot = nit + 4 * G + GL;         /* the lagged stages drain */
+    R vpre = HASV && VQ ? *vp : (R)0;
+    /* PASS 2: Psi^n and acc at stage 0's plane (load index it - R - G),
+     * asked into L1 an iteration ahead (registers held across the march
+     * would spill) */
+    int prow = wrapn(c0 - H - RR - G, ns), frow = prow;
+    long long poff = prow * plane + cc, foff = poff;
+    auto ahead = [&]() {
+        foff += ++frow == ns ? (frow = 0, -(ns - 1) * plane) : plane;
+        if (in[0])
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(psin + foff));
+        if (in[NS - 1])
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(acca + foff));
+    };
+    if (PASS == 2)
+        ahead();
+    T *op = out + (long long)c0 * plane + cc; /* the last stage's next plane */
+    T *op2 = PASS == 1 ? out2 + (long long)c0 * plane + cc : NULL;
+    const int ntot = nit + NS * G + GL; /* the lagged stages drain */
     /* iteration `it` at unrolled slot u; with S (the steady march: every
-     * stage's plane inside its chunk, the next plane still to load, stage 4
-     * storing) the uniform range tests are known true and dropped */
+     * stage's plane inside its chunk, the next plane still to load, the
+     * last stage storing) the uniform range tests are known true and
+     * dropped */
     auto iter = [&](auto S, const int it, const int u) {
         constexpr bool STEADY = decltype(S)::value;
         /* ring slot = (rel - offset) % length, rel - offset >= 0: unsigned
@@ -1106,22 +1163,31 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
         const int rel = D::FOLD ? u + 2 * L : it + K;
         if (STEADY || it < nit) {
             ring[0][slot(rel, LP0) * NP + tl] = pre;
-            if constexpr (!G)
+            if constexpr (VQ)
                 vq[u] = vpre;
             if (STEADY || it + 1 < nit) {
                 const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
                 pp += to;
                 pre = *pp;
-                if (HASV && !G) {
+                if (HASV && VQ) {
                     vp += to;
                     vpre = *vp;
                 }
             }
         }
+        T pn = {}, aa = {};
+        if (PASS == 2) {
+            if (in[0])
+                pn = psin[poff];
+            if (in[NS - 1])
+                aa = acca[poff];
+            poff += ++prow == ns ? (prow = 0, -(ns - 1) * plane) : plane;
+            ahead();
+        }
         if (!G && !GL)
             __syncthreads();
 #pragma unroll
-        for (int s = 0; s < 4; ++s) {
+        for (int s = 0; s < NS; ++s) {
             const int back = (s + 1) * (RR + G) + GL; /* load index ls = it - back */
             const int ls = it - back, q = (u - back + 2 * L) % L; /* its queue slot */
             if ((STEADY || (ls >= (s + 1) * RR && ls < nit - (s + 1) * RR)) && in[s]) {
@@ -1131,7 +1197,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                 for (int d = 0; d <= 2 * RR; ++d)
                     sl[d] = slot(rel - back - RR + d, lp);
                 R v = (R)0;
-                if constexpr (G) {
+                if constexpr (!VQ) {
                     if (HASV)
                         v = V[(long long)wrapn(c0 - H + ls, ns) * plane + cc];
                 } else {
@@ -1139,37 +1205,48 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                 }
                 R fr, fi;
                 T cen;
-                stream_F<R, M, SHOC>(ring[s], t, sl, C, v, fr, fi, cen, WIN ? win[s] : NULL,
-                                     WIN && STEADY);
-                const T p0 = s == 0 ? cen : ring[0][slot(rel - back, LP0) * NP + t];
-                const T b = s == 0 ? p0 : accq[q];
+                stream_F<R, M, SHOC, PASS>(ring[s], t, sl, C, v, fr, fi, cen,
+                                           WIN ? win[s] : NULL, WIN && STEADY);
+                /* Psi^n here, and the accumulator this stage adds to */
+                const T p0 = PASS == 2 ? pn
+                             : s == 0  ? cen
+                                       : ring[0][slot(rel - back, LP0) * NP + t];
+                const T b = s > 0 ? accq[q] : PASS == 2 ? aa : p0;
                 T a;
-                a.x = fmar(wa[s], fr, b.x);
-                a.y = fmar(wa[s], fi, b.y);
+                a.x = fmar(wa[S0 + s], fr, b.x);
+                a.y = fmar(wa[S0 + s], fi, b.y);
                 accq[q] = a;
-                if (s < 3) {
+                if (s < NS - 1 || PASS == 1) {
                     T o;
-                    o.x = fmar(wo[s], fr, p0.x);
-                    o.y = fmar(wo[s], fi, p0.y);
-                    ring[s + 1][slot(rel - back, LP) * NP + t] = o;
+                    o.x = fmar(wo[S0 + s], fr, p0.x);
+                    o.y = fmar(wo[S0 + s], fi, p0.y);
+                    if (s < NS - 1) {
+                        ring[s + 1][slot(rel - back, LP) * NP + t] = o;
+                    } else if (mine) {
+                        *op = a;
+                        *op2 = o;
+                    }
                 } else if (mine) {
                     *op = a;
                     if (!(isfinite(a.x) && isfinite(a.y)))
                         atomicCAS(flags, 0, flags[1] + step);
                 }
             }
-            if (!G && s < 3)
+            if (!G && s < NS - 1)
                 __syncthreads();
         }
         if (G)
             __syncthreads();
-        if (STEADY || it - 4 * (RR + G) - GL >= H)
+        if (STEADY || it - NS * (RR + G) - GL >= H) {
             op += plane;
+            if (PASS == 1)
+                op2 += plane;
+        }
     };
-    /* steady from the first iteration at which stage 4 evaluates a plane
-     * (4 (2R + G); with WIN one later, so that every stage's window is held)
-     * to the last that loads one ahead (nit - 2) */
-    const int lo = 4 * (2 * RR + G) + GL + (WIN ? 1 : 0), hi = nit - 1;
+    /* steady from the first iteration at which the last stage evaluates a
+     * plane (NS (2R + G); with WIN one later, so that every stage's window
+     * is held) to the last that loads one ahead (nit - 2) */
+    const int lo = NS * (2 * RR + G) + GL + (WIN ? 1 : 0), hi = nit - 1;
     for (int base = 0; base < ntot; base += L) {
         if (base >= lo && base + L <= hi) {
 #pragma unroll
@@ -1247,20 +1324,18 @@ static int stream_per_sm(const nlse_fd *s, const StreamOps &o, int threads, size
     return w->stream_fit;
 }
 
-/* The streamed kernel's launch for this grid; 0 where it does not run:
- * closed edges, 1D, 3D complex128 2SHOC (its 22 ring planes of 32 x 32
- * columns in double exceed an SM's shared memory), rings beyond the
- * device's shared memory a block (s->smem), and launch grids beyond
- * the device's limits.  The box rows (3D: PJ down to PJ - 8) and the chunk
+/* The streamed kernel's launch for this grid (both passes of 3D 2SHOC);
+ * 0 where it does not run: closed edges, 1D, rings beyond the device's
+ * shared memory a block (s->smem), and launch grids beyond the device's
+ * limits.  The box rows (3D: PJ down to PJ - 8) and the chunk
  * are those that end soonest: waves of resident blocks times the work of a
  * block, its rows times the planes it marches (its chunk and 2H more),
  * chunks of at least 4H planes.  At 256^3 in CD (tiles 32 columns wide)
  * 24 rows give 8 x 16 = 128 boxes, one wave on 132 multiprocessors. */
 static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 {
-    const int m = s->g.m, shoc = s->p.scheme == NLSE_FD_2SHOC;
-    const int c64 = s->p.dtype == NLSE_COMPLEX64;
-    if (!s->g.periodic || m < 1 || (m == 2 && shoc && !c64))
+    const int m = s->g.m;
+    if (!s->g.periodic || m < 1)
         return 0;
     const StreamOps o = stream_ops(s);
     const int H = o.H;
@@ -1314,9 +1389,10 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
  * (k_fused: 1D and 2D, any edges), 2 the streamed kernel (k_stream: 2D and
  * 3D, periodic).  `fused=True` takes the streamed kernel where it runs, else
  * the box kernel where its box fits.  "auto" takes the streamed kernel where
- * it is the faster form (bench/fd.py --forms: 2D, and 3D CD; 3D complex64
- * 2SHOC, whose halo of 8 leaves a 16 x 16 tile of a 32 x 32 box, recomputes
- * too much), the staged stages elsewhere. */
+ * it is the faster form (bench/fd.py --forms and a potential's cost: 2D,
+ * 3D CD, 3D 2SHOC but complex64 with a potential, whose two passes read V
+ * twice and run slower than the staged stages), the staged stages
+ * elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
     int tj, tk;
@@ -1324,7 +1400,8 @@ static int fused_form(const nlse_fd *s)
     if (s->kernel == NLSE_FD_STAGED)
         return 0;
     if (stream_shape(s, &sl)) {
-        const int faster = s->g.m == 1 || s->p.scheme != NLSE_FD_2SHOC;
+        const int faster = s->g.m < 2 || s->p.scheme != NLSE_FD_2SHOC || !s->V ||
+                           s->p.dtype != NLSE_COMPLEX64;
         return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
     }
     if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
@@ -1334,63 +1411,100 @@ static int fused_form(const nlse_fd *s)
 
 static int fused_on(const nlse_fd *s) { return fused_form(s) != 0; }
 
+/* 3D 2SHOC runs two passes a step (PASS 1, 2); the rest the four stages */
+template <int M, bool SHOC> struct StreamPasses {
+    enum { TWO = M == 2 && SHOC };
+};
+
+template <typename R, int M, bool SHOC, bool HASV>
+static void launch_stream(nlse_fd *s, const StreamLaunch &sl, const DCoef<R> &C, int step)
+{
+    typedef typename Vec2<R>::T T;
+    T *psi = (T *)s->psi, *acc = (T *)s->acc, *ta = (T *)s->ta, *tb = (T *)s->tb;
+    const R *V = HASV ? (const R *)s->V : NULL;
+    const R dt = (R)s->g.dt;
+    if constexpr (StreamPasses<M, SHOC>::TWO) {
+        k_stream<R, M, SHOC, HASV, 1><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+            s->dg, C, psi, ta, tb, NULL, NULL, V, dt, sl.chunk, step, s->flags);
+        k_stream<R, M, SHOC, HASV, 2><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+            s->dg, C, tb, acc, NULL, psi, ta, V, dt, sl.chunk, step, s->flags);
+    } else {
+        k_stream<R, M, SHOC, HASV, 0><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+            s->dg, C, psi, acc, NULL, NULL, NULL, V, dt, sl.chunk, step, s->flags);
+    }
+}
+
 template <typename R, int M, bool SHOC>
 static void enqueue_stream(nlse_fd *s, int nsteps)
 {
-    typedef typename Vec2<R>::T T;
     StreamLaunch sl;
     stream_shape(s, &sl);
     const DCoef<R> C = coef_of<R>(s->g);
     for (int n = 0; n < nsteps; ++n) {
-        T *psi = (T *)s->psi, *acc = (T *)s->acc;
+        void *psi = s->psi;
         if (s->V)
-            k_stream<R, M, SHOC, true><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
-                s->dg, C, psi, acc, (const R *)s->V, (R)s->g.dt, sl.chunk, n + 1, s->flags);
+            launch_stream<R, M, SHOC, true>(s, sl, C, n + 1);
         else
-            k_stream<R, M, SHOC, false><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
-                s->dg, C, psi, acc, NULL, (R)s->g.dt, sl.chunk, n + 1, s->flags);
-        s->psi = acc;
+            launch_stream<R, M, SHOC, false>(s, sl, C, n + 1);
+        s->psi = s->acc;
         s->acc = psi;
     }
 }
 
-/* one instance: with (HASV) or without a potential */
-template <typename R, int M, bool SHOC, bool HASV>
+/* one instance: with (HASV) or without a potential, one pass */
+template <typename R, int M, bool SHOC, bool HASV, int PASS>
 static int stream_allow_one(size_t bytes, int threads, int *fit)
 {
-    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC, HASV>,
+    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC, HASV, PASS>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   (int)bytes),
                              "cudaFuncSetAttribute");
     if (st || !fit)
         return st;
     return nlse_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                               fit, k_stream<R, M, SHOC, HASV>, threads, bytes),
+                               fit, k_stream<R, M, SHOC, HASV, PASS>, threads, bytes),
                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
-/* both instances (a potential may be given later); `fit` the fewer */
+/* every instance a step may launch (a potential may be given later); `fit`
+ * the fewest */
 template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, int threads, int *fit)
 {
-    int a = 0, b = 0;
-    int st = stream_allow_one<R, M, SHOC, true>(bytes, threads, fit ? &a : NULL);
-    if (!st)
-        st = stream_allow_one<R, M, SHOC, false>(bytes, threads, fit ? &b : NULL);
-    if (!st && fit)
-        *fit = a < b ? a : b;
+    const int two = StreamPasses<M, SHOC>::TWO;
+    int n[4] = {0, 0, 0, 0}, st;
+    if constexpr (StreamPasses<M, SHOC>::TWO) {
+        st = stream_allow_one<R, M, SHOC, true, 1>(bytes, threads, fit ? &n[0] : NULL);
+        if (!st)
+            st = stream_allow_one<R, M, SHOC, false, 1>(bytes, threads, fit ? &n[1] : NULL);
+        if (!st)
+            st = stream_allow_one<R, M, SHOC, true, 2>(bytes, threads, fit ? &n[2] : NULL);
+        if (!st)
+            st = stream_allow_one<R, M, SHOC, false, 2>(bytes, threads, fit ? &n[3] : NULL);
+    } else {
+        st = stream_allow_one<R, M, SHOC, true, 0>(bytes, threads, fit ? &n[0] : NULL);
+        if (!st)
+            st = stream_allow_one<R, M, SHOC, false, 0>(bytes, threads, fit ? &n[1] : NULL);
+    }
+    if (!st && fit) {
+        *fit = n[0];
+        for (int i = 1; i < (two ? 4 : 2); ++i)
+            *fit = n[i] < *fit ? n[i] : *fit;
+    }
     return st;
 }
 
 template <typename R, int M, bool SHOC> static StreamOps stream_ops_of()
 {
-    typedef StreamBox<R, M, SHOC> B;
-    typedef StreamDimsOf<R, M, SHOC> D;
-    return {B::PK, B::PJ, B::NP, D::PLANES, D::H, enqueue_stream<R, M, SHOC>,
+    constexpr int P = StreamPasses<M, SHOC>::TWO ? 1 : 0;
+    typedef StreamBox<R, M, SHOC, P> B;
+    typedef StreamDimsOf<R, M, SHOC, P> D;
+    typedef StreamDimsOf<R, M, SHOC, 2 * P> D2; /* PASS 2's rings (P = 1) */
+    constexpr int planes = (int)D::PLANES > (int)D2::PLANES ? (int)D::PLANES : (int)D2::PLANES;
+    return {B::PK, B::PJ, B::NP, planes, D::H, enqueue_stream<R, M, SHOC>,
             stream_allow<R, M, SHOC>};
 }
 
-/* The k_stream instance of this solver's dtype, line axes and scheme (3D
- * complex128 2SHOC has none: stream_shape returns 0 before asking). */
+/* The k_stream instances of this solver's dtype, line axes and scheme. */
 static StreamOps stream_ops(const nlse_fd *s)
 {
     const int shoc = s->p.scheme == NLSE_FD_2SHOC, c64 = s->p.dtype == NLSE_COMPLEX64;
@@ -1398,7 +1512,7 @@ static StreamOps stream_ops(const nlse_fd *s)
         return c64 ? (shoc ? stream_ops_of<float, 1, true>() : stream_ops_of<float, 1, false>())
                    : (shoc ? stream_ops_of<double, 1, true>() : stream_ops_of<double, 1, false>());
     return c64 ? (shoc ? stream_ops_of<float, 2, true>() : stream_ops_of<float, 2, false>())
-               : stream_ops_of<double, 2, false>();
+               : (shoc ? stream_ops_of<double, 2, true>() : stream_ops_of<double, 2, false>());
 }
 
 template <typename R, int M, bool SHOC>
@@ -1980,21 +2094,30 @@ extern "C" double nlse_fd_fused_bytes_per_point_step(const nlse_fd *s)
 {
     /* Psi^n (and V) read over each tile's box (tile + 2H per tiled axis, cut
      * back at closed edges; the streamed kernel's chunks of planes widened by
-     * 2H along axis 0 too), Psi^{n+1} written over the tile */
+     * 2H along axis 0 too), Psi^{n+1} written over the tile.  3D 2SHOC's two
+     * passes (H = 2R): the first reads Psi^n over the box and writes acc and
+     * the third stage's input over the tile, the second reads that input
+     * over the box, Psi^n over the box shrunk by R (stage 3's points) and acc
+     * over the tile, and writes Psi^{n+1}; V over the box in each. */
     int t[3];
     if (!fused_tile_of(s, t))
         return nlse_fd_bytes_per_point_step(s);
-    const double H = 4.0 * nlse_fd_reach(s->p.scheme, s->p.bc);
     const int m = s->g.m, per = s->g.periodic;
+    const int two = m == 2 && s->p.scheme == NLSE_FD_2SHOC; /* and periodic: a tile */
+    const int R = nlse_fd_reach(s->p.scheme, s->p.bc);
+    const double H = (two ? 2.0 : 4.0) * R;
     const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
-    double tile = 1, box = 1;
+    double tile = 1, box = 1, mid = 1;
     for (int a = 0; a <= m; ++a) {
-        const double N = n[3 - 1 - m + a], T = t[a], b = T + 2 * H;
+        const double N = n[3 - 1 - m + a], T = t[a], b = T + 2 * H, w = b - 2 * R;
         tile *= T;
         box *= per || b < N ? b : N;
+        mid *= per || w < N ? w : N;
     }
-    const double c = 2.0 * (double)s->real_size;
-    return c * (box / tile + 1) + (s->V ? (double)s->real_size * box / tile : 0);
+    const double c = 2.0 * (double)s->real_size, r = (double)s->real_size;
+    if (two)
+        return c * (2 * box / tile + mid / tile + 4) + (s->V ? 2 * r * box / tile : 0);
+    return c * (box / tile + 1) + (s->V ? r * box / tile : 0);
 }
 
 extern "C" int nlse_fd_fused_tile(const nlse_fd *s, size_t tile[3])

@@ -154,9 +154,9 @@ CUDA_CASES = [(shape, bc) for nd, shapes in SHAPES.items() for shape in shapes
 
 def cuda_form(shape, bc, scheme, dtype):
     """The form `fused=True` runs on CUDA: the streamed kernel on periodic
-    2D and 3D grids (not 3D complex128 2SHOC), the box kernel in 1D and on
-    closed 2D grids, staged otherwise."""
-    if len(shape) == 3 and (bc != "periodic" or (scheme == "2shoc" and dtype == np.complex128)):
+    2D and 3D grids (3D 2SHOC in two passes of two stages), the box kernel
+    in 1D and on closed 2D grids, staged otherwise."""
+    if len(shape) == 3 and bc != "periodic":
         return "staged"
     return "fused"
 
@@ -230,13 +230,14 @@ def test_fused_with_a_spacing_per_axis(backend, shape, scheme):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("shape", [(24, 30), (20, 22, 26)])
-def test_cuda_fused_blow_up(shape):
+@pytest.mark.parametrize("shape,scheme", [((24, 30), "2shoc"), ((20, 22, 26), "cd"),
+                                          ((20, 22, 26), "2shoc")])
+def test_cuda_fused_blow_up(shape, scheme):
     """A blow-up in the fused kernels (the streamed one on these periodic
-    grids) names the CPU's step and keeps the last finite state."""
+    grids; 3D 2SHOC's two passes, whose second flags it) names the CPU's
+    step and keeps the last finite state."""
     psi, _ = state(shape, np.complex128)
-    kw = dict(s=1.0, scheme="2shoc" if len(shape) == 2 else "cd", bc="periodic", dt=0.2,
-              force=True)
+    kw = dict(s=1.0, scheme=scheme, bc="periodic", dt=0.2, force=True)
     ref = nl.NLSE(psi, 0.3, fused=False, backend="cpu", **kw)
     with pytest.raises(nl.BlowUpError) as r:
         ref.step(10 ** 4)
@@ -249,18 +250,20 @@ def test_cuda_fused_blow_up(shape):
 
 @pytest.mark.cuda
 def test_cuda_fallbacks_and_auto():
-    """3D closed grids and 3D complex128 2SHOC run staged whatever is asked;
-    "auto" takes the streamed kernel where it is the faster form (periodic
-    2D grids, 3D CD) and the staged stages elsewhere."""
-    psi3, _ = state((8, 9, 10), np.complex128)
-    for kw in (dict(bc="dirichlet"), dict(bc="periodic", scheme="2shoc")):
-        sim = nl.NLSE(psi3, 0.3, fused=True, backend="cuda", **kw)
+    """3D closed grids run staged whatever is asked; "auto" takes the
+    streamed kernel where it is the faster form (periodic 2D and 3D grids,
+    but 3D complex64 2SHOC with a potential), the staged stages elsewhere;
+    giving or dropping a potential changes its choice."""
+    psi3, V3 = state((8, 9, 10), np.complex128)
+    for scheme in ("cd", "2shoc"):
+        sim = nl.NLSE(psi3, 0.3, bc="dirichlet", scheme=scheme, fused=True, backend="cuda")
         sim.step(2)
         assert sim.last_kernel == "staged"
     for shape, bc, scheme, dtype, form in (
             ((8, 9, 10), "periodic", "cd", np.complex64, "fused"),
             ((8, 9, 10), "periodic", "cd", np.complex128, "fused"),
-            ((8, 9, 10), "periodic", "2shoc", np.complex64, "staged"),
+            ((8, 9, 10), "periodic", "2shoc", np.complex64, "fused"),
+            ((8, 9, 10), "periodic", "2shoc", np.complex128, "fused"),
             ((12, 14), "periodic", "2shoc", np.complex128, "fused"),
             ((12, 14), "periodic", "cd", np.complex64, "fused"),
             ((12, 14), "dirichlet", "cd", np.complex128, "staged"),
@@ -269,3 +272,11 @@ def test_cuda_fallbacks_and_auto():
         sim = nl.NLSE(psi, 0.3, bc=bc, scheme=scheme, dtype=dtype, backend="cuda")
         sim.step(2)
         assert sim.last_kernel == form, (shape, bc, scheme, dtype)
+    for dtype, form in ((np.complex64, "staged"), (np.complex128, "fused")):
+        sim = nl.NLSE(psi3, 0.3, V=V3, bc="periodic", scheme="2shoc", dtype=dtype,
+                      backend="cuda")
+        sim.step(2)
+        assert sim.last_kernel == form, dtype
+        sim.V = None
+        sim.step(2)
+        assert sim.last_kernel == "fused", dtype

@@ -167,8 +167,9 @@ class NLSE(TimeStepper):
         Where the state lives and the kernels run.
     fused : {"auto", True, False}, optional
         ``False``: four passes a step, one per RK4 stage (the reference);
-        ``True``: one pass, each tile taking all four stages (staged where
-        CUDA has no fused kernel: closed 3D grids, 3D complex128 2SHOC);
+        ``True``: one pass, each tile taking all four stages (on CUDA, 3D
+        2SHOC: two passes of two stages; staged where CUDA has no fused
+        kernel: closed 3D grids);
         ``"auto"``: the faster form (see ``docs/models/fd.md``).  The same
         state either way (bit for bit on the CPU, to rounding on CUDA);
         :attr:`last_kernel` says which ran.
