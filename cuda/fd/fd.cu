@@ -825,11 +825,20 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * columns and planes beyond the tile are recomputed by the neighbouring
  * boxes and chunks (the overlapped tiles of the CPU fused step, streamed).
  *
- * G = 0 (2D; 3D 2SHOC; 3D CD in double): a stage reads the plane its
+ * 3D 2SHOC (halo 8 over four stages: a 40 x 25 box would keep a 24 x 9
+ * tile) runs as two passes of two stages (PASS 1, 2), each with CD's halo
+ * of 4 and its box: the first writes the accumulator and the third stage's
+ * input over the tile, the second marches that input and reads Psi^n and
+ * the accumulator at its points (3 + 4 values a point-step against 2, for
+ * 4.8 point-stage evaluations a tile point a step against 7.9 in one pass
+ * over a 32 x 32 box).
+ *
+ * G = 0 (2D; 3D CD in double): a stage reads the plane its
  * producer wrote in the same iteration, so there is a barrier after the
  * load and after stages 1-3.  Psi^n's ring holds at least 3R + 1 planes (as
  * far back as stage 3 reads its own column's Psi^n), the others 2R + 1.
- * G = 1 (3D CD in single precision, StreamLag): every stage lags its
+ * G = 1 (3D CD in single precision, the 2SHOC passes; StreamLag): every
+ * stage lags its
  * producer by one more plane, so that it reads only planes written in
  * earlier iterations; the four stages of an iteration are then
  * independent (the warps overlap their loads) and one barrier ends the
@@ -839,11 +848,12 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * which drops the barrier after the load (Psi^n's ring one plane longer,
  * 14 planes of 41 x 25 columns in 229,600 bytes).
  *
- * A thread evaluates one column (in 3D CD the one stream_point gives it):
+ * A thread evaluates one unit (in 3D the one stream_point gives it; a
+ * column, or with PAIR two neighbouring columns along the contiguous axis):
  * its accumulator lives in a register queue of L slots, one a plane,
  * addressed by constants once the march is unrolled by L (and V, with G =
- * 0, in one of L >= 4R + 1 + GL slots; with G = 1 each stage reads V from
- * memory).  In single precision L is a multiple of every
+ * 0 and in the passes, in one of L >= 4R + 1 + GL slots; with G = 1 in
+ * CD each stage reads V from memory).  In single precision L is a multiple of every
  * ring's length, so that the ring slots are constants too (CD: rings of 6
  * and 3 planes, L = 6; lagged CD: 8 and 4, L = 8; 2SHOC: 10 and 5, L = 10);
  * in double the rings keep their least lengths (the registers and shared
@@ -898,15 +908,52 @@ using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC, PASS
  * every ring slot is an immediate offset (a smaller box keeps the full
  * stride).  3D 2SHOC runs as two passes of two stages (PASS 1, 2), whose
  * halo of 4 is CD's over four stages. */
-template <typename R, int M, bool SHOC, int PASS = 0> struct StreamBox {
+template <typename R, int M, bool SHOC, int PASS = 0, bool PAIR = false> struct StreamBox {
     enum {
         ONION = M == 2 && (!SHOC || PASS), /* threads on points ordered by stage count */
-        PK = ONION ? 40 : (M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256)),
+        PK = PAIR ? 20 : ONION ? 40 : (M == 2 ? 32 : (SHOC && sizeof(R) == 8 ? 128 : 256)),
         PJ = ONION ? 25 : (M == 2 ? 32 : 1),
-        PP = ONION ? (sizeof(R) == 4 ? 49 : 41) : PK, /* a ring row's pitch: stream_point */
+        /* a ring row's pitch: stream_point */
+        PP = PAIR ? 21 : ONION ? (sizeof(R) == 4 ? 49 : 41) : PK,
         NP = PP * PJ
     };
 };
+
+/* The unit a thread loads, evaluates and stores: a complex value, or with
+ * PAIR (3D complex64 2SHOC on grids of even length) two neighbours along the
+ * contiguous axis in one float4, so that a stencil row takes 3 loads for 2
+ * points instead of 10 and a thread's registers hold both (box widths and
+ * offsets along that axis are then counted in pairs) */
+template <typename R, bool PAIR> struct Unit {
+    typedef typename Vec2<R>::T T;
+    typedef R V;
+    enum { N = 1 };
+};
+template <> struct Unit<float, true> {
+    typedef float4 T;
+    typedef float2 V;
+    enum { N = 2 };
+};
+
+__device__ __forceinline__ float2 axpy(float w, float2 f, float2 b)
+{
+    return make_float2(fmaf(w, f.x, b.x), fmaf(w, f.y, b.y));
+}
+__device__ __forceinline__ double2 axpy(double w, double2 f, double2 b)
+{
+    return make_double2(fma(w, f.x, b.x), fma(w, f.y, b.y));
+}
+__device__ __forceinline__ float4 axpy(float w, float4 f, float4 b)
+{
+    return make_float4(fmaf(w, f.x, b.x), fmaf(w, f.y, b.y), fmaf(w, f.z, b.z),
+                       fmaf(w, f.w, b.w));
+}
+__device__ __forceinline__ bool finite_u(float2 a) { return isfinite(a.x) && isfinite(a.y); }
+__device__ __forceinline__ bool finite_u(double2 a) { return isfinite(a.x) && isfinite(a.y); }
+__device__ __forceinline__ bool finite_u(float4 a)
+{
+    return isfinite(a.x) && isfinite(a.y) && isfinite(a.z) && isfinite(a.w);
+}
 
 /* The box point a thread of a 3D box evaluates, and how many of the NS
  * stages (CD: four; a 2SHOC pass: two) it evaluates there.  The points of
@@ -924,34 +971,35 @@ template <typename R, int M, bool SHOC, int PASS = 0> struct StreamBox {
  * wavefronts of the orders and odd pitches counted for boxes of 20-25
  * rows: 5 % over a conflict-free packing in float, against 10 % (and 16 %
  * more lane slots) for a warp a box row.  Threads past the frames only
- * load. */
-__device__ __forceinline__ void stream_point(int t, int PK, int PJ, int R, int NS, int *y, int *x,
-                                             int *n)
+ * load.  R: a stage's reach in rows, RX in units across (R, or R / 2 for
+ * pairs). */
+__device__ __forceinline__ void stream_point(int t, int PK, int PJ, int RX, int R, int NS, int *y,
+                                             int *x, int *n)
 {
-    const int a4 = NS * R, w4 = PK - 2 * a4, h4 = PJ - 2 * a4;
+    const int a4 = NS * R, b4 = NS * RX, w4 = PK - 2 * b4, h4 = PJ - 2 * a4;
     if (t < w4 * h4) {
         *y = a4 + t / w4;
-        *x = a4 + t % w4;
+        *x = b4 + t % w4;
         *n = NS;
         return;
     }
     t -= w4 * h4;
     for (int l = NS - 1; l >= 1; --l) {
-        const int a = l * R, w = PK - 2 * a, h = PJ - 2 * a, strip = R * w;
-        const int hs = h - 2 * R, side = hs * 2 * R; /* the sides' rows, points */
+        const int a = l * R, b = l * RX, w = PK - 2 * b, h = PJ - 2 * a, strip = R * w;
+        const int hs = h - 2 * R, side = hs * 2 * RX; /* the sides' rows, points */
         if (t < 2 * strip + side) { /* left side, bottom rows, top rows, right side */
             *n = l;
             if (t < side / 2) { /* the sides a column at a time */
                 *y = a + R + t % hs;
-                *x = a + t / hs;
+                *x = b + t / hs;
             } else if (t < side / 2 + 2 * strip) {
-                const int m = t - side / 2, b = m < strip;
-                *y = (b ? PJ - a - R : a) + (b ? m : m - strip) / w;
-                *x = a + (b ? m : m - strip) % w;
+                const int m = t - side / 2, c = m < strip;
+                *y = (c ? PJ - a - R : a) + (c ? m : m - strip) / w;
+                *x = b + (c ? m : m - strip) % w;
             } else {
                 const int m = t - side / 2 - 2 * strip;
                 *y = a + R + m % hs;
-                *x = PK - a - R + m / hs;
+                *x = PK - b - RX + m / hs;
             }
             return;
         }
@@ -1047,6 +1095,79 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
     fi = fmar(C.a, r, n * c.x);
 }
 
+/* stream_F for a pair (c.xy, c.zw) of neighbours along the contiguous axis,
+ * 2SHOC in complex64: the pairs left and right give the four neighbours of
+ * each; F and the potential are pairs too (same sums, same order) */
+template <int M, int PASS>
+__device__ __forceinline__ void stream_F_pair(const float4 *y, int t, const int *sl,
+                                              const DCoef<float> &C, float2 v, float4 &F,
+                                              float4 &c, float4 *win, bool held)
+{
+    typedef StreamBox<float, M, true, PASS, true> B;
+    const int NP = B::NP, PK = B::PP;
+    const float4 *cp = y + sl[2] * NP + t;
+    c = held ? win[2] : cp[0];
+    const float tw = 1.0f / 12, kk = C.ihk * tw, k0 = (M == 2 ? C.ihi : C.ihj) * tw,
+                kj = C.ihj * tw;
+    const float ax = -30 * c.x, ay = -30 * c.y, bx = -30 * c.z, by = -30 * c.w;
+    const float4 l = cp[-1], r = cp[1];
+    /* A = c.xy: k-2 l.xy, k-1 l.zw, k+1 c.zw, k+2 r.xy; B = c.zw: k-2 l.zw,
+     * k-1 c.xy, k+1 r.xy, k+2 r.zw */
+    float ar = kk * (fmaf(16.f, l.z + c.z, ax) - (l.x + r.x));
+    float ai = kk * (fmaf(16.f, l.w + c.w, ay) - (l.y + r.y));
+    float br = kk * (fmaf(16.f, c.x + r.x, bx) - (l.z + r.z));
+    float bi = kk * (fmaf(16.f, c.y + r.y, by) - (l.w + r.w));
+    float4 a, b, d, e;
+    if (held) {
+        a = win[0];
+        b = win[1];
+        d = win[3];
+    } else {
+        a = y[sl[0] * NP + t];
+        b = y[sl[1] * NP + t];
+        d = y[sl[3] * NP + t];
+    }
+    e = y[sl[4] * NP + t];
+    if (win) {
+        win[0] = b;
+        win[1] = c;
+        win[2] = d;
+        win[3] = e;
+    }
+    ar = fmaf(k0, fmaf(16.f, b.x + d.x, ax) - (a.x + e.x), ar);
+    ai = fmaf(k0, fmaf(16.f, b.y + d.y, ay) - (a.y + e.y), ai);
+    br = fmaf(k0, fmaf(16.f, b.z + d.z, bx) - (a.z + e.z), br);
+    bi = fmaf(k0, fmaf(16.f, b.w + d.w, by) - (a.w + e.w), bi);
+    if (M == 2) {
+        a = cp[-2 * PK], b = cp[-PK], d = cp[PK], e = cp[2 * PK];
+        ar = fmaf(kj, fmaf(16.f, b.x + d.x, ax) - (a.x + e.x), ar);
+        ai = fmaf(kj, fmaf(16.f, b.y + d.y, ay) - (a.y + e.y), ai);
+        br = fmaf(kj, fmaf(16.f, b.z + d.z, bx) - (a.z + e.z), br);
+        bi = fmaf(kj, fmaf(16.f, b.w + d.w, by) - (a.w + e.w), bi);
+    }
+    const float na = fmaf(C.s, fmaf(c.x, c.x, c.y * c.y), -v.x);
+    const float nb = fmaf(C.s, fmaf(c.z, c.z, c.w * c.w), -v.y);
+    F.x = -fmaf(C.a, ai, na * c.y);
+    F.y = fmaf(C.a, ar, na * c.x);
+    F.z = -fmaf(C.a, bi, nb * c.w);
+    F.w = fmaf(C.a, br, nb * c.z);
+}
+
+/* F of a unit: one point (stream_F) or a pair (stream_F_pair) */
+template <typename R, int M, bool SHOC, int PASS, bool PAIR>
+__device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y, int t,
+                                              const int *sl, const DCoef<R> &C,
+                                              typename Unit<R, PAIR>::V v,
+                                              typename Unit<R, PAIR>::T &F,
+                                              typename Unit<R, PAIR>::T &c,
+                                              typename Unit<R, PAIR>::T *win, bool held)
+{
+    if constexpr (PAIR)
+        stream_F_pair<M, PASS>(y, t, sl, C, v, F, c, win, held);
+    else
+        stream_F<R, M, SHOC, PASS>(y, t, sl, C, v, F.x, F.y, c, win, held);
+}
+
 /* threads a block at most: 2D boxes are one row of up to 256 columns, 3D
  * boxes up to 32 x 32 */
 #define STREAM_THREADS_2D 256
@@ -1058,20 +1179,25 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
  * stage's input Psi^n + dt/2 F2 (`out2`); PASS 2 runs stages 3-4 on that
  * input (`psi`), Psi^n (`psin`) and acc (`acca`) read at the points where
  * stage 3 needs them (one plane ahead), and writes Psi^{n+1} (`out`). */
-template <typename R, int M, bool SHOC, bool HASV, int PASS>
-__global__ void __launch_bounds__(M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
+template <typename R, int M, bool SHOC, bool HASV, int PASS, bool PAIR = false>
+__global__ void __launch_bounds__(PAIR ? STREAM_THREADS_3D / 2
+                                       : M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
                                   M == 2 ? 1 : (SHOC ? (sizeof(R) == 4 ? 4 : 2) : 4))
-k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
-         typename Vec2<R>::T *__restrict__ out, typename Vec2<R>::T *__restrict__ out2,
-         const typename Vec2<R>::T *__restrict__ psin,
-         const typename Vec2<R>::T *__restrict__ acca, const R *__restrict__ V, R dt, int chunk,
-         int step, int *flags)
+k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
+         typename Unit<R, PAIR>::T *__restrict__ out, typename Unit<R, PAIR>::T *__restrict__ out2,
+         const typename Unit<R, PAIR>::T *__restrict__ psin,
+         const typename Unit<R, PAIR>::T *__restrict__ acca,
+         const typename Unit<R, PAIR>::V *__restrict__ V, R dt, int chunk, int step, int *flags)
 {
-    typedef typename Vec2<R>::T T;
+    typedef typename Unit<R, PAIR>::T T; /* a unit: a point or a pair */
+    typedef typename Unit<R, PAIR>::V VU;
     typedef StreamDimsOf<R, M, SHOC, PASS> D;
-    typedef StreamBox<R, M, SHOC, PASS> B;
+    typedef StreamBox<R, M, SHOC, PASS, PAIR> B;
     const int RR = D::RR, NS = D::NS, G = D::G, GL = D::GL, LP = D::LP, LP0 = D::LP0, L = D::L;
     const int H = D::H, S0 = PASS == 2 ? 2 : 0; /* S0: the step's index of stage 0 */
+    /* across the contiguous axis in units: a stage's reach, the halo */
+    const int UN = Unit<R, PAIR>::N, RX = RR / UN, HX = H / UN;
+    static_assert(RR % UN == 0, "a pair's stages reach whole pairs");
     const int NP = B::NP;
     const int K = 4 * LP0 * LP;
     auto slot = [](int x, int n) { return (int)((unsigned)x % (unsigned)n); };
@@ -1086,29 +1212,29 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
      * box have fewer rows than B::PJ; the ring planes' stride stays NP) */
     const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)blockDim.y : 1;
     const int tx = threadIdx.x, ty = threadIdx.y, tt = ty * PK + tx;
-    const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1;
-    const long long plane = (long long)nj * g.len;
-    const int k0 = blockIdx.x * (PK - 2 * H), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
+    const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1, len = g.len / UN;
+    const long long plane = (long long)nj * len;
+    const int k0 = blockIdx.x * (PK - 2 * HX), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
     /* the point this thread loads (tl) and the one it evaluates (t) */
     const int tl = ty * (int)B::PP + tx;
     int cy = ty, cx = tx, nst = NS;
     if (B::ONION)
-        stream_point(tt, PK, PJ, RR, NS, &cy, &cx, &nst);
+        stream_point(tt, PK, PJ, RX, RR, NS, &cy, &cx, &nst);
     const int t = cy * (int)B::PP + cx;
-    const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * g.len +
-                          wrapi(k0 - H + tx, g.len);
-    const long long cc = (long long)(M == 2 ? wrapi(j0 - H + cy, nj) : 0) * g.len +
-                         wrapi(k0 - H + cx, g.len);
+    const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * len +
+                          wrapi(k0 - HX + tx, len);
+    const long long cc = (long long)(M == 2 ? wrapi(j0 - H + cy, nj) : 0) * len +
+                         wrapi(k0 - HX + cx, len);
     const int c0 = blockIdx.z * chunk, nc = min(chunk, ns - c0), nit = nc + 2 * H;
     /* in the box shrunk by sR (stage s = 1..NS) */
     bool in[NS];
 #pragma unroll
     for (int s = 0; s < NS; ++s) {
-        const int e = (s + 1) * RR;
-        in[s] = s < nst && cx >= e && cx < PK - e && (M < 2 || (cy >= e && cy < PJ - e));
+        const int e = (s + 1) * RR, ex = (s + 1) * RX;
+        in[s] = s < nst && cx >= ex && cx < PK - ex && (M < 2 || (cy >= e && cy < PJ - e));
     }
     /* the last stage writes the tile's columns inside the grid */
-    const bool mine = in[NS - 1] && cx < PK - H && k0 + cx - H < g.len &&
+    const bool mine = in[NS - 1] && cx < PK - HX && k0 + cx - HX < len &&
                       (M < 2 || (cy < PJ - H && j0 + cy - H < nj));
     /* the stage inputs: stage 0's (LP0 planes; Psi^n but in PASS 2), then
      * the next inputs (LP) */
@@ -1123,7 +1249,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
      * march reads it from memory in each stage) */
     constexpr bool VQ = !G || PASS;
     T accq[L];
-    R vq[VQ ? L : 1];
+    VU vq[VQ ? L : 1];
     /* WIN: each stage keeps its column's latest planes in registers, so
      * that a steady plane reads one plane of its own column (the march
      * moves every stage a plane an iteration) */
@@ -1132,12 +1258,24 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
-    const R *vp = HASV && VQ ? V + row * plane + cc : NULL;
+    const VU *vp = HASV && VQ ? V + row * plane + cc : NULL;
     T pre = *pp;
-    R vpre = HASV && VQ ? *vp : (R)0;
-    /* PASS 2: Psi^n and acc at stage 0's plane (load index it - R - G),
-     * asked into L1 an iteration ahead (registers held across the march
-     * would spill) */
+    VU vpre = {};
+    if (HASV && VQ)
+        vpre = *vp;
+    /* The passes ask for the planes they will load DP iterations ahead
+     * into L1 (an iteration is shorter than a load's latency; registers
+     * held across the march would spill): Psi (and V) at the load, and in
+     * PASS 2 Psi^n and acc at stage 0's plane (load index it - R - G). */
+    constexpr int DP = PASS && sizeof(R) == 4 ? 3 : 0;
+    int qrow = row;
+    long long qoff = row * plane;
+    auto load_ahead = [&]() {
+        qoff += ++qrow == ns ? (qrow = 0, -(ns - 1) * plane) : plane;
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(psi + qoff + col));
+        if (HASV && VQ)
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(V + qoff + cc));
+    };
     int prow = wrapn(c0 - H - RR - G, ns), frow = prow;
     long long poff = prow * plane + cc, foff = poff;
     auto ahead = [&]() {
@@ -1147,8 +1285,12 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
         if (in[NS - 1])
             asm volatile("prefetch.global.L1 [%0];" ::"l"(acca + foff));
     };
-    if (PASS == 2)
-        ahead();
+#pragma unroll
+    for (int d = 0; d < DP; ++d) {
+        load_ahead();
+        if (PASS == 2)
+            ahead();
+    }
     T *op = out + (long long)c0 * plane + cc; /* the last stage's next plane */
     T *op2 = PASS == 1 ? out2 + (long long)c0 * plane + cc : NULL;
     const int ntot = nit + NS * G + GL; /* the lagged stages drain */
@@ -1169,6 +1311,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                 const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
                 pp += to;
                 pre = *pp;
+                if (DP)
+                    load_ahead();
                 if (HASV && VQ) {
                     vp += to;
                     vpre = *vp;
@@ -1196,30 +1340,25 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
 #pragma unroll
                 for (int d = 0; d <= 2 * RR; ++d)
                     sl[d] = slot(rel - back - RR + d, lp);
-                R v = (R)0;
+                VU v = {};
                 if constexpr (!VQ) {
                     if (HASV)
                         v = V[(long long)wrapn(c0 - H + ls, ns) * plane + cc];
                 } else {
                     v = vq[q];
                 }
-                R fr, fi;
-                T cen;
-                stream_F<R, M, SHOC, PASS>(ring[s], t, sl, C, v, fr, fi, cen,
-                                           WIN ? win[s] : NULL, WIN && STEADY);
+                T F, cen;
+                stream_F_unit<R, M, SHOC, PASS, PAIR>(ring[s], t, sl, C, v, F, cen,
+                                                      WIN ? win[s] : NULL, WIN && STEADY);
                 /* Psi^n here, and the accumulator this stage adds to */
                 const T p0 = PASS == 2 ? pn
                              : s == 0  ? cen
                                        : ring[0][slot(rel - back, LP0) * NP + t];
                 const T b = s > 0 ? accq[q] : PASS == 2 ? aa : p0;
-                T a;
-                a.x = fmar(wa[S0 + s], fr, b.x);
-                a.y = fmar(wa[S0 + s], fi, b.y);
+                const T a = axpy(wa[S0 + s], F, b);
                 accq[q] = a;
                 if (s < NS - 1 || PASS == 1) {
-                    T o;
-                    o.x = fmar(wo[S0 + s], fr, p0.x);
-                    o.y = fmar(wo[S0 + s], fi, p0.y);
+                    const T o = axpy(wo[S0 + s], F, p0);
                     if (s < NS - 1) {
                         ring[s + 1][slot(rel - back, LP) * NP + t] = o;
                     } else if (mine) {
@@ -1228,7 +1367,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
                     }
                 } else if (mine) {
                     *op = a;
-                    if (!(isfinite(a.x) && isfinite(a.y)))
+                    if (!finite_u(a))
                         atomicCAS(flags, 0, flags[1] + step);
                 }
             }
@@ -1288,7 +1427,7 @@ static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
  * memory for its rings. */
 struct StreamLaunch {
     dim3 grid, block;
-    int chunk, H;
+    int chunk, H, unit; /* unit: points a thread's unit holds across */
     size_t bytes;
 };
 
@@ -1300,7 +1439,7 @@ typedef void (*enqueue_fn)(nlse_fd *, int);
  * memory (outside any graph capture) and, given `fit`, counts its blocks of
  * `threads` resident on one multiprocessor. */
 struct StreamOps {
-    int pk, pj, np, planes, H;
+    int pk, pj, np, planes, H, unit; /* unit: points a thread's unit holds across */
     enqueue_fn enqueue;
     int (*allow)(size_t bytes, int threads, int *fit);
 };
@@ -1344,11 +1483,11 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
         const int need = (s->dg.len + 2 * H + 31) / 32 * 32; /* a thin grid: a narrower box */
         pk = need < pk ? need : pk;
     }
-    const size_t bytes = (size_t)o.planes * o.np * 2 * s->real_size;
+    const size_t bytes = (size_t)o.planes * o.np * 2 * s->real_size * o.unit;
     if (bytes > s->smem)
         return 0;
-    const int ns = m == 2 ? s->dg.n0 : s->dg.n1;
-    const long tk = (s->dg.len + pk - 2 * H - 1) / (pk - 2 * H);
+    const int ns = m == 2 ? s->dg.n0 : s->dg.n1, wide = pk * o.unit; /* the box in points */
+    const long tk = (s->dg.len + wide - 2 * H - 1) / (wide - 2 * H);
     const int least = ns < 4 * H ? ns : 4 * H;
     int c = ns, rows = pj;
     long tj = 1;
@@ -1381,6 +1520,7 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     L->block = dim3(pk, pj, 1);
     L->chunk = c;
     L->H = H;
+    L->unit = o.unit;
     L->bytes = bytes;
     return bytes;
 }
@@ -1416,17 +1556,18 @@ template <int M, bool SHOC> struct StreamPasses {
     enum { TWO = M == 2 && SHOC };
 };
 
-template <typename R, int M, bool SHOC, bool HASV>
+template <typename R, int M, bool SHOC, bool HASV, bool PAIR>
 static void launch_stream(nlse_fd *s, const StreamLaunch &sl, const DCoef<R> &C, int step)
 {
-    typedef typename Vec2<R>::T T;
+    typedef typename Unit<R, PAIR>::T T;
+    typedef typename Unit<R, PAIR>::V VU;
     T *psi = (T *)s->psi, *acc = (T *)s->acc, *ta = (T *)s->ta, *tb = (T *)s->tb;
-    const R *V = HASV ? (const R *)s->V : NULL;
+    const VU *V = HASV ? (const VU *)s->V : NULL;
     const R dt = (R)s->g.dt;
     if constexpr (StreamPasses<M, SHOC>::TWO) {
-        k_stream<R, M, SHOC, HASV, 1><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+        k_stream<R, M, SHOC, HASV, 1, PAIR><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
             s->dg, C, psi, ta, tb, NULL, NULL, V, dt, sl.chunk, step, s->flags);
-        k_stream<R, M, SHOC, HASV, 2><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
+        k_stream<R, M, SHOC, HASV, 2, PAIR><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
             s->dg, C, tb, acc, NULL, psi, ta, V, dt, sl.chunk, step, s->flags);
     } else {
         k_stream<R, M, SHOC, HASV, 0><<<sl.grid, sl.block, sl.bytes, s->stream>>>(
@@ -1434,7 +1575,7 @@ static void launch_stream(nlse_fd *s, const StreamLaunch &sl, const DCoef<R> &C,
     }
 }
 
-template <typename R, int M, bool SHOC>
+template <typename R, int M, bool SHOC, bool PAIR>
 static void enqueue_stream(nlse_fd *s, int nsteps)
 {
     StreamLaunch sl;
@@ -1443,47 +1584,48 @@ static void enqueue_stream(nlse_fd *s, int nsteps)
     for (int n = 0; n < nsteps; ++n) {
         void *psi = s->psi;
         if (s->V)
-            launch_stream<R, M, SHOC, true>(s, sl, C, n + 1);
+            launch_stream<R, M, SHOC, true, PAIR>(s, sl, C, n + 1);
         else
-            launch_stream<R, M, SHOC, false>(s, sl, C, n + 1);
+            launch_stream<R, M, SHOC, false, PAIR>(s, sl, C, n + 1);
         s->psi = s->acc;
         s->acc = psi;
     }
 }
 
 /* one instance: with (HASV) or without a potential, one pass */
-template <typename R, int M, bool SHOC, bool HASV, int PASS>
+template <typename R, int M, bool SHOC, bool HASV, int PASS, bool PAIR>
 static int stream_allow_one(size_t bytes, int threads, int *fit)
 {
-    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC, HASV, PASS>,
+    int st = nlse_cuda_check(cudaFuncSetAttribute(k_stream<R, M, SHOC, HASV, PASS, PAIR>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   (int)bytes),
                              "cudaFuncSetAttribute");
     if (st || !fit)
         return st;
     return nlse_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                               fit, k_stream<R, M, SHOC, HASV, PASS>, threads, bytes),
+                               fit, k_stream<R, M, SHOC, HASV, PASS, PAIR>, threads, bytes),
                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
 /* every instance a step may launch (a potential may be given later); `fit`
  * the fewest */
-template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, int threads, int *fit)
+template <typename R, int M, bool SHOC, bool PAIR>
+static int stream_allow(size_t bytes, int threads, int *fit)
 {
     const int two = StreamPasses<M, SHOC>::TWO;
     int n[4] = {0, 0, 0, 0}, st;
     if constexpr (StreamPasses<M, SHOC>::TWO) {
-        st = stream_allow_one<R, M, SHOC, true, 1>(bytes, threads, fit ? &n[0] : NULL);
+        st = stream_allow_one<R, M, SHOC, true, 1, PAIR>(bytes, threads, fit ? &n[0] : NULL);
         if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 1>(bytes, threads, fit ? &n[1] : NULL);
+            st = stream_allow_one<R, M, SHOC, false, 1, PAIR>(bytes, threads, fit ? &n[1] : NULL);
         if (!st)
-            st = stream_allow_one<R, M, SHOC, true, 2>(bytes, threads, fit ? &n[2] : NULL);
+            st = stream_allow_one<R, M, SHOC, true, 2, PAIR>(bytes, threads, fit ? &n[2] : NULL);
         if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 2>(bytes, threads, fit ? &n[3] : NULL);
+            st = stream_allow_one<R, M, SHOC, false, 2, PAIR>(bytes, threads, fit ? &n[3] : NULL);
     } else {
-        st = stream_allow_one<R, M, SHOC, true, 0>(bytes, threads, fit ? &n[0] : NULL);
+        st = stream_allow_one<R, M, SHOC, true, 0, PAIR>(bytes, threads, fit ? &n[0] : NULL);
         if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 0>(bytes, threads, fit ? &n[1] : NULL);
+            st = stream_allow_one<R, M, SHOC, false, 0, PAIR>(bytes, threads, fit ? &n[1] : NULL);
     }
     if (!st && fit) {
         *fit = n[0];
@@ -1493,15 +1635,15 @@ template <typename R, int M, bool SHOC> static int stream_allow(size_t bytes, in
     return st;
 }
 
-template <typename R, int M, bool SHOC> static StreamOps stream_ops_of()
+template <typename R, int M, bool SHOC, bool PAIR = false> static StreamOps stream_ops_of()
 {
     constexpr int P = StreamPasses<M, SHOC>::TWO ? 1 : 0;
-    typedef StreamBox<R, M, SHOC, P> B;
+    typedef StreamBox<R, M, SHOC, P, PAIR> B;
     typedef StreamDimsOf<R, M, SHOC, P> D;
     typedef StreamDimsOf<R, M, SHOC, 2 * P> D2; /* PASS 2's rings (P = 1) */
     constexpr int planes = (int)D::PLANES > (int)D2::PLANES ? (int)D::PLANES : (int)D2::PLANES;
-    return {B::PK, B::PJ, B::NP, planes, D::H, enqueue_stream<R, M, SHOC>,
-            stream_allow<R, M, SHOC>};
+    return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N,
+            enqueue_stream<R, M, SHOC, PAIR>, stream_allow<R, M, SHOC, PAIR>};
 }
 
 /* The k_stream instances of this solver's dtype, line axes and scheme. */
@@ -1511,6 +1653,8 @@ static StreamOps stream_ops(const nlse_fd *s)
     if (s->g.m == 1)
         return c64 ? (shoc ? stream_ops_of<float, 1, true>() : stream_ops_of<float, 1, false>())
                    : (shoc ? stream_ops_of<double, 1, true>() : stream_ops_of<double, 1, false>());
+    if (c64 && shoc && s->dg.len % 2 == 0) /* pairs along the contiguous axis */
+        return stream_ops_of<float, 2, true, true>();
     return c64 ? (shoc ? stream_ops_of<float, 2, true>() : stream_ops_of<float, 2, false>())
                : (shoc ? stream_ops_of<double, 2, true>() : stream_ops_of<double, 2, false>());
 }
@@ -2074,7 +2218,7 @@ static int fused_tile_of(const nlse_fd *s, int t[3])
     const int m = s->g.m;
     const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
     if (stream_shape(s, &sl)) { /* the chunk along axis 0, the box's tile across */
-        const int across = (int)sl.block.x - 2 * sl.H;
+        const int across = (int)sl.block.x * sl.unit - 2 * sl.H;
         t[0] = sl.chunk;
         t[1] = m == 2 ? (int)sl.block.y - 2 * sl.H : across;
         t[2] = across;
