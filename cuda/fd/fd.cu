@@ -1531,7 +1531,7 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
  * the box kernel where its box fits.  "auto" takes the streamed kernel where
  * it is the faster form (bench/fd.py --forms and a potential's cost: 2D,
  * 3D CD, 3D 2SHOC but complex64 with a potential, whose two passes read V
- * twice and run slower than the staged stages), the staged stages
+ * twice and gain nothing over the staged stages), the staged stages
  * elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
