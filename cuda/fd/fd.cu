@@ -1021,6 +1021,32 @@ template <typename R> __device__ __forceinline__ R fmar(R a, R b, R c)
         return fma(a, b, c);
 }
 
+/* A 2SHOC column's planes q - 2, q - 1, q + 1, q + 2 (a, b, d, e) from ring
+ * slots sl[0, 1, 3, 4] of `y`, or with `held` a, b from the window `win`
+ * (planes q - 2 .. q + 1 of the last plane); the window is left holding
+ * q - 1 .. q + 2 (c: the centre) for the next plane. */
+template <typename T>
+__device__ __forceinline__ void planes4(const T *y, int t, const int *sl, int NP, const T &c,
+                                        T *win, bool held, T &a, T &b, T &d, T &e)
+{
+    if (held) {
+        a = win[0];
+        b = win[1];
+        d = win[3];
+    } else {
+        a = y[sl[0] * NP + t];
+        b = y[sl[1] * NP + t];
+        d = y[sl[3] * NP + t];
+    }
+    e = y[sl[4] * NP + t];
+    if (win) {
+        win[0] = b;
+        win[1] = c;
+        win[2] = d;
+        win[3] = e;
+    }
+}
+
 /* F at column t of a plane whose rows q - RR .. q + RR sit in ring slots
  * sl[0 .. 2 RR] of `y` (planes NP apart, rows PK apart); the Laplacian
  * summed in k_stage's order (contiguous axis, axis 0, axis 1), each term
@@ -1066,22 +1092,7 @@ __device__ __forceinline__ void stream_F(const typename Vec2<R>::T *y, int t, co
         T a = cp[-2], b = cp[-1], d = cp[1], e = cp[2];
         r = (C.ihk * tw) * (fmar((R)16, b.x + d.x, mx) - (a.x + e.x));
         i = (C.ihk * tw) * (fmar((R)16, b.y + d.y, my) - (a.y + e.y));
-        if (held) {
-            a = win[0];
-            b = win[1];
-            d = win[3];
-        } else {
-            a = y[sl[0] * NP + t];
-            b = y[sl[1] * NP + t];
-            d = y[sl[3] * NP + t];
-        }
-        e = y[sl[4] * NP + t];
-        if (win) {
-            win[0] = b;
-            win[1] = c;
-            win[2] = d;
-            win[3] = e;
-        }
+        planes4(y, t, sl, NP, c, win, held, a, b, d, e);
         r = fmar(ih0 * tw, fmar((R)16, b.x + d.x, mx) - (a.x + e.x), r);
         i = fmar(ih0 * tw, fmar((R)16, b.y + d.y, my) - (a.y + e.y), i);
         if (M == 2) {
@@ -1118,22 +1129,7 @@ __device__ __forceinline__ void stream_F_pair(const float4 *y, int t, const int 
     float br = kk * (fmaf(16.f, c.x + r.x, bx) - (l.z + r.z));
     float bi = kk * (fmaf(16.f, c.y + r.y, by) - (l.w + r.w));
     float4 a, b, d, e;
-    if (held) {
-        a = win[0];
-        b = win[1];
-        d = win[3];
-    } else {
-        a = y[sl[0] * NP + t];
-        b = y[sl[1] * NP + t];
-        d = y[sl[3] * NP + t];
-    }
-    e = y[sl[4] * NP + t];
-    if (win) {
-        win[0] = b;
-        win[1] = c;
-        win[2] = d;
-        win[3] = e;
-    }
+    planes4(y, t, sl, NP, c, win, held, a, b, d, e);
     ar = fmaf(k0, fmaf(16.f, b.x + d.x, ax) - (a.x + e.x), ar);
     ai = fmaf(k0, fmaf(16.f, b.y + d.y, ay) - (a.y + e.y), ai);
     br = fmaf(k0, fmaf(16.f, b.z + d.z, bx) - (a.z + e.z), br);
