@@ -1165,7 +1165,7 @@ __device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y
 }
 
 /* threads a block at most: 2D boxes are one row of up to 256 columns, 3D
- * boxes up to 32 x 32 */
+ * boxes up to 40 x 25 (pairs: 20 x 25) */
 #define STREAM_THREADS_2D 256
 #define STREAM_THREADS_3D 1024
 
@@ -1174,7 +1174,7 @@ __device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y
  * over the tile acc = Psi^n + dt/6 F1 + dt/3 F2 (`out`) and the third
  * stage's input Psi^n + dt/2 F2 (`out2`); PASS 2 runs stages 3-4 on that
  * input (`psi`), Psi^n (`psin`) and acc (`acca`) read at the points where
- * stage 3 needs them (one plane ahead), and writes Psi^{n+1} (`out`). */
+ * stage 3 needs them, and writes Psi^{n+1} (`out`). */
 template <typename R, int M, bool SHOC, bool HASV, int PASS, bool PAIR = false>
 __global__ void __launch_bounds__(PAIR ? STREAM_THREADS_3D / 2
                                        : M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
@@ -1262,7 +1262,9 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     /* The passes ask for the planes they will load DP iterations ahead
      * into L1 (an iteration is shorter than a load's latency; registers
      * held across the march would spill): Psi (and V) at the load, and in
-     * PASS 2 Psi^n and acc at stage 0's plane (load index it - R - G). */
+     * PASS 2 Psi^n and acc at stage 0's plane (load index it - R - G), the
+     * latter at least one iteration ahead (DP = 0 in double: asking further
+     * ahead there slowed the march with a potential). */
     constexpr int DP = PASS && sizeof(R) == 4 ? 3 : 0;
     int qrow = row;
     long long qoff = row * plane;
@@ -1603,32 +1605,35 @@ static int stream_allow_one(size_t bytes, int threads, int *fit)
                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
-/* every instance a step may launch (a potential may be given later); `fit`
- * the fewest */
+/* both instances of one pass (a potential may be given later); `fit` the
+ * fewer */
+template <typename R, int M, bool SHOC, int PASS, bool PAIR>
+static int stream_allow_pass(size_t bytes, int threads, int *fit)
+{
+    int a = 0, b = 0;
+    int st = stream_allow_one<R, M, SHOC, true, PASS, PAIR>(bytes, threads, fit ? &a : NULL);
+    if (!st)
+        st = stream_allow_one<R, M, SHOC, false, PASS, PAIR>(bytes, threads, fit ? &b : NULL);
+    if (!st && fit)
+        *fit = a < b ? a : b;
+    return st;
+}
+
+/* every pass a step launches; `fit` the fewest */
 template <typename R, int M, bool SHOC, bool PAIR>
 static int stream_allow(size_t bytes, int threads, int *fit)
 {
-    const int two = StreamPasses<M, SHOC>::TWO;
-    int n[4] = {0, 0, 0, 0}, st;
     if constexpr (StreamPasses<M, SHOC>::TWO) {
-        st = stream_allow_one<R, M, SHOC, true, 1, PAIR>(bytes, threads, fit ? &n[0] : NULL);
+        int a = 0, b = 0;
+        int st = stream_allow_pass<R, M, SHOC, 1, PAIR>(bytes, threads, fit ? &a : NULL);
         if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 1, PAIR>(bytes, threads, fit ? &n[1] : NULL);
-        if (!st)
-            st = stream_allow_one<R, M, SHOC, true, 2, PAIR>(bytes, threads, fit ? &n[2] : NULL);
-        if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 2, PAIR>(bytes, threads, fit ? &n[3] : NULL);
+            st = stream_allow_pass<R, M, SHOC, 2, PAIR>(bytes, threads, fit ? &b : NULL);
+        if (!st && fit)
+            *fit = a < b ? a : b;
+        return st;
     } else {
-        st = stream_allow_one<R, M, SHOC, true, 0, PAIR>(bytes, threads, fit ? &n[0] : NULL);
-        if (!st)
-            st = stream_allow_one<R, M, SHOC, false, 0, PAIR>(bytes, threads, fit ? &n[1] : NULL);
+        return stream_allow_pass<R, M, SHOC, 0, PAIR>(bytes, threads, fit);
     }
-    if (!st && fit) {
-        *fit = n[0];
-        for (int i = 1; i < (two ? 4 : 2); ++i)
-            *fit = n[i] < *fit ? n[i] : *fit;
-    }
-    return st;
 }
 
 template <typename R, int M, bool SHOC, bool PAIR = false> static StreamOps stream_ops_of()
