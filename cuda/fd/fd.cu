@@ -1249,7 +1249,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     /* WIN: each stage keeps its column's latest planes in registers, so
      * that a steady plane reads one plane of its own column (the march
      * moves every stage a plane an iteration) */
-    constexpr bool WIN = (G && !SHOC) || (PASS && sizeof(R) == 4);
+    constexpr bool WIN = (G && !SHOC) || (PASS && sizeof(R) == 4 && !PAIR);
     T win[NS][2 * RR];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
@@ -1528,9 +1528,9 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
  * 3D, periodic).  `fused=True` takes the streamed kernel where it runs, else
  * the box kernel where its box fits.  "auto" takes the streamed kernel where
  * it is the faster form (bench/fd.py --forms and a potential's cost: 2D,
- * 3D CD, 3D 2SHOC but complex64 with a potential, whose two passes read V
- * twice and gain nothing over the staged stages), the staged stages
- * elsewhere. */
+ * 3D CD, 3D 2SHOC but complex64 with a potential on a grid of odd length,
+ * whose two passes on points read V twice and gain nothing over the staged
+ * stages), the staged stages elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
     int tj, tk;
@@ -1539,7 +1539,7 @@ static int fused_form(const nlse_fd *s)
         return 0;
     if (stream_shape(s, &sl)) {
         const int faster = s->g.m < 2 || s->p.scheme != NLSE_FD_2SHOC || !s->V ||
-                           s->p.dtype != NLSE_COMPLEX64;
+                           s->p.dtype != NLSE_COMPLEX64 || sl.unit == 2;
         return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
     }
     if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
