@@ -863,7 +863,8 @@ k_fused(DGeom g, DCoef<R> C, const typename Vec2<R>::T *__restrict__ psi,
  * uniform range tests; HASV: the instance with a potential (the one without
  * has no V queue, loads or tests).  Periodic grids only (no boundary
  * conditions). */
-template <bool SHOC, bool DBL, bool LAG = false, bool LOADLAG = false, int PASS = 0>
+template <bool SHOC, bool DBL, bool LAG = false, bool LOADLAG = false, int PASS = 0,
+          bool QR = false>
 struct StreamDims {
     enum {
         RR = SHOC ? 2 : 1,
@@ -871,18 +872,24 @@ struct StreamDims {
         G = LAG ? 1 : 0,
         GL = LOADLAG ? 1 : 0,
         LP = 2 * RR + 1 + G,
+        /* AS: the passes copy each plane they load into the ring AS - 1
+         * iterations ahead (cp.async); LQ: PASS 2 on pairs (QR) copies
+         * Psi^n and acc into rings of their own, LQ planes each */
+        AS = PASS ? (DBL ? 2 : 3) : 0,
+        LQ = QR ? 4 : 0,
         /* PASS 1: its last stage reads Psi^n NS (R + G) planes back with no
          * barrier before the next load (G = 0) or after the load (G = 1):
-         * NS (R + G) + 2 - G planes; PASS 2: the ring holds the stencil's
-         * input only */
-        LP0 = PASS == 1 ? (DBL ? NS * (RR + G) + 2 - G : (LAG ? 12 : 10))
-              : PASS == 2 ? 2 * RR + 1 + G
+         * NS (R + G) + 2 - G planes, and AS - 1 more in flight; PASS 2: the
+         * stencil's input and the planes in flight (in float as long as
+         * PASS 1's ring, 12 planes, so that slots fold alike) */
+        LP0 = PASS == 1 ? (DBL ? NS * (RR + G) + 1 - G + AS : (LAG ? 12 : 10))
+              : PASS == 2 ? (DBL ? 2 * RR + G + AS : 12)
               : DBL ? 3 * (RR + G) + 1 + GL : (LAG ? 8 : (SHOC ? 10 : 6)),
         L = PASS ? (DBL ? 2 * (RR + G) + 1 : (LAG ? 12 : 10))
             : DBL ? (LAG ? 3 * (RR + G) + 1 : 4 * RR + 1 + GL) : (LAG ? 8 : (SHOC ? 10 : 6)),
         FOLD = !DBL, /* ring slots from the unrolled index alone */
         H = NS * RR,
-        PLANES = LP0 + (NS - 1) * LP /* a block's rings */
+        PLANES = LP0 + (NS - 1) * LP + 2 * LQ /* a block's rings */
     };
     static_assert(!(LAG && !PASS && (SHOC || DBL)), "one pass lags in CD in float only");
     static_assert(!(LOADLAG && (LAG || !DBL)), "the load's lag is written for double");
@@ -897,9 +904,10 @@ template <typename R, int M, bool SHOC, int PASS = 0> struct StreamLag {
 };
 
 /* the ring dimensions of the k_stream<R, M, SHOC, HASV, PASS> instance */
-template <typename R, int M, bool SHOC, int PASS = 0>
+template <typename R, int M, bool SHOC, int PASS = 0, bool PAIR = false>
 using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC, PASS>::ON,
-                                 M == 2 && !SHOC && sizeof(R) == 8, PASS>;
+                                 M == 2 && !SHOC && sizeof(R) == 8, PASS,
+                                 PASS == 2 && PAIR>;
 
 /* A block's box of columns, PK x PJ at most (3D: 40 x 25, a tile 32
  * columns wide, one block an SM; 2D: one row of 256, 128 for complex128
@@ -1149,6 +1157,23 @@ __device__ __forceinline__ void stream_F_pair(const float4 *y, int t, const int 
     F.w = fmaf(C.a, br, nb * c.z);
 }
 
+/* an asynchronous copy of one unit (8 or 16 bytes) from global into shared
+ * memory, its group's commit and the wait for all but the newest N groups */
+template <typename T> __device__ __forceinline__ void copy_async(T *dst, const T *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if constexpr (sizeof(T) == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src),
+                     "n"((int)sizeof(T)));
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void copy_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
 /* F of a unit: one point (stream_F) or a pair (stream_F_pair) */
 template <typename R, int M, bool SHOC, int PASS, bool PAIR>
 __device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y, int t,
@@ -1187,7 +1212,7 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
 {
     typedef typename Unit<R, PAIR>::T T; /* a unit: a point or a pair */
     typedef typename Unit<R, PAIR>::V VU;
-    typedef StreamDimsOf<R, M, SHOC, PASS> D;
+    typedef StreamDimsOf<R, M, SHOC, PASS, PAIR> D;
     typedef StreamBox<R, M, SHOC, PASS, PAIR> B;
     const int RR = D::RR, NS = D::NS, G = D::G, GL = D::GL, LP = D::LP, LP0 = D::LP0, L = D::L;
     const int H = D::H, S0 = PASS == 2 ? 2 : 0; /* S0: the step's index of stage 0 */
@@ -1255,7 +1280,22 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
     const VU *vp = HASV && VQ ? V + row * plane + cc : NULL;
-    T pre = *pp;
+    /* AS: the passes in single precision copy the planes they load into
+     * the ring AS - 1 iterations ahead (cp.async), not through a register:
+     * the ring of Psi holds the planes in flight too (PASS 2's is as long
+     * as PASS 1's for it) */
+    constexpr int AS = D::AS;
+    static_assert(!AS || LP0 - AS + 1 > (PASS == 1 ? NS * (RR + G) : 2 * RR + G),
+                  "a plane in flight overwrites none still read");
+    T pre = {};
+    if (!AS)
+        pre = *pp;
+    int arow = row;
+    const T *ap = pp;
+    auto copy_next = [&](const int sl) {
+        copy_async(&ring[0][sl * NP + tl], ap);
+        ap += ++arow == ns ? (arow = 0, -(ns - 1) * plane) : plane;
+    };
     VU vpre = {};
     if (HASV && VQ)
         vpre = *vp;
@@ -1270,12 +1310,21 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     long long qoff = row * plane;
     auto load_ahead = [&]() {
         qoff += ++qrow == ns ? (qrow = 0, -(ns - 1) * plane) : plane;
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(psi + qoff + col));
+        if (!AS)
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(psi + qoff + col));
         if (HASV && VQ)
             asm volatile("prefetch.global.L1 [%0];" ::"l"(V + qoff + cc));
     };
     int prow = wrapn(c0 - H - RR - G, ns), frow = prow;
     long long poff = prow * plane + cc, foff = poff;
+    /* LQ: PASS 2 on pairs copies Psi^n and acc at its points into rings of
+     * their own (LQ planes: the one read, R + G planes back, and AS in
+     * flight), the plane read at `it` copied at it - AS */
+    constexpr int LQ = D::LQ, RG = RR + G;
+    static_assert(!LQ || (AS && LQ >= AS + 1), "the rings of Psi^n and acc");
+    T *const pnr = ring[0] + (LP0 + (NS - 1) * LP) * NP, *const acr = pnr + LQ * NP;
+    int crow = wrapn(c0 - H + AS - RG, ns);
+    long long coff = crow * plane + cc;
     auto ahead = [&]() {
         foff += ++frow == ns ? (frow = 0, -(ns - 1) * plane) : plane;
         if (in[0])
@@ -1286,8 +1335,14 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
 #pragma unroll
     for (int d = 0; d < DP; ++d) {
         load_ahead();
-        if (PASS == 2)
+        if (PASS == 2 && !LQ)
             ahead();
+    }
+#pragma unroll
+    for (int d = 0; d + 1 < AS; ++d) {
+        if (d < nit)
+            copy_next(d % LP0);
+        copy_commit();
     }
     T *op = out + (long long)c0 * plane + cc; /* the last stage's next plane */
     T *op2 = PASS == 1 ? out2 + (long long)c0 * plane + cc : NULL;
@@ -1301,14 +1356,29 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
         /* ring slot = (rel - offset) % length, rel - offset >= 0: unsigned
          * remainders by constants (K a multiple of every ring's length) */
         const int rel = D::FOLD ? u + 2 * L : it + K;
+        if constexpr (AS != 0) {
+            if (STEADY || it + AS - 1 < nit)
+                copy_next(slot(rel + AS - 1, LP0));
+            if constexpr (LQ != 0) {
+                const int qs = slot(rel + AS - RG, LQ) * NP + t;
+                if (in[0])
+                    copy_async(pnr + qs, psin + coff);
+                if (in[NS - 1])
+                    copy_async(acr + qs, acca + coff);
+                coff += ++crow == ns ? (crow = 0, -(ns - 1) * plane) : plane;
+            }
+            copy_commit();
+        }
         if (STEADY || it < nit) {
-            ring[0][slot(rel, LP0) * NP + tl] = pre;
+            if (!AS)
+                ring[0][slot(rel, LP0) * NP + tl] = pre;
             if constexpr (VQ)
                 vq[u] = vpre;
             if (STEADY || it + 1 < nit) {
                 const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
                 pp += to;
-                pre = *pp;
+                if (!AS)
+                    pre = *pp;
                 if (DP)
                     load_ahead();
                 if (HASV && VQ) {
@@ -1318,7 +1388,13 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
             }
         }
         T pn = {}, aa = {};
-        if (PASS == 2) {
+        if (PASS == 2 && LQ) {
+            const int qs = slot(rel - RG, LQ) * NP + t;
+            if (in[0])
+                pn = pnr[qs];
+            if (in[NS - 1])
+                aa = acr[qs];
+        } else if (PASS == 2) {
             if (in[0])
                 pn = psin[poff];
             if (in[NS - 1])
@@ -1372,6 +1448,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
             if (!G && s < NS - 1)
                 __syncthreads();
         }
+        if constexpr (AS != 0)
+            copy_wait<AS - 1>(); /* plane it is in the ring */
         if (G)
             __syncthreads();
         if (STEADY || it - NS * (RR + G) - GL >= H) {
@@ -1382,8 +1460,9 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     };
     /* steady from the first iteration at which the last stage evaluates a
      * plane (NS (2R + G); with WIN one later, so that every stage's window
-     * is held) to the last that loads one ahead (nit - 2) */
-    const int lo = NS * (2 * RR + G) + GL + (WIN ? 1 : 0), hi = nit - 1;
+     * is held) to the last that loads one ahead (nit - 2; with AS, AS - 1
+     * ahead) */
+    const int lo = NS * (2 * RR + G) + GL + (WIN ? 1 : 0), hi = nit - (AS ? AS - 1 : 1);
     for (int base = 0; base < ntot; base += L) {
         if (base >= lo && base + L <= hi) {
 #pragma unroll
@@ -1526,22 +1605,18 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
 /* The form the next steps run: 0 the staged stages, 1 the box kernel
  * (k_fused: 1D and 2D, any edges), 2 the streamed kernel (k_stream: 2D and
  * 3D, periodic).  `fused=True` takes the streamed kernel where it runs, else
- * the box kernel where its box fits.  "auto" takes the streamed kernel where
- * it is the faster form (bench/fd.py --forms and a potential's cost: 2D,
- * 3D CD, 3D 2SHOC but complex64 with a potential on a grid of odd length,
- * whose two passes on points read V twice and gain nothing over the staged
- * stages), the staged stages elsewhere. */
+ * the box kernel where its box fits.  "auto" takes the streamed kernel
+ * wherever it runs (bench/fd.py --forms: it is the faster form in 2D and
+ * 3D, both schemes and dtypes, with a potential or without, on pairs and on
+ * points), the staged stages elsewhere. */
 static int fused_form(const nlse_fd *s)
 {
     int tj, tk;
     StreamLaunch sl;
     if (s->kernel == NLSE_FD_STAGED)
         return 0;
-    if (stream_shape(s, &sl)) {
-        const int faster = s->g.m < 2 || s->p.scheme != NLSE_FD_2SHOC || !s->V ||
-                           s->p.dtype != NLSE_COMPLEX64 || sl.unit == 2;
-        return s->kernel == NLSE_FD_FUSED || faster ? 2 : 0;
-    }
+    if (stream_shape(s, &sl))
+        return 2;
     if (s->g.m > 1 || s->kernel != NLSE_FD_FUSED || !fused_shape(s, &tj, &tk))
         return 0;
     return (s->dg.n1 + tj - 1) / tj <= 65535 ? 1 : 0; /* the launch grid's y limit */
@@ -1640,8 +1715,8 @@ template <typename R, int M, bool SHOC, bool PAIR = false> static StreamOps stre
 {
     constexpr int P = StreamPasses<M, SHOC>::TWO ? 1 : 0;
     typedef StreamBox<R, M, SHOC, P, PAIR> B;
-    typedef StreamDimsOf<R, M, SHOC, P> D;
-    typedef StreamDimsOf<R, M, SHOC, 2 * P> D2; /* PASS 2's rings (P = 1) */
+    typedef StreamDimsOf<R, M, SHOC, P, PAIR> D;
+    typedef StreamDimsOf<R, M, SHOC, 2 * P, PAIR> D2; /* PASS 2's rings (P = 1) */
     constexpr int planes = (int)D::PLANES > (int)D2::PLANES ? (int)D::PLANES : (int)D2::PLANES;
     return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N,
             enqueue_stream<R, M, SHOC, PAIR>, stream_allow<R, M, SHOC, PAIR>};

@@ -251,10 +251,10 @@ def test_cuda_fused_blow_up(shape, scheme):
 @pytest.mark.cuda
 def test_cuda_fallbacks_and_auto():
     """3D closed grids run staged whatever is asked; "auto" takes the
-    streamed kernel where it is the faster form (periodic 2D and 3D grids,
-    but 3D complex64 2SHOC with a potential on a contiguous axis of odd
-    length, where the passes run on points, not pairs), the staged stages
-    elsewhere; giving or dropping a potential changes its choice."""
+    streamed kernel wherever it runs (periodic 2D and 3D grids, with a
+    potential or without, on pairs and on points: a contiguous axis of odd
+    length), the staged stages elsewhere; giving or dropping a potential
+    keeps its choice."""
     psi3, V3 = state((8, 9, 10), np.complex128)
     for scheme in ("cd", "2shoc"):
         sim = nl.NLSE(psi3, 0.3, bc="dirichlet", scheme=scheme, fused=True, backend="cuda")
@@ -276,7 +276,7 @@ def test_cuda_fallbacks_and_auto():
     psi_odd, V_odd = state((8, 9, 11), np.complex128)
     for (psi, V), dtype, form in (((psi3, V3), np.complex64, "fused"),
                                   ((psi3, V3), np.complex128, "fused"),
-                                  ((psi_odd, V_odd), np.complex64, "staged"),
+                                  ((psi_odd, V_odd), np.complex64, "fused"),
                                   ((psi_odd, V_odd), np.complex128, "fused")):
         sim = nl.NLSE(psi, 0.3, V=V, bc="periodic", scheme="2shoc", dtype=dtype,
                       backend="cuda")
