@@ -1273,17 +1273,17 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     VU vq[VQ ? L : 1];
     /* WIN: each stage keeps its column's latest planes in registers, so
      * that a steady plane reads one plane of its own column (the march
-     * moves every stage a plane an iteration) */
+     * moves every stage a plane an iteration); not in the passes on pairs,
+     * where with a potential its registers spilled */
     constexpr bool WIN = (G && !SHOC) || (PASS && sizeof(R) == 4 && !PAIR);
     T win[NS][2 * RR];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
     const T *pp = psi + row * plane + col;
     const VU *vp = HASV && VQ ? V + row * plane + cc : NULL;
-    /* AS: the passes in single precision copy the planes they load into
-     * the ring AS - 1 iterations ahead (cp.async), not through a register:
-     * the ring of Psi holds the planes in flight too (PASS 2's is as long
-     * as PASS 1's for it) */
+    /* AS: the passes copy the planes they load into the ring AS - 1
+     * iterations ahead (cp.async, the cursor ap), not through a register
+     * (pre, the cursor pp): the ring of Psi holds the planes in flight too */
     constexpr int AS = D::AS;
     static_assert(!AS || LP0 - AS + 1 > (PASS == 1 ? NS * (RR + G) : 2 * RR + G),
                   "a plane in flight overwrites none still read");
@@ -1376,9 +1376,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
                 vq[u] = vpre;
             if (STEADY || it + 1 < nit) {
                 const long long to = ++row == ns ? (row = 0, -(ns - 1) * plane) : plane;
-                pp += to;
                 if (!AS)
-                    pre = *pp;
+                    pre = *(pp += to);
                 if (DP)
                     load_ahead();
                 if (HASV && VQ) {
