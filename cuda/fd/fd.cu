@@ -916,6 +916,7 @@ using StreamDimsOf = StreamDims<SHOC, sizeof(R) == 8, StreamLag<R, M, SHOC, PASS
  * every ring slot is an immediate offset (a smaller box keeps the full
  * stride).  3D 2SHOC runs as two passes of two stages (PASS 1, 2), whose
  * halo of 4 is CD's over four stages. */
+#define STREAM_THREADS_2D 256 /* a 2D box: one row of up to 256 columns */
 template <typename R, int M, bool SHOC, int PASS = 0, bool PAIR = false> struct StreamBox {
     enum {
         ONION = M == 2 && (!SHOC || PASS), /* threads on points ordered by stage count */
@@ -923,8 +924,21 @@ template <typename R, int M, bool SHOC, int PASS = 0, bool PAIR = false> struct 
         PJ = ONION ? 25 : (M == 2 ? 32 : 1),
         /* a ring row's pitch: stream_point */
         PP = PAIR ? 21 : ONION ? (sizeof(R) == 4 ? 49 : 41) : PK,
-        NP = PP * PJ
+        NP = PP * PJ,
+        /* LEAN (the passes on points): a thread a point of the pass's first
+         * stage, TK x TJ threads for a box of PK x PJ columns, each copying
+         * one or two of its columns.  A thread a column (1000 threads, 64
+         * registers) spilled more, and its threads past the frames only
+         * loaded; 756 threads have 80 registers.  Pairs keep a thread a column (500 threads,
+         * 128 registers): their 378 ran slower, with fewer warps to hide
+         * the shared loads' latency. */
+        LEAN = PASS && !PAIR,
+        TK = LEAN ? PK - 4 : PK, TJ = LEAN ? PJ - 4 : PJ,
+        THREADS = M == 2 ? TK * TJ : STREAM_THREADS_2D /* a block's at most */
     };
+    /* the box's columns in two copies a thread, down to stream_shape's
+     * fewest rows (PJ - 8) */
+    static_assert(!LEAN || 2 * TK * (TJ - 8) >= PK * (PJ - 8), "LEAN: two columns a thread");
 };
 
 /* The unit a thread loads, evaluates and stores: a complex value, or with
@@ -1189,11 +1203,6 @@ __device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y
         stream_F<R, M, SHOC, PASS>(y, t, sl, C, v, F.x, F.y, c, win, held);
 }
 
-/* threads a block at most: 2D boxes are one row of up to 256 columns, 3D
- * boxes up to 40 x 25 (pairs: 20 x 25) */
-#define STREAM_THREADS_2D 256
-#define STREAM_THREADS_3D 1024
-
 /* PASS 0: the four stages, Psi^n from `psi`, Psi^{n+1} to `out`.  The two
  * passes of 3D 2SHOC: PASS 1 runs stages 1-2 on Psi^n (`psi`) and writes
  * over the tile acc = Psi^n + dt/6 F1 + dt/3 F2 (`out`) and the third
@@ -1201,8 +1210,7 @@ __device__ __forceinline__ void stream_F_unit(const typename Unit<R, PAIR>::T *y
  * input (`psi`), Psi^n (`psin`) and acc (`acca`) read at the points where
  * stage 3 needs them, and writes Psi^{n+1} (`out`). */
 template <typename R, int M, bool SHOC, bool HASV, int PASS, bool PAIR = false>
-__global__ void __launch_bounds__(PAIR ? STREAM_THREADS_3D / 2
-                                       : M == 2 ? STREAM_THREADS_3D : STREAM_THREADS_2D,
+__global__ void __launch_bounds__(StreamBox<R, M, SHOC, PASS, PAIR>::THREADS,
                                   M == 2 ? 1 : (SHOC ? (sizeof(R) == 4 ? 4 : 2) : 4))
 k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
          typename Unit<R, PAIR>::T *__restrict__ out, typename Unit<R, PAIR>::T *__restrict__ out2,
@@ -1231,8 +1239,13 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
         return;
     /* the box: PK x PJ columns (a 2D box may be narrower than B::PK, a 3D
      * box have fewer rows than B::PJ; the ring planes' stride stays NP) */
-    const int PK = M == 2 ? (int)B::PK : (int)blockDim.x, PJ = M == 2 ? (int)blockDim.y : 1;
-    const int tx = threadIdx.x, ty = threadIdx.y, tt = ty * PK + tx;
+    constexpr bool LEAN = B::LEAN;
+    const int PK = M == 2 ? (int)B::PK : (int)blockDim.x,
+              PJ = M == 2 ? (int)blockDim.y + (LEAN ? 2 * RR : 0) : 1;
+    const int NT = blockDim.x * blockDim.y, tt = threadIdx.y * blockDim.x + threadIdx.x;
+    /* the box column this thread loads (LEAN: and tt + NT, where two) */
+    const int ty = LEAN ? tt / PK : threadIdx.y, tx = LEAN ? tt % PK : threadIdx.x;
+    const int t2 = tt + NT, two = LEAN && t2 < PK * PJ, ty2 = t2 / PK, tx2 = t2 % PK;
     const int ns = M == 2 ? g.n0 : g.n1, nj = M == 2 ? g.n1 : 1, len = g.len / UN;
     const long long plane = (long long)nj * len;
     const int k0 = blockIdx.x * (PK - 2 * HX), j0 = M == 2 ? blockIdx.y * (PJ - 2 * H) : 0;
@@ -1244,6 +1257,11 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     const int t = cy * (int)B::PP + cx;
     const long long col = (long long)(M == 2 ? wrapi(j0 - H + ty, nj) : 0) * len +
                           wrapi(k0 - HX + tx, len);
+    const long long col2 = two ? (long long)wrapi(j0 - H + ty2, nj) * len +
+                                     wrapi(k0 - HX + tx2, len) - col
+                               : 0;
+    const int tl2 = ty2 * (int)B::PP + tx2;
+    static_assert(!LEAN || (M == 2 && D::AS), "LEAN: the passes' copies");
     const long long cc = (long long)(M == 2 ? wrapi(j0 - H + cy, nj) : 0) * len +
                          wrapi(k0 - HX + cx, len);
     const int c0 = blockIdx.z * chunk, nc = min(chunk, ns - c0), nit = nc + 2 * H;
@@ -1273,9 +1291,15 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     VU vq[VQ ? L : 1];
     /* WIN: each stage keeps its column's latest planes in registers, so
      * that a steady plane reads one plane of its own column (the march
-     * moves every stage a plane an iteration); not in the passes on pairs,
-     * where with a potential its registers spilled */
-    constexpr bool WIN = (G && !SHOC) || (PASS && sizeof(R) == 4 && !PAIR);
+     * moves every stage a plane an iteration), not five.  WM: the stages
+     * that keep one (bit s: stage s).  Where the registers spill the
+     * window costs more than the reads it saves: the passes on pairs with
+     * a potential keep none (128 registers), and the passes in double (80,
+     * LEAN) only the first stage's, without a potential. */
+    constexpr int WM = (G && !SHOC) || (PASS && sizeof(R) == 4 && !(PAIR && HASV)) ? 3
+                       : PASS && !HASV ? 1
+                                       : 0;
+    constexpr bool WIN = WM != 0;
     T win[NS][2 * RR];
     /* the plane about to be stored: loaded one iteration ahead */
     int row = wrapi(c0 - H, ns);
@@ -1294,6 +1318,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
     const T *ap = pp;
     auto copy_next = [&](const int sl) {
         copy_async(&ring[0][sl * NP + tl], ap);
+        if (LEAN && two)
+            copy_async(&ring[0][sl * NP + tl2], ap + col2);
         ap += ++arow == ns ? (arow = 0, -(ns - 1) * plane) : plane;
     };
     VU vpre = {};
@@ -1422,7 +1448,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
                 }
                 T F, cen;
                 stream_F_unit<R, M, SHOC, PASS, PAIR>(ring[s], t, sl, C, v, F, cen,
-                                                      WIN ? win[s] : NULL, WIN && STEADY);
+                                                      (WM >> s) & 1 ? win[s] : NULL,
+                                                      ((WM >> s) & 1) && STEADY);
                 /* Psi^n here, and the accumulator this stage adds to */
                 const T p0 = PASS == 2 ? pn
                              : s == 0  ? cen
@@ -1498,12 +1525,13 @@ static size_t fused_shape(const nlse_fd *s, int *tj, int *tk)
     return bytes <= s->smem ? bytes : 0;
 }
 
-/* The streamed kernel's launch: a block a box of block.y x block.x columns
- * of a plane and a chunk of `chunk` planes along axis 0, `bytes` of shared
- * memory for its rings. */
+/* The streamed kernel's launch: a block a box of bj x bk columns (units
+ * across) of a plane and a chunk of `chunk` planes along axis 0, `bytes` of
+ * shared memory for its rings; `block` its threads (the box, or LEAN the
+ * points of a pass's first stage). */
 struct StreamLaunch {
     dim3 grid, block;
-    int chunk, H, unit; /* unit: points a thread's unit holds across */
+    int bj, bk, chunk, H, unit; /* unit: points a thread's unit holds across */
     size_t bytes;
 };
 
@@ -1516,6 +1544,7 @@ typedef void (*enqueue_fn)(nlse_fd *, int);
  * `threads` resident on one multiprocessor. */
 struct StreamOps {
     int pk, pj, np, planes, H, unit; /* unit: points a thread's unit holds across */
+    int lk, lj; /* the box's columns and rows a block has no thread for (LEAN) */
     enqueue_fn enqueue;
     int (*allow)(size_t bytes, int threads, int *fit);
 };
@@ -1570,7 +1599,7 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     double best = -1;
     for (int r = pj; r >= (m == 2 ? pj - 8 : pj); --r) {
         const long tr = m == 2 ? (s->dg.n1 + r - 2 * H - 1) / (r - 2 * H) : 1;
-        const long resident = (long)stream_per_sm(s, o, pk * r, bytes) * s->sms;
+        const long resident = (long)stream_per_sm(s, o, (pk - o.lk) * (r - o.lj), bytes) * s->sms;
         for (int n = 1; n <= ns; ++n) {
             const int cn = (ns + n - 1) / n;
             if (cn < least)
@@ -1593,7 +1622,9 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     if (tj > 65535 || chunks > 65535) /* the launch grid's y and z limits */
         return 0;
     L->grid = dim3((unsigned)tk, (unsigned)tj, (unsigned)chunks);
-    L->block = dim3(pk, pj, 1);
+    L->block = dim3(pk - o.lk, pj - o.lj, 1);
+    L->bj = pj;
+    L->bk = pk;
     L->chunk = c;
     L->H = H;
     L->unit = o.unit;
@@ -1717,7 +1748,7 @@ template <typename R, int M, bool SHOC, bool PAIR = false> static StreamOps stre
     typedef StreamDimsOf<R, M, SHOC, P, PAIR> D;
     typedef StreamDimsOf<R, M, SHOC, 2 * P, PAIR> D2; /* PASS 2's rings (P = 1) */
     constexpr int planes = (int)D::PLANES > (int)D2::PLANES ? (int)D::PLANES : (int)D2::PLANES;
-    return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N,
+    return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N, B::PK - B::TK, B::PJ - B::TJ,
             enqueue_stream<R, M, SHOC, PAIR>, stream_allow<R, M, SHOC, PAIR>};
 }
 
@@ -2293,9 +2324,9 @@ static int fused_tile_of(const nlse_fd *s, int t[3])
     const int m = s->g.m;
     const int n[3] = {s->dg.n0, s->dg.n1, s->dg.len};
     if (stream_shape(s, &sl)) { /* the chunk along axis 0, the box's tile across */
-        const int across = (int)sl.block.x * sl.unit - 2 * sl.H;
+        const int across = sl.bk * sl.unit - 2 * sl.H;
         t[0] = sl.chunk;
-        t[1] = m == 2 ? (int)sl.block.y - 2 * sl.H : across;
+        t[1] = m == 2 ? sl.bj - 2 * sl.H : across;
         t[2] = across;
     } else if (m <= 1 && fused_shape(s, &tj, &tk)) {
         if (m == 1)

@@ -209,6 +209,33 @@ def test_cuda_fused_without_a_potential(shape, scheme, dtype):
     assert np.abs(fused.psi - ref).max() <= tol * np.abs(ref).max()
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("shape,scheme,dtype", [
+    ((24, 64, 64), "cd", np.complex128),
+    ((24, 64, 64), "2shoc", np.complex128),  # the passes on points
+    ((24, 64, 65), "2shoc", np.complex64),  # on points (odd contiguous axis)
+    ((24, 64, 64), "2shoc", np.complex64)])  # on pairs
+def test_cuda_streamed_tile_and_traffic(shape, scheme, dtype):
+    """The streamed kernel's tile is its box (40 points across, 17-25 rows)
+    less a halo of 4 on each side, whatever threads a block has (the 2SHOC
+    passes on points: a thread a point of their first stage), and the
+    traffic model reads the box from it (3D 2SHOC: the first pass reads
+    Psi^n over the box and writes two arrays over the tile, the second reads
+    its input over the box, Psi^n over the box less 2 and acc over the
+    tile, and writes Psi^{n+1})."""
+    psi, _ = state(shape, dtype)
+    sim = nl.NLSE(psi, 0.3, bc="periodic", scheme=scheme, dtype=dtype, fused=True,
+                  backend="cuda")
+    sim.step(1)
+    assert sim.last_kernel == "fused"
+    t = np.array(sim._solver.fused_tile())
+    assert len(t) == 3 and 0 < t[0] <= shape[0] and 9 <= t[1] <= 17 and t[2] == 32
+    c = np.dtype(dtype).itemsize
+    box, mid = np.prod(t + 8) / np.prod(t), np.prod(t + 4) / np.prod(t)
+    values = box + 1 if scheme == "cd" else 2 * box + mid + 4
+    assert sim.bytes_per_step(fused=True) == pytest.approx(c * values * psi.size)
+
+
 @pytest.mark.parametrize("shape", [(37, 40), (20, 22, 26)])
 @pytest.mark.parametrize("scheme", ["cd", "2shoc"])
 def test_fused_with_a_spacing_per_axis(backend, shape, scheme):
