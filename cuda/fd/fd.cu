@@ -926,14 +926,16 @@ template <typename R, int M, bool SHOC, int PASS = 0, bool PAIR = false> struct 
         PP = PAIR ? 21 : ONION ? (sizeof(R) == 4 ? 49 : 41) : PK,
         NP = PP * PJ,
         /* LEAN (the passes on points): a thread a point of the pass's first
-         * stage, TK x TJ threads for a box of PK x PJ columns, each copying
-         * one or two of its columns.  A thread a column (1000 threads, 64
-         * registers) spilled more, and its threads past the frames only
-         * loaded; 756 threads have 80 registers.  Pairs keep a thread a column (500 threads,
-         * 128 registers): their 378 ran slower, with fewer warps to hide
-         * the shared loads' latency. */
+         * stage, which lie R = 2 inside the box: TK x TJ threads for a box
+         * of PK x PJ columns (TRIM fewer each way), each copying one or two
+         * of its columns.  A thread a column (1000 threads, 64 registers)
+         * spilled more, and its threads past the frames only loaded; 756
+         * threads have 80 registers.  Pairs keep a thread a column (500
+         * threads, 128 registers): their 378 ran slower, with fewer warps
+         * to hide the shared loads' latency. */
         LEAN = PASS && !PAIR,
-        TK = LEAN ? PK - 4 : PK, TJ = LEAN ? PJ - 4 : PJ,
+        TRIM = LEAN ? 2 * 2 : 0,
+        TK = PK - TRIM, TJ = PJ - TRIM,
         THREADS = M == 2 ? TK * TJ : STREAM_THREADS_2D /* a block's at most */
     };
     /* the box's columns in two copies a thread, down to stream_shape's
@@ -1241,7 +1243,8 @@ k_stream(DGeom g, DCoef<R> C, const typename Unit<R, PAIR>::T *__restrict__ psi,
      * box have fewer rows than B::PJ; the ring planes' stride stays NP) */
     constexpr bool LEAN = B::LEAN;
     const int PK = M == 2 ? (int)B::PK : (int)blockDim.x,
-              PJ = M == 2 ? (int)blockDim.y + (LEAN ? 2 * RR : 0) : 1;
+              PJ = M == 2 ? (int)blockDim.y + (int)B::TRIM : 1;
+    static_assert(B::TRIM == (LEAN ? 2 * RR : 0), "LEAN: the first stage's points");
     const int NT = blockDim.x * blockDim.y, tt = threadIdx.y * blockDim.x + threadIdx.x;
     /* the box column this thread loads (LEAN: and tt + NT, where two) */
     const int ty = LEAN ? tt / PK : threadIdx.y, tx = LEAN ? tt % PK : threadIdx.x;
@@ -1544,7 +1547,7 @@ typedef void (*enqueue_fn)(nlse_fd *, int);
  * `threads` resident on one multiprocessor. */
 struct StreamOps {
     int pk, pj, np, planes, H, unit; /* unit: points a thread's unit holds across */
-    int lk, lj; /* the box's columns and rows a block has no thread for (LEAN) */
+    int trim; /* the box's columns and rows a block has no thread for (LEAN) */
     enqueue_fn enqueue;
     int (*allow)(size_t bytes, int threads, int *fit);
 };
@@ -1599,7 +1602,8 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     double best = -1;
     for (int r = pj; r >= (m == 2 ? pj - 8 : pj); --r) {
         const long tr = m == 2 ? (s->dg.n1 + r - 2 * H - 1) / (r - 2 * H) : 1;
-        const long resident = (long)stream_per_sm(s, o, (pk - o.lk) * (r - o.lj), bytes) * s->sms;
+        const int threads = (pk - o.trim) * (r - o.trim);
+        const long resident = (long)stream_per_sm(s, o, threads, bytes) * s->sms;
         for (int n = 1; n <= ns; ++n) {
             const int cn = (ns + n - 1) / n;
             if (cn < least)
@@ -1622,7 +1626,7 @@ static size_t stream_shape(const nlse_fd *s, StreamLaunch *L)
     if (tj > 65535 || chunks > 65535) /* the launch grid's y and z limits */
         return 0;
     L->grid = dim3((unsigned)tk, (unsigned)tj, (unsigned)chunks);
-    L->block = dim3(pk - o.lk, pj - o.lj, 1);
+    L->block = dim3(pk - o.trim, pj - o.trim, 1);
     L->bj = pj;
     L->bk = pk;
     L->chunk = c;
@@ -1748,7 +1752,7 @@ template <typename R, int M, bool SHOC, bool PAIR = false> static StreamOps stre
     typedef StreamDimsOf<R, M, SHOC, P, PAIR> D;
     typedef StreamDimsOf<R, M, SHOC, 2 * P, PAIR> D2; /* PASS 2's rings (P = 1) */
     constexpr int planes = (int)D::PLANES > (int)D2::PLANES ? (int)D::PLANES : (int)D2::PLANES;
-    return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N, B::PK - B::TK, B::PJ - B::TJ,
+    return {B::PK, B::PJ, B::NP, planes, D::H, Unit<R, PAIR>::N, B::TRIM,
             enqueue_stream<R, M, SHOC, PAIR>, stream_allow<R, M, SHOC, PAIR>};
 }
 
